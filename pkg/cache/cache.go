@@ -1,0 +1,261 @@
+// Package cache is Caldera's shared snapshot of the cluster: one instance per
+// scheduler process, read by every plugin of every profile, kept current by
+// informer events. It plays the part of Volcano's scheduler cache, but it is
+// event-driven: every pod, PodGroup and Node event updates per-group and
+// cluster aggregates in O(1), so no plugin ever scans all pods.
+//
+// The cache also owns the status reconciler (Volcano's closeSession): a
+// leader-gated loop that writes PodGroup status and Events for the groups that
+// changed since its last pass.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// PodGroupLabel ties a pod to a PodGroup of the same namespace.
+const PodGroupLabel = v1alpha1.PodGroupLabel
+
+// syncTimeout bounds how long a plugin factory waits for the cache's informers;
+// a missing PodGroup CRD shows up here as a startup error, not a silent hang.
+const syncTimeout = 60 * time.Second
+
+// GroupKey names a group: a PodGroup's namespace and name. It is a struct, not a
+// "ns/name" string, so that hot paths look groups up without building strings.
+type GroupKey struct {
+	Namespace, Name string
+}
+
+// String renders the key as namespace/name for messages.
+func (k GroupKey) String() string { return k.Namespace + "/" + k.Name }
+
+// GroupKeyOf returns the group a pod belongs to, if it carries the label.
+func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
+	name, ok := pod.Labels[PodGroupLabel]
+	if !ok || name == "" {
+		return GroupKey{}, false
+	}
+	return GroupKey{Namespace: pod.Namespace, Name: name}, true
+}
+
+// Provider hands out the one Cache of a scheduler. kube-scheduler builds every
+// plugin of every profile from factories, with no place for shared objects, so
+// the command creates one Provider and closes every factory over it: no global
+// state, and a test that builds two schedulers gets two caches.
+type Provider struct {
+	once  sync.Once
+	cache *Cache
+	err   error
+}
+
+// NewProvider returns a Provider whose cache is created on first use.
+func NewProvider() *Provider { return &Provider{} }
+
+// Get returns the shared cache, creating it and starting its informers on the
+// first call. ctx bounds the cache's lifetime (it is the scheduler's context).
+func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
+	p.once.Do(func() {
+		p.cache, p.err = newCache(ctx, h)
+	})
+	return p.cache, p.err
+}
+
+// Cache is the shared snapshot. All methods are safe for concurrent use.
+type Cache struct {
+	handle   fwk.Handle
+	pgClient pgclient.Interface
+	pgLister pglisters.PodGroupLister
+	podInf   cache.SharedIndexInformer
+
+	mu     sync.RWMutex
+	groups map[GroupKey]*group
+	// memberOf remembers each member's group, so an update that changes or
+	// drops the label is applied to the group the pod left.
+	memberOf map[types.UID]GroupKey
+	nodes    map[string]resources.List
+	total    resources.List
+
+	// dirty holds groups whose status or Events may need writing.
+	dirty map[GroupKey]struct{}
+
+	reconcilerOnce sync.Once
+	reconcilerOpts ReconcilerOptions
+	ctx            context.Context
+}
+
+// group is one PodGroup (or a set of pods naming a PodGroup not yet seen).
+type group struct {
+	key GroupKey
+	// pg is the PodGroup object from the informer; nil when it does not exist.
+	pg      *v1alpha1.PodGroup
+	spec    gang.Spec
+	created time.Time
+	members map[types.UID]*member
+	counts  gang.Counts
+	// priority is the highest member priority, so that all members sort together.
+	priority int32
+	// enqueueable caches gang.Enqueueable's answer, so that members are
+	// activated once, when it flips to true, instead of on every member event.
+	enqueueable bool
+	// minRequest is gang.MinRequest's answer, recomputed lazily after membership changes.
+	minRequest      resources.List
+	minRequestValid bool
+
+	firstAttempt time.Time
+	backoff      gang.BackoffState
+	backoffTimer *time.Timer
+	// unschedulable is the last reason the gang could not be placed; cleared
+	// when it is placed.
+	unschedulable string
+	// lastEvent is the reason and message of the last Event written, so that
+	// one state produces one Event.
+	lastEvent string
+}
+
+type member struct {
+	pod          *v1.Pod
+	state        gang.Member
+	request      resources.List
+	waitingSince time.Time
+}
+
+func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
+	logger := klog.FromContext(ctx)
+	client, err := pgclient.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("building PodGroup client: %w", err)
+	}
+	c := &Cache{
+		handle:   h,
+		pgClient: client,
+		groups:   map[GroupKey]*group{},
+		memberOf: map[types.UID]GroupKey{},
+		nodes:    map[string]resources.List{},
+		total:    resources.List{},
+		dirty:    map[GroupKey]struct{}{},
+		ctx:      ctx,
+	}
+
+	pgFactory := pginformers.NewSharedInformerFactory(client, 0)
+	pgInf := pgFactory.Scheduling().V1alpha1().PodGroups()
+	c.pgLister = pgInf.Lister()
+	if _, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPodGroup(logger, obj) },
+		UpdateFunc: func(_, obj any) { c.onPodGroup(logger, obj) },
+		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, obj) },
+	}); err != nil {
+		return nil, err
+	}
+
+	// The scheduler's own pod informer filters out finished pods (a succeeded
+	// pod arrives as a delete), but PodGroup status counts succeeded and failed
+	// members. So members come from an informer of our own, limited by label
+	// to gang members and stripped of managedFields to keep it small.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PodGroupLabel }),
+		informers.WithTransform(stripManagedFields))
+	c.podInf = podFactory.Core().V1().Pods().Informer()
+	if _, err := c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPod(logger, nil, obj) },
+		UpdateFunc: func(old, obj any) { c.onPod(logger, old, obj) },
+		DeleteFunc: func(obj any) { c.onPodDelete(logger, obj) },
+	}); err != nil {
+		return nil, err
+	}
+
+	// Nodes come from the scheduler's own factory: it is started by the
+	// scheduler and synced before the first scheduling cycle.
+	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNode(obj) },
+		UpdateFunc: func(_, obj any) { c.onNode(obj) },
+		DeleteFunc: func(obj any) { c.onNodeDelete(obj) },
+	}); err != nil {
+		return nil, err
+	}
+
+	pgFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	for typ, ok := range pgFactory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer for %v did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", typ, syncTimeout)
+		}
+	}
+	for typ, ok := range podFactory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer for %v did not sync within %v", typ, syncTimeout)
+		}
+	}
+	logger.V(2).Info("Caldera cache synced", "groups", len(c.groups))
+	return c, nil
+}
+
+// groupLocked returns the group for key, creating it. Callers hold c.mu.
+func (c *Cache) groupLocked(key GroupKey) *group {
+	g := c.groups[key]
+	if g == nil {
+		g = &group{key: key, members: map[types.UID]*member{}}
+		c.groups[key] = g
+	}
+	return g
+}
+
+// dropIfEmptyLocked forgets a group that has neither a PodGroup nor members.
+func (c *Cache) dropIfEmptyLocked(g *group) {
+	if g.pg == nil && len(g.members) == 0 {
+		if g.backoffTimer != nil {
+			g.backoffTimer.Stop()
+		}
+		delete(c.groups, g.key)
+	}
+}
+
+// refreshLocked re-evaluates whether the group may enter the queue and returns
+// the pending members to activate when the answer just became yes.
+func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
+	c.dirty[g.key] = struct{}{}
+	ok, _ := gang.Enqueueable(g.key.String(), g.pg != nil, g.spec, g.counts)
+	was := g.enqueueable
+	g.enqueueable = ok
+	if !ok || was {
+		return nil
+	}
+	return g.pendingPodsLocked()
+}
+
+func (g *group) pendingPodsLocked() map[string]*v1.Pod {
+	out := make(map[string]*v1.Pod, g.counts.Pending)
+	for _, m := range g.members {
+		if !m.state.Placed() && !m.state.Phase.Terminal() {
+			out[m.pod.Namespace+"/"+m.pod.Name] = m.pod
+		}
+	}
+	return out
+}
+
+// activate moves pods into the active queue. It must be called without c.mu
+// held: the queue runs PreEnqueue, which reads the cache.
+func (c *Cache) activate(logger klog.Logger, pods map[string]*v1.Pod) {
+	if len(pods) > 0 {
+		c.handle.Activate(logger, pods)
+	}
+}

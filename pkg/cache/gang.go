@@ -1,0 +1,320 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// SortInfo is what QueueSort compares for one pod: its group's priority and
+// creation time, then the group's key. A pod without a group is its own group.
+type SortInfo struct {
+	Priority  int32
+	Created   time.Time
+	Namespace string
+	Name      string
+}
+
+// SortInfo returns the ordering key of pod without allocating.
+func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
+	}
+	c.mu.RLock()
+	g := c.groups[key]
+	var info SortInfo
+	if g != nil && len(g.members) > 0 {
+		info = SortInfo{Priority: g.priority, Created: g.created, Namespace: key.Namespace, Name: key.Name}
+	} else {
+		// The scheduler's informer may deliver a pod before ours does.
+		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
+	}
+	c.mu.RUnlock()
+	return info
+}
+
+// Enqueueable answers PreEnqueue for a member pod: whether its PodGroup exists
+// and has enough members. isMember is false for pods without the label.
+func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
+	key, member := GroupKeyOf(pod)
+	if !member {
+		return false, true, ""
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g := c.groups[key]
+	if g == nil {
+		return true, false, "waiting for PodGroup " + key.String()
+	}
+	if g.enqueueable {
+		return true, true, ""
+	}
+	ok, msg = gang.Enqueueable(key.String(), g.pg != nil, g.spec, g.counts)
+	return true, ok, msg
+}
+
+// PreFilterCode says why PreFilter refused a member.
+type PreFilterCode int
+
+// PreFilter outcomes.
+const (
+	PreFilterOK PreFilterCode = iota
+	// PreFilterBackoff: the group failed recently and waits before retrying.
+	PreFilterBackoff
+	// PreFilterTooLarge: the group needs more than the whole cluster has.
+	PreFilterTooLarge
+	// PreFilterNoGroup: the PodGroup vanished after the pod was queued.
+	PreFilterNoGroup
+)
+
+// PreFilter records the group's first scheduling attempt and checks that it is
+// neither backing off nor larger than the cluster.
+func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
+	key, member := GroupKeyOf(pod)
+	if !member {
+		return false, PreFilterOK, ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[key]
+	if g == nil || g.pg == nil {
+		return true, PreFilterNoGroup, "waiting for PodGroup " + key.String()
+	}
+	if g.firstAttempt.IsZero() {
+		g.firstAttempt = at
+		c.dirty[key] = struct{}{}
+	}
+	if g.backoff.Active(at) {
+		return true, PreFilterBackoff, fmt.Sprintf("PodGroup %s is backing off until %s after: %s",
+			key, g.backoff.Until.Format(time.RFC3339), g.unschedulable)
+	}
+	need := c.minRequestLocked(g)
+	if over := need.Exceeding(c.total); len(over) > 0 {
+		name := over[0]
+		return true, PreFilterTooLarge, fmt.Sprintf("PodGroup %s needs %s %s for its %d minimum members, more than the cluster's total allocatable %s",
+			key, resources.Format(name, need[name]), name, g.spec.MinMember, resources.Format(name, c.total[name]))
+	}
+	return true, PreFilterOK, ""
+}
+
+func (c *Cache) minRequestLocked(g *group) resources.List {
+	if !g.minRequestValid {
+		reqs := make([]resources.List, 0, g.counts.Active)
+		for _, m := range g.members {
+			if !m.state.Phase.Terminal() {
+				reqs = append(reqs, m.request)
+			}
+		}
+		g.minRequest = gang.MinRequest(g.spec, reqs)
+		g.minRequestValid = true
+	}
+	return g.minRequest
+}
+
+// MinRequest returns what the group of pod needs before it can run (see gang.MinRequest).
+func (c *Cache) MinRequest(key GroupKey) (resources.List, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[key]
+	if g == nil {
+		return nil, false
+	}
+	return c.minRequestLocked(g).Clone(), true
+}
+
+// Reserve records that the scheduler reserved a node for a member.
+func (c *Cache) Reserve(pod *v1.Pod) {
+	c.updateMember(pod, func(g *group, m *member) { m.state.Reserved = true })
+}
+
+func (c *Cache) updateMember(pod *v1.Pod, fn func(*group, *member)) {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[key]
+	if g == nil {
+		return
+	}
+	m := g.members[pod.UID]
+	if m == nil {
+		return
+	}
+	g.counts.Add(m.state, -1)
+	fn(g, m)
+	g.counts.Add(m.state, +1)
+	c.dirty[key] = struct{}{}
+}
+
+// PermitResult is Permit's answer for one member.
+type PermitResult struct {
+	// Allow: the gang has its minimum; the member goes on to bind.
+	Allow bool
+	// Timeout is how long the member may wait when not allowed.
+	Timeout time.Duration
+	// Message says what the member waits for.
+	Message string
+}
+
+// Permit decides whether a reserved member may bind. When the gang reaches its
+// minimum, every sibling waiting in Permit is allowed at once, through
+// pluginName's waiting-pod handle.
+func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTimeout time.Duration, pluginName string) PermitResult {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return PermitResult{Allow: true}
+	}
+	c.mu.Lock()
+	g := c.groups[key]
+	if g == nil || g.pg == nil {
+		c.mu.Unlock()
+		// The PodGroup vanished while the pod was in flight: do not bind it
+		// alone; a short wait gets it rejected and retried through PreEnqueue.
+		return PermitResult{Timeout: time.Second, Message: "PodGroup " + key.String() + " not found"}
+	}
+	m := g.members[pod.UID]
+	if m != nil && !m.state.Reserved && !m.state.Assigned {
+		g.counts.Add(m.state, -1)
+		m.state.Reserved = true
+		g.counts.Add(m.state, +1)
+	}
+	if !gang.Ready(g.spec, g.counts.Placed) {
+		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
+		if m != nil {
+			g.counts.Add(m.state, -1)
+			m.state.Waiting = true
+			m.waitingSince = at
+			g.counts.Add(m.state, +1)
+		}
+		msg := fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
+		c.dirty[key] = struct{}{}
+		c.mu.Unlock()
+		return PermitResult{Timeout: timeout, Message: msg}
+	}
+	var allow []types.UID
+	for uid, o := range g.members {
+		if o.state.Waiting {
+			g.counts.Add(o.state, -1)
+			o.state.Waiting = false
+			g.counts.Add(o.state, +1)
+			allow = append(allow, uid)
+		}
+	}
+	g.backoff = gang.BackoffState{}
+	g.unschedulable = ""
+	c.dirty[key] = struct{}{}
+	c.mu.Unlock()
+	for _, uid := range allow {
+		if wp := c.handle.GetWaitingPod(uid); wp != nil {
+			wp.Allow(pluginName)
+		}
+	}
+	logger.V(4).Info("Gang ready", "podGroup", key.String(), "allowedWaiting", len(allow))
+	return PermitResult{Allow: true}
+}
+
+// Unreserve records that a member lost its node (rejected in Permit, timed out,
+// or failed to bind) and releases the gang: see Release.
+func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, defaultTimeout time.Duration) {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return
+	}
+	reason := "a member failed to bind"
+	c.mu.Lock()
+	if g := c.groups[key]; g != nil {
+		if m := g.members[pod.UID]; m != nil {
+			if m.state.Waiting {
+				timeout := gang.PermitTimeout(g.spec, defaultTimeout)
+				if !at.Before(m.waitingSince.Add(timeout)) {
+					reason = fmt.Sprintf("timed out after %v waiting in Permit with %d/%d members placed", timeout, g.counts.Placed, g.spec.MinMember)
+				} else {
+					reason = "a member was rejected while waiting in Permit"
+				}
+			}
+			g.counts.Add(m.state, -1)
+			m.state.Reserved = false
+			m.state.Waiting = false
+			g.counts.Add(m.state, +1)
+		}
+	}
+	c.mu.Unlock()
+	c.Release(logger, key, at, policy, reason)
+}
+
+// Unschedulable records that a member found no node (PostFilter) and releases
+// the gang: see Release.
+func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, reason string) {
+	if key, ok := GroupKeyOf(pod); ok {
+		c.Release(logger, key, at, policy, reason)
+	}
+}
+
+// Release makes a gang that cannot complete hold nothing: unless the gang
+// already has its minimum placed, every member waiting in Permit is rejected
+// and the group backs off, its members re-activated when the backoff ends.
+// Returns whether a release happened.
+func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy gang.Backoff, reason string) bool {
+	c.mu.Lock()
+	g := c.groups[key]
+	if g == nil || g.pg == nil || gang.Ready(g.spec, g.counts.Placed) {
+		c.mu.Unlock()
+		return false
+	}
+	var waiting []types.UID
+	for uid, m := range g.members {
+		if m.state.Waiting {
+			waiting = append(waiting, uid)
+		}
+	}
+	msg := gang.UnschedulableMessage(g.spec, g.counts, reason)
+	g.unschedulable = msg
+	c.dirty[key] = struct{}{}
+	var started bool
+	g.backoff, started = policy.Fail(g.backoff, at)
+	if started && g.backoff.Active(at) {
+		if g.backoffTimer != nil {
+			g.backoffTimer.Stop()
+		}
+		g.backoffTimer = time.AfterFunc(g.backoff.Until.Sub(at), func() { c.endBackoff(logger, key) })
+	}
+	c.mu.Unlock()
+	c.rejectWaiting(waiting, msg)
+	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", g.backoff.Until)
+	return true
+}
+
+func (c *Cache) endBackoff(logger klog.Logger, key GroupKey) {
+	c.mu.Lock()
+	g := c.groups[key]
+	var pods map[string]*v1.Pod
+	if g != nil {
+		g.backoffTimer = nil
+		if g.enqueueable {
+			pods = g.pendingPodsLocked()
+		}
+	}
+	c.mu.Unlock()
+	c.activate(logger, pods)
+}
+
+func (c *Cache) rejectWaiting(uids []types.UID, msg string) {
+	for _, uid := range uids {
+		if wp := c.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(rejectorName, msg)
+		}
+	}
+}
+
+// rejectorName is the plugin name waiting pods are rejected under; the plugin
+// package sets its own Name on Permit, and this one matches it.
+const rejectorName = "CalderaGang"

@@ -1,0 +1,272 @@
+package cache
+
+import (
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// stripManagedFields drops the part of a pod the cache never reads and that
+// often outweighs the rest.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// ListFrom converts a v1.ResourceList to the policy packages' vector.
+func ListFrom(rl v1.ResourceList) resources.List {
+	out := make(resources.List, len(rl))
+	for name, q := range rl {
+		if name == v1.ResourceCPU {
+			out[resources.CPU] = q.MilliValue()
+		} else {
+			out[string(name)] = q.Value()
+		}
+	}
+	return out
+}
+
+func podRequest(pod *v1.Pod) resources.List {
+	return ListFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+func phaseOf(pod *v1.Pod) gang.PodPhase {
+	switch pod.Status.Phase {
+	case v1.PodRunning:
+		return gang.PodRunning
+	case v1.PodSucceeded:
+		return gang.PodSucceeded
+	case v1.PodFailed:
+		return gang.PodFailed
+	default:
+		return gang.PodPending
+	}
+}
+
+func podPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
+func asPod(obj any) *v1.Pod {
+	switch t := obj.(type) {
+	case *v1.Pod:
+		return t
+	case cache.DeletedFinalStateUnknown:
+		p, _ := t.Obj.(*v1.Pod)
+		return p
+	}
+	return nil
+}
+
+func (c *Cache) onPod(logger klog.Logger, oldObj, obj any) {
+	pod := asPod(obj)
+	if pod == nil {
+		return
+	}
+	c.mu.Lock()
+	var act map[string]*v1.Pod
+	key, labelled := GroupKeyOf(pod)
+	prevKey, known := c.memberOf[pod.UID]
+	if known && (!labelled || prevKey != key) {
+		// The label changed or went away: the pod leaves its old group.
+		c.removeMemberLocked(prevKey, pod.UID)
+		known = false
+	}
+	if labelled {
+		g := c.groupLocked(key)
+		m := g.members[pod.UID]
+		if m == nil {
+			m = &member{}
+			g.members[pod.UID] = m
+			c.memberOf[pod.UID] = key
+			if p := podPriority(pod); len(g.members) == 1 || p > g.priority {
+				g.priority = p
+			}
+			g.minRequestValid = false
+		} else {
+			g.counts.Add(m.state, -1)
+		}
+		wasTerminal := m.state.Phase.Terminal()
+		m.pod = pod
+		m.state.Phase = phaseOf(pod)
+		m.state.Assigned = pod.Spec.NodeName != ""
+		if m.state.Assigned || m.state.Phase.Terminal() {
+			// Binding confirmed (or the pod is done): no longer merely reserved.
+			m.state.Reserved = false
+			m.state.Waiting = false
+		}
+		if m.request == nil || oldObj == nil {
+			m.request = podRequest(pod)
+		}
+		if m.state.Phase.Terminal() != wasTerminal {
+			g.minRequestValid = false
+		}
+		g.counts.Add(m.state, +1)
+		if g.pg == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
+			g.created = pod.CreationTimestamp.Time
+		}
+		act = c.refreshLocked(g)
+	}
+	c.mu.Unlock()
+	c.activate(logger, act)
+}
+
+func (c *Cache) onPodDelete(logger klog.Logger, obj any) {
+	pod := asPod(obj)
+	if pod == nil {
+		return
+	}
+	c.mu.Lock()
+	if key, ok := c.memberOf[pod.UID]; ok {
+		c.removeMemberLocked(key, pod.UID)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
+	delete(c.memberOf, uid)
+	g := c.groups[key]
+	if g == nil {
+		return
+	}
+	m := g.members[uid]
+	if m == nil {
+		return
+	}
+	g.counts.Add(m.state, -1)
+	delete(g.members, uid)
+	g.minRequestValid = false
+	if p := podPriority(m.pod); p == g.priority {
+		g.priority = 0
+		first := true
+		for _, o := range g.members {
+			if p := podPriority(o.pod); first || p > g.priority {
+				g.priority, first = p, false
+			}
+		}
+	}
+	c.refreshLocked(g)
+	c.dropIfEmptyLocked(g)
+}
+
+func asPodGroup(obj any) *v1alpha1.PodGroup {
+	switch t := obj.(type) {
+	case *v1alpha1.PodGroup:
+		return t
+	case cache.DeletedFinalStateUnknown:
+		p, _ := t.Obj.(*v1alpha1.PodGroup)
+		return p
+	}
+	return nil
+}
+
+// SpecFrom converts a PodGroup's spec to the policy's view.
+func SpecFrom(pg *v1alpha1.PodGroup) gang.Spec {
+	s := gang.Spec{MinMember: pg.Spec.MinMember, ScheduleTimeoutSeconds: pg.Spec.ScheduleTimeoutSeconds}
+	if pg.Spec.MinResources != nil {
+		s.MinResources = ListFrom(pg.Spec.MinResources)
+	}
+	return s
+}
+
+func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
+	pg := asPodGroup(obj)
+	if pg == nil {
+		return
+	}
+	c.mu.Lock()
+	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+	g.pg = pg
+	spec := SpecFrom(pg)
+	if spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil) {
+		g.minRequestValid = false
+	}
+	g.spec = spec
+	g.created = pg.CreationTimestamp.Time
+	act := c.refreshLocked(g)
+	c.mu.Unlock()
+	c.activate(logger, act)
+}
+
+func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
+	pg := asPodGroup(obj)
+	if pg == nil {
+		return
+	}
+	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+	c.mu.Lock()
+	g := c.groups[key]
+	var waiting []types.UID
+	if g != nil {
+		g.pg = nil
+		g.spec = gang.Spec{}
+		g.enqueueable = false
+		g.minRequestValid = false
+		for uid, m := range g.members {
+			if m.state.Waiting {
+				waiting = append(waiting, uid)
+			}
+		}
+		c.refreshLocked(g)
+		c.dropIfEmptyLocked(g)
+	}
+	c.mu.Unlock()
+	// Members parked in Permit would otherwise hold their nodes until timeout.
+	c.rejectWaiting(waiting, "PodGroup "+key.String()+" was deleted")
+	logger.V(4).Info("PodGroup deleted", "podGroup", key.String(), "rejectedWaiting", len(waiting))
+}
+
+func nodeAllocatable(obj any) (string, resources.List, bool) {
+	var n *v1.Node
+	switch t := obj.(type) {
+	case *v1.Node:
+		n = t
+	case cache.DeletedFinalStateUnknown:
+		n, _ = t.Obj.(*v1.Node)
+	}
+	if n == nil {
+		return "", nil, false
+	}
+	return n.Name, ListFrom(n.Status.Allocatable), true
+}
+
+func (c *Cache) onNode(obj any) {
+	name, alloc, ok := nodeAllocatable(obj)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodes[name]; ok {
+		c.total.Sub(old)
+	}
+	c.nodes[name] = alloc
+	c.total.Add(alloc)
+}
+
+func (c *Cache) onNodeDelete(obj any) {
+	name, _, ok := nodeAllocatable(obj)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.nodes[name]; ok {
+		c.total.Sub(old)
+		delete(c.nodes, name)
+	}
+}
+

@@ -1,0 +1,217 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+)
+
+// ReconcilerOptions configure the status reconciler.
+type ReconcilerOptions struct {
+	// SyncPeriod is how often changed groups get their status written.
+	SyncPeriod time.Duration
+	// LeaseNamespace and LeaseName name the Lease that elects the one replica
+	// that writes status. Plugin factories run on every replica, before the
+	// scheduler's own leader election, so the reconciler needs a gate of its own.
+	LeaseNamespace, LeaseName string
+}
+
+// StartReconciler starts the status reconciler once per cache. Every profile's
+// plugin calls it; a profile that asks for different options is a configuration
+// error, since one process writes status one way.
+func (c *Cache) StartReconciler(opts ReconcilerOptions) error {
+	started := false
+	c.reconcilerOnce.Do(func() {
+		c.reconcilerOpts = opts
+		started = true
+		go c.runReconciler(opts)
+	})
+	if !started && c.reconcilerOpts != opts {
+		return fmt.Errorf("status reconciler options %+v conflict with %+v set by another profile: give every profile the same statusSyncPeriodSeconds and statusLease", opts, c.reconcilerOpts)
+	}
+	return nil
+}
+
+func (c *Cache) runReconciler(opts ReconcilerOptions) {
+	ctx := c.ctx
+	logger := klog.FromContext(ctx).WithName("status")
+	host, _ := os.Hostname()
+	id := host + "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.LeaseNamespace, Name: opts.LeaseName},
+		Client:     c.handle.ClientSet().CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   15 * time.Second,
+			RenewDeadline:   10 * time.Second,
+			RetryPeriod:     2 * time.Second,
+			ReleaseOnCancel: true,
+			Name:            opts.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					logger.Info("Writing PodGroup status as leader", "lease", opts.LeaseNamespace+"/"+opts.LeaseName, "identity", id)
+					c.markAllDirty()
+					wait.UntilWithContext(ctx, c.SyncStatus, opts.SyncPeriod)
+				},
+				OnStoppedLeading: func() { logger.Info("Stopped writing PodGroup status", "identity", id) },
+			},
+		})
+		if err != nil {
+			logger.Error(err, "Cannot run status leader election")
+			return
+		}
+		le.Run(ctx)
+	}
+}
+
+func (c *Cache) markAllDirty() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.groups {
+		c.dirty[k] = struct{}{}
+	}
+}
+
+// statusWork is what one pass needs to know about one group, copied out under
+// the lock so that API calls run without it.
+type statusWork struct {
+	key    GroupKey
+	pg     *v1alpha1.PodGroup
+	status v1alpha1.PodGroupStatus
+	notice gang.Notice
+	// pods receive the notice when the PodGroup does not exist.
+	pods []*v1.Pod
+}
+
+// SyncStatus writes status and Events for the groups that changed since the
+// last pass. Its cost is proportional to the changed groups, not to all groups.
+func (c *Cache) SyncStatus(ctx context.Context) {
+	c.mu.Lock()
+	work := make([]statusWork, 0, len(c.dirty))
+	for key := range c.dirty {
+		g := c.groups[key]
+		if g == nil {
+			continue
+		}
+		w := statusWork{key: key, pg: g.pg}
+		w.notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
+		noticeID := w.notice.Reason + "\x00" + w.notice.Message
+		if w.notice.Reason == "" || noticeID == g.lastEvent {
+			w.notice = gang.Notice{}
+		} else {
+			g.lastEvent = noticeID
+			if g.pg == nil {
+				for _, m := range g.members {
+					w.pods = append(w.pods, m.pod)
+				}
+			}
+		}
+		if g.pg != nil {
+			w.status = desiredStatus(g)
+		}
+		work = append(work, w)
+	}
+	clear(c.dirty)
+	c.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	for _, w := range work {
+		c.emit(w)
+		if w.pg == nil || equality.Semantic.DeepEqual(w.pg.Status, w.status) {
+			continue
+		}
+		if err := c.writeStatus(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Cannot write PodGroup status; will retry", "podGroup", w.key.String())
+			c.mu.Lock()
+			c.dirty[w.key] = struct{}{}
+			c.mu.Unlock()
+		}
+	}
+}
+
+func desiredStatus(g *group) v1alpha1.PodGroupStatus {
+	s := *g.pg.Status.DeepCopy()
+	s.Phase = v1alpha1.PodGroupPhase(gang.PhaseOf(g.spec, g.counts))
+	s.Running = int32(g.counts.Running)
+	s.Succeeded = int32(g.counts.Succeeded)
+	s.Failed = int32(g.counts.Failed)
+	if s.ScheduleStartTime.IsZero() && !g.firstAttempt.IsZero() {
+		// The API stores seconds; truncating keeps the next comparison equal.
+		s.ScheduleStartTime = metav1.NewTime(g.firstAttempt.Truncate(time.Second))
+	}
+	return s
+}
+
+func (c *Cache) writeStatus(ctx context.Context, w statusWork) error {
+	client := c.pgClient.SchedulingV1alpha1().PodGroups(w.key.Namespace)
+	pg := w.pg.DeepCopy()
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			latest, err := client.Get(ctx, w.key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pg = latest
+		}
+		first = false
+		// Only the status we own changes; a ScheduleStartTime someone else set stays.
+		status := w.status
+		if !pg.Status.ScheduleStartTime.IsZero() {
+			status.ScheduleStartTime = pg.Status.ScheduleStartTime
+		}
+		status.OccupiedBy = pg.Status.OccupiedBy
+		pg.Status = status
+		_, err := client.UpdateStatus(ctx, pg, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (c *Cache) emit(w statusWork) {
+	if w.notice.Reason == "" {
+		return
+	}
+	typ := v1.EventTypeNormal
+	if w.notice.Warning {
+		typ = v1.EventTypeWarning
+	}
+	rec := c.handle.EventRecorder()
+	if w.pg != nil {
+		rec.Eventf(PodGroupRef(w.pg), nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
+		return
+	}
+	for _, p := range w.pods {
+		rec.Eventf(p, nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
+	}
+}
+
+// PodGroupRef is the Event target for a PodGroup. The scheduler's event scheme
+// does not know PodGroups, so the reference is spelled out.
+func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
+	return &v1.ObjectReference{
+		APIVersion:      v1alpha1.SchemeGroupVersion.String(),
+		Kind:            "PodGroup",
+		Namespace:       pg.Namespace,
+		Name:            pg.Name,
+		UID:             pg.UID,
+		ResourceVersion: pg.ResourceVersion,
+	}
+}

@@ -1,0 +1,204 @@
+// Package gang is the CalderaGang plugin: all-or-nothing scheduling of the pods
+// of a PodGroup. It is a thin adapter: the state lives in pkg/cache and the
+// rules in pkg/gang; this package turns them into framework statuses.
+package gang
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+	policy "github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/plugins/args"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "CalderaGang"
+
+// PodGroupResource is the PodGroup CRD as a scheduler event resource
+// (<plural>.<version>.<group>); the scheduler watches it through a dynamic informer.
+const PodGroupResource fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
+
+// Gang implements PreEnqueue, PreFilter, PostFilter, Reserve and Permit for gangs.
+type Gang struct {
+	handle        fwk.Handle
+	cache         *cache.Cache
+	backoff       policy.Backoff
+	permitTimeout time.Duration
+}
+
+var (
+	_ fwk.PreEnqueuePlugin  = &Gang{}
+	_ fwk.PreFilterPlugin   = &Gang{}
+	_ fwk.PostFilterPlugin  = &Gang{}
+	_ fwk.ReservePlugin     = &Gang{}
+	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.EnqueueExtensions = &Gang{}
+)
+
+// New builds the plugin for one profile; every profile shares the cache of p.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provider) (fwk.Plugin, error) {
+	var a Args
+	if err := args.Decode(Name, obj, &a); err != nil {
+		return nil, err
+	}
+	a.SetDefaults(h.ProfileName())
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	c, err := p.Get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.StartReconciler(cache.ReconcilerOptions{
+		SyncPeriod:     seconds(a.StatusSyncPeriodSeconds),
+		LeaseNamespace: a.StatusLeaseNamespace,
+		LeaseName:      a.StatusLeaseName,
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Gang{
+		handle:        h,
+		cache:         c,
+		backoff:       policy.Backoff{Base: seconds(a.PodGroupBackoffSeconds), Max: seconds(a.PodGroupMaxBackoffSeconds)},
+		permitTimeout: seconds(a.PermitWaitingTimeSeconds),
+	}, nil
+}
+
+// Name returns the plugin name.
+func (g *Gang) Name() string { return Name }
+
+// PreEnqueue keeps a member out of the active queue until its PodGroup exists
+// and has at least minMember members.
+func (g *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	if _, ok, msg := g.cache.Enqueueable(pod); !ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
+	return nil
+}
+
+// PreFilter rejects members of a group that is backing off or that needs more
+// than the whole cluster's allocatable.
+func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	member, code, msg := g.cache.PreFilter(pod, time.Now())
+	if !member || code == cache.PreFilterOK {
+		return nil, nil
+	}
+	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// PreFilterExtensions returns nil: the plugin has no per-node state to update.
+func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// PostFilter runs when a member fits no node: the gang cannot complete now, so
+// its waiting members are rejected (it holds nothing) and it backs off. It never
+// nominates a node; preemption plugins after it still run.
+func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if _, ok := cache.GroupKeyOf(pod); !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, g.summarize(statuses))
+	return nil, fwk.NewStatus(fwk.Unschedulable, "gang released")
+}
+
+// summarize renders why the pod fit no node, like the scheduler's FitError.
+func (g *Gang) summarize(statuses fwk.NodeToStatusReader) string {
+	nodes, err := g.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return "no node fits"
+	}
+	reasons := map[string]int{}
+	for _, n := range nodes {
+		st := statuses.Get(n.Node().Name)
+		if st == nil || st.IsSuccess() {
+			continue
+		}
+		for _, r := range st.Reasons() {
+			reasons[r]++
+		}
+	}
+	return policy.SummarizeReasons(len(nodes), reasons)
+}
+
+// Reserve records that the member holds a node.
+func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	g.cache.Reserve(pod)
+	return nil
+}
+
+// Unreserve runs when a reserved member is rejected, times out in Permit or
+// fails to bind: the whole gang lets go of its nodes and backs off.
+func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	g.cache.Unreserve(klog.FromContext(ctx), pod, time.Now(), g.backoff, g.permitTimeout)
+}
+
+// Permit holds a member until minMember members of its gang hold nodes, then
+// lets every waiting sibling through together.
+func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+	r := g.cache.Permit(klog.FromContext(ctx), pod, time.Now(), g.permitTimeout, Name)
+	if r.Allow {
+		return nil, 0
+	}
+	return fwk.NewStatus(fwk.Wait, r.Message), r.Timeout
+}
+
+// EventsToRegister lists the events that can make a gated or rejected member
+// schedulable, each with a hint that requeues only the pods the event concerns.
+func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A new member may complete a gang's minMember.
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.Add}, QueueingHintFn: sameGroupPod},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Add}, QueueingHintFn: sameGroupPod},
+		// A pod relabelled into the group is a new member.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: sameGroupPod},
+		// A bound pod going away frees room that a released gang may need.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: queueAlways},
+		// The PodGroup appearing or changing (minMember lowered) can ungate members.
+		{Event: fwk.ClusterEvent{Resource: PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: samePodGroup},
+		// More nodes or allocatable can make a too-large gang fit the cluster.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: queueAlways},
+	}, nil
+}
+
+func queueAlways(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) {
+	return fwk.Queue, nil
+}
+
+func sameGroupPod(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	_, added, err := schedutil.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	want, ok := cache.GroupKeyOf(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	if got, ok := cache.GroupKeyOf(added); ok && got == want {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func samePodGroup(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	want, ok := cache.GroupKeyOf(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	u, ok := newObj.(*unstructured.Unstructured)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("unexpected PodGroup event object %T", newObj)
+	}
+	if u.GetNamespace() == want.Namespace && u.GetName() == want.Name {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}

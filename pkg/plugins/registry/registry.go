@@ -1,0 +1,30 @@
+// Package registry lists Caldera's plugins for the kube-scheduler command.
+package registry
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/gang"
+	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
+)
+
+// Options returns the app options that register every Caldera plugin. Each call
+// creates a fresh shared cache, so a process (or a test) that builds several
+// schedulers gives each its own cache while all profiles of one scheduler share one.
+func Options() []app.Option {
+	p := cache.NewProvider()
+	with := func(newFn func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return newFn(ctx, obj, h, p)
+		}
+	}
+	return []app.Option{
+		app.WithPlugin(queuesort.Name, with(queuesort.New)),
+		app.WithPlugin(gang.Name, with(gang.New)),
+	}
+}
