@@ -2,12 +2,18 @@
 # proxy through go.mod; no other downloads.
 SHELL := /bin/bash
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# The binary is kube-scheduler 1.37.2 plus Caldera's plugins: the Kubernetes
+# version must stay 1.37.x (feature gates and compatibility checks read it), so
+# Caldera's own version rides in the semver pre-release part.
+KUBE_VERSION := v1.37.2
+CALDERA_VERSION ?= 0.1.0
+GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+VERSION ?= $(KUBE_VERSION)-caldera.$(CALDERA_VERSION)+$(GIT_SHA)
 LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
-	-X k8s.io/component-base/version.gitMajor=0 \
-	-X k8s.io/component-base/version.gitMinor=1 \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA) \
 	-X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-SCHED_PLUGINS_VERSION := v0.34.7
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/cache/...
 INTEGRATION_TIMEOUT ?= 30m
 

@@ -110,8 +110,10 @@ type group struct {
 	created time.Time
 	members map[types.UID]*member
 	counts  gang.Counts
-	// priority is the highest member priority, so that all members sort together.
-	priority int32
+	// priority is the highest member priority, so that all members sort
+	// together; priorityCount is how many members have it.
+	priority      int32
+	priorityCount int
 	// enqueueable caches gang.Enqueueable's answer, so that members are
 	// activated once, when it flips to true, instead of on every member event.
 	enqueueable bool
@@ -131,6 +133,10 @@ type group struct {
 }
 
 type member struct {
+	// confirmed: our informer has delivered the pod. An unconfirmed member was
+	// recorded from the scheduler's copy in Reserve or Permit; if it is then
+	// unreserved it is dropped, so a pod deleted mid-cycle leaves no ghost.
+	confirmed    bool
 	pod          *v1.Pod
 	state        gang.Member
 	request      resources.List

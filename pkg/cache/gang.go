@@ -131,27 +131,18 @@ func (c *Cache) MinRequest(key GroupKey) (resources.List, bool) {
 
 // Reserve records that the scheduler reserved a node for a member.
 func (c *Cache) Reserve(pod *v1.Pod) {
-	c.updateMember(pod, func(g *group, m *member) { m.state.Reserved = true })
-}
-
-func (c *Cache) updateMember(pod *v1.Pod, fn func(*group, *member)) {
 	key, ok := GroupKeyOf(pod)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[key]
-	if g == nil {
-		return
+	g, m := c.upsertMemberLocked(key, pod)
+	if !m.state.Assigned {
+		g.counts.Add(m.state, -1)
+		m.state.Reserved = true
+		g.counts.Add(m.state, +1)
 	}
-	m := g.members[pod.UID]
-	if m == nil {
-		return
-	}
-	g.counts.Add(m.state, -1)
-	fn(g, m)
-	g.counts.Add(m.state, +1)
 	c.dirty[key] = struct{}{}
 }
 
@@ -181,20 +172,18 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		// alone; a short wait gets it rejected and retried through PreEnqueue.
 		return PermitResult{Timeout: time.Second, Message: "PodGroup " + key.String() + " not found"}
 	}
-	m := g.members[pod.UID]
-	if m != nil && !m.state.Reserved && !m.state.Assigned {
+	_, m := c.upsertMemberLocked(key, pod)
+	if !m.state.Reserved && !m.state.Assigned {
 		g.counts.Add(m.state, -1)
 		m.state.Reserved = true
 		g.counts.Add(m.state, +1)
 	}
 	if !gang.Ready(g.spec, g.counts.Placed) {
 		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
-		if m != nil {
-			g.counts.Add(m.state, -1)
-			m.state.Waiting = true
-			m.waitingSince = at
-			g.counts.Add(m.state, +1)
-		}
+		g.counts.Add(m.state, -1)
+		m.state.Waiting = true
+		m.waitingSince = at
+		g.counts.Add(m.state, +1)
 		msg := fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
 		c.dirty[key] = struct{}{}
 		c.mu.Unlock()
@@ -241,10 +230,14 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 					reason = "a member was rejected while waiting in Permit"
 				}
 			}
-			g.counts.Add(m.state, -1)
-			m.state.Reserved = false
-			m.state.Waiting = false
-			g.counts.Add(m.state, +1)
+			if m.confirmed {
+				g.counts.Add(m.state, -1)
+				m.state.Reserved = false
+				m.state.Waiting = false
+				g.counts.Add(m.state, +1)
+			} else {
+				c.removeMemberLocked(key, pod.UID)
+			}
 		}
 	}
 	c.mu.Unlock()

@@ -1,12 +1,11 @@
 package cache
 
 import (
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -71,7 +70,7 @@ func asPod(obj any) *v1.Pod {
 	return nil
 }
 
-func (c *Cache) onPod(logger klog.Logger, oldObj, obj any) {
+func (c *Cache) onPod(logger klog.Logger, _, obj any) {
 	pod := asPod(obj)
 	if pod == nil {
 		return
@@ -79,49 +78,75 @@ func (c *Cache) onPod(logger klog.Logger, oldObj, obj any) {
 	c.mu.Lock()
 	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
-	prevKey, known := c.memberOf[pod.UID]
-	if known && (!labelled || prevKey != key) {
+	if prevKey, known := c.memberOf[pod.UID]; known && (!labelled || prevKey != key) {
 		// The label changed or went away: the pod leaves its old group.
 		c.removeMemberLocked(prevKey, pod.UID)
-		known = false
 	}
 	if labelled {
-		g := c.groupLocked(key)
-		m := g.members[pod.UID]
-		if m == nil {
-			m = &member{}
-			g.members[pod.UID] = m
-			c.memberOf[pod.UID] = key
-			if p := podPriority(pod); len(g.members) == 1 || p > g.priority {
-				g.priority = p
-			}
-			g.minRequestValid = false
-		} else {
-			g.counts.Add(m.state, -1)
-		}
-		wasTerminal := m.state.Phase.Terminal()
-		m.pod = pod
-		m.state.Phase = phaseOf(pod)
-		m.state.Assigned = pod.Spec.NodeName != ""
-		if m.state.Assigned || m.state.Phase.Terminal() {
-			// Binding confirmed (or the pod is done): no longer merely reserved.
-			m.state.Reserved = false
-			m.state.Waiting = false
-		}
-		if m.request == nil || oldObj == nil {
-			m.request = podRequest(pod)
-		}
-		if m.state.Phase.Terminal() != wasTerminal {
-			g.minRequestValid = false
-		}
-		g.counts.Add(m.state, +1)
-		if g.pg == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
-			g.created = pod.CreationTimestamp.Time
-		}
+		g, m := c.upsertMemberLocked(key, pod)
+		m.confirmed = true
 		act = c.refreshLocked(g)
 	}
 	c.mu.Unlock()
 	c.activate(logger, act)
+}
+
+// upsertMemberLocked records pod as a member of group key with the state its
+// object shows. Reserve and Permit call it too, with the scheduler's copy of the
+// pod, because the scheduler's informer may deliver a pod before ours does.
+func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
+	g := c.groupLocked(key)
+	m := g.members[pod.UID]
+	if m == nil {
+		m = &member{request: podRequest(pod)}
+		g.members[pod.UID] = m
+		c.memberOf[pod.UID] = key
+		g.addPriority(podPriority(pod))
+		g.minRequestValid = false
+	} else {
+		g.counts.Add(m.state, -1)
+	}
+	wasTerminal := m.state.Phase.Terminal()
+	m.pod = pod
+	m.state.Phase = phaseOf(pod)
+	m.state.Assigned = pod.Spec.NodeName != ""
+	if m.state.Assigned || m.state.Phase.Terminal() {
+		// Binding confirmed (or the pod is done): no longer merely reserved.
+		m.state.Reserved = false
+		m.state.Waiting = false
+	}
+	if m.state.Phase.Terminal() != wasTerminal {
+		g.minRequestValid = false
+	}
+	g.counts.Add(m.state, +1)
+	if g.pg == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
+		g.created = pod.CreationTimestamp.Time
+	}
+	return g, m
+}
+
+// addPriority and removePriority keep the group's priority at its members'
+// maximum; only removing the last member at the maximum costs a scan.
+func (g *group) addPriority(p int32) {
+	switch {
+	case g.priorityCount == 0 || p > g.priority:
+		g.priority, g.priorityCount = p, 1
+	case p == g.priority:
+		g.priorityCount++
+	}
+}
+
+func (g *group) removePriority(p int32) {
+	if p != g.priority {
+		return
+	}
+	if g.priorityCount--; g.priorityCount > 0 {
+		return
+	}
+	g.priority = 0
+	for _, o := range g.members {
+		g.addPriority(podPriority(o.pod))
+	}
 }
 
 func (c *Cache) onPodDelete(logger klog.Logger, obj any) {
@@ -149,15 +174,7 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	g.counts.Add(m.state, -1)
 	delete(g.members, uid)
 	g.minRequestValid = false
-	if p := podPriority(m.pod); p == g.priority {
-		g.priority = 0
-		first := true
-		for _, o := range g.members {
-			if p := podPriority(o.pod); first || p > g.priority {
-				g.priority, first = p, false
-			}
-		}
-	}
+	g.removePriority(podPriority(m.pod))
 	c.refreshLocked(g)
 	c.dropIfEmptyLocked(g)
 }
@@ -269,4 +286,3 @@ func (c *Cache) onNodeDelete(obj any) {
 		delete(c.nodes, name)
 	}
 }
-

@@ -1,0 +1,344 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// PauseImage is the image of every pod the harness builds; nothing runs it.
+const PauseImage = "registry.k8s.io/pause:3.10"
+
+// cleanupTimeout bounds the API calls made in t.Cleanup, where the test's
+// own context is already cancelled.
+const cleanupTimeout = 30 * time.Second
+
+var (
+	namespaceSeq atomic.Int64
+	nodeSeq      atomic.Int64
+	invalidChars = regexp.MustCompile(`[^a-z0-9-]+`)
+)
+
+// Namespace creates a namespace unique to t. In t.Cleanup it deletes every
+// pod in it with a zero grace period (no kubelet exists to finish a graceful
+// deletion), every PodGroup in it, and then the namespace itself, without
+// waiting for the namespace to disappear (no namespace controller runs).
+func (e *Env) Namespace(t *testing.T) string {
+	t.Helper()
+	base := strings.Trim(invalidChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(base) > 40 {
+		base = strings.TrimRight(base[:40], "-")
+	}
+	name := fmt.Sprintf("%s-%d", base, namespaceSeq.Add(1))
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+		if err := e.Client.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+			t.Errorf("deleting pods in %s: %v", name, err)
+		}
+		if err := e.PGClient.SchedulingV1alpha1().PodGroups(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting PodGroups in %s: %v", name, err)
+		}
+		if err := e.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// NodeOption changes the nodes that AddNodes creates.
+type NodeOption func(*v1.Node)
+
+// NodeLabels adds labels to every node.
+func NodeLabels(labels map[string]string) NodeOption {
+	return func(n *v1.Node) { maps.Copy(n.Labels, labels) }
+}
+
+// NodeTaints adds taints to every node.
+func NodeTaints(taints ...v1.Taint) NodeOption {
+	return func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, taints...) }
+}
+
+// NodeResources adds (or overrides) capacity and allocatable resources, for
+// example extended resources such as nvidia.com/gpu.
+func NodeResources(resources v1.ResourceList) NodeOption {
+	return func(n *v1.Node) {
+		for name, q := range resources {
+			n.Status.Capacity[name] = q
+			n.Status.Allocatable[name] = q
+		}
+	}
+}
+
+// NodeNamePrefix names the nodes <prefix>-<sequence> instead of node-<sequence>.
+func NodeNamePrefix(prefix string) NodeOption {
+	return func(n *v1.Node) { n.GenerateName = prefix }
+}
+
+// AddNodes creates n Ready nodes, each with the given allocatable cpu and
+// memory (e.g. "4", "8Gi") and room for 110 pods, and deletes them in
+// t.Cleanup. Node names are unique for the life of the Env.
+func (e *Env) AddNodes(t *testing.T, n int, cpu, mem string, opts ...NodeOption) []*v1.Node {
+	t.Helper()
+	out := make([]*v1.Node, 0, n)
+	for range n {
+		resources := v1.ResourceList{
+			v1.ResourceCPU:    resource.MustParse(cpu),
+			v1.ResourceMemory: resource.MustParse(mem),
+			v1.ResourcePods:   resource.MustParse("110"),
+		}
+		node := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}},
+			Status: v1.NodeStatus{
+				Capacity:    resources.DeepCopy(),
+				Allocatable: resources.DeepCopy(),
+				Phase:       v1.NodeRunning,
+				Conditions: []v1.NodeCondition{{
+					Type:               v1.NodeReady,
+					Status:             v1.ConditionTrue,
+					Reason:             "KubeletReady",
+					LastHeartbeatTime:  metav1.Now(),
+					LastTransitionTime: metav1.Now(),
+				}},
+			},
+		}
+		for _, o := range opts {
+			o(node)
+		}
+		prefix := node.GenerateName
+		if prefix == "" {
+			prefix = "node"
+		}
+		node.GenerateName = ""
+		node.Name = fmt.Sprintf("%s-%d", prefix, nodeSeq.Add(1))
+		node.Labels[v1.LabelHostname] = node.Name
+		status := node.Status
+
+		created, err := e.Client.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating node %s: %v", node.Name, err)
+		}
+		name := created.Name
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if err := e.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting node %s: %v", name, err)
+			}
+		})
+		// The apiserver drops status on create: write it separately.
+		created.Status = status
+		updated, err := e.Client.CoreV1().Nodes().UpdateStatus(t.Context(), created, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("setting status of node %s: %v", name, err)
+		}
+		out = append(out, updated)
+	}
+	return out
+}
+
+// PodBuilder builds a pod for the harness: one pause container, scheduled by
+// caldera-scheduler, with a zero termination grace period so that deleting it
+// (by a test or by preemption) removes it at once even though it is bound and
+// no kubelet exists.
+type PodBuilder struct {
+	pod *v1.Pod
+}
+
+// Pod starts building a pod named name in namespace ns.
+func Pod(ns, name string) *PodBuilder {
+	return &PodBuilder{pod: &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
+		Spec: v1.PodSpec{
+			SchedulerName:                 DefaultSchedulerName,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []v1.Container{{
+				Name:  "pause",
+				Image: PauseImage,
+				Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{},
+				},
+			}},
+		},
+	}}
+}
+
+// CPU sets the container's CPU request, e.g. "500m".
+func (b *PodBuilder) CPU(q string) *PodBuilder {
+	b.pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse(q)
+	return b
+}
+
+// Mem sets the container's memory request, e.g. "1Gi".
+func (b *PodBuilder) Mem(q string) *PodBuilder {
+	b.pod.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(q)
+	return b
+}
+
+// Request sets any resource request of the container, e.g. an extended resource.
+func (b *PodBuilder) Request(name v1.ResourceName, q string) *PodBuilder {
+	b.pod.Spec.Containers[0].Resources.Requests[name] = resource.MustParse(q)
+	return b
+}
+
+// Group makes the pod a member of PodGroup pg (label scheduling.x-k8s.io/pod-group).
+func (b *PodBuilder) Group(pg string) *PodBuilder {
+	b.pod.Labels[v1alpha1.PodGroupLabel] = pg
+	return b
+}
+
+// Priority gives the pod priority p through the PriorityClass
+// PriorityClassName(p). The Priority admission plugin rejects a bare
+// spec.priority, so create the pod with Env.CreatePod (which creates the
+// class) or call Env.EnsurePriorityClass first.
+func (b *PodBuilder) Priority(p int32) *PodBuilder {
+	b.pod.Spec.PriorityClassName = PriorityClassName(p)
+	b.pod.Spec.Priority = ptr.To(p)
+	return b
+}
+
+// Scheduler sets spec.schedulerName (default caldera-scheduler).
+func (b *PodBuilder) Scheduler(name string) *PodBuilder {
+	b.pod.Spec.SchedulerName = name
+	return b
+}
+
+// Labels adds labels to the pod.
+func (b *PodBuilder) Labels(labels map[string]string) *PodBuilder {
+	maps.Copy(b.pod.Labels, labels)
+	return b
+}
+
+// NodeSelector adds entries to the pod's node selector.
+func (b *PodBuilder) NodeSelector(selector map[string]string) *PodBuilder {
+	if b.pod.Spec.NodeSelector == nil {
+		b.pod.Spec.NodeSelector = map[string]string{}
+	}
+	maps.Copy(b.pod.Spec.NodeSelector, selector)
+	return b
+}
+
+// Obj returns a copy of the pod built so far.
+func (b *PodBuilder) Obj() *v1.Pod {
+	return b.pod.DeepCopy()
+}
+
+// PriorityClassName is the name of the PriorityClass the harness uses for
+// priority p.
+func PriorityClassName(p int32) string {
+	if p < 0 {
+		return fmt.Sprintf("harness-priority-minus-%d", -int64(p))
+	}
+	return fmt.Sprintf("harness-priority-%d", p)
+}
+
+// EnsurePriorityClass creates the PriorityClass for priority p if the Env has
+// not created it yet, and returns its name. Classes live as long as the Env.
+// p must not exceed 1000000000 (higher values are reserved for the system).
+func (e *Env) EnsurePriorityClass(t *testing.T, p int32) string {
+	t.Helper()
+	name := PriorityClassName(p)
+	if _, ok := e.priorityClasses.Load(name); ok {
+		return name
+	}
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: p}
+	if _, err := e.Client.SchedulingV1().PriorityClasses().Create(t.Context(), pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating PriorityClass %s: %v", name, err)
+	}
+	e.priorityClasses.Store(name, struct{}{})
+	return name
+}
+
+// CreatePod creates pod (creating its harness PriorityClass first, if it uses
+// one) and returns the created object.
+func (e *Env) CreatePod(t *testing.T, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	if pod.Spec.Priority != nil && pod.Spec.PriorityClassName == PriorityClassName(*pod.Spec.Priority) {
+		e.EnsurePriorityClass(t, *pod.Spec.Priority)
+	}
+	created, err := e.Client.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return created
+}
+
+// CreatePods creates each pod with CreatePod, in order.
+func (e *Env) CreatePods(t *testing.T, pods ...*v1.Pod) []*v1.Pod {
+	t.Helper()
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, e.CreatePod(t, p))
+	}
+	return out
+}
+
+// PodGroupOption changes a PodGroup built by PodGroup.
+type PodGroupOption func(*v1alpha1.PodGroup)
+
+// PGTimeout sets spec.scheduleTimeoutSeconds.
+func PGTimeout(seconds int32) PodGroupOption {
+	return func(pg *v1alpha1.PodGroup) { pg.Spec.ScheduleTimeoutSeconds = ptr.To(seconds) }
+}
+
+// PGMinResources sets spec.minResources, e.g. PGMinResources("4", "8Gi").
+// An empty string leaves that resource out.
+func PGMinResources(cpu, mem string) PodGroupOption {
+	return func(pg *v1alpha1.PodGroup) {
+		if pg.Spec.MinResources == nil {
+			pg.Spec.MinResources = v1.ResourceList{}
+		}
+		if cpu != "" {
+			pg.Spec.MinResources[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			pg.Spec.MinResources[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+	}
+}
+
+// PGMinResourceList sets spec.minResources to a full resource list.
+func PGMinResourceList(resources v1.ResourceList) PodGroupOption {
+	return func(pg *v1alpha1.PodGroup) { pg.Spec.MinResources = resources.DeepCopy() }
+}
+
+// PodGroup builds a PodGroup named name in ns that needs minMember pods.
+func PodGroup(ns, name string, minMember int32, opts ...PodGroupOption) *v1alpha1.PodGroup {
+	pg := &v1alpha1.PodGroup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	for _, o := range opts {
+		o(pg)
+	}
+	return pg
+}
+
+// CreatePodGroup creates pg and returns the created object.
+func (e *Env) CreatePodGroup(t *testing.T, pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+	t.Helper()
+	created, err := e.PGClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Create(t.Context(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
+	}
+	return created
+}

@@ -1,0 +1,502 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	schedappconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"sigs.k8s.io/yaml"
+
+	"github.com/caldera-sched/caldera/pkg/plugins/registry"
+)
+
+const (
+	// configzName is the global configz entry that app.Run registers and
+	// that must be released before another scheduler can run in the process.
+	configzName = "componentconfig"
+	// leaseNamespace holds the leader-election Leases of test schedulers.
+	leaseNamespace = metav1.NamespaceSystem
+	// startTimeout bounds the wait for a new scheduler to become ready.
+	startTimeout = 60 * time.Second
+	// stopTimeout bounds the wait for app.Run to return after cancellation.
+	stopTimeout = 30 * time.Second
+	// verbosityEnv sets the log verbosity of test schedulers (default 2).
+	verbosityEnv = "CALDERA_SCHED_V"
+)
+
+// startMu serializes scheduler start-up: app.Run registers a process-global
+// configz entry, so only one scheduler may be between "configz released" and
+// "ready" at a time.
+var startMu sync.Mutex
+
+// SchedulerOption changes how StartScheduler configures a scheduler.
+type SchedulerOption func(*schedulerSettings)
+
+type pluginArgs struct {
+	plugin string
+	args   map[string]any
+}
+
+type schedulerSettings struct {
+	configFile  string
+	pluginArgs  []pluginArgs
+	leaseName   string
+	registry    []app.Option
+	registrySet bool
+	edits       []func(cfg map[string]any) error
+}
+
+// WithPluginArgs merges args into the pluginConfig args of pluginName in every
+// profile (adding a pluginConfig entry where a profile has none). Nested maps
+// are merged key by key; any other value replaces the existing one.
+func WithPluginArgs(pluginName string, args map[string]any) SchedulerOption {
+	return func(s *schedulerSettings) {
+		s.pluginArgs = append(s.pluginArgs, pluginArgs{plugin: pluginName, args: args})
+	}
+}
+
+// WithLeaderElection turns leader election on, on a Lease named leaseName in
+// kube-system, with a 500ms retry period so a standby takes over quickly once
+// the leader releases the Lease (Stop releases it).
+//
+// app.Run calls os.Exit(0) when a leader-elected scheduler is stopped; under
+// `go test` (which passes -test.paniconexit0) that call panics instead, and
+// the harness recovers that panic. Tests using this option therefore fail
+// fast when the test binary runs without -test.paniconexit0.
+func WithLeaderElection(leaseName string) SchedulerOption {
+	return func(s *schedulerSettings) { s.leaseName = leaseName }
+}
+
+// WithConfigFile loads the KubeSchedulerConfiguration from path instead of the
+// repository's manifests/scheduler/config.yaml. A relative path is relative to
+// the test's working directory (its package directory).
+func WithConfigFile(path string) SchedulerOption {
+	return func(s *schedulerSettings) { s.configFile = path }
+}
+
+// WithRegistry replaces registry.Options() as the out-of-tree plugin registry
+// options passed to app.Setup. With no arguments no out-of-tree plugin is
+// registered.
+func WithRegistry(opts ...app.Option) SchedulerOption {
+	return func(s *schedulerSettings) {
+		s.registry = opts
+		s.registrySet = true
+	}
+}
+
+// WithConfigEdit lets a test change the decoded configuration (JSON-style
+// maps, slices, strings, float64s and bools) before it is written to the
+// scheduler's config file. Edits run after every other modification.
+func WithConfigEdit(edit func(cfg map[string]any) error) SchedulerOption {
+	return func(s *schedulerSettings) { s.edits = append(s.edits, edit) }
+}
+
+// Scheduler is a kube-scheduler running in-process through app.Setup and
+// app.Run.
+type Scheduler struct {
+	// ConfigFile is the effective KubeSchedulerConfiguration file, as written
+	// by the harness.
+	ConfigFile string
+	// Config is the completed configuration that app.Setup returned.
+	Config *schedappconfig.CompletedConfig
+	// Sched is the scheduler instance that app.Run runs.
+	Sched *scheduler.Scheduler
+	// Port is the scheduler's secure (HTTPS) port on 127.0.0.1.
+	Port int
+
+	env       *Env
+	t         *testing.T
+	cancel    context.CancelFunc
+	done      chan struct{}
+	runErr    error // set before done is closed
+	cancelled bool  // set before done is closed: Run returned after cancel
+	endpoints kubernetes.Interface
+	stopOnce  sync.Once
+}
+
+// StartScheduler starts the real kube-scheduler in-process and waits until it
+// is ready (its informers synced and its event handlers caught up), so pods
+// created after it returns are seen by it.
+//
+// The configuration comes from <repo>/manifests/scheduler/config.yaml (or
+// WithConfigFile), modified and written to a temporary file: leader election
+// off (WithLeaderElection turns it on), clientConnection pointing at the test
+// apiserver, and WithPluginArgs/WithConfigEdit applied. Plugins come from
+// registry.Options() unless WithRegistry replaces them.
+//
+// The scheduler stops in t.Cleanup; Stop stops it earlier, so a test can
+// restart it. Normally only one scheduler runs at a time (two are fine with
+// leader election, where only the leader schedules).
+func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
+	t.Helper()
+	settings := &schedulerSettings{
+		configFile: filepath.Join(e.RepoRoot, "manifests", "scheduler", "config.yaml"),
+	}
+	for _, o := range opts {
+		o(settings)
+	}
+	if settings.leaseName != "" {
+		if f := flag.Lookup("test.paniconexit0"); f == nil || f.Value.String() != "true" {
+			t.Fatalf("WithLeaderElection needs -test.paniconexit0 (go test sets it): app.Run calls os.Exit(0) when a leader-elected scheduler stops")
+		}
+	}
+	registryOptions := settings.registry
+	if !settings.registrySet {
+		registryOptions = registry.Options()
+	}
+
+	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := e.writeSchedulerConfig(settings, configFile); err != nil {
+		t.Fatalf("preparing scheduler config from %s: %v", settings.configFile, err)
+	}
+
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	s := &Scheduler{
+		ConfigFile: configFile,
+		env:        e,
+		t:          t,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+	}
+
+	began := time.Now()
+	startMu.Lock()
+	defer startMu.Unlock()
+
+	schedOpts, err := newSchedulerOptions(configFile, e.Kubeconfig)
+	if err != nil {
+		cancel()
+		t.Fatalf("scheduler options: %v", err)
+	}
+	s.Port = schedOpts.SecureServing.BindPort
+
+	cc, sched, err := app.Setup(ctx, schedOpts, registryOptions...)
+	if err != nil {
+		cancel()
+		if l := schedOpts.SecureServing.Listener; l != nil {
+			_ = l.Close()
+		}
+		t.Fatalf("app.Setup: %v", err)
+	}
+	s.Config, s.Sched = cc, sched
+
+	serverCert, _ := cc.SecureServing.Cert.CurrentCertKeyContent()
+	endpointsConfig, err := cc.SecureServing.NewClientConfig(serverCert)
+	if err != nil {
+		cancel()
+		_ = cc.SecureServing.Listener.Close()
+		t.Fatalf("scheduler endpoints client config: %v", err)
+	}
+	endpointsConfig.ServerName = "127.0.0.1" // the self-signed cert names IPv4 loopback only
+	s.endpoints, err = kubernetes.NewForConfig(endpointsConfig)
+	if err != nil {
+		cancel()
+		_ = cc.SecureServing.Listener.Close()
+		t.Fatalf("scheduler endpoints client: %v", err)
+	}
+
+	// A scheduler still running (a leader-election peer) holds the configz
+	// entry; app.Run would fail to register its own. Release it: /configz then
+	// shows the newest scheduler.
+	configz.Delete(configzName)
+	go s.run(ctx)
+	t.Cleanup(s.Stop)
+
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		t.Fatalf("scheduler did not become ready: %v", err)
+	}
+	t.Logf("harness: scheduler ready in %v (config %s, leader election %v)", time.Since(began).Round(time.Millisecond), settings.configFile, settings.leaseName != "")
+	return s
+}
+
+// run runs app.Run until ctx is cancelled.
+func (s *Scheduler) run(ctx context.Context) {
+	defer close(s.done)
+	defer func() {
+		s.cancelled = ctx.Err() != nil
+		r := recover()
+		if r == nil {
+			return
+		}
+		// With leader election app.Run ends in os.Exit(0) once its context is
+		// cancelled; go test turns that into this panic. Anything else is real.
+		if msg, ok := r.(string); ok && s.cancelled && strings.Contains(msg, "unexpected call to os.Exit(0)") {
+			s.runErr = nil
+			return
+		}
+		panic(r)
+	}()
+	s.runErr = app.Run(ctx, s.Config, s.Sched)
+}
+
+// waitReady polls the scheduler's /readyz until it answers 200, failing early
+// if app.Run returns.
+func (s *Scheduler) waitReady(ctx context.Context) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-s.done:
+			return false, fmt.Errorf("app.Run returned: %v", s.runErr)
+		default:
+		}
+		status := 0
+		body, _ := s.endpoints.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status).Raw()
+		if status == 200 {
+			return true, nil
+		}
+		last = fmt.Sprintf("status %d: %s", status, body)
+		return false, nil
+	})
+	if err != nil && last != "" {
+		return fmt.Errorf("%w (last /readyz: %s)", err, last)
+	}
+	return err
+}
+
+// Stop cancels the scheduler's context, waits for app.Run to return and
+// releases the process-global configz entry so another scheduler can start.
+// It is idempotent and also runs in t.Cleanup of the test that started it.
+func (s *Scheduler) Stop() {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		timer := time.NewTimer(stopTimeout)
+		defer timer.Stop()
+		select {
+		case <-s.done:
+		case <-timer.C:
+			s.t.Errorf("scheduler did not stop within %v", stopTimeout)
+			return
+		}
+		configz.Delete(configzName)
+		if !s.cancelled {
+			s.t.Errorf("scheduler exited before it was stopped: %v", s.runErr)
+		}
+	})
+}
+
+// Done is closed when app.Run has returned.
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
+// Identity is the scheduler's leader-election identity, or "" when leader
+// election is off.
+func (s *Scheduler) Identity() string {
+	if s.Config.LeaderElection == nil {
+		return ""
+	}
+	return s.Config.LeaderElection.Lock.Identity()
+}
+
+// WaitLeading waits until this scheduler holds its leader-election Lease.
+func (s *Scheduler) WaitLeading(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	id := s.Identity()
+	if id == "" {
+		t.Fatalf("WaitLeading: scheduler runs without leader election")
+	}
+	le := s.Config.ComponentConfig.LeaderElection
+	holder := ""
+	WaitFor(t, timeout, func() (bool, error) {
+		lease, err := s.env.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(t.Context(), le.ResourceName, metav1.GetOptions{})
+		if err != nil {
+			return false, ignoreNotFound(err)
+		}
+		holder = ""
+		if lease.Spec.HolderIdentity != nil {
+			holder = *lease.Spec.HolderIdentity
+		}
+		return holder == id, nil
+	}, fmt.Sprintf("scheduler %s to hold Lease %s/%s (holder: %q)", id, le.ResourceNamespace, le.ResourceName, holder))
+}
+
+// Get fetches one of the scheduler's own HTTP endpoints (/readyz, /metrics,
+// /configz, ...) and returns its status code and body.
+func (s *Scheduler) Get(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	status := 0
+	body, err := s.endpoints.CoreV1().RESTClient().Get().AbsPath(path).Do(t.Context()).StatusCode(&status).Raw()
+	if err != nil && status == 0 {
+		t.Fatalf("GET %s from scheduler: %v", path, err)
+	}
+	return status, body
+}
+
+// newSchedulerOptions builds app options that read configFile and serve
+// HTTPS on a free 127.0.0.1 port, with a fresh ComponentGlobalsRegistry so
+// consecutive schedulers share no feature-gate or version state.
+func newSchedulerOptions(configFile, kubeconfig string) (*options.Options, error) {
+	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
+	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
+	effectiveVersion.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
+	globals := basecompatibility.NewComponentGlobalsRegistry()
+	if err := globals.Register(basecompatibility.DefaultKubeComponent, effectiveVersion, featureGate); err != nil {
+		return nil, err
+	}
+	opts := options.NewOptionsWithComponentGlobalsRegistry(globals)
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, err
+	}
+	opts.ConfigFile = configFile
+
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening for the scheduler's secure port: %w", err)
+	}
+	opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	opts.SecureServing.Listener = listener
+	opts.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+
+	// Delegate authn/authz to the test apiserver (never to an in-cluster
+	// config of the machine running the tests), without the in-cluster
+	// lookup of the request-header configuration.
+	opts.Authentication.SkipInClusterLookup = true
+	opts.Authentication.RemoteKubeConfigFile = kubeconfig
+	opts.Authorization.RemoteKubeConfigFile = kubeconfig
+	opts.Authorization.AlwaysAllowPaths = append(opts.Authorization.AlwaysAllowPaths, "/metrics", "/metrics/*", "/configz")
+	return opts, nil
+}
+
+// writeSchedulerConfig loads the source configuration, applies the harness's
+// modifications and writes the result to path.
+func (e *Env) writeSchedulerConfig(settings *schedulerSettings, path string) error {
+	data, err := os.ReadFile(settings.configFile)
+	if err != nil {
+		return err
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return err
+	}
+
+	conn := subMap(cfg, "clientConnection")
+	conn["kubeconfig"] = e.Kubeconfig
+	setDefault(conn, "qps", 500)
+	setDefault(conn, "burst", 1000)
+
+	le := subMap(cfg, "leaderElection")
+	if settings.leaseName == "" {
+		le["leaderElect"] = false
+	} else {
+		le["leaderElect"] = true
+		le["resourceLock"] = "leases"
+		le["resourceName"] = settings.leaseName
+		le["resourceNamespace"] = leaseNamespace
+		le["retryPeriod"] = "500ms"
+	}
+
+	for _, pa := range settings.pluginArgs {
+		if err := mergePluginArgs(cfg, pa.plugin, pa.args); err != nil {
+			return err
+		}
+	}
+	for _, edit := range settings.edits {
+		if err := edit(cfg); err != nil {
+			return err
+		}
+	}
+
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o600)
+}
+
+// mergePluginArgs merges args into plugin's pluginConfig in every profile.
+func mergePluginArgs(cfg map[string]any, plugin string, args map[string]any) error {
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) == 0 {
+		return errors.New("WithPluginArgs: the configuration has no profiles")
+	}
+	for i, p := range profiles {
+		profile, ok := p.(map[string]any)
+		if !ok {
+			return fmt.Errorf("profiles[%d] is not a map", i)
+		}
+		pluginConfig, _ := profile["pluginConfig"].([]any)
+		found := false
+		for _, pc := range pluginConfig {
+			entry, ok := pc.(map[string]any)
+			if !ok || entry["name"] != plugin {
+				continue
+			}
+			found = true
+			existing, _ := entry["args"].(map[string]any)
+			if existing == nil {
+				existing = map[string]any{}
+			}
+			entry["args"] = deepMerge(existing, args)
+		}
+		if !found {
+			profile["pluginConfig"] = append(pluginConfig, map[string]any{
+				"name": plugin,
+				"args": deepMerge(map[string]any{}, args),
+			})
+		}
+	}
+	return nil
+}
+
+// deepMerge copies src into dst, recursing where both hold maps.
+func deepMerge(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if sv, ok := v.(map[string]any); ok {
+			dv, _ := dst[k].(map[string]any)
+			if dv == nil {
+				dv = map[string]any{}
+			}
+			dst[k] = deepMerge(dv, sv)
+			continue
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// subMap returns m[key] as a map, creating it when absent.
+func subMap(m map[string]any, key string) map[string]any {
+	sub, ok := m[key].(map[string]any)
+	if !ok {
+		sub = map[string]any{}
+		m[key] = sub
+	}
+	return sub
+}
+
+func setDefault(m map[string]any, key string, v any) {
+	if _, ok := m[key]; !ok {
+		m[key] = v
+	}
+}
+
+// schedulerVerbosity is the klog verbosity for test schedulers' logs.
+func schedulerVerbosity() int {
+	if v, err := strconv.Atoi(os.Getenv(verbosityEnv)); err == nil {
+		return v
+	}
+	return 2
+}
