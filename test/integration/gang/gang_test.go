@@ -1,0 +1,293 @@
+// Package gang_test runs CalderaGang end to end: a real kube-apiserver on an
+// embedded etcd, the PodGroup CRD from manifests/crds, and the real scheduler
+// built from manifests/scheduler/config.yaml. One apiserver serves every
+// scenario; each scenario gets its own namespace, nodes and scheduler.
+package gang_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const (
+	bindTimeout = 30 * time.Second
+	// quiet is how long a scenario watches for something that must NOT
+	// happen, after it has seen the scheduler act on the pods.
+	quiet = 4 * time.Second
+)
+
+func TestGang(t *testing.T) {
+	env := harness.Start(t)
+
+	t.Run("plain pod is bound", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePod(t, harness.Pod(ns, "plain").CPU("1").Obj())
+		env.WaitBound(t, ns, bindTimeout, "plain")
+	})
+
+	t.Run("gang that fits is fully bound", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "fits", 4))
+		env.CreatePods(t, members(ns, "fits", 4, "1")...)
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=fits", 4, bindTimeout)
+		env.WaitEvent(t, ns, "fits", "Scheduled", bindTimeout)
+	})
+
+	t.Run("gang of 6 where 4 fit binds none", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "2", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "toobig", 6))
+		env.CreatePods(t, members(ns, "toobig", 6, "1")...)
+		ev := env.WaitEvent(t, ns, "toobig", "Unschedulable", bindTimeout)
+		if !strings.Contains(ev.Note, "members unschedulable") || !strings.Contains(ev.Note, "Insufficient cpu") {
+			t.Errorf("Unschedulable event should say which members failed and why, got %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+	})
+
+	t.Run("gang waits for missing members then binds", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "late", 3))
+		pods := members(ns, "late", 3, "1")
+		env.CreatePods(t, pods[:2]...)
+		ev := env.WaitEvent(t, ns, "late", "Waiting", bindTimeout)
+		if ev.Note != "waiting for members: 2/3" {
+			t.Errorf("Waiting event note = %q, want %q", ev.Note, "waiting for members: 2/3")
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+		env.CreatePods(t, pods[2])
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=late", 3, bindTimeout)
+	})
+
+	t.Run("two competing gangs never deadlock", func(t *testing.T) {
+		ns := env.Namespace(t)
+		// 4 cpu in all: each gang needs 3, so only one can run at a time.
+		env.AddNodes(t, 2, "2", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "a", 3))
+		env.CreatePodGroup(t, harness.PodGroup(ns, "b", 3))
+		a, b := members(ns, "a", 3, "1"), members(ns, "b", 3, "1")
+		for i := range a {
+			env.CreatePods(t, a[i], b[i])
+		}
+		var winner, loser string
+		harness.WaitFor(t, bindTimeout, func() (bool, error) {
+			na := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"=a")
+			nb := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"=b")
+			switch {
+			case na == 3 && nb == 0:
+				winner, loser = "a", "b"
+				return true, nil
+			case nb == 3 && na == 0:
+				winner, loser = "b", "a"
+				return true, nil
+			}
+			return false, nil
+		}, "one gang fully bound and the other at 0")
+		env.WaitEvent(t, ns, loser, "Unschedulable", bindTimeout)
+		if n := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"="+loser); n != 0 {
+			t.Fatalf("losing gang %s has %d bound members, want 0", loser, n)
+		}
+		// The winner finishes and goes away; the loser then gets the room.
+		deleteGroupPods(t, env, ns, winner)
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"="+loser, 3, 60*time.Second)
+	})
+
+	t.Run("permit timeout releases the reserved room", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		// A long group backoff keeps the released gang away while the plain
+		// pod takes the room it let go.
+		env.StartScheduler(t, harness.WithPluginArgs("CalderaGang", map[string]any{"podGroupBackoffSeconds": 20, "podGroupMaxBackoffSeconds": 20}))
+		env.CreatePodGroup(t, harness.PodGroup(ns, "stuck", 3, harness.PGTimeout(3)))
+		pods := members(ns, "stuck", 3, "2")
+		// The third member is held back by a scheduling gate, so the first two
+		// take the whole node and wait in Permit for a sibling that never comes.
+		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
+		env.CreatePods(t, pods...)
+		waitAttempted(t, env, ns, "stuck")
+		probe := probeFull(t, env, ns, "2")
+		// After the 3 s timeout the gang lets go and the probe fits.
+		env.WaitBound(t, ns, bindTimeout, probe)
+		ev := env.WaitEvent(t, ns, "stuck", "Unschedulable", bindTimeout)
+		if !strings.Contains(ev.Note, "timed out") {
+			t.Errorf("Unschedulable event should name the Permit timeout, got %q", ev.Note)
+		}
+		if n := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"=stuck"); n != 0 {
+			t.Fatalf("timed-out gang has %d bound members, want 0", n)
+		}
+	})
+
+	t.Run("pod naming a missing PodGroup waits then binds", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePods(t, members(ns, "ghost", 2, "1")...)
+		ev := env.WaitEvent(t, ns, "ghost-0", "Waiting", bindTimeout)
+		if ev.Note != "waiting for PodGroup "+ns+"/ghost" {
+			t.Errorf("Waiting event note = %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "ghost", 2))
+		env.WaitBound(t, ns, bindTimeout, "ghost-0", "ghost-1")
+	})
+
+	t.Run("PodGroup phases follow members", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "life", 2))
+		env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupPending, bindTimeout)
+		env.CreatePods(t, members(ns, "life", 2, "1")...)
+		env.WaitBound(t, ns, bindTimeout, "life-0", "life-1")
+		pg := env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupScheduling, bindTimeout)
+		if pg.Status.ScheduleStartTime.IsZero() {
+			t.Errorf("scheduleStartTime not set: %+v", pg.Status)
+		}
+		env.SetPodPhase(t, ns, "life-0", v1.PodRunning)
+		env.SetPodPhase(t, ns, "life-1", v1.PodRunning)
+		pg = env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupRunning, bindTimeout)
+		if pg.Status.Running != 2 {
+			t.Errorf("running = %d, want 2", pg.Status.Running)
+		}
+		env.SetPodPhase(t, ns, "life-0", v1.PodSucceeded)
+		env.SetPodPhase(t, ns, "life-1", v1.PodSucceeded)
+		pg = env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupFinished, bindTimeout)
+		if pg.Status.Succeeded != 2 || pg.Status.Running != 0 {
+			t.Errorf("status = %+v, want succeeded 2 running 0", pg.Status)
+		}
+	})
+
+	t.Run("failed members fail the group", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "crash", 2))
+		env.CreatePods(t, members(ns, "crash", 2, "1")...)
+		env.WaitBound(t, ns, bindTimeout, "crash-0", "crash-1")
+		env.SetPodPhase(t, ns, "crash-0", v1.PodRunning)
+		env.SetPodPhase(t, ns, "crash-1", v1.PodFailed)
+		pg := env.WaitPodGroupPhase(t, ns, "crash", v1alpha1.PodGroupFailed, bindTimeout)
+		if pg.Status.Failed != 1 || pg.Status.Running != 1 {
+			t.Errorf("status = %+v, want failed 1 running 1", pg.Status)
+		}
+	})
+
+	t.Run("restart while members wait in Permit leaves no partial gang", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		s := env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "restart", 3, harness.PGTimeout(600)))
+		pods := members(ns, "restart", 3, "1")
+		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
+		env.CreatePods(t, pods...)
+		waitAttempted(t, env, ns, "restart")
+		probe := probeFull(t, env, ns, "1")
+		s.Stop()
+		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), probe, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		env.StartScheduler(t)
+		// Waiting members were never bound, so the new scheduler starts the
+		// gang over; while the third member is gated nothing binds.
+		env.ConsistentlyUnbound(t, ns, quiet)
+		ungate(t, env, ns, pods[2].Name)
+		env.WaitBound(t, ns, bindTimeout, "restart-0", "restart-1", "restart-2")
+	})
+
+	t.Run("CRD rejects minMember below 1", func(t *testing.T) {
+		ns := env.Namespace(t)
+		gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+		for _, min := range []int64{0, -1} {
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+				"kind":       "PodGroup",
+				"metadata":   map[string]any{"name": "bad", "namespace": ns},
+				"spec":       map[string]any{"minMember": min},
+			}}
+			_, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "minMember") {
+				t.Errorf("minMember %d: want an Invalid error naming minMember, got %v", min, err)
+			}
+		}
+	})
+}
+
+// members builds n member pods of group pg named pg-0..pg-(n-1), each requesting cpu.
+func members(ns, pg string, n int, cpu string) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		out[i] = harness.Pod(ns, pg+"-"+strconv.Itoa(i)).CPU(cpu).Group(pg).Obj()
+	}
+	return out
+}
+
+// waitAttempted waits until the scheduler has tried the gang: the status
+// writer records the first attempt as status.scheduleStartTime.
+func waitAttempted(t *testing.T, env *harness.Env, ns, pg string) {
+	t.Helper()
+	harness.WaitFor(t, bindTimeout, func() (bool, error) {
+		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), pg, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !got.Status.ScheduleStartTime.IsZero(), nil
+	}, "PodGroup "+pg+" to record its first scheduling attempt")
+}
+
+// probeFull proves that the node room is taken: a plain pod asking for cpu is
+// found unschedulable. It returns the probe's name.
+func probeFull(t *testing.T, env *harness.Env, ns, cpu string) string {
+	t.Helper()
+	env.CreatePod(t, harness.Pod(ns, "probe").CPU(cpu).Obj())
+	env.WaitUnschedulable(t, ns, "probe", bindTimeout)
+	return "probe"
+}
+
+func ungate(t *testing.T, env *harness.Env, ns, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Spec.SchedulingGates = nil
+		_, err = env.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
+	}
+}
+
+func deleteGroupPods(t *testing.T, env *harness.Env, ns, pg string) {
+	t.Helper()
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := env.Client.CoreV1().Pods(ns).DeleteCollection(t.Context(), now, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + pg}); err != nil {
+		t.Fatalf("deleting members of %s: %v", pg, err)
+	}
+	if err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting PodGroup %s: %v", pg, err)
+	}
+}
