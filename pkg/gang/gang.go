@@ -202,7 +202,11 @@ func (b Backoff) Fail(s BackoffState, now time.Time) (BackoffState, bool) {
 	}
 	s.Failures++
 	d := b.Base
-	for i := 1; i < s.Failures && d < b.Max; i++ {
+	for i := 1; i < s.Failures && d > 0 && d < b.Max; i++ {
+		if d > b.Max/2 { // doubling reaches the cap (and could overflow)
+			d = b.Max
+			break
+		}
 		d *= 2
 	}
 	if d > b.Max {
@@ -223,6 +227,9 @@ func MinRequest(spec Spec, members []resources.List) resources.List {
 	k := int(spec.MinMember)
 	if k > len(members) {
 		k = len(members)
+	}
+	if k < 0 { // invalid spec: nothing to sum
+		k = 0
 	}
 	names := map[string]struct{}{}
 	for _, m := range members {
@@ -303,9 +310,11 @@ const (
 	ReasonScheduled     = "Scheduled"
 )
 
-// NoticeOf returns the Event for a group's current state. The message depends
-// only on the state, not on counts that move while the state holds, so one
-// state yields one Event.
+// NoticeOf returns the Event for a group's current state. Messages carry no
+// counts that move while the state holds (which members failed, how many are
+// bound), so one state yields one Event; the exception is "waiting for members:
+// 2/3", whose count is what the user needs, and which the status writer
+// samples at most once a sync period while members trickle in.
 func NoticeOf(groupKey string, exists bool, spec Spec, c Counts, unschedulable string) Notice {
 	switch {
 	case !exists:
