@@ -136,7 +136,11 @@ type member struct {
 	// confirmed: our informer has delivered the pod. An unconfirmed member was
 	// recorded from the scheduler's copy in Reserve or Permit; if it is then
 	// unreserved it is dropped, so a pod deleted mid-cycle leaves no ghost.
-	confirmed    bool
+	confirmed bool
+	// released: a gang release rejected the member while it waited in Permit;
+	// its coming Unreserve is part of that release, not a new failure.
+	released bool
+
 	pod          *v1.Pod
 	state        gang.Member
 	request      resources.List
@@ -211,7 +215,11 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 			return nil, fmt.Errorf("informer for %v did not sync within %v", typ, syncTimeout)
 		}
 	}
-	logger.V(2).Info("Caldera cache synced", "groups", len(c.groups))
+	// The handlers are running by now: read under the lock.
+	c.mu.RLock()
+	groups := len(c.groups)
+	c.mu.RUnlock()
+	logger.V(2).Info("Caldera cache synced", "groups", groups)
 	return c, nil
 }
 

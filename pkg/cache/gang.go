@@ -137,7 +137,7 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, m := c.upsertMemberLocked(key, pod)
+	g, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Assigned {
 		g.counts.Add(m.state, -1)
 		m.state.Reserved = true
@@ -172,7 +172,7 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		// alone; a short wait gets it rejected and retried through PreEnqueue.
 		return PermitResult{Timeout: time.Second, Message: "PodGroup " + key.String() + " not found"}
 	}
-	_, m := c.upsertMemberLocked(key, pod)
+	_, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Reserved && !m.state.Assigned {
 		g.counts.Add(m.state, -1)
 		m.state.Reserved = true
@@ -183,6 +183,7 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		g.counts.Add(m.state, -1)
 		m.state.Waiting = true
 		m.waitingSince = at
+		m.released = false
 		g.counts.Add(m.state, +1)
 		msg := fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
 		c.dirty[key] = struct{}{}
@@ -219,9 +220,14 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 		return
 	}
 	reason := "a member failed to bind"
+	echo := false
 	c.mu.Lock()
 	if g := c.groups[key]; g != nil {
 		if m := g.members[pod.UID]; m != nil {
+			// A member that a release rejected: its Unreserve is that release's
+			// echo, not a new failure. Releasing again would replace the
+			// failure's reason and reject the other siblings once more.
+			echo, m.released = m.released, false
 			if m.state.Waiting {
 				timeout := gang.PermitTimeout(g.spec, defaultTimeout)
 				if !at.Before(m.waitingSince.Add(timeout)) {
@@ -241,7 +247,9 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 		}
 	}
 	c.mu.Unlock()
-	c.Release(logger, key, at, policy, reason)
+	if !echo {
+		c.Release(logger, key, at, policy, reason)
+	}
 }
 
 // Unschedulable records that a member found no node (PostFilter) and releases
@@ -266,6 +274,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	var waiting []types.UID
 	for uid, m := range g.members {
 		if m.state.Waiting {
+			m.released = true
 			waiting = append(waiting, uid)
 		}
 	}
@@ -280,9 +289,10 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 		}
 		g.backoffTimer = time.AfterFunc(g.backoff.Until.Sub(at), func() { c.endBackoff(logger, key) })
 	}
+	until := g.backoff.Until // read under the lock: another release may write it
 	c.mu.Unlock()
 	c.rejectWaiting(waiting, msg)
-	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", g.backoff.Until)
+	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", until)
 	return true
 }
 

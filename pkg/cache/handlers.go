@@ -125,6 +125,26 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	return g, m
 }
 
+// cycleMemberLocked returns pod's member for Reserve and Permit. They get the
+// scheduler's assumed copy of the pod, whose spec.nodeName is the node reserved
+// for it, not a binding: taking it as one would count the member as bound, and
+// still placed after Unreserve. So a member our informer delivered keeps the
+// state its object shows, and an unknown one is recorded from the copy with
+// nodeName cleared.
+func (c *Cache) cycleMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
+	if g := c.groups[key]; g != nil {
+		if m := g.members[pod.UID]; m != nil {
+			return g, m
+		}
+	}
+	if pod.Spec.NodeName != "" {
+		unbound := *pod
+		unbound.Spec.NodeName = ""
+		pod = &unbound
+	}
+	return c.upsertMemberLocked(key, pod)
+}
+
 // addPriority and removePriority keep the group's priority at its members'
 // maximum; only removing the last member at the maximum costs a scan.
 func (g *group) addPriority(p int32) {

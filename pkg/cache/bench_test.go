@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// benchSizes are the cache sizes, in member pods, that the benchmarks compare:
+// the per-operation cost must not grow with them.
+var benchSizes = []int{1_000, 100_000}
+
+const benchGroupSize = 10
+
+// benchCache returns a cache holding n pending member pods in groups of
+// benchGroupSize, each group with a PodGroup whose minMember is met, plus
+// group "ns/short" whose PodGroup asks for more members than it has.
+func benchCache(b *testing.B, n int) *Cache {
+	b.Helper()
+	c, h := newTestCache(b)
+	c.onNode(mkNode("n1", "1000"))
+	for i := 0; i < n; i++ {
+		g := fmt.Sprint("g", i/benchGroupSize)
+		if i%benchGroupSize == 0 {
+			addPG(c, mkPG("ns", g, benchGroupSize))
+		}
+		add(c, mkPod("ns", fmt.Sprint("p", i), g))
+	}
+	addPG(c, mkPG("ns", "short", benchGroupSize+1))
+	for i := range benchGroupSize {
+		add(c, mkPod("ns", fmt.Sprint("short", i), "short"))
+	}
+	if got := len(c.memberOf); got != n+benchGroupSize {
+		b.Fatalf("cache holds %d members, want %d", got, n+benchGroupSize)
+	}
+	h.activations() // drop the records of the fill
+	return c
+}
+
+// BenchmarkPreEnqueue measures Cache.Enqueueable, which CalderaGang's
+// PreEnqueue calls for every pod the queue admits.
+func BenchmarkPreEnqueue(b *testing.B) {
+	for _, n := range benchSizes {
+		c := benchCache(b, n)
+		for _, tc := range []struct {
+			name string
+			pod  *v1.Pod
+			ok   bool
+		}{
+			{"enqueueable", mkPod("ns", "p5", "g0"), true},
+			{"waiting-for-members", mkPod("ns", "short0", "short"), false},
+			{"not-a-member", mkPod("ns", "solo", ""), true},
+		} {
+			b.Run(fmt.Sprintf("pods=%d/%s", n, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, ok, _ := c.Enqueueable(tc.pod); ok != tc.ok {
+						b.Fatalf("Enqueueable = %v, want %v", ok, tc.ok)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPodEvent measures the pod informer's handlers on a cache of each
+// size: an update of one member (its status flips between two versions), and
+// a member's add followed by its delete.
+func BenchmarkPodEvent(b *testing.B) {
+	for _, n := range benchSizes {
+		c := benchCache(b, n)
+		g := fmt.Sprint("g", n/benchGroupSize/2)
+		member := mkPod("ns", fmt.Sprint("p", n/2), g)
+		versions := [2]*v1.Pod{next(member, boundTo("n1")), next(member, boundTo("n1"), phase(v1.PodRunning))}
+		b.Run(fmt.Sprintf("pods=%d/update", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				update(c, versions[i%2], versions[(i+1)%2])
+				i++
+			}
+		})
+		extra := mkPod("ns", "extra", g)
+		b.Run(fmt.Sprintf("pods=%d/add+delete", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				add(c, extra)
+				del(c, extra)
+			}
+		})
+		if got := counts(c, key("ns", g)); got == nil || got.Members != benchGroupSize {
+			b.Fatalf("group %s counts after the benchmark: %+v, want %d members", g, got, benchGroupSize)
+		}
+	}
+}

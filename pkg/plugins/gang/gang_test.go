@@ -1,0 +1,44 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+)
+
+// BenchmarkPreEnqueue runs the plugin's PreEnqueue with the cache holding 1k
+// and 100k member pods (groups of 10): the cost must not grow with the cache.
+func BenchmarkPreEnqueue(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 100_000} {
+		pgs, pods := cachetest.Gangs("ns", n/10, 10)
+		g := &Gang{cache: cachetest.NewForTest(b, pgs, pods)}
+		unknown := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", Labels: map[string]string{cache.PodGroupLabel: "unknown"}}}
+		solo := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}}
+		for _, tc := range []struct {
+			name string
+			pod  *v1.Pod
+			code fwk.Code
+		}{
+			{"enqueueable", pods[n/2], fwk.Success},
+			{"no-podgroup", unknown, fwk.UnschedulableAndUnresolvable},
+			{"not-a-member", solo, fwk.Success},
+		} {
+			b.Run(fmt.Sprintf("pods=%d/%s", n, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if st := g.PreEnqueue(ctx, tc.pod); st.Code() != tc.code {
+						b.Fatalf("PreEnqueue = %v, want %v", st, tc.code)
+					}
+				}
+			})
+		}
+	}
+}
