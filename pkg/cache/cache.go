@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -149,7 +150,11 @@ type member struct {
 
 func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	logger := klog.FromContext(ctx)
-	client, err := pgclient.NewForConfig(h.KubeConfig())
+	// The scheduler's rest config asks for protobuf, which CRDs do not speak.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	client, err := pgclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building PodGroup client: %w", err)
 	}

@@ -98,8 +98,13 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	need := c.minRequestLocked(g)
 	if over := need.Exceeding(c.total); len(over) > 0 {
 		name := over[0]
-		return true, PreFilterTooLarge, fmt.Sprintf("PodGroup %s needs %s %s for its %d minimum members, more than the cluster's total allocatable %s",
+		msg := fmt.Sprintf("PodGroup %s needs %s %s for its %d minimum members, more than the cluster's total allocatable %s",
 			key, resources.Format(name, need[name]), name, g.spec.MinMember, resources.Format(name, c.total[name]))
+		if g.unschedulable != msg {
+			g.unschedulable = msg
+			c.dirty[key] = struct{}{}
+		}
+		return true, PreFilterTooLarge, msg
 	}
 	return true, PreFilterOK, ""
 }
@@ -267,7 +272,9 @@ func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, pol
 func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy gang.Backoff, reason string) bool {
 	c.mu.Lock()
 	g := c.groups[key]
-	if g == nil || g.pg == nil || gang.Ready(g.spec, g.counts.Placed) {
+	// A gang backing off was released already and has nothing waiting; one
+	// with its minimum placed needs no release.
+	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.Ready(g.spec, g.counts.Placed) {
 		c.mu.Unlock()
 		return false
 	}

@@ -106,15 +106,22 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, st
 	if _, ok := cache.GroupKeyOf(pod); !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, g.summarize(statuses))
+	summary, ours := g.summarize(statuses)
+	if ours {
+		// Our own PreFilter refused the pod (backoff, larger than the
+		// cluster): nothing was placed, and its reason is recorded already.
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, summary)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "gang released")
 }
 
-// summarize renders why the pod fit no node, like the scheduler's FitError.
-func (g *Gang) summarize(statuses fwk.NodeToStatusReader) string {
+// summarize renders why the pod fit no node, like the scheduler's FitError,
+// and reports whether the rejection was this plugin's own PreFilter's.
+func (g *Gang) summarize(statuses fwk.NodeToStatusReader) (string, bool) {
 	nodes, err := g.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return "no node fits"
+		return "no node fits", false
 	}
 	reasons := map[string]int{}
 	for _, n := range nodes {
@@ -122,11 +129,14 @@ func (g *Gang) summarize(statuses fwk.NodeToStatusReader) string {
 		if st == nil || st.IsSuccess() {
 			continue
 		}
+		if st.Plugin() == Name {
+			return "", true
+		}
 		for _, r := range st.Reasons() {
 			reasons[r]++
 		}
 	}
-	return policy.SummarizeReasons(len(nodes), reasons)
+	return policy.SummarizeReasons(len(nodes), reasons), false
 }
 
 // Reserve records that the member holds a node.

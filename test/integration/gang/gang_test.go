@@ -53,7 +53,8 @@ func TestGang(t *testing.T) {
 
 	t.Run("gang of 6 where 4 fit binds none", func(t *testing.T) {
 		ns := env.Namespace(t)
-		env.AddNodes(t, 2, "2", "8Gi")
+		// 6 cpu in all, but only one 1-cpu member fits on each 1.5-cpu node.
+		env.AddNodes(t, 4, "1500m", "8Gi")
 		env.StartScheduler(t)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "toobig", 6))
 		env.CreatePods(t, members(ns, "toobig", 6, "1")...)
@@ -62,6 +63,22 @@ func TestGang(t *testing.T) {
 			t.Errorf("Unschedulable event should say which members failed and why, got %q", ev.Note)
 		}
 		env.ConsistentlyUnbound(t, ns, quiet)
+	})
+
+	t.Run("gang larger than the cluster is refused at once", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "2", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "huge", 6))
+		env.CreatePods(t, members(ns, "huge", 6, "1")...)
+		ev := env.WaitEvent(t, ns, "huge", "Unschedulable", bindTimeout)
+		want := "PodGroup " + ns + "/huge needs 6 cpu for its 6 minimum members, more than the cluster's total allocatable 4"
+		if ev.Note != want {
+			t.Errorf("Unschedulable event note = %q, want %q", ev.Note, want)
+		}
+		// Adding a node that makes the cluster big enough lets the gang run.
+		env.AddNodes(t, 1, "2", "8Gi")
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=huge", 6, 60*time.Second)
 	})
 
 	t.Run("gang waits for missing members then binds", func(t *testing.T) {
