@@ -76,7 +76,8 @@ var activeEnvs atomic.Int32
 
 // Env is a running control plane shared by the scenarios of one test package.
 type Env struct {
-	// Config reaches the test kube-apiserver with full privileges.
+	// Config reaches the test kube-apiserver with full privileges. It speaks
+	// JSON, so clientsets of custom resources can be built from it too.
 	Config *rest.Config
 	// Client is a typed client for core Kubernetes APIs.
 	Client kubernetes.Interface
@@ -94,6 +95,9 @@ type Env struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
 	priorityClasses sync.Map // name -> struct{}: PriorityClasses known to exist
+
+	mu      sync.Mutex
+	running map[*Scheduler]struct{} // schedulers started and not yet stopped
 }
 
 // Start starts etcd and a kube-apiserver in-process, installs every CRD in
@@ -127,6 +131,11 @@ func Start(t *testing.T) *Env {
 	t.Cleanup(server.TearDownFn)
 
 	cfg := rest.CopyConfig(server.ClientConfig)
+	// The test server's loopback config asks for protobuf, which clients of
+	// custom resources (PodGroup) cannot encode: writes would fail with
+	// "does not implement the protobuf marshalling interface". Use JSON.
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
 	if cfg.QPS < 500 {
 		cfg.QPS = 500
 	}
@@ -136,6 +145,7 @@ func Start(t *testing.T) *Env {
 	env := &Env{
 		Config:   cfg,
 		RepoRoot: root,
+		running:  map[*Scheduler]struct{}{},
 	}
 	env.Client = kubernetes.NewForConfigOrDie(cfg)
 	env.PGClient = pgclientset.NewForConfigOrDie(cfg)
@@ -276,7 +286,7 @@ func readCRDs(t *testing.T, path string) []*apiextensionsv1.CustomResourceDefini
 func (e *Env) waitEstablished(t *testing.T, name string) {
 	t.Helper()
 	var last *apiextensionsv1.CustomResourceDefinition
-	WaitFor(t, 30*time.Second, func() (bool, error) {
+	waitFor(t, 30*time.Second, func() (bool, error) {
 		crd, err := e.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -288,7 +298,9 @@ func (e *Env) waitEstablished(t *testing.T, name string) {
 			}
 		}
 		return false, nil
-	}, fmt.Sprintf("CRD %s to become Established (last conditions: %v)", name, conditionsOf(last)))
+	}, func() string {
+		return fmt.Sprintf("CRD %s to become Established (last conditions: %v)", name, conditionsOf(last))
+	})
 }
 
 func conditionsOf(crd *apiextensionsv1.CustomResourceDefinition) []apiextensionsv1.CustomResourceDefinitionCondition {

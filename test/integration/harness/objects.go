@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -35,7 +36,8 @@ var (
 // Namespace creates a namespace unique to t. In t.Cleanup it deletes every
 // pod in it with a zero grace period (no kubelet exists to finish a graceful
 // deletion), every PodGroup in it, and then the namespace itself, without
-// waiting for the namespace to disappear (no namespace controller runs).
+// waiting for the namespace to disappear (no namespace controller runs);
+// it does wait until no running scheduler's cache holds a pod of it.
 func (e *Env) Namespace(t *testing.T) string {
 	t.Helper()
 	base := strings.Trim(invalidChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -60,6 +62,17 @@ func (e *Env) Namespace(t *testing.T) string {
 		if err := e.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s: %v", name, err)
 		}
+		// Later scenarios must not find these pods' resources still in use.
+		e.waitSchedulerCaches(t, ctx, func(d *internalcache.Dump) bool {
+			for _, ni := range d.Nodes {
+				for _, pi := range ni.Pods {
+					if pi.GetPod().Namespace == name {
+						return false
+					}
+				}
+			}
+			return true
+		}, "no pod of namespace "+name)
 	})
 	return name
 }
@@ -95,10 +108,26 @@ func NodeNamePrefix(prefix string) NodeOption {
 
 // AddNodes creates n Ready nodes, each with the given allocatable cpu and
 // memory (e.g. "4", "8Gi") and room for 110 pods, and deletes them in
-// t.Cleanup. Node names are unique for the life of the Env.
+// t.Cleanup. Node names are unique for the life of the Env. It returns once
+// every running scheduler has the nodes in its cache, and its cleanup waits
+// until they have left those caches, so pods created next are scheduled
+// against exactly this test's nodes.
 func (e *Env) AddNodes(t *testing.T, n int, cpu, mem string, opts ...NodeOption) []*v1.Node {
 	t.Helper()
 	out := make([]*v1.Node, 0, n)
+	// Registered before the per-node deletions, so it runs after them.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		e.waitSchedulerCaches(t, ctx, func(d *internalcache.Dump) bool {
+			for _, node := range out {
+				if ni, ok := d.Nodes[node.Name]; ok && ni.Node() != nil {
+					return false
+				}
+			}
+			return true
+		}, "the deletion of this test's nodes")
+	})
 	for range n {
 		resources := v1.ResourceList{
 			v1.ResourceCPU:    resource.MustParse(cpu),
@@ -152,6 +181,15 @@ func (e *Env) AddNodes(t *testing.T, n int, cpu, mem string, opts ...NodeOption)
 		}
 		out = append(out, updated)
 	}
+	e.waitSchedulerCaches(t, t.Context(), func(d *internalcache.Dump) bool {
+		for _, node := range out {
+			ni, ok := d.Nodes[node.Name]
+			if !ok || ni.Node() == nil || len(ni.Node().Status.Allocatable) == 0 {
+				return false
+			}
+		}
+		return true
+	}, "the new nodes with their allocatable resources")
 	return out
 }
 

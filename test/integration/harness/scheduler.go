@@ -27,6 +27,7 @@ import (
 	schedappconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
@@ -42,6 +43,8 @@ const (
 	startTimeout = 60 * time.Second
 	// stopTimeout bounds the wait for app.Run to return after cancellation.
 	stopTimeout = 30 * time.Second
+	// cacheTimeout bounds waits for schedulers' caches to catch up.
+	cacheTimeout = 30 * time.Second
 	// verbosityEnv sets the log verbosity of test schedulers (default 2).
 	verbosityEnv = "CALDERA_SCHED_V"
 )
@@ -83,8 +86,11 @@ func WithPluginArgs(pluginName string, args map[string]any) SchedulerOption {
 //
 // app.Run calls os.Exit(0) when a leader-elected scheduler is stopped; under
 // `go test` (which passes -test.paniconexit0) that call panics instead, and
-// the harness recovers that panic. Tests using this option therefore fail
-// fast when the test binary runs without -test.paniconexit0.
+// the harness recovers that panic (client-go still logs it, with a stack
+// trace, as "Observed a panic"). Tests using this option therefore fail fast
+// when the test binary runs without -test.paniconexit0. A leader that loses
+// its Lease without being stopped exits the whole test process, as the real
+// binary would: stop schedulers before anything that could break renewal.
 func WithLeaderElection(leaseName string) SchedulerOption {
 	return func(s *schedulerSettings) { s.leaseName = leaseName }
 }
@@ -186,6 +192,15 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 	startMu.Lock()
 	defer startMu.Unlock()
 
+	// Two schedulers that both schedule would race for the same pods; only
+	// leader-elected peers may run side by side.
+	for _, other := range e.runningSchedulers() {
+		if settings.leaseName == "" || other.Identity() == "" {
+			cancel()
+			t.Fatalf("StartScheduler: another scheduler is still running; Stop it first (only leader-elected schedulers may run side by side)")
+		}
+	}
+
 	schedOpts, err := newSchedulerOptions(configFile, e.Kubeconfig)
 	if err != nil {
 		cancel()
@@ -229,6 +244,9 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 		s.Stop()
 		t.Fatalf("scheduler did not become ready: %v", err)
 	}
+	e.mu.Lock()
+	e.running[s] = struct{}{}
+	e.mu.Unlock()
 	t.Logf("harness: scheduler ready in %v (config %s, leader election %v)", time.Since(began).Round(time.Millisecond), settings.configFile, settings.leaseName != "")
 	return s
 }
@@ -282,6 +300,9 @@ func (s *Scheduler) waitReady(ctx context.Context) error {
 // It is idempotent and also runs in t.Cleanup of the test that started it.
 func (s *Scheduler) Stop() {
 	s.stopOnce.Do(func() {
+		s.env.mu.Lock()
+		delete(s.env.running, s)
+		s.env.mu.Unlock()
 		s.cancel()
 		timer := time.NewTimer(stopTimeout)
 		defer timer.Stop()
@@ -319,7 +340,7 @@ func (s *Scheduler) WaitLeading(t *testing.T, timeout time.Duration) {
 	}
 	le := s.Config.ComponentConfig.LeaderElection
 	holder := ""
-	WaitFor(t, timeout, func() (bool, error) {
+	waitFor(t, timeout, func() (bool, error) {
 		lease, err := s.env.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(t.Context(), le.ResourceName, metav1.GetOptions{})
 		if err != nil {
 			return false, ignoreNotFound(err)
@@ -329,7 +350,9 @@ func (s *Scheduler) WaitLeading(t *testing.T, timeout time.Duration) {
 			holder = *lease.Spec.HolderIdentity
 		}
 		return holder == id, nil
-	}, fmt.Sprintf("scheduler %s to hold Lease %s/%s (holder: %q)", id, le.ResourceNamespace, le.ResourceName, holder))
+	}, func() string {
+		return fmt.Sprintf("scheduler %s to hold Lease %s/%s (holder: %q)", id, le.ResourceNamespace, le.ResourceName, holder)
+	})
 }
 
 // Get fetches one of the scheduler's own HTTP endpoints (/readyz, /metrics,
@@ -499,4 +522,34 @@ func schedulerVerbosity() int {
 		return v
 	}
 	return 2
+}
+
+// runningSchedulers returns the schedulers started and not yet stopped.
+func (e *Env) runningSchedulers() []*Scheduler {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Scheduler, 0, len(e.running))
+	for s := range e.running {
+		out = append(out, s)
+	}
+	return out
+}
+
+// waitSchedulerCaches waits until cond holds for the cache of every running
+// scheduler. Objects reach a scheduler through separate watches per kind, so
+// without this a pod created right after a node can be tried before the
+// scheduler knows the node (and wait out a backoff), and a pod can be bound
+// to a node deleted by the previous scenario.
+func (e *Env) waitSchedulerCaches(t testing.TB, ctx context.Context, cond func(*internalcache.Dump) bool, msg string) {
+	t.Helper()
+	for _, s := range e.runningSchedulers() {
+		waitForCtx(t, ctx, cacheTimeout, func() (bool, error) {
+			select {
+			case <-s.done:
+				return true, nil // stopped meanwhile: nothing to wait for
+			default:
+			}
+			return cond(s.Sched.Cache.Dump()), nil
+		}, func() string { return "the scheduler cache to see " + msg })
+	}
 }

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -37,6 +36,13 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() (bool, error), msg
 	if c, ok := t.(interface{ Context() context.Context }); ok {
 		ctx = c.Context()
 	}
+	waitForCtx(t, ctx, timeout, cond, msg)
+}
+
+// waitForCtx is waitFor under an explicit context; cleanup functions use it
+// with context.Background(), since t.Context() is cancelled before they run.
+func waitForCtx(t testing.TB, ctx context.Context, timeout time.Duration, cond func() (bool, error), msg func() string) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(context.Context) (bool, error) {
 		return cond()
 	})
@@ -119,10 +125,13 @@ func (e *Env) WaitBoundCount(t *testing.T, ns, selector string, want int, timeou
 // window starts after the scheduler has already looked at the pods.
 func (e *Env) ConsistentlyUnbound(t *testing.T, ns string, d time.Duration, names ...string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, d, true, func(ctx context.Context) (bool, error) {
-		pods, err := e.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	deadline := time.Now().Add(d)
+	for {
+		pods, err := e.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			t.Fatalf("listing pods in %s: %v", ns, err)
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
@@ -130,13 +139,17 @@ func (e *Env) ConsistentlyUnbound(t *testing.T, ns string, d time.Duration, name
 				continue
 			}
 			if p.Spec.NodeName != "" {
-				return false, fmt.Errorf("pod %s/%s was bound to %s", ns, p.Name, p.Spec.NodeName)
+				t.Fatalf("expected pods in %s to stay unbound for %v, but %s was bound to %s", ns, d, p.Name, p.Spec.NodeName)
 			}
 		}
-		return false, nil
-	})
-	if err != nil && !wait.Interrupted(err) {
-		t.Fatalf("expected pods to stay unbound for %v: %v", d, err)
+		if !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ticker.C:
+		case <-t.Context().Done():
+			t.Fatalf("test context ended while watching pods in %s", ns)
+		}
 	}
 }
 
@@ -321,5 +334,3 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
-
-var _ = errors.New
