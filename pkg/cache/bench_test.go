@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"k8s.io/klog/v2"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ const benchGroupSize = 10
 func benchCache(b *testing.B, n int) *Cache {
 	b.Helper()
 	c, h := newTestCache(b)
-	c.onNode(mkNode("n1", "1000"))
+	c.onNode(klog.Background(), mkNode("n1", "1000"))
 	for i := 0; i < n; i++ {
 		g := fmt.Sprint("g", i/benchGroupSize)
 		if i%benchGroupSize == 0 {

@@ -96,6 +96,9 @@ type Cache struct {
 
 	// dirty holds groups whose status or Events may need writing.
 	dirty map[GroupKey]struct{}
+	// tooLarge holds groups PreFilter refused as larger than the cluster,
+	// re-activated when the cluster grows.
+	tooLarge map[GroupKey]struct{}
 
 	reconcilerOnce sync.Once
 	reconcilerOpts ReconcilerOptions
@@ -148,6 +151,20 @@ type member struct {
 	waitingSince time.Time
 }
 
+// newEmpty returns a cache with no informers attached.
+func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
+	return &Cache{
+		handle:   h,
+		groups:   map[GroupKey]*group{},
+		memberOf: map[types.UID]GroupKey{},
+		nodes:    map[string]resources.List{},
+		total:    resources.List{},
+		dirty:    map[GroupKey]struct{}{},
+		tooLarge: map[GroupKey]struct{}{},
+		ctx:      ctx,
+	}
+}
+
 func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	logger := klog.FromContext(ctx)
 	// The scheduler's rest config asks for protobuf, which CRDs do not speak.
@@ -158,16 +175,8 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building PodGroup client: %w", err)
 	}
-	c := &Cache{
-		handle:   h,
-		pgClient: client,
-		groups:   map[GroupKey]*group{},
-		memberOf: map[types.UID]GroupKey{},
-		nodes:    map[string]resources.List{},
-		total:    resources.List{},
-		dirty:    map[GroupKey]struct{}{},
-		ctx:      ctx,
-	}
+	c := newEmpty(ctx, h)
+	c.pgClient = client
 
 	pgFactory := pginformers.NewSharedInformerFactory(client, 0)
 	pgInf := pgFactory.Scheduling().V1alpha1().PodGroups()
@@ -199,8 +208,8 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	// Nodes come from the scheduler's own factory: it is started by the
 	// scheduler and synced before the first scheduling cycle.
 	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onNode(obj) },
-		UpdateFunc: func(_, obj any) { c.onNode(obj) },
+		AddFunc:    func(obj any) { c.onNode(logger, obj) },
+		UpdateFunc: func(_, obj any) { c.onNode(logger, obj) },
 		DeleteFunc: func(obj any) { c.onNodeDelete(obj) },
 	}); err != nil {
 		return nil, err
@@ -245,6 +254,7 @@ func (c *Cache) dropIfEmptyLocked(g *group) {
 			g.backoffTimer.Stop()
 		}
 		delete(c.groups, g.key)
+		delete(c.tooLarge, g.key)
 	}
 }
 

@@ -104,8 +104,10 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 			g.unschedulable = msg
 			c.dirty[key] = struct{}{}
 		}
+		c.tooLarge[key] = struct{}{}
 		return true, PreFilterTooLarge, msg
 	}
+	delete(c.tooLarge, key)
 	return true, PreFilterOK, ""
 }
 
@@ -301,6 +303,29 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	c.rejectWaiting(waiting, msg)
 	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", until)
 	return true
+}
+
+// RejectWaiting rejects the members of pod's gang that wait in Permit, without
+// starting a backoff: PostFilter calls it when the plugin's own PreFilter
+// refused a member (the gang outgrew the cluster), so that siblings that got
+// through a moment earlier do not hold nodes until their timeout.
+func (c *Cache) RejectWaiting(pod *v1.Pod, msg string) {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	var waiting []types.UID
+	if g := c.groups[key]; g != nil {
+		for uid, m := range g.members {
+			if m.state.Waiting {
+				m.released = true
+				waiting = append(waiting, uid)
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.rejectWaiting(waiting, msg)
 }
 
 func (c *Cache) endBackoff(logger klog.Logger, key GroupKey) {

@@ -2,6 +2,8 @@ package cache
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"maps"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -280,18 +282,33 @@ func nodeAllocatable(obj any) (string, resources.List, bool) {
 	return n.Name, ListFrom(n.Status.Allocatable), true
 }
 
-func (c *Cache) onNode(obj any) {
+func (c *Cache) onNode(logger klog.Logger, obj any) {
 	name, alloc, ok := nodeAllocatable(obj)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.nodes[name]; ok {
-		c.total.Sub(old)
-	}
+	old := c.nodes[name]
+	c.total.Sub(old)
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
+	// The scheduler may requeue a gang on this node event before our total
+	// has grown, and our PreFilter then refuses it again with no further
+	// event to come: when capacity grows, the cache itself re-activates the
+	// gangs it refused as larger than the cluster.
+	var act map[string]*v1.Pod
+	if len(alloc.Exceeding(old)) > 0 {
+		for key := range c.tooLarge {
+			if g := c.groups[key]; g != nil && g.enqueueable {
+				if act == nil {
+					act = map[string]*v1.Pod{}
+				}
+				maps.Copy(act, g.pendingPodsLocked())
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.activate(logger, act)
 }
 
 func (c *Cache) onNodeDelete(obj any) {

@@ -107,21 +107,25 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, st
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	summary, ours := g.summarize(statuses)
-	if ours {
-		// Our own PreFilter refused the pod (backoff, larger than the
-		// cluster): nothing was placed, and its reason is recorded already.
+	if ours != "" {
+		// Our own PreFilter refused the pod, and recorded why. A backing-off
+		// gang holds nothing; a gang that outgrew the cluster may have
+		// siblings that got through a moment earlier, and they must not hold
+		// nodes until their timeout.
+		g.cache.RejectWaiting(pod, ours)
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, summary)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "gang released")
 }
 
-// summarize renders why the pod fit no node, like the scheduler's FitError,
-// and reports whether the rejection was this plugin's own PreFilter's.
-func (g *Gang) summarize(statuses fwk.NodeToStatusReader) (string, bool) {
+// summarize renders why the pod fit no node, like the scheduler's FitError.
+// When the rejection was this plugin's own PreFilter's it returns that
+// message as ours instead.
+func (g *Gang) summarize(statuses fwk.NodeToStatusReader) (summary, ours string) {
 	nodes, err := g.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return "no node fits", false
+		return "no node fits", ""
 	}
 	reasons := map[string]int{}
 	for _, n := range nodes {
@@ -130,13 +134,13 @@ func (g *Gang) summarize(statuses fwk.NodeToStatusReader) (string, bool) {
 			continue
 		}
 		if st.Plugin() == Name {
-			return "", true
+			return "", st.Message()
 		}
 		for _, r := range st.Reasons() {
 			reasons[r]++
 		}
 	}
-	return policy.SummarizeReasons(len(nodes), reasons), false
+	return policy.SummarizeReasons(len(nodes), reasons), ""
 }
 
 // Reserve records that the member holds a node.

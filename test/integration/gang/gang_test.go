@@ -141,6 +141,8 @@ func TestGang(t *testing.T) {
 		pods := members(ns, "stuck", 3, "2")
 		// The third member is held back by a scheduling gate, so the first two
 		// take the whole node and wait in Permit for a sibling that never comes.
+		// It asks for no cpu, so the gang as a whole fits the node.
+		pods[2] = harness.Pod(ns, "stuck-2").Group("stuck").Obj()
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
 		waitAttempted(t, env, ns, "stuck")
@@ -220,7 +222,8 @@ func TestGang(t *testing.T) {
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
 		waitAttempted(t, env, ns, "restart")
-		probe := probeFull(t, env, ns, "1")
+		// Two members hold 2 of the 4 cpu while they wait: a 3-cpu pod cannot fit.
+		probe := probeFull(t, env, ns, "3")
 		s.Stop()
 		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), probe, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
