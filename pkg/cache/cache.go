@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -100,6 +101,10 @@ type Cache struct {
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
 
+	// queueSeen is set once the scheduling queue has run PreEnqueue: from
+	// then on Activate is safe and useful (see activate).
+	queueSeen atomic.Bool
+
 	reconcilerOnce sync.Once
 	reconcilerOpts ReconcilerOptions
 	ctx            context.Context
@@ -181,11 +186,12 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	pgFactory := pginformers.NewSharedInformerFactory(client, 0)
 	pgInf := pgFactory.Scheduling().V1alpha1().PodGroups()
 	c.pgLister = pgInf.Lister()
-	if _, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pgReg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onPodGroup(logger, obj) },
 		UpdateFunc: func(_, obj any) { c.onPodGroup(logger, obj) },
 		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -197,11 +203,12 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PodGroupLabel }),
 		informers.WithTransform(stripManagedFields))
 	c.podInf = podFactory.Core().V1().Pods().Informer()
-	if _, err := c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onPod(logger, nil, obj) },
 		UpdateFunc: func(old, obj any) { c.onPod(logger, old, obj) },
 		DeleteFunc: func(obj any) { c.onPodDelete(logger, obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -219,17 +226,14 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	podFactory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	for typ, ok := range pgFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer for %v did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", typ, syncTimeout)
-		}
+	// Wait for our handlers, not just the stores, to have seen the initial
+	// lists: a cache handed to plugins is then fully populated.
+	if !cache.WaitForCacheSync(syncCtx.Done(), pgReg.HasSynced) {
+		return nil, fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
 	}
-	for typ, ok := range podFactory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer for %v did not sync within %v", typ, syncTimeout)
-		}
+	if !cache.WaitForCacheSync(syncCtx.Done(), podReg.HasSynced) {
+		return nil, fmt.Errorf("member pods did not sync within %v", syncTimeout)
 	}
-	// The handlers are running by now: read under the lock.
 	c.mu.RLock()
 	groups := len(c.groups)
 	c.mu.RUnlock()
@@ -283,8 +287,13 @@ func (g *group) pendingPodsLocked() map[string]*v1.Pod {
 
 // activate moves pods into the active queue. It must be called without c.mu
 // held: the queue runs PreEnqueue, which reads the cache.
+//
+// The scheduler gives the framework its queue only after every plugin is
+// built, while the cache's informers already deliver events during the
+// build. Before the queue has asked PreEnqueue anything no pod can be waiting
+// in it, so there is nothing to activate and the call is skipped.
 func (c *Cache) activate(logger klog.Logger, pods map[string]*v1.Pod) {
-	if len(pods) > 0 {
+	if len(pods) > 0 && c.queueSeen.Load() {
 		c.handle.Activate(logger, pods)
 	}
 }

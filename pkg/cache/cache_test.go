@@ -176,6 +176,7 @@ func (w *fakeWaitingPod) calls() (allowed, rejected []string) {
 func newTestCache(tb testing.TB) (*Cache, *fakeHandle) {
 	h := newFakeHandle()
 	c := newEmpty(context.Background(), h)
+	c.queueSeen.Store(true) // as if the scheduling queue were running
 	tb.Cleanup(func() {
 		// Backoff timers use the wall clock; the tests never wait for them.
 		c.mu.Lock()

@@ -47,6 +47,9 @@ func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	if !member {
 		return false, true, ""
 	}
+	if !c.queueSeen.Load() {
+		c.queueSeen.Store(true)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[key]

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,17 +30,11 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 )
 
-// syncTimeout bounds how long NewForTest waits for the informers to deliver
-// every object; it is a guard against a hang, not a synchronization.
-const syncTimeout = 5 * time.Minute
-
 // NewForTest returns a cache whose informers have delivered pgs and pods.
 //
 // Every pod must carry the PodGroup label, be pending and unbound, and every
-// PodGroup's minMember must equal its number of pods. That makes the cache
-// activate each group's members exactly when the last of the group's objects
-// arrives, which is how NewForTest knows, without polling, that all have
-// arrived. The cache lives until the test ends.
+// PodGroup's minMember must equal its number of pods, so that every group is
+// enqueueable. The cache lives until the test ends.
 func NewForTest(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) *cache.Cache {
 	tb.Helper()
 	if err := validate(pgs, pods); err != nil {
@@ -62,25 +55,11 @@ func NewForTest(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) *cache.
 	if err != nil {
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
-	h := &handle{
-		cfg:     cfg,
-		cs:      cs,
-		factory: informers.NewSharedInformerFactory(cs, 0),
-		want:    len(pods),
-		seen:    make(map[string]bool, len(pods)),
-		done:    make(chan struct{}),
-	}
-	if len(pods) == 0 {
-		close(h.done)
-	}
+	h := &handle{cfg: cfg, cs: cs, factory: informers.NewSharedInformerFactory(cs, 0)}
+	// Get returns once the cache's handlers have seen every listed object.
 	c, err := cache.NewProvider().Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest.NewForTest: %v", err)
-	}
-	select {
-	case <-h.done:
-	case <-time.After(syncTimeout):
-		tb.Fatalf("cachetest.NewForTest: %d of %d pods activated after %v", h.activated(), len(pods), syncTimeout)
 	}
 	return c
 }
@@ -148,35 +127,13 @@ type handle struct {
 	cfg     *rest.Config
 	cs      kubernetes.Interface
 	factory informers.SharedInformerFactory
-
-	mu   sync.Mutex
-	want int
-	seen map[string]bool
-	done chan struct{}
 }
 
 func (h *handle) KubeConfig() *rest.Config                               { return h.cfg }
 func (h *handle) ClientSet() kubernetes.Interface                        { return h.cs }
 func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
 func (h *handle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
-
-func (h *handle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	before := len(h.seen)
-	for k := range pods {
-		h.seen[k] = true
-	}
-	if before < h.want && len(h.seen) >= h.want {
-		close(h.done)
-	}
-}
-
-func (h *handle) activated() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.seen)
-}
+func (h *handle) Activate(klog.Logger, map[string]*v1.Pod)               {}
 
 // fakeAPI serves list and watch of pods and PodGroups: lists return the given
 // objects, watches stay open without events until stop closes or the client
