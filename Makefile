@@ -57,6 +57,19 @@ verify:
 	@tmp=$$(mktemp -d) && cp -r manifests/crds "$$tmp/" && $(MAKE) -s crds && \
 	if ! diff -r "$$tmp/crds" manifests/crds; then echo "manifests/crds is stale: run make crds"; rm -rf "$$tmp"; exit 1; fi; \
 	rm -rf "$$tmp"
+	@GO="$(GO)" hack/verify-codegen.sh
+
+.PHONY: generate verify-codegen
+
+## generate: regenerate, from scratch, the Queue API's deepcopy, clientset,
+## listers, informers, applyconfigurations (pkg/apis/generated) and its CRD
+## (manifests/crds/scheduling.caldera.dev_*.yaml). Tools: hack/tools/go.mod.
+generate:
+	@GO="$(GO)" hack/update-codegen.sh
+
+## verify-codegen: generated API code and CRDs match the types (tree untouched).
+verify-codegen:
+	@GO="$(GO)" hack/verify-codegen.sh
 
 clean:
 	rm -rf bin
