@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -312,7 +313,18 @@ func (e *Env) CreatePod(t *testing.T, pod *v1.Pod) *v1.Pod {
 	if pod.Spec.Priority != nil && pod.Spec.PriorityClassName == PriorityClassName(*pod.Spec.Priority) {
 		e.EnsurePriorityClass(t, *pod.Spec.Priority)
 	}
-	created, err := e.Client.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+	var created *v1.Pod
+	// The Priority admission plugin reads PriorityClasses from an informer,
+	// so a class created a moment ago can still be unknown to it: retry that
+	// one refusal, bounded.
+	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = e.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "no PriorityClass with name") {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	if err != nil {
 		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
