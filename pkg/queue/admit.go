@@ -1,0 +1,658 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Defaults of Options' zero values.
+const (
+	// DefaultStarvationThreshold is how long a group may wait at the head of
+	// its queue before it reserves the queue.
+	DefaultStarvationThreshold = 300 * time.Second
+	// DefaultLookahead is how many refused groups one pass looks past in a queue.
+	DefaultLookahead = 16
+)
+
+// Cluster is the cluster-wide side of admission check 5.
+type Cluster struct {
+	// Allocatable sums the nodes' allocatable resources.
+	Allocatable resources.List
+	// Used is what pods on nodes hold, Caldera's or not.
+	Used resources.List
+}
+
+// QuotaFunc is the optional namespace check (6). It is called last, only for a
+// group that passed every other check, and a true answer admits the group: a
+// callback that tracks namespace usage may count the request as used when it
+// answers true. message is shown to users when it answers false.
+type QuotaFunc func(g Group) (ok bool, message string)
+
+// Options tune an admission pass. The zero value is usable.
+type Options struct {
+	// OvercommitFactor multiplies the cluster's allocatable in check 5; 0 means
+	// 1.0. Values below 1 (or not finite) are invalid: Validate reports them and
+	// Admit uses 1.0.
+	OvercommitFactor float64
+	// StarvationThreshold is how long a group may wait at the head of its queue,
+	// refused by checks 3-5, before it reserves the queue; 0 means
+	// DefaultStarvationThreshold, negative disables the guard.
+	StarvationThreshold time.Duration
+	// Lookahead is how many refused groups a pass looks past in one queue
+	// before it stops there; 0 means DefaultLookahead, negative means none
+	// (strict head-of-line order).
+	Lookahead int
+	// Quota is the optional check 6; nil admits every namespace.
+	Quota QuotaFunc
+}
+
+// Validate reports an unusable option.
+func (o Options) Validate() error {
+	f := o.OvercommitFactor
+	if math.IsNaN(f) || math.IsInf(f, 0) || (f != 0 && f < 1) {
+		return fmt.Errorf("overcommitFactor %v: must be at least 1.0", f)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Validate() != nil || o.OvercommitFactor == 0 {
+		o.OvercommitFactor = 1
+	}
+	if o.StarvationThreshold == 0 {
+		o.StarvationThreshold = DefaultStarvationThreshold
+	}
+	switch {
+	case o.Lookahead == 0:
+		o.Lookahead = DefaultLookahead
+	case o.Lookahead < 0:
+		o.Lookahead = 0
+	}
+	return o
+}
+
+// scale multiplies an amount by f >= 1, rounding down and saturating.
+func scale(v int64, f float64) int64 {
+	if f == 1 || v <= 0 {
+		return v
+	}
+	x := float64(v) * f
+	if x >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(int64(x), v)
+}
+
+// fits reports whether used + v <= limit, for non-negative used and limit.
+func fits(used, v, limit int64) bool { return used <= limit && v <= limit-used }
+
+// Outcome is the decision about one group in a pass.
+type Outcome struct {
+	// Group is the group as last Set.
+	Group Group
+	// Decision is what the pass decided about it.
+	Decision Decision
+}
+
+// QueueOutcome summarizes a pass in one queue with ready groups.
+type QueueOutcome struct {
+	// Queue names the queue.
+	Queue string
+	// Stop says why the pass stopped in the queue while groups remained
+	// unexamined: CheckQueueMissing/Broken/Closed, CheckReserved or
+	// CheckWaiting; CheckNone when it examined every ready group.
+	Stop Decision
+	// Admitted and Refused count the groups the pass admitted and refused;
+	// Waiting counts the ready groups it did not reach.
+	Admitted, Refused, Waiting int
+}
+
+// Result is what one admission pass decided. It is owned by the Pending and
+// valid until the next Admit.
+type Result struct {
+	// Admitted lists the admitted groups in admission order. They have left the
+	// Pending; the caller records them as admitted and adds their requests to
+	// their queues' Usage.Inflight.
+	Admitted []Outcome
+	// Refused lists the groups the pass examined and refused.
+	Refused []Outcome
+	// Queues has one entry per queue with ready groups.
+	Queues []QueueOutcome
+}
+
+// outcome kinds of evaluate.
+type verdict uint8
+
+const (
+	admit     verdict = iota
+	transient         // refused by checks 3-5: may pass when work finishes
+	permanent         // the request alone exceeds a limit
+	personal          // refused for the group's own reason (quota): not a head
+)
+
+// passState is the scratch space of Admit, kept between passes to avoid
+// allocating.
+type passState struct {
+	s        *Shares
+	o        Options
+	now      time.Time
+	gen      uint64
+	r        int // resource names in the Pending
+	parent   []int
+	hasKids  []bool
+	toS      []int // Pending resource -> Shares resource, -1 when absent
+	realCap  []int64
+	deserved []int64
+	selfDes  []int64
+	alloc    []int64
+	infl     []int64
+	selfAl   []int64
+	selfIn   []int64
+	ceil     []int64 // cluster: allocatable x overcommit
+	cused    []int64 // cluster: used + every queue's inflight
+	scratch  []int64
+	qheap    []*pqueue
+	touched  []*pqueue
+	res      Result
+}
+
+// Admit runs one admission pass (Volcano's enqueue action) over the ready
+// groups and returns what it decided. s must come from Divide over the same
+// queues; c describes the cluster; now drives the starvation guard.
+//
+// Queues are visited by priority (higher first), then by the share of their
+// own groups counting what the pass has admitted so far ((allocated +
+// inflight) / deserved, lower first), then by name; each visit admits at most
+// one group and re-inserts the queue by its new share, so queues of equal
+// priority take turns and a queue that just got a large group waits for the
+// others to catch up. Within a queue, groups go by priority, creation time
+// and key. A group is admitted when it passes, in order: (2) its queue exists,
+// is healthy and open; (3) for its queue and every ancestor, allocated +
+// inflight + request <= real capability; (4) for the queue's own share (when
+// it has children), the queue and every ancestor, allocated + inflight +
+// request <= deserved, except at a level whose deserved the request alone
+// exceeds when the group is at the head of its queue; (5) for every resource
+// it requests, cluster used + inflight + request <= allocatable x overcommit;
+// (6) the Quota callback. Check (1) keeps groups without enough members out of
+// the pass altogether. Each admission adds the request to the inflight of the
+// queue, its ancestors and the cluster before the next decision, in this pass
+// and in s.
+//
+// A refused group does not stop its queue: the pass looks past up to
+// Lookahead refused groups per queue, so smaller groups can be admitted around
+// a large one. Only the head (the first group refused by checks 3-5) can use
+// the head exception and trigger the starvation guard: once it has been at the
+// head for StarvationThreshold, the queue admits nothing behind it. A group
+// whose request alone exceeds a real capability or the cluster is set aside
+// (and reported) until those limits rise, so it neither blocks nor reserves
+// its queue. The pass costs O((a + q x Lookahead) x (log n + r x d) + q x r)
+// for a admissions, q queues, n groups per queue, r resources and tree depth
+// d: it touches the queues' heads, not every pending group.
+func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result {
+	if s == nil {
+		s = Divide(nil, c.Allocatable, nil)
+	}
+	p.gen++
+	ps := &p.pass
+	ps.s, ps.o, ps.now, ps.gen = s, o.withDefaults(), now, p.gen
+	ps.res.Admitted = ps.res.Admitted[:0]
+	ps.res.Refused = ps.res.Refused[:0]
+	ps.res.Queues = ps.res.Queues[:0]
+	p.prepare(c)
+
+	ps.qheap = ps.qheap[:0]
+	ps.touched = ps.touched[:0]
+	t := s.tree
+	for _, q := range p.queues {
+		q.skip = q.skip[:0]
+		q.refused, q.admitted, q.ahead, q.done = 0, 0, nil, false
+		q.budget = ps.o.Lookahead
+		q.node = -1
+		if len(q.heap) == 0 && len(q.parked) == 0 {
+			continue // only groups waiting for members
+		}
+		i, ok := t.index[q.name]
+		switch {
+		case !ok:
+			p.stopQueue(q, Decision{Check: CheckQueueMissing, Queue: q.name})
+			continue
+		case t.problems[i] != nil:
+			p.stopQueue(q, Decision{Check: CheckQueueBroken, Queue: q.name, Detail: t.problems[i].Message})
+			continue
+		case !t.specs[i].Open():
+			p.stopQueue(q, Decision{Check: CheckQueueClosed, Queue: q.name})
+			continue
+		}
+		q.node, q.prio = i, t.specs[i].Priority
+		ps.touched = append(ps.touched, q)
+		if len(q.parked) > 0 {
+			p.maybeUnpark(q)
+		}
+		if len(q.heap) > 0 {
+			q.dyn = p.dynShare(q)
+			p.qpush(q)
+		}
+	}
+
+	for len(ps.qheap) > 0 {
+		q := ps.qheap[0]
+		if p.attempt(q) && !q.done && len(q.heap) > 0 {
+			q.dyn = p.dynShare(q)
+			p.qdown(0)
+		} else {
+			p.qremove(0)
+		}
+	}
+
+	for _, q := range ps.touched {
+		waiting := len(q.heap)
+		for _, e := range q.skip {
+			q.push(e)
+		}
+		q.skip = q.skip[:0]
+		stop := Decision{Queue: q.name}
+		switch {
+		case q.stopGen == ps.gen:
+			stop = q.stop
+		case waiting > 0:
+			stop = Decision{Check: CheckWaiting, Queue: q.name, Refused: q.refused}
+			if q.ahead != nil {
+				stop.Behind = q.ahead.g.Key
+			}
+			q.stop, q.stopGen = stop, ps.gen
+		}
+		ps.res.Queues = append(ps.res.Queues, QueueOutcome{
+			Queue: q.name, Stop: stop, Admitted: q.admitted, Refused: q.refused, Waiting: waiting,
+		})
+		q.ahead = nil
+		if q.groups == 0 {
+			delete(p.queues, q.name)
+		}
+	}
+	slices.SortFunc(ps.res.Queues, func(a, b QueueOutcome) int { return strings.Compare(a.Queue, b.Queue) })
+	ps.s = nil
+	return &ps.res
+}
+
+// stopQueue records a queue-wide refusal for every ready group of q.
+func (p *Pending) stopQueue(q *pqueue, d Decision) {
+	q.stop, q.stopGen = d, p.gen
+	p.pass.res.Queues = append(p.pass.res.Queues, QueueOutcome{
+		Queue: q.name, Stop: d, Waiting: len(q.heap) + len(q.parked),
+	})
+}
+
+// prepare lays out the pass's per-queue and cluster amounts by the Pending's
+// resource positions.
+func (p *Pending) prepare(c Cluster) {
+	ps := &p.pass
+	s := ps.s
+	for _, k := range s.names {
+		p.resource(k)
+	}
+	for k := range c.Allocatable {
+		p.resource(k)
+	}
+	r, rs := len(p.rnames), s.r
+	n := len(s.tree.specs)
+	ps.r = r
+	ps.parent = s.tree.parent
+	ps.hasKids = growBools(ps.hasKids, n)
+	for i := range n {
+		ps.hasKids[i] = len(s.tree.children[i]) > 0
+	}
+	ps.toS = growInts(ps.toS, r)
+	for i := range ps.toS {
+		ps.toS[i] = -1
+	}
+	for i, k := range s.names {
+		ps.toS[p.rindex[k]] = i
+	}
+	copyIn := func(dst []int64, src []int64) []int64 {
+		dst = growInt64s(dst, n*r)
+		clear(dst)
+		for _, i := range s.tree.order {
+			for j, sj := range ps.toS {
+				if sj >= 0 {
+					dst[i*r+j] = src[i*rs+sj]
+				}
+			}
+		}
+		return dst
+	}
+	ps.realCap = copyIn(ps.realCap, s.realCap)
+	ps.deserved = copyIn(ps.deserved, s.deserved)
+	ps.selfDes = copyIn(ps.selfDes, s.selfDeserved)
+	ps.alloc = copyIn(ps.alloc, s.alloc)
+	ps.infl = copyIn(ps.infl, s.inflight)
+	ps.selfAl = copyIn(ps.selfAl, s.selfAlloc)
+	ps.selfIn = copyIn(ps.selfIn, s.selfInflight)
+
+	ps.ceil = growInt64s(ps.ceil, r)
+	ps.cused = growInt64s(ps.cused, r)
+	clear(ps.ceil)
+	clear(ps.cused)
+	for k, v := range c.Allocatable {
+		ps.ceil[p.rindex[k]] = scale(nn(v), ps.o.OvercommitFactor)
+	}
+	for k, v := range c.Used {
+		if i, ok := p.rindex[k]; ok {
+			ps.cused[i] = nn(v)
+		}
+	}
+	for j, sj := range ps.toS {
+		if sj >= 0 {
+			ps.cused[j] = satAdd(ps.cused[j], s.inflightAll[sj])
+		}
+	}
+}
+
+// ceiling fills ps.scratch with the most q's groups could ever get: per
+// resource, the least of the cluster's overcommitted allocatable and the real
+// capabilities of q and its ancestors.
+func (p *Pending) ceiling(q *pqueue) []int64 {
+	ps := &p.pass
+	r := ps.r
+	ps.scratch = growInt64s(ps.scratch, r)
+	copy(ps.scratch, ps.ceil)
+	for l := q.node; l >= 0; l = ps.parent[l] {
+		for j := range r {
+			ps.scratch[j] = min(ps.scratch[j], ps.realCap[l*r+j])
+		}
+	}
+	return ps.scratch
+}
+
+// maybeUnpark puts q's parked groups back into its heap when the ceiling their
+// requests exceeded has risen anywhere since they were parked.
+func (p *Pending) maybeUnpark(q *pqueue) {
+	ceil := p.ceiling(q)
+	rose := false
+	for j, v := range ceil {
+		if j >= len(q.parkedCeil) || v > q.parkedCeil[j] {
+			rose = true
+			break
+		}
+	}
+	if !rose {
+		copy(q.parkedCeil, ceil)
+		return
+	}
+	for _, e := range q.parked {
+		q.push(e)
+	}
+	clear(q.parked)
+	q.parked = q.parked[:0]
+}
+
+// dynShare is the share of q's own groups counting what is admitted so far.
+func (p *Pending) dynShare(q *pqueue) float64 {
+	ps := &p.pass
+	b := q.node * ps.r
+	return shareOf(ps.selfAl[b:b+ps.r], ps.selfIn[b:b+ps.r], ps.selfDes[b:b+ps.r])
+}
+
+// attempt examines q's groups from the head until it admits one (true), or
+// the queue stops for this pass: no group left, lookahead used up, or the
+// starvation guard.
+func (p *Pending) attempt(q *pqueue) bool {
+	ps := &p.pass
+	for len(q.heap) > 0 {
+		e := q.pop()
+		head := q.ahead == nil
+		d, v := p.evaluate(e, q, head)
+		e.gen = ps.gen
+		if v == admit {
+			p.apply(e, q)
+			if head {
+				q.headKey = ""
+			}
+			q.admitted++
+			ps.res.Admitted = append(ps.res.Admitted, Outcome{Group: e.g, Decision: d})
+			return true
+		}
+		e.decision = d
+		q.refused++
+		ps.res.Refused = append(ps.res.Refused, Outcome{Group: e.g, Decision: d})
+		switch v {
+		case permanent:
+			if len(q.parked) == 0 {
+				q.parkedCeil = growInt64s(q.parkedCeil, ps.r)
+				copy(q.parkedCeil, p.ceiling(q))
+			}
+			q.park(e)
+		default:
+			e.where = skipped
+			q.skip = append(q.skip, e)
+		}
+		if v == transient && head {
+			q.ahead = e
+			if q.headKey != e.g.Key {
+				q.headKey, q.headSince = e.g.Key, ps.now
+			}
+			if th := ps.o.StarvationThreshold; th >= 0 && ps.now.Sub(q.headSince) >= th {
+				q.stop = Decision{Check: CheckReserved, Queue: q.name, Behind: e.g.Key, Since: q.headSince}
+				q.stopGen = ps.gen
+				q.done = true
+				return false
+			}
+		}
+		if q.refused > q.budget {
+			q.done = true
+			return false
+		}
+	}
+	q.done = true
+	return false
+}
+
+// evaluate runs checks 3-6 for e, a ready group of the healthy open queue q;
+// head says whether no group ahead of it in q was refused by checks 3-5.
+func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
+	ps := &p.pass
+	r := ps.r
+	node := q.node
+	name := func(l int) string { return ps.s.tree.specs[l].Name }
+	refuse := func(c Check, l int, a amount, avail int64, perm bool) (Decision, verdict) {
+		d := Decision{Check: c, Queue: q.name, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0), Permanent: perm}
+		if l >= 0 {
+			d.Queue = name(l)
+		}
+		if perm {
+			return d, permanent
+		}
+		return d, transient
+	}
+
+	// A request that can never fit is reported as such, whatever else fails,
+	// against the tightest limit and where it comes from: the cluster, or the
+	// highest queue that sets it (real capabilities only shrink downwards).
+	for _, a := range e.req {
+		lim, at := ps.ceil[a.r], -1
+		for l := node; l >= 0; l = ps.parent[l] {
+			if c := ps.realCap[l*r+int(a.r)]; c < lim || (at >= 0 && c == lim) {
+				lim, at = c, l
+			}
+		}
+		if a.v > lim {
+			if at < 0 {
+				return refuse(CheckCluster, -1, a, lim, true)
+			}
+			return refuse(CheckCapability, at, a, lim, true)
+		}
+	}
+	// (3) real capability of the queue and its ancestors.
+	for l := node; l >= 0; l = ps.parent[l] {
+		for _, a := range e.req {
+			i := l*r + int(a.r)
+			used := satAdd(ps.alloc[i], ps.infl[i])
+			if !fits(used, a.v, ps.realCap[i]) {
+				return refuse(CheckCapability, l, a, ps.realCap[i]-used, false)
+			}
+		}
+	}
+	// (4) deserved shares: the queue's own part, the queue, its ancestors.
+	waived := false
+	level := func(l int, des, al, in []int64) (Decision, bool) {
+		b := l * r
+		if head {
+			for _, a := range e.req {
+				if a.v > des[b+int(a.r)] {
+					waived = true
+					return Decision{}, true
+				}
+			}
+		}
+		for _, a := range e.req {
+			i := b + int(a.r)
+			used := satAdd(al[i], in[i])
+			if !fits(used, a.v, des[i]) {
+				d, _ := refuse(CheckFairness, l, a, des[i]-used, false)
+				return d, false
+			}
+		}
+		return Decision{}, true
+	}
+	if ps.hasKids[node] {
+		if d, ok := level(node, ps.selfDes, ps.selfAl, ps.selfIn); !ok {
+			return d, transient
+		}
+	}
+	for l := node; l >= 0; l = ps.parent[l] {
+		if d, ok := level(l, ps.deserved, ps.alloc, ps.infl); !ok {
+			return d, transient
+		}
+	}
+	// (5) cluster idle, on the requested resources only.
+	for _, a := range e.req {
+		if !fits(ps.cused[a.r], a.v, ps.ceil[a.r]) {
+			return refuse(CheckCluster, -1, a, ps.ceil[a.r]-ps.cused[a.r], false)
+		}
+	}
+	// (6) namespace quota.
+	if ps.o.Quota != nil {
+		if ok, msg := ps.o.Quota(e.g); !ok {
+			return Decision{Check: CheckQuota, Queue: q.name, Detail: msg}, personal
+		}
+	}
+	return Decision{Admitted: true, HeadException: waived, Queue: q.name}, admit
+}
+
+// apply admits e: its request joins the inflight of its queue, the queue's
+// ancestors and the cluster, here and in the Shares; e leaves the Pending.
+func (p *Pending) apply(e *entry, q *pqueue) {
+	ps := &p.pass
+	s := ps.s
+	r, rs := ps.r, s.r
+	for _, a := range e.req {
+		sj := ps.toS[a.r]
+		for l := q.node; l >= 0; l = ps.parent[l] {
+			ps.infl[l*r+int(a.r)] = satAdd(ps.infl[l*r+int(a.r)], a.v)
+			if sj >= 0 {
+				s.inflight[l*rs+sj] = satAdd(s.inflight[l*rs+sj], a.v)
+			}
+		}
+		ps.selfIn[q.node*r+int(a.r)] = satAdd(ps.selfIn[q.node*r+int(a.r)], a.v)
+		ps.cused[a.r] = satAdd(ps.cused[a.r], a.v)
+		if sj >= 0 {
+			s.selfInflight[q.node*rs+sj] = satAdd(s.selfInflight[q.node*rs+sj], a.v)
+			s.inflightAll[sj] = satAdd(s.inflightAll[sj], a.v)
+		}
+		q.pending[a.r] -= a.v
+	}
+	q.groups--
+	e.q = nil
+	delete(p.groups, e.g.Key)
+}
+
+// Queue heap of the pass: priority (higher first), share (lower first), name.
+func qbefore(a, b *pqueue) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.dyn != b.dyn {
+		return a.dyn < b.dyn
+	}
+	return a.name < b.name
+}
+
+func (p *Pending) qpush(q *pqueue) {
+	h := &p.pass.qheap
+	q.hpos = len(*h)
+	*h = append(*h, q)
+	p.qup(q.hpos)
+}
+
+func (p *Pending) qremove(i int) {
+	h := &p.pass.qheap
+	last := len(*h) - 1
+	if i != last {
+		(*h)[i] = (*h)[last]
+		(*h)[i].hpos = i
+	}
+	(*h)[last] = nil
+	*h = (*h)[:last]
+	if i != last {
+		p.qdown(i)
+		p.qup(i)
+	}
+}
+
+func (p *Pending) qup(i int) {
+	h := p.pass.qheap
+	for i > 0 {
+		par := (i - 1) / 2
+		if !qbefore(h[i], h[par]) {
+			break
+		}
+		h[i], h[par] = h[par], h[i]
+		h[i].hpos, h[par].hpos = i, par
+		i = par
+	}
+}
+
+func (p *Pending) qdown(i int) {
+	h := p.pass.qheap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if rr := l + 1; rr < len(h) && qbefore(h[rr], h[l]) {
+			j = rr
+		}
+		if !qbefore(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		h[i].hpos, h[j].hpos = i, j
+		i = j
+	}
+}
+
+func growInt64s(s []int64, n int) []int64 {
+	if cap(s) < n {
+		return make([]int64, n)
+	}
+	return s[:n]
+}
+
+func growInts(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	return s[:n]
+}
+
+func growBools(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	return s[:n]
+}

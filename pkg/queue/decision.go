@@ -1,0 +1,148 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Check names an admission check; a refused group's Decision carries the first
+// one it failed.
+type Check uint8
+
+// Admission checks, in the order they are evaluated.
+const (
+	// CheckNone: admitted, or not evaluated yet.
+	CheckNone Check = iota
+	// CheckMembers (1): fewer member pods exist than minMember.
+	CheckMembers
+	// CheckQueueMissing (2): the group's queue does not exist.
+	CheckQueueMissing
+	// CheckQueueBroken (2): the queue has a tree Problem.
+	CheckQueueBroken
+	// CheckQueueClosed (2): the queue is Closed.
+	CheckQueueClosed
+	// CheckCapability (3): the queue or an ancestor would exceed its real capability.
+	CheckCapability
+	// CheckFairness (4): the queue or an ancestor would exceed its deserved share.
+	CheckFairness
+	// CheckCluster (5): the cluster's idle resources (overcommitted) do not cover it.
+	CheckCluster
+	// CheckQuota (6): the namespace's ResourceQuota refuses it.
+	CheckQuota
+	// CheckReserved: the starvation guard holds the queue for the group at its head.
+	CheckReserved
+	// CheckWaiting: the pass stopped in the queue before reaching the group.
+	CheckWaiting
+)
+
+var checkNames = [...]string{
+	CheckNone:         "None",
+	CheckMembers:      "Members",
+	CheckQueueMissing: "QueueMissing",
+	CheckQueueBroken:  "QueueBroken",
+	CheckQueueClosed:  "QueueClosed",
+	CheckCapability:   "Capability",
+	CheckFairness:     "Fairness",
+	CheckCluster:      "Cluster",
+	CheckQuota:        "ResourceQuota",
+	CheckReserved:     "Reserved",
+	CheckWaiting:      "Waiting",
+}
+
+// String returns the check's name, fit for a metric label or an Event reason suffix.
+func (c Check) String() string {
+	if int(c) < len(checkNames) {
+		return checkNames[c]
+	}
+	return fmt.Sprintf("Check(%d)", uint8(c))
+}
+
+// Decision is the outcome of admission for one group. Its fields keep the
+// numbers; Message renders them for users. Building the text only on demand
+// keeps the admission pass free of allocations.
+type Decision struct {
+	// Admitted is true when the group was admitted.
+	Admitted bool
+	// HeadException: admitted at the head of its queue although its request
+	// alone exceeds a deserved share, so the fairness check was waived.
+	HeadException bool
+	// Check is the first check the group failed; CheckNone when admitted.
+	Check Check
+	// Queue is the queue the message is about: the group's own queue, or the
+	// ancestor whose limit refused it.
+	Queue string
+	// Resource is, for CheckCapability, CheckFairness and CheckCluster, the
+	// resource that did not fit.
+	Resource string
+	// Request is the group's request of Resource.
+	Request int64
+	// Available is what remained of the limit (or, when Permanent, the whole limit).
+	Available int64
+	// Permanent: the request alone exceeds the limit, so only a spec or cluster
+	// change can admit the group; such a group never reserves its queue.
+	Permanent bool
+	// Members and MinMember, for CheckMembers.
+	Members, MinMember int32
+	// Behind is the key of the group at the head of the queue, for CheckReserved
+	// and CheckWaiting.
+	Behind string
+	// Since is when that group reached the head (CheckReserved).
+	Since time.Time
+	// Refused counts the groups the pass refused in the queue before it stopped
+	// (CheckWaiting).
+	Refused int
+	// Detail is the text of a tree Problem (CheckQueueBroken) or of the quota
+	// check (CheckQuota).
+	Detail string
+}
+
+// Message renders the decision for users, e.g.
+// "queue team-a: cpu request 3 exceeds remaining capability 1".
+func (d Decision) Message() string {
+	amt := func(v int64) string { return resources.Format(d.Resource, v) }
+	switch d.Check {
+	case CheckNone:
+		if d.Admitted {
+			if d.HeadException {
+				return fmt.Sprintf("admitted to queue %s at its head, although the request exceeds the deserved share", d.Queue)
+			}
+			return "admitted to queue " + d.Queue
+		}
+		return "waiting for admission to queue " + d.Queue
+	case CheckMembers:
+		return fmt.Sprintf("waiting for members: %d/%d", d.Members, d.MinMember)
+	case CheckQueueMissing:
+		return fmt.Sprintf("queue %s not found", d.Queue)
+	case CheckQueueBroken:
+		return fmt.Sprintf("queue %s: %s", d.Queue, d.Detail)
+	case CheckQueueClosed:
+		return fmt.Sprintf("queue %s is closed", d.Queue)
+	case CheckCapability:
+		if d.Permanent {
+			return fmt.Sprintf("queue %s: %s request %s exceeds capability %s", d.Queue, d.Resource, amt(d.Request), amt(d.Available))
+		}
+		return fmt.Sprintf("queue %s: %s request %s exceeds remaining capability %s", d.Queue, d.Resource, amt(d.Request), amt(d.Available))
+	case CheckFairness:
+		return fmt.Sprintf("queue %s: %s request %s exceeds remaining deserved share %s", d.Queue, d.Resource, amt(d.Request), amt(d.Available))
+	case CheckCluster:
+		if d.Permanent {
+			return fmt.Sprintf("cluster: %s request %s exceeds total allocatable %s (with overcommit)", d.Resource, amt(d.Request), amt(d.Available))
+		}
+		return fmt.Sprintf("cluster: %s request %s exceeds idle %s", d.Resource, amt(d.Request), amt(d.Available))
+	case CheckQuota:
+		if d.Detail == "" {
+			return "resource quota exceeded"
+		}
+		return d.Detail
+	case CheckReserved:
+		return fmt.Sprintf("queue %s is reserved for %s, at its head since %s", d.Queue, d.Behind, d.Since.UTC().Format(time.RFC3339))
+	case CheckWaiting:
+		if d.Behind != "" {
+			return fmt.Sprintf("queue %s: waiting behind %s", d.Queue, d.Behind)
+		}
+		return fmt.Sprintf("queue %s: waiting behind %d groups that could not be admitted", d.Queue, d.Refused)
+	}
+	return d.Check.String()
+}
