@@ -101,6 +101,9 @@ type Cache struct {
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
 
+	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
+	adm *admissionState
+
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
 	// then on Activate is safe and useful (see activate).
 	queueSeen atomic.Bool
@@ -266,6 +269,7 @@ func (c *Cache) dropIfEmptyLocked(g *group) {
 // the pending members to activate when the answer just became yes.
 func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
 	c.dirty[g.key] = struct{}{}
+	c.syncGangUnitLocked(g)
 	ok, _ := gang.Enqueueable(g.key.String(), g.pg != nil, g.spec, g.counts)
 	was := g.enqueueable
 	g.enqueueable = ok

@@ -15,40 +15,42 @@ import (
 // SortInfo is what QueueSort compares for one pod: its group's priority and
 // creation time, then the group's key. A pod without a group is its own group.
 type SortInfo struct {
-	Priority  int32
-	Created   time.Time
-	Namespace string
-	Name      string
+	// QueuePriority and QueueShare describe the group's queue: higher
+	// priority first, then the queue furthest below its deserved share.
+	QueuePriority int32
+	QueueShare    float64
+	Priority      int32
+	Created       time.Time
+	Namespace     string
+	Name          string
 }
 
 // SortInfo returns the ordering key of pod without allocating.
 func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	key, ok := GroupKeyOf(pod)
-	if !ok {
-		return SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
-	}
 	c.mu.RLock()
-	g := c.groups[key]
+	defer c.mu.RUnlock()
 	var info SortInfo
-	if g != nil && len(g.members) > 0 {
+	if !ok {
+		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
+	} else if g := c.groups[key]; g != nil && len(g.members) > 0 {
 		info = SortInfo{Priority: g.priority, Created: g.created, Namespace: key.Namespace, Name: key.Name}
 	} else {
 		// The scheduler's informer may deliver a pod before ours does.
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
 	}
-	c.mu.RUnlock()
+	qs := c.queueSortLocked(c.unitQueueLocked(pod))
+	info.QueuePriority, info.QueueShare = qs.priority, qs.share
 	return info
 }
 
 // Enqueueable answers PreEnqueue for a member pod: whether its PodGroup exists
 // and has enough members. isMember is false for pods without the label.
 func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
+	c.markQueueSeen()
 	key, member := GroupKeyOf(pod)
 	if !member {
 		return false, true, ""
-	}
-	if !c.queueSeen.Load() {
-		c.queueSeen.Store(true)
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -61,6 +63,13 @@ func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	}
 	ok, msg = gang.Enqueueable(key.String(), g.pg != nil, g.spec, g.counts)
 	return true, ok, msg
+}
+
+// markQueueSeen records that the scheduling queue runs PreEnqueue (see activate).
+func (c *Cache) markQueueSeen() {
+	if !c.queueSeen.Load() {
+		c.queueSeen.Store(true)
+	}
 }
 
 // PreFilterCode says why PreFilter refused a member.
@@ -292,6 +301,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	}
 	msg := gang.UnschedulableMessage(g.spec, g.counts, reason)
 	g.unschedulable = msg
+	c.unadmitLocked(g)
 	c.dirty[key] = struct{}{}
 	var started bool
 	g.backoff, started = policy.Fail(g.backoff, at)

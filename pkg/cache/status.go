@@ -132,6 +132,8 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 	clear(c.dirty)
 	c.mu.Unlock()
 
+	c.writeAdmissions(ctx)
+	c.syncQueueStatus(ctx)
 	logger := klog.FromContext(ctx)
 	for _, w := range work {
 		c.emit(w)

@@ -13,8 +13,11 @@ import (
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "CalderaQueueSort"
 
-// QueueSort orders pods by group priority, then group creation time, then group
-// key, then pod name. Members of one gang share the first three, so they sit
+// QueueSort orders pods by their queue's priority, then their queue's share
+// (lower first: the queue furthest below its deserved share), then group
+// priority, group creation time, group key and pod name. Shares move while pods
+// sit in the heap, so the queue part of the order is approximate: it is read
+// when the heap compares, not re-sorted when a share changes. Members of one gang share the first three, so they sit
 // next to each other in the heap and are scheduled back to back, which keeps
 // two gangs from each holding half of what both need.
 type QueueSort struct {
@@ -53,6 +56,12 @@ func (q *QueueSort) Less(a, b fwk.QueuedEntityInfo) bool {
 	}
 	podA, podB := pa.GetPodInfo().GetPod(), pb.GetPodInfo().GetPod()
 	ia, ib := q.cache.SortInfo(podA), q.cache.SortInfo(podB)
+	if ia.QueuePriority != ib.QueuePriority {
+		return ia.QueuePriority > ib.QueuePriority
+	}
+	if ia.QueueShare != ib.QueueShare {
+		return ia.QueueShare < ib.QueueShare
+	}
 	if ia.Priority != ib.Priority {
 		return ia.Priority > ib.Priority
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 )
@@ -26,5 +27,6 @@ func Options() []app.Option {
 	return []app.Option{
 		app.WithPlugin(queuesort.Name, with(queuesort.New)),
 		app.WithPlugin(gang.Name, with(gang.New)),
+		app.WithPlugin(enqueue.Name, with(enqueue.New)),
 	}
 }

@@ -1,7 +1,11 @@
 // Package gang_test runs CalderaGang end to end: a real kube-apiserver on an
-// embedded etcd, the PodGroup CRD from manifests/crds, and the real scheduler
-// built from manifests/scheduler/config.yaml. One apiserver serves every
-// scenario; each scenario gets its own namespace, nodes and scheduler.
+// embedded etcd, the CRDs from manifests/crds, and the real scheduler built
+// from manifests/scheduler/config.yaml. One apiserver serves every scenario;
+// each scenario gets its own namespace, nodes and scheduler.
+//
+// The scheduler runs without CalderaEnqueue: queue admission in front of the
+// gangs would keep the scenarios' competing groups from ever reaching Permit.
+// test/integration/queues covers admission with the full configuration.
 package gang_test
 
 import (
@@ -30,13 +34,16 @@ const (
 	quiet = 4 * time.Second
 )
 
+// gangOnly runs the shipped configuration without queue admission.
+var gangOnly = harness.WithoutPlugin("CalderaEnqueue")
+
 func TestGang(t *testing.T) {
 	env := harness.Start(t)
 
 	t.Run("plain pod is bound", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePod(t, harness.Pod(ns, "plain").CPU("1").Obj())
 		env.WaitBound(t, ns, bindTimeout, "plain")
 	})
@@ -44,7 +51,7 @@ func TestGang(t *testing.T) {
 	t.Run("gang that fits is fully bound", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "fits", 4))
 		env.CreatePods(t, members(ns, "fits", 4, "1")...)
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=fits", 4, bindTimeout)
@@ -55,7 +62,7 @@ func TestGang(t *testing.T) {
 		ns := env.Namespace(t)
 		// 6 cpu in all, but only one 1-cpu member fits on each 1.5-cpu node.
 		env.AddNodes(t, 4, "1500m", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "toobig", 6))
 		env.CreatePods(t, members(ns, "toobig", 6, "1")...)
 		ev := env.WaitEvent(t, ns, "toobig", "Unschedulable", bindTimeout)
@@ -68,7 +75,7 @@ func TestGang(t *testing.T) {
 	t.Run("gang larger than the cluster is refused at once", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "2", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "huge", 6))
 		env.CreatePods(t, members(ns, "huge", 6, "1")...)
 		ev := env.WaitEvent(t, ns, "huge", "Unschedulable", bindTimeout)
@@ -84,7 +91,7 @@ func TestGang(t *testing.T) {
 	t.Run("gang waits for missing members then binds", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "late", 3))
 		pods := members(ns, "late", 3, "1")
 		env.CreatePods(t, pods[:2]...)
@@ -101,7 +108,7 @@ func TestGang(t *testing.T) {
 		ns := env.Namespace(t)
 		// 4 cpu in all: each gang needs 3, so only one can run at a time.
 		env.AddNodes(t, 2, "2", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "a", 3))
 		env.CreatePodGroup(t, harness.PodGroup(ns, "b", 3))
 		a, b := members(ns, "a", 3, "1"), members(ns, "b", 3, "1")
@@ -136,7 +143,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 1, "4", "8Gi")
 		// A long group backoff keeps the released gang away while the plain
 		// pod takes the room it let go.
-		env.StartScheduler(t, harness.WithPluginArgs("CalderaGang", map[string]any{"podGroupBackoffSeconds": 20, "podGroupMaxBackoffSeconds": 20}))
+		env.StartScheduler(t, gangOnly, harness.WithPluginArgs("CalderaGang", map[string]any{"podGroupBackoffSeconds": 20, "podGroupMaxBackoffSeconds": 20}))
 		env.CreatePodGroup(t, harness.PodGroup(ns, "stuck", 3, harness.PGTimeout(3)))
 		pods := members(ns, "stuck", 3, "2")
 		// The third member is held back by a scheduling gate, so the first two
@@ -161,7 +168,7 @@ func TestGang(t *testing.T) {
 	t.Run("pod naming a missing PodGroup waits then binds", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePods(t, members(ns, "ghost", 2, "1")...)
 		ev := env.WaitEvent(t, ns, "ghost-0", "Waiting", bindTimeout)
 		if ev.Note != "waiting for PodGroup "+ns+"/ghost" {
@@ -175,7 +182,7 @@ func TestGang(t *testing.T) {
 	t.Run("PodGroup phases follow members", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "life", 2))
 		env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupPending, bindTimeout)
 		env.CreatePods(t, members(ns, "life", 2, "1")...)
@@ -201,7 +208,7 @@ func TestGang(t *testing.T) {
 	t.Run("failed members fail the group", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "crash", 2))
 		env.CreatePods(t, members(ns, "crash", 2, "1")...)
 		env.WaitBound(t, ns, bindTimeout, "crash-0", "crash-1")
@@ -216,7 +223,7 @@ func TestGang(t *testing.T) {
 	t.Run("restart while members wait in Permit leaves no partial gang", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		s := env.StartScheduler(t)
+		s := env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "restart", 3, harness.PGTimeout(600)))
 		pods := members(ns, "restart", 3, "1")
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
@@ -228,7 +235,7 @@ func TestGang(t *testing.T) {
 		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), probe, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		env.StartScheduler(t)
+		env.StartScheduler(t, gangOnly)
 		// Waiting members were never bound, so the new scheduler starts the
 		// gang over; while the third member is gated nothing binds.
 		env.ConsistentlyUnbound(t, ns, quiet)

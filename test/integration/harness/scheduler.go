@@ -553,3 +553,42 @@ func (e *Env) waitSchedulerCaches(t testing.TB, ctx context.Context, cond func(*
 		}, func() string { return "the scheduler cache to see " + msg })
 	}
 }
+
+// WithoutPlugin removes plugin from every extension point of every profile
+// and drops its pluginConfig, e.g. to test gang semantics without queue
+// admission in front of them.
+func WithoutPlugin(plugin string) SchedulerOption {
+	return WithConfigEdit(func(cfg map[string]any) error {
+		profiles, _ := cfg["profiles"].([]any)
+		for _, p := range profiles {
+			prof, _ := p.(map[string]any)
+			if prof == nil {
+				continue
+			}
+			if points, ok := prof["plugins"].(map[string]any); ok {
+				for _, v := range points {
+					point, _ := v.(map[string]any)
+					if list, ok := point["enabled"].([]any); ok {
+						kept := list[:0]
+						for _, e := range list {
+							if m, _ := e.(map[string]any); m == nil || m["name"] != plugin {
+								kept = append(kept, e)
+							}
+						}
+						point["enabled"] = kept
+					}
+				}
+			}
+			if pcs, ok := prof["pluginConfig"].([]any); ok {
+				kept := pcs[:0]
+				for _, e := range pcs {
+					if m, _ := e.(map[string]any); m == nil || m["name"] != plugin {
+						kept = append(kept, e)
+					}
+				}
+				prof["pluginConfig"] = kept
+			}
+		}
+		return nil
+	})
+}

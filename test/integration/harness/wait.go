@@ -334,3 +334,18 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
+
+// ConsistentlyBoundCount asserts that the number of bound pods in ns stays
+// want for d (an observation window, like ConsistentlyUnbound).
+func (e *Env) ConsistentlyBoundCount(t *testing.T, ns string, want int, d time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), pollInterval, d, true, func(ctx context.Context) (bool, error) {
+		if got := e.BoundPods(t, ns, ""); got != want {
+			return false, fmt.Errorf("%d bound pods in %s, want %d", got, ns, want)
+		}
+		return false, nil
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatalf("expected %d bound pods for %v: %v", want, d, err)
+	}
+}

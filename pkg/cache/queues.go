@@ -1,0 +1,921 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// AdmissionOptions configure queue admission: CalderaEnqueue's args.
+type AdmissionOptions struct {
+	// DefaultQueue takes groups that name no queue; created when missing.
+	DefaultQueue string
+	// AdmitSingletons: pods without a PodGroup are groups of one that need
+	// admission too. When false they bypass queues.
+	AdmitSingletons bool
+	// OvercommitFactor multiplies the cluster's allocatable in the cluster check.
+	OvercommitFactor float64
+	// StarvationThreshold is how long a group may wait at the head of its queue
+	// before it reserves the queue.
+	StarvationThreshold time.Duration
+	// Period is how often an admission pass runs without events.
+	Period time.Duration
+}
+
+// unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
+// (key "pod:ns/name").
+type unit struct {
+	key      string
+	gang     *group  // nil for singletons
+	pod      *v1.Pod // the singleton's pod
+	queue    string
+	priority int32
+	created  time.Time
+	request  resources.List
+	members  int32
+	min      int32
+	admitted bool
+	// annotated: the PodGroup carries the admitted-at annotation.
+	annotated bool
+	// held is what the unit's bound, unfinished pods request; inflight is
+	// what it adds to its queue's inflight: request - held while admitted.
+	held     resources.List
+	inflight resources.List
+	// notice is the last admission Event written for the unit.
+	notice string
+}
+
+// podAcct remembers how one unfinished pod was counted, so that its update or
+// deletion subtracts exactly that.
+type podAcct struct {
+	unit  string
+	queue string
+	req   resources.List
+	bound bool
+}
+
+// queueUsage is one queue's allocated and inflight amounts.
+type queueUsage struct {
+	allocated, inflight resources.List
+}
+
+// queueSort is what QueueSort reads about a queue.
+type queueSort struct {
+	priority int32
+	share    float64
+}
+
+// admissionState is the cache's queue side; guarded by Cache.mu.
+type admissionState struct {
+	opts     AdmissionOptions
+	profiles map[string]bool
+	qclient  qclient.Interface
+	queues   map[string]*qapi.Queue
+	tree     *queue.Tree
+	nsQueue  map[string]string
+	pending  *queue.Pending
+	units    map[string]*unit
+	pods     map[types.UID]*podAcct
+	usage    map[string]*queueUsage
+	used     resources.List
+	shares   *queue.Shares
+	sorting  map[string]queueSort
+	kick     chan struct{}
+	writes   chan admissionWrite
+}
+
+// admissionWrite is an Event and, for gangs, the admitted-at annotation that
+// the status leader writes for a decision.
+type admissionWrite struct {
+	unit     string
+	pg       *GroupKey
+	pod      *v1.Pod
+	admitted bool
+	// unadmit: remove the admitted-at annotation of a released gang.
+	unadmit bool
+	message string
+}
+
+func gangUnitKey(k GroupKey) string           { return "pg:" + k.Namespace + "/" + k.Name }
+func podUnitKey(p *v1.Pod) string             { return "pod:" + p.Namespace + "/" + p.Name }
+func (a *admissionState) on() bool            { return a != nil }
+func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.SchedulerName] }
+
+// EnableAdmission turns on queue admission for the profile named profile. The
+// first call starts the Queue and Namespace informers, the default queue and
+// the admission loop; later calls (other profiles) must pass the same options.
+func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts AdmissionOptions) error {
+	c.mu.Lock()
+	if a := c.adm; a != nil {
+		defer c.mu.Unlock()
+		if a.opts != opts {
+			return fmt.Errorf("admission options %+v conflict with %+v set by another profile: give every profile the same CalderaEnqueue args", opts, a.opts)
+		}
+		a.profiles[profile] = true
+		return nil
+	}
+	cfg := rest.CopyConfig(c.handle.KubeConfig())
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	client, err := qclient.NewForConfig(cfg)
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("building Queue client: %w", err)
+	}
+	a := &admissionState{
+		opts:     opts,
+		profiles: map[string]bool{profile: true},
+		qclient:  client,
+		queues:   map[string]*qapi.Queue{},
+		tree:     queue.BuildTree(nil),
+		nsQueue:  map[string]string{},
+		pending:  queue.NewPending(),
+		units:    map[string]*unit{},
+		pods:     map[types.UID]*podAcct{},
+		usage:    map[string]*queueUsage{},
+		used:     resources.List{},
+		sorting:  map[string]queueSort{},
+		kick:     make(chan struct{}, 1),
+		writes:   make(chan admissionWrite, 1024),
+	}
+	c.adm = a
+	// Gangs the cache already knows become units now.
+	for _, g := range c.groups {
+		c.syncGangUnitLocked(g)
+	}
+	c.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	factory := qinformers.NewSharedInformerFactory(client, 0)
+	qinf := factory.Scheduling().V1alpha1().Queues().Informer()
+	qreg, err := qinf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onQueue(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onQueue(obj, false) },
+		DeleteFunc: func(obj any) { c.onQueue(obj, true) },
+	})
+	if err != nil {
+		return err
+	}
+	sif := c.handle.SharedInformerFactory()
+	if _, err := sif.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNamespace(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNamespace(obj, false) },
+		DeleteFunc: func(obj any) { c.onNamespace(obj, true) },
+	}); err != nil {
+		return err
+	}
+	// Every unfinished pod: what nodes hold (cluster and per queue), and
+	// the singletons that need admission.
+	if _, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onAnyPod(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onAnyPod(obj, false) },
+		DeleteFunc: func(obj any) { c.onAnyPod(obj, true) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), qreg.HasSynced) {
+		return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
+	}
+	go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
+	go c.admissionLoop(ctx, logger)
+	return nil
+}
+
+func (c *Cache) ensureDefaultQueue(ctx context.Context, logger klog.Logger, name string) {
+	q := &qapi.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       qapi.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: qapi.QueueStateOpen},
+	}
+	for ctx.Err() == nil {
+		_, err := c.adm.qclient.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return
+		}
+		logger.Error(err, "Cannot create the default queue; retrying", "queue", name)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// kickLocked asks for an admission pass soon.
+func (a *admissionState) kickLocked() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// debounce gathers the events of a burst (a Job creating its pods) into one pass.
+const debounce = 20 * time.Millisecond
+
+func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
+	tick := time.NewTicker(c.adm.opts.Period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.adm.kick:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(debounce):
+			}
+		case <-tick.C:
+		}
+		c.AdmissionPass(logger, time.Now())
+	}
+}
+
+// AdmissionPass runs Volcano's enqueue action once: it divides the cluster
+// among the queues, admits what fits, activates the admitted groups' pods
+// and hands decisions to the status writer.
+func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
+	c.mu.Lock()
+	a := c.adm
+	usage := make(map[string]queue.Usage, len(a.usage))
+	for _, name := range a.pending.Queues() {
+		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
+	}
+	for name, u := range a.usage {
+		us := usage[name]
+		us.Allocated, us.Inflight = u.allocated, u.inflight
+		usage[name] = us
+	}
+	a.shares = queue.Divide(a.tree, c.total, usage)
+	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, queue.Options{
+		OvercommitFactor:    a.opts.OvercommitFactor,
+		StarvationThreshold: a.opts.StarvationThreshold,
+	}, now)
+	act := map[string]*v1.Pod{}
+	for _, o := range res.Admitted {
+		u := a.units[o.Group.Key]
+		if u == nil {
+			continue
+		}
+		u.admitted = true
+		c.setInflightLocked(u)
+		if u.gang != nil {
+			c.dirty[u.gang.key] = struct{}{}
+			if u.gang.enqueueable {
+				for k, p := range u.gang.pendingPodsLocked() {
+					act[k] = p
+				}
+			}
+		} else if u.pod.Spec.NodeName == "" {
+			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
+		}
+		c.noteLocked(u, true, "admitted to queue "+u.queue)
+	}
+	for name := range a.sorting {
+		s := a.sorting[name]
+		s.share = a.shares.Share(name)
+		a.sorting[name] = s
+	}
+	c.mu.Unlock()
+	if len(res.Admitted) > 0 {
+		logger.V(3).Info("Admission pass", "admitted", len(res.Admitted), "refused", len(res.Refused))
+	}
+	c.activate(logger, act)
+}
+
+// noteLocked queues the Event (and annotation) for a decision, once per change.
+func (c *Cache) noteLocked(u *unit, admitted bool, msg string) {
+	id := fmt.Sprint(admitted, msg)
+	if u.notice == id {
+		return
+	}
+	u.notice = id
+	w := admissionWrite{unit: u.key, admitted: admitted, message: msg, pod: u.pod}
+	if u.gang != nil {
+		k := u.gang.key
+		w.pg = &k
+	}
+	select {
+	case c.adm.writes <- w:
+	default: // the writer is behind; the next change writes again
+		u.notice = ""
+	}
+}
+
+// noticePendingLocked queues a NotAdmitted Event for every pending group whose
+// admission verdict changed. It runs on the status leader's period, not in the
+// pass: a queue that stops (missing, closed) leaves verdicts on groups the
+// pass never examined. O(pending groups); the Event is written once per change.
+func (c *Cache) noticePendingLocked() {
+	a := c.adm
+	for key, u := range a.units {
+		if u.admitted {
+			continue
+		}
+		d, ok := a.pending.Decision(key)
+		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
+			continue
+		}
+		c.noteLocked(u, false, d.Message())
+	}
+}
+
+// Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is
+// admitted, else why not.
+func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
+	c.markQueueSeen()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.adm
+	key, labelled := GroupKeyOf(pod)
+	var uk string
+	if labelled {
+		if g := c.groups[key]; g == nil || g.pg == nil {
+			// CalderaGang says what the pod waits for.
+			return true, ""
+		}
+		uk = gangUnitKey(key)
+	} else {
+		if !a.opts.AdmitSingletons {
+			return true, ""
+		}
+		uk = podUnitKey(pod)
+	}
+	u := a.units[uk]
+	if u == nil {
+		return false, "waiting for admission"
+	}
+	if u.admitted {
+		return true, ""
+	}
+	if d, ok := a.pending.Decision(uk); ok {
+		return false, d.Message()
+	}
+	return false, "waiting for admission"
+}
+
+// resolveQueueLocked names the queue of a group: the PodGroup's label, else
+// the pod's, else the namespace's, else the default queue.
+func (c *Cache) resolveQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) string {
+	if pg != nil {
+		if q := pg.Labels[qapi.QueueLabel]; q != "" {
+			return q
+		}
+	}
+	if pod != nil {
+		if q := pod.Labels[qapi.QueueLabel]; q != "" {
+			return q
+		}
+	}
+	if q := c.adm.nsQueue[ns]; q != "" {
+		return q
+	}
+	return c.adm.opts.DefaultQueue
+}
+
+// syncGangUnitLocked brings a gang's admission unit up to date after any
+// change to the group; O(log n) in the number of pending groups.
+func (c *Cache) syncGangUnitLocked(g *group) {
+	a := c.adm
+	if !a.on() {
+		return
+	}
+	uk := gangUnitKey(g.key)
+	u := a.units[uk]
+	if g.pg == nil {
+		if u != nil {
+			c.dropUnitLocked(u)
+		}
+		return
+	}
+	fresh := u == nil
+	if fresh {
+		u = &unit{key: uk, gang: g}
+		a.units[uk] = u
+	}
+	var first *v1.Pod
+	for _, m := range g.members {
+		first = m.pod
+		break
+	}
+	c.moveUnitLocked(u, c.resolveQueueLocked(&g.pg.ObjectMeta, first, g.key.Namespace))
+	u.priority, u.created = g.priority, g.created
+	u.members, u.min = int32(g.counts.Active), g.spec.MinMember
+	_, annotated := g.pg.Annotations[qapi.AdmittedAtAnnotation]
+	if fresh && annotated {
+		// Admitted by an earlier leader or process: never re-admit past capacity.
+		u.admitted = true
+		a.pending.Delete(uk)
+	}
+	u.annotated = annotated
+	if !u.admitted {
+		u.request = c.minRequestLocked(g)
+		a.pending.Set(queue.Group{Key: uk, Queue: u.queue, Priority: u.priority, Created: u.created,
+			Request: u.request, Members: u.members, MinMember: u.min})
+		a.kickLocked()
+	} else if u.request == nil {
+		u.request = c.minRequestLocked(g)
+	}
+	c.setInflightLocked(u)
+}
+
+// unadmitLocked returns a released gang to its queue's pending groups: an
+// admitted gang that could not be placed must not keep its queue's room
+// reserved while others wait, or two admitted gangs could block each other.
+func (c *Cache) unadmitLocked(g *group) {
+	a := c.adm
+	if !a.on() {
+		return
+	}
+	u := a.units[gangUnitKey(g.key)]
+	if u == nil || !u.admitted {
+		return
+	}
+	u.admitted = false
+	c.setInflightLocked(u)
+	u.request = c.minRequestLocked(g)
+	a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+		Request: u.request, Members: u.members, MinMember: u.min})
+	k := g.key
+	select {
+	case a.writes <- admissionWrite{unit: u.key, pg: &k, unadmit: true}:
+	default:
+	}
+	a.kickLocked()
+}
+
+// dropUnitLocked forgets a unit: its group or pod is gone.
+func (c *Cache) dropUnitLocked(u *unit) {
+	a := c.adm
+	a.pending.Delete(u.key)
+	if q := a.usage[u.queue]; q != nil {
+		q.inflight.Sub(u.inflight)
+	}
+	delete(a.units, u.key)
+	a.kickLocked()
+}
+
+// moveUnitLocked sets the unit's queue, moving what it holds and reserves.
+func (c *Cache) moveUnitLocked(u *unit, q string) {
+	if u.queue == q {
+		return
+	}
+	a := c.adm
+	if old := a.usage[u.queue]; old != nil && u.queue != "" {
+		old.allocated.Sub(u.held)
+		old.inflight.Sub(u.inflight)
+	}
+	u.queue = q
+	nu := a.usageLocked(q)
+	nu.allocated.Add(u.held)
+	nu.inflight.Add(u.inflight)
+	for _, p := range a.pods {
+		if p.unit == u.key {
+			p.queue = q
+		}
+	}
+}
+
+func (a *admissionState) usageLocked(q string) *queueUsage {
+	u := a.usage[q]
+	if u == nil {
+		u = &queueUsage{allocated: resources.List{}, inflight: resources.List{}}
+		a.usage[q] = u
+		if _, ok := a.sorting[q]; !ok {
+			a.sorting[q] = queueSort{}
+		}
+	}
+	return u
+}
+
+// setInflightLocked recomputes what an admitted unit still reserves.
+func (c *Cache) setInflightLocked(u *unit) {
+	want := resources.List{}
+	if u.admitted {
+		for k, v := range u.request {
+			if d := v - u.held[k]; d > 0 {
+				want[k] = d
+			}
+		}
+	}
+	q := c.adm.usageLocked(u.queue)
+	q.inflight.Sub(u.inflight)
+	q.inflight.Add(want)
+	u.inflight = want
+}
+
+// onAnyPod accounts every unfinished pod from the scheduler's pod informer
+// (finished pods arrive as deletes): what nodes hold, per queue and in all,
+// and the singletons waiting for admission. O(1) per event.
+func (c *Cache) onAnyPod(obj any, deleted bool) {
+	pod := asPod(obj)
+	if pod == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	if old := a.pods[pod.UID]; old != nil {
+		if old.bound {
+			a.used.Sub(old.req)
+			if q := a.usage[old.queue]; q != nil {
+				q.allocated.Sub(old.req)
+			}
+			if u := a.units[old.unit]; u != nil {
+				u.held.Sub(old.req)
+				c.setInflightLocked(u)
+			}
+			a.kickLocked() // room was freed
+		}
+		delete(a.pods, pod.UID)
+	}
+	singleton := false
+	if _, labelled := GroupKeyOf(pod); !labelled && a.opts.AdmitSingletons && a.ours(pod) {
+		singleton = true
+	}
+	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if singleton {
+			if u := a.units[podUnitKey(pod)]; u != nil {
+				c.dropUnitLocked(u)
+			}
+		}
+		return
+	}
+	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != ""}
+	if gk, labelled := GroupKeyOf(pod); labelled && a.ours(pod) {
+		acct.unit = gangUnitKey(gk)
+	} else if singleton {
+		acct.unit = podUnitKey(pod)
+		u := a.units[acct.unit]
+		if u == nil {
+			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1, held: resources.List{}}
+			a.units[acct.unit] = u
+		}
+		u.pod = pod
+		c.moveUnitLocked(u, c.resolveQueueLocked(nil, pod, pod.Namespace))
+		u.priority, u.created, u.request = podPriority(pod), pod.CreationTimestamp.Time, acct.req
+		if acct.bound && !u.admitted {
+			// Bound without us (a restart): it holds what it holds.
+			u.admitted = true
+			a.pending.Delete(u.key)
+		}
+		if !u.admitted {
+			a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+				Request: u.request, Members: 1, MinMember: 1})
+			a.kickLocked()
+		}
+	}
+	if u := a.units[acct.unit]; u != nil {
+		acct.queue = u.queue
+	} else if acct.unit != "" || a.ours(pod) {
+		acct.queue = c.resolveQueueLocked(nil, pod, pod.Namespace)
+	}
+	a.pods[pod.UID] = acct
+	if acct.bound {
+		a.used.Add(acct.req)
+		if acct.queue != "" {
+			a.usageLocked(acct.queue).allocated.Add(acct.req)
+		}
+		if u := a.units[acct.unit]; u != nil {
+			if u.held == nil {
+				u.held = resources.List{}
+			}
+			u.held.Add(acct.req)
+			c.setInflightLocked(u)
+		}
+	}
+}
+
+func (c *Cache) onQueue(obj any, deleted bool) {
+	var q *qapi.Queue
+	switch t := obj.(type) {
+	case *qapi.Queue:
+		q = t
+	case cache.DeletedFinalStateUnknown:
+		q, _ = t.Obj.(*qapi.Queue)
+	}
+	if q == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	if deleted {
+		delete(a.queues, q.Name)
+	} else {
+		a.queues[q.Name] = q
+	}
+	specs := make([]queue.Spec, 0, len(a.queues))
+	for _, q := range a.queues {
+		specs = append(specs, SpecOfQueue(q))
+	}
+	a.tree = queue.BuildTree(specs)
+	for name := range a.queues {
+		s := a.sorting[name]
+		s.priority = a.queues[name].Spec.Priority
+		a.sorting[name] = s
+	}
+	a.kickLocked()
+}
+
+// SpecOfQueue converts a Queue to the policy's view.
+func SpecOfQueue(q *qapi.Queue) queue.Spec {
+	s := queue.Spec{
+		Name:        q.Name,
+		Parent:      q.Spec.Parent,
+		Weight:      q.Spec.Weight,
+		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
+		Priority:    q.Spec.Priority,
+		State:       queue.State(q.Spec.State),
+	}
+	if q.Spec.Capability != nil {
+		s.Capability = ListFrom(q.Spec.Capability)
+	}
+	if q.Spec.Guarantee != nil {
+		s.Guarantee = ListFrom(q.Spec.Guarantee)
+	}
+	return s
+}
+
+func (c *Cache) onNamespace(obj any, deleted bool) {
+	var ns *v1.Namespace
+	switch t := obj.(type) {
+	case *v1.Namespace:
+		ns = t
+	case cache.DeletedFinalStateUnknown:
+		ns, _ = t.Obj.(*v1.Namespace)
+	}
+	if ns == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	q := ns.Labels[qapi.QueueLabel]
+	if deleted {
+		q = ""
+	}
+	if a.nsQueue[ns.Name] == q {
+		return
+	}
+	if q == "" {
+		delete(a.nsQueue, ns.Name)
+	} else {
+		a.nsQueue[ns.Name] = q
+	}
+	// Rare: re-resolve the namespace's units.
+	for _, u := range a.units {
+		switch {
+		case u.gang != nil && u.gang.key.Namespace == ns.Name:
+			c.syncGangUnitLocked(u.gang)
+		case u.pod != nil && u.pod.Namespace == ns.Name:
+			c.moveUnitLocked(u, c.resolveQueueLocked(nil, u.pod, ns.Name))
+			if !u.admitted {
+				a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+					Request: u.request, Members: 1, MinMember: 1})
+			}
+		}
+	}
+	a.kickLocked()
+}
+
+// QueueSortInfo returns the queue priority and share QueueSort compares for
+// pod, without allocating.
+func (c *Cache) queueSortLocked(queueName string) queueSort {
+	if c.adm == nil {
+		return queueSort{}
+	}
+	return c.adm.sorting[queueName]
+}
+
+// unitQueueLocked names the queue of pod's unit, "" when unknown.
+func (c *Cache) unitQueueLocked(pod *v1.Pod) string {
+	if c.adm == nil {
+		return ""
+	}
+	if acct := c.adm.pods[pod.UID]; acct != nil {
+		return acct.queue
+	}
+	return ""
+}
+
+// writeAdmissions is the status leader's side of admission: Events, and the
+// admitted-at annotation that lets a restarted scheduler know a gang was
+// admitted without admitting it again past capacity.
+func (c *Cache) writeAdmissions(ctx context.Context) {
+	if c.adm == nil {
+		return
+	}
+	c.mu.Lock()
+	c.noticePendingLocked()
+	c.mu.Unlock()
+	for {
+		select {
+		case w := <-c.adm.writes:
+			c.writeAdmission(ctx, w)
+		default:
+			return
+		}
+	}
+}
+
+func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
+	logger := klog.FromContext(ctx)
+	if w.unadmit {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
+		if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(w.pg.Namespace).Patch(ctx, w.pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", w.pg.String())
+		}
+		return
+	}
+	rec := c.handle.EventRecorder()
+	reason, typ := "NotAdmitted", v1.EventTypeWarning
+	if w.admitted {
+		reason, typ = "Admitted", v1.EventTypeNormal
+	}
+	if w.pg == nil {
+		if w.pod != nil {
+			rec.Eventf(w.pod, nil, typ, reason, "Admission", "%s", w.message)
+		}
+		return
+	}
+	pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name)
+	if err != nil {
+		return
+	}
+	rec.Eventf(PodGroupRef(pg), nil, typ, reason, "Admission", "%s", w.message)
+	if !w.admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
+		return
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
+	if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", w.pg.String())
+	}
+}
+
+// syncQueueStatus writes each Queue's status when it changed.
+func (c *Cache) syncQueueStatus(ctx context.Context) {
+	if c.adm == nil {
+		return
+	}
+	type counts struct{ pending, admitted, running, completed int32 }
+	c.mu.RLock()
+	a := c.adm
+	per := map[string]*counts{}
+	for _, u := range a.units {
+		n := per[u.queue]
+		if n == nil {
+			n = &counts{}
+			per[u.queue] = n
+		}
+		switch {
+		case !u.admitted:
+			n.pending++
+		case u.gang != nil && u.gang.counts.Succeeded >= int(u.min) && u.gang.counts.Running == 0:
+			n.completed++
+		case u.gang != nil && u.gang.counts.Running > 0:
+			n.running++
+		case u.gang == nil && u.pod.Status.Phase == v1.PodRunning:
+			n.running++
+		default:
+			n.admitted++
+		}
+	}
+	var want []*qapi.Queue
+	names := make([]string, 0, len(a.queues))
+	for name := range a.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := a.queues[name]
+		st := q.Status.DeepCopy()
+		n := per[name]
+		if n == nil {
+			n = &counts{}
+		}
+		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
+		if u := a.usage[name]; u != nil {
+			st.Allocated = toResourceList(u.allocated)
+		} else {
+			st.Allocated = nil
+		}
+		share := 0.0
+		if a.shares != nil {
+			st.Deserved = toResourceList(a.shares.Deserved(name))
+			share = a.shares.Share(name)
+			st.Share = queue.FormatShare(share)
+		}
+		setCondition(&st.Conditions, q.Generation, qapi.QueueConditionInvalidParent, a.tree.Problem(name))
+		over := metav1.Condition{Type: qapi.QueueConditionOverDeserved, Status: metav1.ConditionFalse, Reason: qapi.ReasonWithinDeserved, Message: "allocated is within the deserved share"}
+		if share > 1 {
+			over.Status, over.Reason, over.Message = metav1.ConditionTrue, qapi.ReasonAboveDeserved, "allocated exceeds the deserved share "+st.Share
+		}
+		putCondition(&st.Conditions, q.Generation, over)
+		if !statusEqual(&q.Status, st) {
+			cp := q.DeepCopy()
+			cp.Status = *st
+			want = append(want, cp)
+		}
+	}
+	c.mu.RUnlock()
+	for _, q := range want {
+		if _, err := a.qclient.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
+		}
+	}
+}
+
+func setCondition(conds *[]metav1.Condition, gen int64, typ string, p *queue.Problem) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: qapi.ReasonParentValid, Message: "the queue's parent chain reaches the root"}
+	if p != nil {
+		c.Status, c.Message = metav1.ConditionTrue, p.Message
+		c.Reason = qapi.ReasonParentNotFound
+		if p.Kind == queue.ProblemCycle {
+			c.Reason = qapi.ReasonParentCycle
+		}
+	}
+	putCondition(conds, gen, c)
+}
+
+func putCondition(conds *[]metav1.Condition, gen int64, c metav1.Condition) {
+	c.ObservedGeneration = gen
+	for i := range *conds {
+		old := &(*conds)[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == gen {
+			return
+		}
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status {
+			c.LastTransitionTime = metav1.Now()
+		}
+		*old = c
+		return
+	}
+	c.LastTransitionTime = metav1.Now()
+	*conds = append(*conds, c)
+}
+
+func statusEqual(a, b *qapi.QueueStatus) bool {
+	if a.Share != b.Share || a.Pending != b.Pending || a.Admitted != b.Admitted || a.Running != b.Running || a.Completed != b.Completed {
+		return false
+	}
+	if !ListFrom(a.Allocated).Equal(ListFrom(b.Allocated)) || !ListFrom(a.Deserved).Equal(ListFrom(b.Deserved)) {
+		return false
+	}
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// toResourceList converts back to API quantities for status.
+func toResourceList(l resources.List) v1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	out := v1.ResourceList{}
+	for k, v := range l {
+		if v == 0 {
+			continue
+		}
+		if k == resources.CPU {
+			out[v1.ResourceCPU] = *resourceMilli(v)
+		} else {
+			out[v1.ResourceName(k)] = *resourceInt(v)
+		}
+	}
+	return out
+}
+
+func resourceMilli(v int64) *resource.Quantity {
+	return resource.NewMilliQuantity(v, resource.DecimalSI)
+}
+func resourceInt(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }

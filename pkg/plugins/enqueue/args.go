@@ -1,0 +1,85 @@
+package enqueue
+
+import (
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/cache"
+)
+
+// Args are CalderaEnqueue's plugin args. Unset fields take the defaults below.
+type Args struct {
+	// DefaultQueue takes groups that name no queue; the scheduler creates it
+	// (weight 1, reclaimable) when missing. Default "default".
+	DefaultQueue string `json:"defaultQueue,omitempty"`
+	// AdmitSingletons: a pod without a PodGroup is a group of one in its queue
+	// and waits for admission like a gang. Default true.
+	AdmitSingletons *bool `json:"admitSingletons,omitempty"`
+	// OvercommitFactor multiplies the cluster's allocatable in the cluster
+	// check; must be at least 1.0. Default 1.2.
+	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
+	// StarvationThresholdSeconds: a group waiting longer at the head of its
+	// queue reserves the queue. Default 300.
+	StarvationThresholdSeconds *int64 `json:"starvationThresholdSeconds,omitempty"`
+	// AdmissionPeriodSeconds: how often a pass runs without events. Default 2.
+	AdmissionPeriodSeconds *int64 `json:"admissionPeriodSeconds,omitempty"`
+}
+
+// Defaults for Args.
+const (
+	DefaultOvercommitFactor           = 1.2
+	DefaultStarvationThresholdSeconds = 300
+	DefaultAdmissionPeriodSeconds     = 2
+)
+
+// SetDefaults fills unset fields.
+func (a *Args) SetDefaults() {
+	if a.DefaultQueue == "" {
+		a.DefaultQueue = qapi.DefaultQueueName
+	}
+	if a.AdmitSingletons == nil {
+		t := true
+		a.AdmitSingletons = &t
+	}
+	if a.OvercommitFactor == nil {
+		f := DefaultOvercommitFactor
+		a.OvercommitFactor = &f
+	}
+	if a.StarvationThresholdSeconds == nil {
+		v := int64(DefaultStarvationThresholdSeconds)
+		a.StarvationThresholdSeconds = &v
+	}
+	if a.AdmissionPeriodSeconds == nil {
+		v := int64(DefaultAdmissionPeriodSeconds)
+		a.AdmissionPeriodSeconds = &v
+	}
+}
+
+// Validate checks defaulted args; each error names its field.
+func (a *Args) Validate() error {
+	var errs field.ErrorList
+	if f := *a.OvercommitFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("overcommitFactor"), f, "must be at least 1.0"))
+	}
+	if v := *a.StarvationThresholdSeconds; v < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("starvationThresholdSeconds"), v, "must not be negative"))
+	}
+	if v := *a.AdmissionPeriodSeconds; v <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("admissionPeriodSeconds"), v, "must be greater than 0"))
+	}
+	return errs.ToAggregate()
+}
+
+// Options converts defaulted args for the cache.
+func (a *Args) Options() cache.AdmissionOptions {
+	return cache.AdmissionOptions{
+		DefaultQueue:        a.DefaultQueue,
+		AdmitSingletons:     *a.AdmitSingletons,
+		OvercommitFactor:    *a.OvercommitFactor,
+		StarvationThreshold: time.Duration(*a.StarvationThresholdSeconds) * time.Second,
+		Period:              time.Duration(*a.AdmissionPeriodSeconds) * time.Second,
+	}
+}

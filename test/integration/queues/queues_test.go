@@ -1,0 +1,226 @@
+// Package queues_test runs queue admission (CalderaEnqueue) end to end with the
+// shipped configuration: a real kube-apiserver on an embedded etcd, the CRDs
+// from manifests/crds, and the real scheduler.
+package queues_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const (
+	timeout = 30 * time.Second
+	quiet   = 4 * time.Second
+)
+
+func TestQueues(t *testing.T) {
+	env := harness.Start(t)
+	qc, err := qclient.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newQueue := func(t *testing.T, name string, spec qapi.QueueSpec) {
+		t.Helper()
+		q := &qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+		if _, err := qc.SchedulingV1alpha1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating queue %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			_ = qc.SchedulingV1alpha1().Queues().Delete(t.Context(), name, metav1.DeleteOptions{})
+		})
+	}
+	inQueue := func(q string) map[string]string { return map[string]string{qapi.QueueLabel: q} }
+
+	t.Run("default queue is created", func(t *testing.T) {
+		env.StartScheduler(t)
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			_, err := qc.SchedulingV1alpha1().Queues().Get(t.Context(), qapi.DefaultQueueName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}, "the default queue to exist")
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.CreatePod(t, harness.Pod(ns, "plain").CPU("1").Obj())
+		env.WaitBound(t, ns, timeout, "plain")
+		env.WaitEvent(t, ns, "plain", "Admitted", timeout)
+	})
+
+	t.Run("capability admits one group and holds the second", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		newQueue(t, "cap4", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}})
+		env.StartScheduler(t)
+		for _, g := range []string{"first", "second"} {
+			pg := harness.PodGroup(ns, g, 3)
+			pg.Labels = inQueue("cap4")
+			env.CreatePodGroup(t, pg)
+			env.CreatePods(t, members(ns, g, 3, "1")...)
+			if g == "first" {
+				env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=first", 3, timeout)
+			}
+		}
+		ev := env.WaitEvent(t, ns, "second", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "cap4") || !strings.Contains(ev.Note, "cpu") {
+			t.Errorf("NotAdmitted note should name the queue and the resource: %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet, "second-0", "second-1", "second-2")
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			q, err := qc.SchedulingV1alpha1().Queues().Get(t.Context(), "cap4", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			cpu := q.Status.Allocated[v1.ResourceCPU]
+			return cpu.Cmp(resource.MustParse("3")) == 0 && q.Status.Pending == 1, nil
+		}, "queue cap4 status: allocated cpu 3, one group pending")
+		// The first gang finishes; the second then fits the capability.
+		deleteGroup(t, env, ns, "first")
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=second", 3, timeout)
+	})
+
+	t.Run("weights 1 and 3 share 16 cpu as 4 and 12", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 4, "4", "16Gi")
+		newQueue(t, "light", qapi.QueueSpec{Weight: 1})
+		newQueue(t, "heavy", qapi.QueueSpec{Weight: 3})
+		// Both queues' demand is in place before the scheduler starts, so
+		// the first pass already sees the competition.
+		for i := range 16 {
+			env.CreatePod(t, harness.Pod(ns, "light-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("light")).Obj())
+			env.CreatePod(t, harness.Pod(ns, "heavy-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("heavy")).Obj())
+		}
+		env.StartScheduler(t)
+		env.WaitBoundCount(t, ns, "", 16, 60*time.Second)
+		env.ConsistentlyBoundCount(t, ns, 16, quiet)
+		light := env.BoundPods(t, ns, qapi.QueueLabel+"=light")
+		heavy := env.BoundPods(t, ns, qapi.QueueLabel+"=heavy")
+		if light < 3 || light > 5 || heavy < 11 || heavy > 13 {
+			t.Fatalf("bound light=%d heavy=%d, want 4 and 12 (+-1)", light, heavy)
+		}
+	})
+
+	t.Run("closed queue admits nothing new while running work continues", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		newQueue(t, "shut", qapi.QueueSpec{Weight: 1})
+		env.StartScheduler(t)
+		env.CreatePod(t, harness.Pod(ns, "before").CPU("1").Labels(inQueue("shut")).Obj())
+		env.WaitBound(t, ns, timeout, "before")
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			q, err := qc.SchedulingV1alpha1().Queues().Get(t.Context(), "shut", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			q.Spec.State = qapi.QueueStateClosed
+			_, err = qc.SchedulingV1alpha1().Queues().Update(t.Context(), q, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.CreatePod(t, harness.Pod(ns, "after").CPU("1").Labels(inQueue("shut")).Obj())
+		ev := env.WaitEvent(t, ns, "after", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "closed") {
+			t.Errorf("NotAdmitted note should say the queue is closed: %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet, "after")
+		if n := env.BoundPods(t, ns, ""); n != 1 {
+			t.Fatalf("bound pods = %d, want the one admitted before the queue closed", n)
+		}
+	})
+
+	t.Run("unknown queue waits until the queue is created", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartScheduler(t)
+		pg := harness.PodGroup(ns, "lost", 2)
+		pg.Labels = inQueue("later")
+		env.CreatePodGroup(t, pg)
+		env.CreatePods(t, members(ns, "lost", 2, "1")...)
+		ev := env.WaitEvent(t, ns, "lost", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "later") || !strings.Contains(ev.Note, "not found") {
+			t.Errorf("NotAdmitted note should say queue later is not found: %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+		newQueue(t, "later", qapi.QueueSpec{Weight: 1})
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=lost", 2, timeout)
+		env.WaitEvent(t, ns, "lost", "Admitted", timeout)
+	})
+
+	for _, tc := range []struct {
+		factor float64
+		admit  bool
+	}{{1.0, false}, {1.5, true}} {
+		t.Run("overcommit factor "+strconv.FormatFloat(tc.factor, 'f', 1, 64), func(t *testing.T) {
+			ns := env.Namespace(t)
+			env.AddNodes(t, 1, "4", "8Gi")
+			// Two queues so that fairness waives its check for each head
+			// group; only the cluster check then decides.
+			qx, qy := "ocx-"+ns, "ocy-"+ns
+			newQueue(t, qx, qapi.QueueSpec{Weight: 1})
+			newQueue(t, qy, qapi.QueueSpec{Weight: 1})
+			a := harness.PodGroup(ns, "a", 3)
+			a.Labels = inQueue(qx)
+			b := harness.PodGroup(ns, "b", 3)
+			b.Labels = inQueue(qy)
+			env.CreatePodGroup(t, a)
+			env.CreatePodGroup(t, b)
+			env.CreatePods(t, members(ns, "a", 3, "1")...)
+			env.CreatePods(t, members(ns, "b", 3, "1")...)
+			env.StartScheduler(t, harness.WithPluginArgs("CalderaEnqueue", map[string]any{"overcommitFactor": tc.factor}))
+			// One of the two is admitted first; the other's fate is the factor's.
+			var admitted, refused int
+			harness.WaitFor(t, timeout, func() (bool, error) {
+				admitted, refused = 0, 0
+				for _, g := range []string{"a", "b"} {
+					for _, ev := range env.Events(t, ns, g) {
+						switch ev.Reason {
+						case "Admitted":
+							admitted++
+						case "NotAdmitted":
+							refused++
+						}
+					}
+				}
+				if tc.admit {
+					return admitted == 2, nil
+				}
+				return admitted == 1 && refused >= 1, nil
+			}, "admission decisions for overcommit "+strconv.FormatFloat(tc.factor, 'f', 1, 64))
+		})
+	}
+}
+
+func members(ns, pg string, n int, cpu string) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		out[i] = harness.Pod(ns, pg+"-"+strconv.Itoa(i)).CPU(cpu).Group(pg).Obj()
+	}
+	return out
+}
+
+func deleteGroup(t *testing.T, env *harness.Env, ns, pg string) {
+	t.Helper()
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := env.Client.CoreV1().Pods(ns).DeleteCollection(t.Context(), now, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + pg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
