@@ -139,27 +139,7 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 		c.mu.Unlock()
 		return fmt.Errorf("building Queue client: %w", err)
 	}
-	a := &admissionState{
-		opts:     opts,
-		profiles: map[string]bool{profile: true},
-		qclient:  client,
-		queues:   map[string]*qapi.Queue{},
-		tree:     queue.BuildTree(nil),
-		nsQueue:  map[string]string{},
-		pending:  queue.NewPending(),
-		units:    map[string]*unit{},
-		pods:     map[types.UID]*podAcct{},
-		usage:    map[string]*queueUsage{},
-		used:     resources.List{},
-		sorting:  map[string]queueSort{},
-		kick:     make(chan struct{}, 1),
-		writes:   make(chan admissionWrite, 1024),
-	}
-	c.adm = a
-	// Gangs the cache already knows become units now.
-	for _, g := range c.groups {
-		c.syncGangUnitLocked(g)
-	}
+	c.installAdmissionLocked(newAdmissionState(profile, opts, client))
 	c.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
@@ -199,6 +179,36 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 	go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
 	go c.admissionLoop(ctx, logger)
 	return nil
+}
+
+// newAdmissionState returns an empty admission state for profile, without
+// informers or goroutines.
+func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Interface) *admissionState {
+	return &admissionState{
+		opts:     opts,
+		profiles: map[string]bool{profile: true},
+		qclient:  client,
+		queues:   map[string]*qapi.Queue{},
+		tree:     queue.BuildTree(nil),
+		nsQueue:  map[string]string{},
+		pending:  queue.NewPending(),
+		units:    map[string]*unit{},
+		pods:     map[types.UID]*podAcct{},
+		usage:    map[string]*queueUsage{},
+		used:     resources.List{},
+		sorting:  map[string]queueSort{},
+		kick:     make(chan struct{}, 1),
+		writes:   make(chan admissionWrite, 1024),
+	}
+}
+
+// installAdmissionLocked sets the cache's admission state; the gangs the
+// cache already knows become units now.
+func (c *Cache) installAdmissionLocked(a *admissionState) {
+	c.adm = a
+	for _, g := range c.groups {
+		c.syncGangUnitLocked(g)
+	}
 }
 
 func (c *Cache) ensureDefaultQueue(ctx context.Context, logger klog.Logger, name string) {
