@@ -304,9 +304,11 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		s.share = a.shares.Share(name)
 		a.sorting[name] = s
 	}
+	// res belongs to the Pending: read it under the lock.
+	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
 	c.mu.Unlock()
-	if len(res.Admitted) > 0 {
-		logger.V(3).Info("Admission pass", "admitted", len(res.Admitted), "refused", len(res.Refused))
+	if nAdmitted > 0 {
+		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
 	}
 	c.activate(logger, act)
 }
@@ -418,8 +420,19 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	}
 	fresh := u == nil
 	if fresh {
-		u = &unit{key: uk, gang: g}
+		u = &unit{key: uk, gang: g, held: resources.List{}}
 		a.units[uk] = u
+		// Bound members accounted before the unit existed (its PodGroup was
+		// recreated, or came after them) are held by it from now on; the
+		// move below adds them to its queue.
+		for uid := range g.members {
+			if p := a.pods[uid]; p != nil && p.unit == uk && p.bound {
+				if old := a.usage[p.queue]; old != nil && p.queue != "" {
+					old.allocated.Sub(p.req)
+				}
+				u.held.Add(p.req)
+			}
+		}
 	}
 	var first *v1.Pod
 	for _, m := range g.members {
@@ -460,6 +473,7 @@ func (c *Cache) unadmitLocked(g *group) {
 		return
 	}
 	u.admitted = false
+	u.notice = "" // the next admission writes its Event and annotation again
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
 	a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
@@ -519,7 +533,8 @@ func (a *admissionState) usageLocked(q string) *queueUsage {
 // setInflightLocked recomputes what an admitted unit still reserves.
 func (c *Cache) setInflightLocked(u *unit) {
 	want := resources.List{}
-	if u.admitted {
+	// A gang whose members have all finished (or gone) needs no more room.
+	if u.admitted && (u.gang == nil || u.gang.counts.Active > 0) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
 				want[k] = d
@@ -560,6 +575,12 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	singleton := false
 	if _, labelled := GroupKeyOf(pod); !labelled && a.opts.AdmitSingletons && a.ours(pod) {
 		singleton = true
+	} else if a.opts.AdmitSingletons {
+		// A singleton that joined a PodGroup through its label: its gang
+		// is admitted instead.
+		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
+			c.dropUnitLocked(u)
+		}
 	}
 	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		if singleton {
@@ -809,6 +830,14 @@ func (c *Cache) syncQueueStatus(ctx context.Context) {
 			n.admitted++
 		}
 	}
+	// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
+	alloc := make(map[string]resources.List, len(a.usage))
+	for name, u := range a.usage {
+		alloc[name] = alloc[name].Add(u.allocated)
+		for _, anc := range a.tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.allocated)
+		}
+	}
 	var want []*qapi.Queue
 	names := make([]string, 0, len(a.queues))
 	for name := range a.queues {
@@ -823,11 +852,7 @@ func (c *Cache) syncQueueStatus(ctx context.Context) {
 			n = &counts{}
 		}
 		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
-		if u := a.usage[name]; u != nil {
-			st.Allocated = toResourceList(u.allocated)
-		} else {
-			st.Allocated = nil
-		}
+		st.Allocated = toResourceList(alloc[name])
 		share := 0.0
 		if a.shares != nil {
 			st.Deserved = toResourceList(a.shares.Deserved(name))

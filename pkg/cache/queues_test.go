@@ -1,0 +1,1304 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// ---------------------------------------------------------------------------
+// Admission state without informers.
+
+// testProfile is the scheduler profile that enables admission in these tests;
+// pods are ours when their schedulerName names it.
+const testProfile = "caldera-test"
+
+// newAdmissionCache builds a test cache with queue admission enabled the way
+// EnableAdmission does, minus the informers and goroutines: Queue, Namespace
+// and pod events are delivered by calling the handlers, and passes by calling
+// AdmissionPass with an explicit time.
+func newAdmissionCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue) (*Cache, *fakeHandle, *qfake.Clientset) {
+	c, h := newTestCache(tb)
+	objs := make([]runtime.Object, 0, len(queues))
+	for _, q := range queues {
+		objs = append(objs, q)
+	}
+	qc := qfake.NewSimpleClientset(objs...)
+	enableAdmission(c, opts, qc)
+	for _, q := range queues {
+		c.onQueue(q, false)
+	}
+	return c, h, qc
+}
+
+func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
+	if opts.DefaultQueue == "" {
+		opts.DefaultQueue = qapi.DefaultQueueName
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.installAdmissionLocked(newAdmissionState(testProfile, opts, qc))
+}
+
+// singletons is the usual configuration: pods without a PodGroup need admission.
+var singletons = AdmissionOptions{AdmitSingletons: true, StarvationThreshold: -1}
+
+type queueOpt func(*qapi.Queue)
+
+func mkQueue(name string, opts ...queueOpt) *qapi.Queue {
+	q := &qapi.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec:       qapi.QueueSpec{Weight: 1, State: qapi.QueueStateOpen},
+	}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
+
+func weight(w int32) queueOpt { return func(q *qapi.Queue) { q.Spec.Weight = w } }
+func capability(cpuQ string) queueOpt {
+	return func(q *qapi.Queue) { q.Spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpuQ)} }
+}
+func parent(p string) queueOpt       { return func(q *qapi.Queue) { q.Spec.Parent = p } }
+func queuePriority(p int32) queueOpt { return func(q *qapi.Queue) { q.Spec.Priority = p } }
+func state(s qapi.QueueState) queueOpt {
+	return func(q *qapi.Queue) { q.Spec.State = s }
+}
+
+// ours makes a pod one of testProfile's.
+func ours(p *v1.Pod) { p.Spec.SchedulerName = testProfile }
+
+// inQueue labels a pod with a queue.
+func inQueue(q string) podOpt {
+	return func(p *v1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		if q == "" {
+			delete(p.Labels, qapi.QueueLabel)
+		} else {
+			p.Labels[qapi.QueueLabel] = q
+		}
+	}
+}
+
+// single is a pod of ours without a PodGroup.
+func single(ns, name string, opts ...podOpt) *v1.Pod {
+	return mkPod(ns, name, "", append([]podOpt{ours}, opts...)...)
+}
+
+// memberOf is a pod of ours in PodGroup group.
+func memberOf(ns, name, group string, opts ...podOpt) *v1.Pod {
+	return mkPod(ns, name, group, append([]podOpt{ours}, opts...)...)
+}
+
+func pgQueue(q string) pgOpt {
+	return func(pg *v1alpha1.PodGroup) {
+		if pg.Labels == nil {
+			pg.Labels = map[string]string{}
+		}
+		pg.Labels[qapi.QueueLabel] = q
+	}
+}
+
+func admittedAt(pg *v1alpha1.PodGroup) {
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
+	}
+	pg.Annotations[qapi.AdmittedAtAnnotation] = t0.Add(-time.Minute).Format(time.RFC3339)
+}
+
+func mkNamespace(name, queueName string) *v1.Namespace {
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if queueName != "" {
+		ns.Labels = map[string]string{qapi.QueueLabel: queueName}
+	}
+	return ns
+}
+
+// Pod events as both informers deliver them: the cache's member informer
+// (onPod, which ignores pods without the PodGroup label) and the scheduler's
+// pod informer (onAnyPod).
+func podEvent(c *Cache, p *v1.Pod) {
+	add(c, p)
+	c.onAnyPod(p, false)
+}
+
+func podDelete(c *Cache, p *v1.Pod) {
+	del(c, p)
+	c.onAnyPod(p, true)
+}
+
+func pass(c *Cache, at time.Time) { c.AdmissionPass(logger, at) }
+
+type admission struct {
+	ok  bool
+	msg string
+}
+
+func admitted(c *Cache, p *v1.Pod) admission {
+	ok, msg := c.Admitted(p)
+	return admission{ok, msg}
+}
+
+func wantAdmitted(t *testing.T, c *Cache, want admission, pods ...*v1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		if got := admitted(c, p); got != want {
+			t.Errorf("Admitted(%s) = %+v, want %+v", p.Name, got, want)
+		}
+	}
+}
+
+// unitOf returns a copy of the admission unit of key ("pg:ns/name" or
+// "pod:ns/name"), or nil.
+func unitOf(c *Cache, key string) *unit {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	u := c.adm.units[key]
+	if u == nil {
+		return nil
+	}
+	cp := *u
+	cp.held, cp.inflight, cp.request = u.held.Clone(), u.inflight.Clone(), u.request.Clone()
+	return &cp
+}
+
+// usageOf returns a queue's allocated and inflight amounts.
+func usageOf(c *Cache, q string) (allocated, inflight resources.List) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	u := c.adm.usage[q]
+	if u == nil {
+		return nil, nil
+	}
+	return u.allocated.Clone(), u.inflight.Clone()
+}
+
+// cpuOf reads a list's cpu in millicores.
+func cpuOf(l resources.List) int64 { return l[resources.CPU] }
+
+// wantUsage checks a queue's cpu allocated and inflight, in cores.
+func wantUsage(t *testing.T, c *Cache, q string, allocated, inflight int64) {
+	t.Helper()
+	a, i := usageOf(c, q)
+	if cpuOf(a) != allocated*1000 || cpuOf(i) != inflight*1000 {
+		t.Errorf("queue %s: cpu allocated %dm inflight %dm, want %d and %d cores", q, cpuOf(a), cpuOf(i), allocated, inflight)
+	}
+}
+
+// activatedPods flattens and sorts the pods activated since the last call.
+func activatedPods(h *fakeHandle) []string {
+	var out []string
+	for _, call := range h.activations() {
+		out = append(out, call...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pendingWrites drains the admission writes queued for the status leader.
+func pendingWrites(c *Cache) []admissionWrite {
+	var out []admissionWrite
+	for {
+		select {
+		case w := <-c.adm.writes:
+			out = append(out, w)
+		default:
+			return out
+		}
+	}
+}
+
+// recount recomputes every admission aggregate from the per-pod and per-unit
+// records and reports where the incrementally kept ones differ.
+func recount(c *Cache) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.adm
+	var errs []string
+	used := resources.List{}
+	alloc := map[string]resources.List{}
+	held := map[string]resources.List{}
+	for uid, p := range a.pods {
+		if u := a.units[p.unit]; p.unit != "" && u != nil && u.queue != p.queue {
+			errs = append(errs, fmt.Sprintf("pod %s of unit %s is accounted in queue %q, its unit in %q", uid, p.unit, p.queue, u.queue))
+		}
+		if !p.bound {
+			continue
+		}
+		used.Add(p.req)
+		if p.queue != "" {
+			alloc[p.queue] = alloc[p.queue].Add(p.req)
+		}
+		if p.unit != "" {
+			held[p.unit] = held[p.unit].Add(p.req)
+		}
+	}
+	if !used.Equal(a.used) {
+		errs = append(errs, fmt.Sprintf("cluster used %v, recount %v", a.used, used))
+	}
+	infl := map[string]resources.List{}
+	for k, u := range a.units {
+		if !u.held.Equal(held[k]) {
+			errs = append(errs, fmt.Sprintf("unit %s holds %v, recount %v", k, u.held, held[k]))
+		}
+		want := resources.List{}
+		// A gang without unfinished members needs no more room.
+		if u.admitted && (u.gang == nil || u.gang.counts.Active > 0) {
+			for r, v := range u.request {
+				if d := v - held[k][r]; d > 0 {
+					want[r] = d
+				}
+			}
+		}
+		if !u.inflight.Equal(want) {
+			errs = append(errs, fmt.Sprintf("unit %s (admitted %v) has inflight %v, recount %v", k, u.admitted, u.inflight, want))
+		}
+		infl[u.queue] = infl[u.queue].Add(u.inflight)
+		if _, pending := a.pending.Get(k); pending == u.admitted {
+			errs = append(errs, fmt.Sprintf("unit %s: admitted %v but pending %v", k, u.admitted, pending))
+		}
+		if u.gang != nil && c.groups[u.gang.key] != u.gang {
+			errs = append(errs, fmt.Sprintf("unit %s: its group is not the cache's", k))
+		}
+	}
+	queues := map[string]bool{}
+	for q := range a.usage {
+		queues[q] = true
+	}
+	for q := range alloc {
+		queues[q] = true
+	}
+	for q := range infl {
+		queues[q] = true
+	}
+	for q := range queues {
+		var ua, ui resources.List
+		if u := a.usage[q]; u != nil {
+			ua, ui = u.allocated, u.inflight
+		}
+		if !ua.Equal(alloc[q]) {
+			errs = append(errs, fmt.Sprintf("queue %q allocated %v, recount %v", q, ua, alloc[q]))
+		}
+		if !ui.Equal(infl[q]) {
+			errs = append(errs, fmt.Sprintf("queue %q inflight %v, recount %v", q, ui, infl[q]))
+		}
+	}
+	for k, g := range c.groups {
+		if _, ok := a.units[gangUnitKey(k)]; ok != (g.pg != nil) {
+			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.pg != nil, ok))
+		}
+	}
+	sort.Strings(errs)
+	return errs
+}
+
+func wantConsistent(t *testing.T, c *Cache, when string) {
+	t.Helper()
+	if errs := recount(c); len(errs) > 0 {
+		t.Errorf("%s: admission aggregates differ from a recount:\n  %s", when, strings.Join(errs, "\n  "))
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Queue resolution.
+
+func TestAdmissionQueueResolution(t *testing.T) {
+	cases := []struct {
+		name    string
+		pgQueue string // "" for none; "-" for a singleton (no PodGroup)
+		podQ    string
+		nsQ     string
+		want    string
+	}{
+		{name: "PodGroup label beats pod and namespace", pgQueue: "from-pg", podQ: "from-pod", nsQ: "from-ns", want: "from-pg"},
+		{name: "pod label beats namespace", podQ: "from-pod", nsQ: "from-ns", want: "from-pod"},
+		{name: "namespace label", nsQ: "from-ns", want: "from-ns"},
+		{name: "default queue", want: "fallback"},
+		{name: "singleton: pod label beats namespace", pgQueue: "-", podQ: "from-pod", nsQ: "from-ns", want: "from-pod"},
+		{name: "singleton: namespace label", pgQueue: "-", nsQ: "from-ns", want: "from-ns"},
+		{name: "singleton: default queue", pgQueue: "-", want: "fallback"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, h, _ := newAdmissionCache(t, AdmissionOptions{AdmitSingletons: true, DefaultQueue: "fallback"})
+			c.onNode(logger, mkNode("n1", "16"))
+			c.onNamespace(mkNamespace("ns", tc.nsQ), false)
+			var pods []*v1.Pod
+			uk := "pod:ns/p0"
+			if tc.pgQueue == "-" {
+				pods = []*v1.Pod{single("ns", "p0", inQueue(tc.podQ))}
+			} else {
+				var opts []pgOpt
+				if tc.pgQueue != "" {
+					opts = append(opts, pgQueue(tc.pgQueue))
+				}
+				addPG(c, mkPG("ns", "g", 2, opts...))
+				pods = []*v1.Pod{memberOf("ns", "p0", "g", inQueue(tc.podQ)), memberOf("ns", "p1", "g", inQueue(tc.podQ))}
+				uk = "pg:ns/g"
+			}
+			for _, p := range pods {
+				podEvent(c, p)
+			}
+			if u := unitOf(c, uk); u == nil || u.queue != tc.want {
+				t.Fatalf("unit %s: %+v, want it in queue %q", uk, u, tc.want)
+			}
+			h.activations()
+
+			// The queue does not exist yet: the group waits, and says why.
+			pass(c, t0)
+			wantAdmitted(t, c, admission{false, "queue " + tc.want + " not found"}, pods...)
+			if got := activatedPods(h); len(got) != 0 {
+				t.Errorf("activated %v before the queue exists", got)
+			}
+			// Created after its groups: the next pass admits them.
+			c.onQueue(mkQueue(tc.want), false)
+			pass(c, t0.Add(time.Second))
+			wantAdmitted(t, c, admission{true, ""}, pods...)
+			if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
+				t.Errorf("activated %v, want %v", got, want)
+			}
+			wantUsage(t, c, tc.want, 0, int64(len(pods)))
+			wantConsistent(t, c, "after admission")
+		})
+	}
+}
+
+func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("team"))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2))
+	g0, g1 := memberOf("ns", "g0", "g"), memberOf("ns", "g1", "g")
+	s0, s1 := single("ns", "s0"), single("ns", "s1")
+	pinned := single("ns", "pinned", inQueue("default"))
+	for _, p := range []*v1.Pod{g0, g1, s0, s1, pinned} {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	// One of each holds a node, the others are admitted and waiting for one.
+	podEvent(c, next(g0, boundTo("n1")))
+	podEvent(c, next(s0, boundTo("n1")))
+	podEvent(c, next(pinned, boundTo("n1")))
+	wantUsage(t, c, "default", 3, 2)
+	wantConsistent(t, c, "before the label")
+
+	c.onNamespace(mkNamespace("ns", "team"), false)
+	wantUsage(t, c, "team", 2, 2)
+	wantUsage(t, c, "default", 1, 0)
+	wantConsistent(t, c, "after the namespace was labelled")
+	for _, k := range []string{"pg:ns/g", "pod:ns/s0", "pod:ns/s1"} {
+		if u := unitOf(c, k); u == nil || u.queue != "team" {
+			t.Errorf("unit %s: %+v, want it in queue team", k, u)
+		}
+	}
+	// Deleting the bound pods subtracts from the queue they moved to.
+	podDelete(c, next(g0, boundTo("n1")))
+	podDelete(c, next(s0, boundTo("n1")))
+	// g1 still needs the gang's whole minimum.
+	wantUsage(t, c, "team", 0, 3)
+	c.onNamespace(mkNamespace("ns", "team"), true)
+	wantUsage(t, c, "default", 1, 3)
+	wantUsage(t, c, "team", 0, 0)
+	wantConsistent(t, c, "after the namespace was deleted")
+}
+
+// ---------------------------------------------------------------------------
+// Admission decisions.
+
+func TestAdmissionWeightedShares(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a", weight(1)), mkQueue("b", weight(3)))
+	c.onNode(logger, mkNode("n1", "16"))
+	pods := map[string][]*v1.Pod{}
+	for _, q := range []string{"a", "b"} {
+		for i := range 20 {
+			p := single("ns", fmt.Sprintf("%s%02d", q, i), inQueue(q), createdAt(t0.Add(time.Duration(i)*time.Second)))
+			pods[q] = append(pods[q], p)
+			podEvent(c, p)
+		}
+	}
+	wantAdmitted(t, c, admission{false, "waiting for admission to queue a"}, pods["a"][0])
+	if got := activatedPods(h); len(got) != 0 {
+		t.Fatalf("activated %v before any pass", got)
+	}
+
+	pass(c, t0)
+	counts := map[string]int{}
+	var want []string
+	for q, ps := range pods {
+		for _, p := range ps {
+			if ok, _ := c.Admitted(p); ok {
+				counts[q]++
+				want = append(want, p.Namespace+"/"+p.Name)
+			}
+		}
+	}
+	if counts["a"] != 4 || counts["b"] != 12 {
+		t.Fatalf("admitted %v, want a:4 b:12", counts)
+	}
+	// Oldest first within a queue.
+	wantAdmitted(t, c, admission{true, ""}, slices.Concat(pods["a"][:4], pods["b"][:12])...)
+	sort.Strings(want)
+	if got := activatedPods(h); !slices.Equal(got, want) {
+		t.Errorf("activated\n %v\nwant\n %v", got, want)
+	}
+	wantAdmitted(t, c, admission{false, "queue a: cpu request 1 exceeds remaining deserved share 0"}, pods["a"][4])
+	wantUsage(t, c, "a", 0, 4)
+	wantUsage(t, c, "b", 0, 12)
+	wantConsistent(t, c, "after the pass")
+
+	// Another pass admits nothing more: the room is inflight.
+	pass(c, t0.Add(time.Second))
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("second pass activated %v", got)
+	}
+	// Binding turns inflight into allocated, and the share follows it.
+	for _, p := range pods["b"][:12] {
+		podEvent(c, next(p, boundTo("n1")))
+	}
+	wantUsage(t, c, "b", 12, 0)
+	pass(c, t0.Add(2*time.Second))
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("pass with a full cluster activated %v", got)
+	}
+	if got := c.SortInfo(pods["b"][0]); got.QueueShare != 1 {
+		t.Errorf("SortInfo(b00).QueueShare = %v, want 1 (12 of 12 cpu)", got.QueueShare)
+	}
+	// b's pods finish: a gets the cluster.
+	for _, p := range pods["b"][:12] {
+		podDelete(c, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
+	}
+	pass(c, t0.Add(3*time.Second))
+	counts = map[string]int{}
+	for q, ps := range pods {
+		for _, p := range ps {
+			if ok, _ := c.Admitted(p); ok {
+				counts[q]++
+			}
+		}
+	}
+	// a demands 20 (4 admitted, 16 pending), b its 8 pending: b's demand
+	// caps it at 8, a deserves the other 8.
+	if counts["a"] != 8 || counts["b"] != 8 {
+		t.Errorf("after b's first pods finished, admitted %v, want a:8 b:8", counts)
+	}
+	wantConsistent(t, c, "after b finished")
+}
+
+func TestAdmissionQueuePriorityInSortInfo(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("hi", queuePriority(10)), mkQueue("lo"))
+	p := single("ns", "p", inQueue("hi"))
+	podEvent(c, p)
+	if got := c.SortInfo(p); got.QueuePriority != 10 {
+		t.Errorf("SortInfo(p).QueuePriority = %d, want 10", got.QueuePriority)
+	}
+	c.onQueue(mkQueue("hi", queuePriority(3)), false)
+	if got := c.SortInfo(p); got.QueuePriority != 3 {
+		t.Errorf("after the update, QueuePriority = %d, want 3", got.QueuePriority)
+	}
+}
+
+func TestAdmissionClosedQueue(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", state(qapi.QueueStateClosed)))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	g0, g1, s := memberOf("ns", "g0", "g"), memberOf("ns", "g1", "g"), single("ns", "s", inQueue("q"))
+	for _, p := range []*v1.Pod{g0, g1, s} {
+		podEvent(c, p)
+	}
+	h.activations()
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "queue q is closed"}, g0, g1, s)
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("a closed queue activated %v", got)
+	}
+	c.onQueue(mkQueue("q"), false)
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
+	if got, want := activatedPods(h), names(g0, g1, s); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	// Closing keeps what is admitted.
+	c.onQueue(mkQueue("q", state(qapi.QueueStateClosed)), false)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
+	wantUsage(t, c, "q", 0, 3)
+	// Deleting the queue keeps admitted groups admitted too; new ones wait.
+	c.onQueue(mkQueue("q"), true)
+	late := single("ns", "late", inQueue("q"))
+	podEvent(c, late)
+	pass(c, t0.Add(3*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g0, s)
+	wantAdmitted(t, c, admission{false, "queue q not found"}, late)
+	wantConsistent(t, c, "after the queue was deleted")
+}
+
+func TestAdmissionCapability(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")))
+	c.onNode(logger, mkNode("n1", "16"))
+	var pods []*v1.Pod
+	for i := range 5 {
+		p := single("ns", fmt.Sprint("p", i), inQueue("q"), createdAt(t0.Add(time.Duration(i)*time.Second)))
+		pods = append(pods, p)
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pods[:3]...)
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
+	if got, want := activatedPods(h), names(pods[:3]...); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	wantUsage(t, c, "q", 0, 3)
+
+	// Binding does not free room: what is held counts as much as what is reserved.
+	bound := make([]*v1.Pod, 3)
+	for i, p := range pods[:3] {
+		bound[i] = next(p, boundTo("n1"), phase(v1.PodRunning))
+		podEvent(c, bound[i])
+	}
+	wantUsage(t, c, "q", 3, 0)
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
+	// A pod finishing does.
+	podEvent(c, next(bound[0], phase(v1.PodSucceeded)))
+	wantUsage(t, c, "q", 2, 0)
+	wantConsistent(t, c, "after a pod finished")
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, pods[3])
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[4])
+	if got, want := activatedPods(h), names(pods[3]); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	// A request larger than the capability can never pass.
+	huge := single("ns", "huge", inQueue("q"), cpu("4"), createdAt(t0.Add(-time.Hour)))
+	podEvent(c, huge)
+	pass(c, t0.Add(3*time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 4 exceeds capability 3"}, huge)
+	wantConsistent(t, c, "at the end")
+}
+
+func TestAdmissionSingletonsDisabled(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, AdmissionOptions{}, mkQueue("default"))
+	c.onNode(logger, mkNode("n1", "16"))
+	s := single("ns", "s")
+	podEvent(c, s)
+	wantAdmitted(t, c, admission{true, ""}, s)
+	if u := unitOf(c, "pod:ns/s"); u != nil {
+		t.Errorf("a singleton got a unit without AdmitSingletons: %+v", u)
+	}
+	// Its node still counts against its queue.
+	podEvent(c, next(s, boundTo("n1")))
+	wantUsage(t, c, "default", 1, 0)
+	// Gangs are admitted as usual.
+	addPG(c, mkPG("ns", "g", 1))
+	m := memberOf("ns", "m", "g")
+	podEvent(c, m)
+	wantAdmitted(t, c, admission{false, "waiting for admission to queue default"}, m)
+	h.activations()
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, m)
+	if got, want := activatedPods(h), names(m); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	// Pods of other schedulers count in the cluster only.
+	other := mkPod("ns", "other", "", boundTo("n1"), cpu("5"))
+	c.onAnyPod(other, false)
+	wantUsage(t, c, "default", 1, 1)
+	c.mu.RLock()
+	used := cpuOf(c.adm.used)
+	c.mu.RUnlock()
+	if used != 6000 {
+		t.Errorf("cluster used %dm cpu, want 6000m", used)
+	}
+	wantConsistent(t, c, "at the end")
+}
+
+// ---------------------------------------------------------------------------
+// Gangs.
+
+func TestAdmissionGangLifecycle(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	pods := []*v1.Pod{memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g"), memberOf("ns", "m2", "g", cpu("2"))}
+	podEvent(c, pods[0])
+	podEvent(c, pods[1])
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "waiting for members: 2/3"}, pods[0])
+	podEvent(c, pods[2])
+	h.activations() // CalderaGang's activation: the gang has its members
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	wantUsage(t, c, "q", 0, 4)
+	// Members bind one by one; inflight turns into allocated.
+	steps := []struct {
+		p                   *v1.Pod
+		allocated, inflight int64
+	}{
+		{next(pods[0], boundTo("n1")), 1, 3},
+		{next(pods[2], boundTo("n1")), 3, 1},
+		{next(pods[1], boundTo("n1")), 4, 0},
+		{next(pods[1], boundTo("n1"), phase(v1.PodRunning)), 4, 0},
+	}
+	for i, s := range steps {
+		podEvent(c, s.p)
+		wantUsage(t, c, "q", s.allocated, s.inflight)
+		wantConsistent(t, c, fmt.Sprint("bind step ", i))
+	}
+	// The gang completes: it holds nothing and reserves nothing.
+	for _, p := range pods {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
+	}
+	wantUsage(t, c, "q", 0, 0)
+	wantConsistent(t, c, "after the gang finished")
+	if u := unitOf(c, "pg:ns/g"); u == nil || !u.admitted {
+		t.Errorf("a finished gang's unit: %+v, want it still admitted", u)
+	}
+	// The PodGroup goes.
+	delPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	if u := unitOf(c, "pg:ns/g"); u != nil {
+		t.Errorf("unit survives its PodGroup: %+v", u)
+	}
+	wantUsage(t, c, "q", 0, 0)
+}
+
+func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	addPG(c, mkPG("ns", "other", 2, pgQueue("q"), pgCreatedAt(t0)))
+	pods := []*v1.Pod{memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g"), memberOf("ns", "m2", "g")}
+	others := []*v1.Pod{memberOf("ns", "o0", "other"), memberOf("ns", "o1", "other")}
+	for _, p := range slices.Concat(pods, others) {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, others...)
+	wantUsage(t, c, "q", 0, 3)
+	if w := pendingWrites(c); len(w) != 1 || !w[0].admitted || w[0].unit != "pg:ns/g" || w[0].pg == nil || *w[0].pg != key("ns", "g") {
+		t.Errorf("writes after admission = %+v, want one admitted write for ns/g", w)
+	}
+
+	// One member is placed and waits for the others, which find no node: the
+	// gang is released, so it must stop reserving its queue's room.
+	c.Reserve(pods[0])
+	h.park(pods[0])
+	if r := c.Permit(logger, pods[0], t0, time.Minute, "CalderaGang"); r.Allow {
+		t.Fatal("Permit allowed a gang short of its minimum")
+	}
+	if !c.Release(logger, key("ns", "g"), t0.Add(time.Second), testBackoff, "no fit") {
+		t.Fatal("Release did nothing")
+	}
+	c.Unreserve(logger, pods[0], t0.Add(time.Second), testBackoff, time.Minute) // the rejection's echo
+	h.unpark(pods[0])
+	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, pods...)
+	wantUsage(t, c, "q", 0, 0)
+	wantConsistent(t, c, "after the release")
+	if w := pendingWrites(c); len(w) != 1 || !w[0].unadmit || w[0].pg == nil || *w[0].pg != key("ns", "g") {
+		t.Errorf("writes after release = %+v, want one unadmit for ns/g", w)
+	}
+
+	// While it waits again, a higher-priority pod and the other gang take
+	// the room it had.
+	vip := single("ns", "vip", inQueue("q"), cpu("2"), priority(10))
+	podEvent(c, vip)
+	h.activations()
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, vip)
+	wantAdmitted(t, c, admission{true, ""}, others...)
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 3 exceeds remaining capability 2"}, pods...)
+	if got, want := activatedPods(h), names(slices.Concat(others, []*v1.Pod{vip})...); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	wantUsage(t, c, "q", 0, 4)
+	pendingWrites(c)
+
+	// They finish and go: the released gang is admitted again, and its
+	// Event and annotation (which the release removed) are written again.
+	podDelete(c, vip)
+	for _, p := range others {
+		podDelete(c, p)
+	}
+	delPG(c, mkPG("ns", "other", 2))
+	pass(c, t0.Add(3*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+	wantUsage(t, c, "q", 0, 3)
+	if w := pendingWrites(c); len(w) != 1 || !w[0].admitted || w[0].unit != "pg:ns/g" {
+		t.Errorf("writes after re-admission = %+v, want one admitted write for ns/g (its annotation was removed)", w)
+	}
+	wantConsistent(t, c, "after re-admission")
+	// A release while the gang backs off does nothing.
+	if c.Release(logger, key("ns", "g"), t0.Add(4*time.Second), testBackoff, "no fit") {
+		t.Error("a gang backing off was released again")
+	}
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+}
+
+func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
+	c, h := newTestCache(t)
+	c.onNode(logger, mkNode("n1", "16"))
+	// The cache's informers delivered these before admission was enabled.
+	addPG(c, mkPG("ns", "done", 2, admittedAt, pgQueue("q")))
+	addPG(c, mkPG("ns", "new", 2, pgQueue("q")))
+	done := []*v1.Pod{memberOf("ns", "d0", "done"), memberOf("ns", "d1", "done", boundTo("n1"))}
+	fresh := []*v1.Pod{memberOf("ns", "n0", "new"), memberOf("ns", "n1", "new")}
+	addAll(c, append(slices.Clone(done), fresh...)...)
+	h.activations()
+
+	enableAdmission(c, singletons, qfake.NewSimpleClientset())
+	// Known before the Queue is: the annotated gang is admitted without a
+	// pass, the other waits.
+	wantAdmitted(t, c, admission{true, ""}, done...)
+	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, fresh...)
+	wantUsage(t, c, "q", 0, 2)
+	// The scheduler's pod informer delivers the pods: the bound one holds.
+	for _, p := range append(slices.Clone(done), fresh...) {
+		c.onAnyPod(p, false)
+	}
+	wantUsage(t, c, "q", 1, 1)
+	wantConsistent(t, c, "after the pods")
+
+	// Only room for one more cpu: the annotated gang's inflight counts.
+	c.onQueue(mkQueue("q", capability("3")), false)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("activated %v", got)
+	}
+	// An annotation that shows up on a known gang is our own write's echo,
+	// or stale: it does not admit. (The update resets the verdict until the
+	// next pass.)
+	addPG(c, mkPG("ns", "new", 2, pgQueue("q"), admittedAt))
+	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, fresh...)
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
+	// A PodGroup that arrives annotated after its pods (recreated, say) is
+	// admitted without a pass.
+	late := memberOf("ns", "l0", "late")
+	podEvent(c, late)
+	addPG(c, mkPG("ns", "late", 1, pgQueue("q"), admittedAt))
+	wantAdmitted(t, c, admission{true, ""}, late)
+	wantUsage(t, c, "q", 1, 2)
+	wantConsistent(t, c, "at the end")
+}
+
+// ---------------------------------------------------------------------------
+// Accounting under event sequences.
+
+func TestAdmissionAccountingSequences(t *testing.T) {
+	type step struct {
+		name string
+		do   func(c *Cache)
+		// want: per queue cpu cores allocated and inflight after the step; nil
+		// checks only the recount.
+		want map[string][2]int64
+	}
+	s0 := single("ns", "s0", inQueue("a"))
+	g0 := memberOf("ns", "g0", "g")
+	g1 := memberOf("ns", "g1", "g", cpu("2"))
+	pg := mkPG("ns", "g", 2, pgQueue("a"))
+	cases := []struct {
+		name  string
+		steps []step
+	}{{
+		name: "singleton bound, re-labelled, finished",
+		steps: []step{
+			{"add", func(c *Cache) { podEvent(c, s0) }, map[string][2]int64{"a": {0, 0}}},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {0, 1}}},
+			{"bind", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"))) }, map[string][2]int64{"a": {1, 0}}},
+			{"resync", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"))) }, map[string][2]int64{"a": {1, 0}}},
+			{"queue label changes", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"), inQueue("b"))) }, map[string][2]int64{"a": {0, 0}, "b": {1, 0}}},
+			{"running", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"), inQueue("b"), phase(v1.PodRunning))) }, map[string][2]int64{"b": {1, 0}}},
+			{"succeeded", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"), inQueue("b"), phase(v1.PodSucceeded))) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
+			{"deleted after", func(c *Cache) { podDelete(c, next(s0, boundTo("n1"), inQueue("b"), phase(v1.PodSucceeded))) }, map[string][2]int64{"b": {0, 0}}},
+		},
+	}, {
+		name: "admitted singleton deleted before binding",
+		steps: []step{
+			{"add", func(c *Cache) { podEvent(c, s0) }, nil},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {0, 1}}},
+			{"queue label changes", func(c *Cache) { podEvent(c, next(s0, inQueue("b"))) }, map[string][2]int64{"a": {0, 0}, "b": {0, 1}}},
+			{"delete", func(c *Cache) { podDelete(c, s0) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
+			{"delete again", func(c *Cache) { podDelete(c, s0) }, map[string][2]int64{"b": {0, 0}}},
+		},
+	}, {
+		name: "bound singleton seen at startup is admitted and holds",
+		steps: []step{
+			{"add bound", func(c *Cache) { podEvent(c, next(s0, boundTo("n1"))) }, map[string][2]int64{"a": {1, 0}}},
+			{"pass", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {1, 0}}},
+			{"tombstone delete", func(c *Cache) { c.onAnyPod(tombstone(next(s0, boundTo("n1"))), true) }, map[string][2]int64{"a": {0, 0}}},
+		},
+	}, {
+		name: "gang bound, member leaves through its label, finishes",
+		steps: []step{
+			{"PodGroup", func(c *Cache) { addPG(c, pg) }, nil},
+			{"members", func(c *Cache) { podEvent(c, g0); podEvent(c, g1) }, map[string][2]int64{"a": {0, 0}}},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {0, 3}}},
+			{"bind g1", func(c *Cache) { podEvent(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {2, 1}}},
+			{"PodGroup moves to b", func(c *Cache) { addPG(c, mkPG("ns", "g", 2, pgQueue("b"))) }, map[string][2]int64{"a": {0, 0}, "b": {2, 1}}},
+			{"bind g0", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"))) }, map[string][2]int64{"b": {3, 0}}},
+			{"g1 loses the PodGroup label: a singleton of the default queue",
+				func(c *Cache) { podEvent(c, next(g1, boundTo("n1"), label(""))) },
+				map[string][2]int64{"b": {1, 2}, "default": {2, 0}}},
+			{"g0 finishes: the gang has no member left", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"), phase(v1.PodSucceeded))) },
+				map[string][2]int64{"b": {0, 0}, "default": {2, 0}}},
+			{"ex-member deleted", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"), label(""))) }, map[string][2]int64{"default": {0, 0}}},
+		},
+	}, {
+		name: "pods before their PodGroup",
+		steps: []step{
+			{"members bound first", func(c *Cache) {
+				podEvent(c, next(g0, boundTo("n1"), inQueue("a")))
+				podEvent(c, next(g1, boundTo("n1"), inQueue("a")))
+			}, map[string][2]int64{"a": {3, 0}}},
+			{"PodGroup in another queue", func(c *Cache) { addPG(c, mkPG("ns", "g", 2, pgQueue("b"))) }, map[string][2]int64{"a": {0, 0}, "b": {3, 0}}},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"b": {3, 0}}},
+			{"g0 deleted: g1 is short of the minimum", func(c *Cache) { podDelete(c, next(g0, boundTo("n1"), inQueue("a"))) }, map[string][2]int64{"a": {0, 0}, "b": {2, 1}}},
+			{"g1 deleted", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"), inQueue("a"))) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
+		},
+	}, {
+		name: "PodGroup deleted and recreated under running members",
+		steps: []step{
+			{"PodGroup", func(c *Cache) { addPG(c, pg) }, nil},
+			{"members", func(c *Cache) { podEvent(c, g0); podEvent(c, g1) }, nil},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {0, 3}}},
+			{"bind", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"))); podEvent(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {3, 0}}},
+			{"PodGroup deleted", func(c *Cache) { delPG(c, pg) }, map[string][2]int64{"a": {3, 0}}},
+			{"PodGroup recreated, annotated", func(c *Cache) { addPG(c, mkPG("ns", "g", 2, pgQueue("a"), admittedAt)) }, map[string][2]int64{"a": {3, 0}}},
+			{"g1 deleted: g0 is short of the minimum", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {1, 2}}},
+			{"g0 deleted", func(c *Cache) { podDelete(c, next(g0, boundTo("n1"))) }, map[string][2]int64{"a": {0, 0}}},
+		},
+	}, {
+		name: "singleton joins a gang through its label",
+		steps: []step{
+			{"singleton", func(c *Cache) { podEvent(c, s0) }, nil},
+			{"PodGroup", func(c *Cache) { addPG(c, mkPG("ns", "g", 1, pgQueue("a"))) }, nil},
+			{"labelled into the gang", func(c *Cache) { podEvent(c, next(s0, label("g"))) }, nil},
+			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"a": {0, 1}}},
+			{"bind", func(c *Cache) { podEvent(c, next(s0, label("g"), boundTo("n1"))) }, map[string][2]int64{"a": {1, 0}}},
+			{"delete", func(c *Cache) { podDelete(c, next(s0, label("g"), boundTo("n1"))) }, map[string][2]int64{"a": {0, 0}}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("a"), mkQueue("b"))
+			c.onNode(logger, mkNode("n1", "16"))
+			for _, s := range tc.steps {
+				s.do(c)
+				wantConsistent(t, c, "after "+s.name)
+				for q, w := range s.want {
+					a, i := usageOf(c, q)
+					if cpuOf(a) != w[0]*1000 || cpuOf(i) != w[1]*1000 {
+						t.Errorf("after %s: queue %s cpu allocated %dm inflight %dm, want %d and %d cores", s.name, q, cpuOf(a), cpuOf(i), w[0], w[1])
+					}
+				}
+			}
+		})
+	}
+}
+
+// A pod that left for a gang must not stay behind as a pending singleton.
+func TestAdmissionSingletonLeavesForGang(t *testing.T) {
+	c, _, qc := newAdmissionCache(t, singletons, mkQueue("a", capability("1")))
+	c.onNode(logger, mkNode("n1", "16"))
+	blocker := single("ns", "blocker", inQueue("a"))
+	podEvent(c, blocker)
+	pass(c, t0)
+	s0 := single("ns", "s0", inQueue("a"))
+	podEvent(c, s0)
+	addPG(c, mkPG("ns", "g", 1, pgQueue("a")))
+	podEvent(c, next(s0, label("g")))
+	if u := unitOf(c, "pod:ns/s0"); u != nil {
+		t.Errorf("the pod's singleton unit survives its joining a gang: %+v", u)
+	}
+	c.syncQueueStatus(context.Background())
+	st := queueStatus(t, qc, "a")
+	if st.Pending != 1 || st.Admitted != 1 {
+		t.Errorf("queue a counts pending %d admitted %d, want 1 and 1 (the gang; the blocker)", st.Pending, st.Admitted)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Events and the admitted-at annotation.
+
+func TestWriteAdmissions(t *testing.T) {
+	ctx := context.Background()
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")))
+	c.onNode(logger, mkNode("n1", "16"))
+	pg := mkPG("ns", "g", 2, pgQueue("q"))
+	pgc := pgfake.NewSimpleClientset(pg)
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := store.Add(pg); err != nil {
+		t.Fatal(err)
+	}
+	c.pgClient, c.pgLister = pgc, pglisters.NewPodGroupLister(store)
+	// echo delivers the PodGroup as the informer would after a write.
+	echo := func() *v1alpha1.PodGroup {
+		t.Helper()
+		got, err := pgc.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "g", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Update(got); err != nil {
+			t.Fatal(err)
+		}
+		addPG(c, got)
+		return got
+	}
+	patches := func() int {
+		n := 0
+		for _, a := range pgc.Actions() {
+			if a.GetVerb() == "patch" {
+				n++
+			}
+		}
+		pgc.ClearActions()
+		return n
+	}
+	addPG(c, pg)
+	m0, m1 := memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g")
+	s0 := single("ns", "s0", inQueue("q"), createdAt(t0.Add(time.Hour)))
+	s1 := single("ns", "s1", inQueue("q"), createdAt(t0.Add(2*time.Hour)))
+	for _, p := range []*v1.Pod{m0, m1, s0, s1} {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	h.recorded()
+	c.writeAdmissions(ctx)
+	want := []recordedEvent{
+		{"PodGroup", "ns/g", v1.EventTypeNormal, "Admitted", "admitted to queue q"},
+		{"Pod", "ns/s0", v1.EventTypeNormal, "Admitted", "admitted to queue q"},
+		{"Pod", "ns/s1", v1.EventTypeWarning, "NotAdmitted", "queue q: cpu request 1 exceeds remaining capability 0"},
+	}
+	if got := h.recorded(); !slices.Equal(got, want) {
+		t.Errorf("events\n got %+v\nwant %+v", got, want)
+	}
+	if n := patches(); n != 1 {
+		t.Errorf("%d PodGroup patches, want 1 (the annotation)", n)
+	}
+	if got := echo(); got.Annotations[qapi.AdmittedAtAnnotation] == "" {
+		t.Errorf("PodGroup annotations after admission: %v", got.Annotations)
+	}
+	// Nothing changed: nothing is written.
+	c.writeAdmissions(ctx)
+	if got := h.recorded(); len(got) != 0 {
+		t.Errorf("events for unchanged decisions: %+v", got)
+	}
+	if n := patches(); n != 0 {
+		t.Errorf("%d PodGroup patches for unchanged decisions", n)
+	}
+
+	// A release removes the annotation; re-admission writes it again.
+	if !c.Release(logger, key("ns", "g"), t0.Add(time.Second), testBackoff, "no fit") {
+		t.Fatal("Release did nothing")
+	}
+	c.writeAdmissions(ctx)
+	if got := echo(); got.Annotations[qapi.AdmittedAtAnnotation] != "" {
+		t.Errorf("PodGroup annotations after release: %v", got.Annotations)
+	}
+	patches()
+	pass(c, t0.Add(2*time.Second))
+	c.writeAdmissions(ctx)
+	if got, want := h.recorded(), want[:1]; !slices.Equal(got, want) {
+		t.Errorf("events after re-admission\n got %+v\nwant %+v", got, want)
+	}
+	if got := echo(); got.Annotations[qapi.AdmittedAtAnnotation] == "" {
+		t.Errorf("PodGroup annotations after re-admission: %v", got.Annotations)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Queue status.
+
+func queueStatus(t *testing.T, qc *qfake.Clientset, name string) qapi.QueueStatus {
+	t.Helper()
+	q, err := qc.SchedulingV1alpha1().Queues().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Status
+}
+
+// statusUpdates returns the names of the Queues whose status was written since
+// the last call.
+func statusUpdates(qc *qfake.Clientset) []string {
+	var out []string
+	for _, a := range qc.Actions() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" && a.GetResource().Resource == "queues" {
+			out = append(out, u.GetObject().(*qapi.Queue).Name)
+		}
+	}
+	qc.ClearActions()
+	sort.Strings(out)
+	return out
+}
+
+func TestSyncQueueStatus(t *testing.T) {
+	ctx := context.Background()
+	c, _, qc := newAdmissionCache(t, singletons,
+		mkQueue("a", weight(1)), mkQueue("b", weight(3)), mkQueue("idle"), mkQueue("orphan", parent("nope")))
+	c.onNode(logger, mkNode("n1", "16"))
+	var a, b []*v1.Pod
+	for i := range 8 {
+		a = append(a, single("ns", fmt.Sprint("a", i), inQueue("a"), createdAt(t0.Add(time.Duration(i)*time.Second))))
+		b = append(b, single("ns", fmt.Sprint("b", i), inQueue("b"), createdAt(t0.Add(time.Duration(i)*time.Second))))
+	}
+	addPG(c, mkPG("ns", "gang", 2, pgQueue("b"), pgCreatedAt(t0.Add(time.Hour))))
+	gang := []*v1.Pod{memberOf("ns", "m0", "gang"), memberOf("ns", "m1", "gang")}
+	for _, p := range slices.Concat(a, b, gang) {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	// 16 cpu: a demands 8, b demands 10; by weight a gets 4, b 12. b admits
+	// its 8 singletons and then its gang (2) and so on.
+	for _, p := range a[:2] {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	for _, p := range b[:6] {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	podEvent(c, next(gang[0], boundTo("n1"), phase(v1.PodRunning)))
+	pass(c, t0.Add(time.Second)) // shares follow the binds at the next pass
+	qc.ClearActions()
+	c.syncQueueStatus(ctx)
+	if got, want := statusUpdates(qc), []string{"a", "b", "idle", "orphan"}; !slices.Equal(got, want) {
+		t.Errorf("status written for %v, want %v", got, want)
+	}
+
+	sa, sb := queueStatus(t, qc, "a"), queueStatus(t, qc, "b")
+	cpuQ := func(rl v1.ResourceList) string {
+		q, ok := rl[v1.ResourceCPU]
+		if !ok {
+			return "-"
+		}
+		return q.String()
+	}
+	type view struct {
+		allocated, deserved, share           string
+		pending, admitted, running, complete int32
+	}
+	got := map[string]view{
+		"a": {cpuQ(sa.Allocated), cpuQ(sa.Deserved), sa.Share, sa.Pending, sa.Admitted, sa.Running, sa.Completed},
+		"b": {cpuQ(sb.Allocated), cpuQ(sb.Deserved), sb.Share, sb.Pending, sb.Admitted, sb.Running, sb.Completed},
+	}
+	want := map[string]view{
+		// b demands 10 (8 singletons and the gang's 2), so a deserves the
+		// remaining 6 of 16: 6 admitted, 2 of them running.
+		"a": {"2", "6", "0.33", 2, 4, 2, 0},
+		// b: everything admitted; 6 singletons and the gang (one member
+		// bound) hold 7; two singletons wait for nodes.
+		"b": {"7", "10", "0.70", 0, 2, 7, 0},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("status views\n got %+v\nwant %+v", got, want)
+	}
+	orphan := queueStatus(t, qc, "orphan")
+	var cond *metav1.Condition
+	for i := range orphan.Conditions {
+		if orphan.Conditions[i].Type == qapi.QueueConditionInvalidParent {
+			cond = &orphan.Conditions[i]
+		}
+	}
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != qapi.ReasonParentNotFound || cond.ObservedGeneration != 1 {
+		t.Errorf("orphan InvalidParent condition = %+v, want True/ParentNotFound at generation 1", cond)
+	}
+	if idle := queueStatus(t, qc, "idle"); idle.Allocated != nil || idle.Pending != 0 || idle.Share != "0.00" {
+		t.Errorf("idle queue status = %+v", idle)
+	}
+
+	// Without the informer's echo, the cached Queue still has the old status:
+	// the same status is written again.
+	c.syncQueueStatus(ctx)
+	if got := statusUpdates(qc); len(got) != 4 {
+		t.Errorf("second sync without echo wrote %v", got)
+	}
+	// With it, nothing changed: nothing is written.
+	for _, name := range []string{"a", "b", "idle", "orphan"} {
+		q, err := qc.SchedulingV1alpha1().Queues().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.onQueue(q, false)
+	}
+	c.syncQueueStatus(ctx)
+	if got := statusUpdates(qc); len(got) != 0 {
+		t.Errorf("sync after the echo wrote %v, want nothing", got)
+	}
+	// A change in one queue writes that queue only.
+	podEvent(c, next(a[2], boundTo("n1"), phase(v1.PodRunning)))
+	c.syncQueueStatus(ctx)
+	if got, want := statusUpdates(qc), []string{"a"}; !slices.Equal(got, want) {
+		t.Errorf("after a bind in a, status written for %v, want %v", got, want)
+	}
+	if st := queueStatus(t, qc, "a"); cpuQ(st.Allocated) != "3" || st.Running != 3 || st.Admitted != 3 {
+		t.Errorf("queue a status after the bind = %+v", st)
+	}
+}
+
+// A parent queue's status counts what its children hold.
+func TestSyncQueueStatusHierarchy(t *testing.T) {
+	ctx := context.Background()
+	c, _, qc := newAdmissionCache(t, singletons, mkQueue("parent"), mkQueue("child", parent("parent")))
+	c.onNode(logger, mkNode("n1", "16"))
+	p := single("ns", "p", inQueue("child"), cpu("2"))
+	podEvent(c, p)
+	pass(c, t0)
+	podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	pass(c, t0.Add(time.Second))
+	c.syncQueueStatus(ctx)
+	child, par := queueStatus(t, qc, "child"), queueStatus(t, qc, "parent")
+	if got := child.Allocated[v1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("child allocated cpu %v, want 2", got.String())
+	}
+	if got := par.Allocated[v1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("parent allocated cpu %v, want 2 (its child's): status %+v", got.String(), par)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency.
+
+// TestAdmissionConcurrent delivers pod events for singletons and gang members
+// from several goroutines, each owning its pods as an informer orders each
+// object's events, while passes run and readers ask Admitted and SortInfo.
+// The aggregates must then equal a recount.
+func TestAdmissionConcurrent(t *testing.T) {
+	const (
+		writers       = 6
+		podsPerWriter = 16
+		opsPerWriter  = 400
+		readers       = 3
+	)
+	queues := []string{"q0", "q1", "q2"}
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q0", weight(2)), mkQueue("q1", capability("6")), mkQueue("q2"), mkQueue("default"))
+	c.onNode(logger, mkNode("n1", "32"))
+	groups := []string{"g0", "g1", "g2", "g3"}
+	for i, g := range groups {
+		addPG(c, mkPG("race", g, 2, pgQueue(queues[i%len(queues)])))
+	}
+
+	done := make(chan struct{})
+	var readersWG, writersWG sync.WaitGroup
+	for r := range readers {
+		readersWG.Add(1)
+		go func() {
+			defer readersWG.Done()
+			probes := []*v1.Pod{single("race", "w0-p0"), memberOf("race", "w1-p1", "g1"), single("race", "nobody")}
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				p := probes[(i+r)%len(probes)]
+				c.Admitted(p)
+				c.SortInfo(p)
+				switch i % 8 {
+				case 0:
+					c.AdmissionPass(logger, t0.Add(time.Duration(i)*time.Millisecond))
+				case 3:
+					c.onQueue(mkQueue("q2", weight(int32(1+i%3))), false)
+				case 5:
+					c.mu.Lock()
+					c.noticePendingLocked()
+					c.mu.Unlock()
+					pendingWrites(c)
+				}
+			}
+		}()
+	}
+	for w := range writers {
+		writersWG.Add(1)
+		go func() {
+			defer writersWG.Done()
+			rng := newRand(uint64(w) + 1)
+			pods := make([]*v1.Pod, podsPerWriter)
+			for i := range pods {
+				name := fmt.Sprintf("w%d-p%d", w, i)
+				if i%2 == 0 {
+					pods[i] = single("race", name, inQueue(queues[rng.intn(len(queues))]))
+				} else {
+					pods[i] = memberOf("race", name, groups[rng.intn(len(groups))])
+				}
+			}
+			for range opsPerWriter {
+				i := rng.intn(len(pods))
+				p := pods[i]
+				switch rng.intn(8) {
+				case 0:
+					podDelete(c, p)
+					continue
+				case 1:
+					p = next(p, boundTo("n1"))
+				case 2:
+					p = next(p, boundTo("n1"), phase(v1.PodRunning))
+				case 3:
+					p = next(p, phase(v1.PodSucceeded))
+				case 4:
+					p = next(p, inQueue(queues[rng.intn(len(queues))]))
+				case 5:
+					p = next(p, label(groups[rng.intn(len(groups))]))
+				case 6:
+					p = next(p, label(""))
+				}
+				pods[i] = p
+				if rng.intn(2) == 0 {
+					podEvent(c, p)
+				} else {
+					c.onAnyPod(p, false)
+					add(c, p)
+				}
+				if p.Status.Phase == v1.PodSucceeded {
+					pods[i] = next(p, phase(v1.PodPending), boundTo(""))
+				}
+			}
+		}()
+	}
+	writersWG.Wait()
+	close(done)
+	readersWG.Wait()
+	c.AdmissionPass(logger, t0.Add(time.Hour))
+	wantConsistent(t, c, "after the concurrent events")
+
+	c.mu.RLock()
+	nUnits, nPods := len(c.adm.units), len(c.adm.pods)
+	admittedUnits := 0
+	for _, u := range c.adm.units {
+		if u.admitted {
+			admittedUnits++
+		}
+	}
+	c.mu.RUnlock()
+	if nUnits == 0 || nPods == 0 || admittedUnits == 0 {
+		t.Errorf("the test exercised too little: %d units (%d admitted), %d pods", nUnits, admittedUnits, nPods)
+	}
+	t.Logf("%d units (%d admitted), %d pods accounted", nUnits, admittedUnits, nPods)
+}
