@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -37,6 +40,9 @@ type AdmissionOptions struct {
 	StarvationThreshold time.Duration
 	// Period is how often an admission pass runs without events.
 	Period time.Duration
+	// CheckResourceQuota: a group's minimum must also fit its namespace's
+	// ResourceQuotas (admission check 6).
+	CheckResourceQuota bool
 }
 
 // unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
@@ -54,6 +60,9 @@ type unit struct {
 	admitted bool
 	// annotated: the PodGroup carries the admitted-at annotation.
 	annotated bool
+	// started: the admitted gang had minMember members bound; it reserves
+	// nothing from then on.
+	started bool
 	// held is what the unit's bound, unfinished pods request; inflight is
 	// what it adds to its queue's inflight: request - held while admitted.
 	held     resources.List
@@ -99,6 +108,7 @@ type admissionState struct {
 	sorting  map[string]queueSort
 	kick     chan struct{}
 	writes   chan admissionWrite
+	quotas   corelisters.ResourceQuotaLister
 }
 
 // admissionWrite is an Event and, for gangs, the admitted-at annotation that
@@ -170,6 +180,19 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 	}); err != nil {
 		return err
 	}
+	if opts.CheckResourceQuota {
+		rq := sif.Core().V1().ResourceQuotas()
+		if _, err := rq.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.kickAdmission() },
+			UpdateFunc: func(_, _ any) { c.kickAdmission() },
+			DeleteFunc: func(any) { c.kickAdmission() },
+		}); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.adm.quotas = rq.Lister()
+		c.mu.Unlock()
+	}
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
@@ -237,6 +260,92 @@ func (a *admissionState) kickLocked() {
 	}
 }
 
+func (c *Cache) kickAdmission() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adm.kickLocked()
+}
+
+// quotaCheckLocked returns admission check 6 for one pass: a group's minimum
+// must fit every ResourceQuota of its namespace, for the resources the quota
+// limits and the group requests. The group's own pods already count in the
+// quota's used amounts (quota admission charged them at creation), so they
+// are taken out before the group's minimum is added; groups admitted earlier
+// in the same pass count too.
+func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
+	a := c.adm
+	extra := map[string]resources.List{}
+	return func(g queue.Group) (bool, string) {
+		u := a.units[g.Key]
+		if u == nil {
+			return true, ""
+		}
+		ns, own := c.unitNamespaceLocked(u), c.unitChargedLocked(u)
+		list, err := a.quotas.ResourceQuotas(ns).List(labels.Everything())
+		if err != nil {
+			return true, ""
+		}
+		for _, q := range list {
+			hard := q.Status.Hard
+			if hard == nil {
+				hard = q.Spec.Hard
+			}
+			for name, h := range hard {
+				res, ok := quotaResource(name)
+				if !ok || g.Request[res] <= 0 {
+					continue
+				}
+				used := ListFrom(v1.ResourceList{v1.ResourceName(res): q.Status.Used[name]})[res]
+				limit := ListFrom(v1.ResourceList{v1.ResourceName(res): h})[res]
+				after := used - own[res] + extra[ns][res] + g.Request[res]
+				if after > limit {
+					return false, fmt.Sprintf("namespace %s: ResourceQuota %s: %s needs %s, quota allows %s (used %s)",
+						ns, q.Name, name, resources.Format(res, g.Request[res]), resources.Format(res, limit), resources.Format(res, used))
+				}
+			}
+		}
+		extra[ns] = extra[ns].Add(g.Request)
+		return true, ""
+	}
+}
+
+// quotaResource maps a ResourceQuota resource name to the request it limits.
+func quotaResource(name v1.ResourceName) (string, bool) {
+	n := string(name)
+	switch {
+	case strings.HasPrefix(n, "requests."):
+		n = strings.TrimPrefix(n, "requests.")
+	case n == "cpu" || n == "memory" || n == "ephemeral-storage":
+	default:
+		return "", false
+	}
+	if n == "cpu" {
+		return resources.CPU, true
+	}
+	return n, true
+}
+
+func (c *Cache) unitNamespaceLocked(u *unit) string {
+	if u.gang != nil {
+		return u.gang.key.Namespace
+	}
+	return u.pod.Namespace
+}
+
+// unitChargedLocked sums the requests of the unit's unfinished pods.
+func (c *Cache) unitChargedLocked(u *unit) resources.List {
+	if u.gang == nil {
+		return podRequest(u.pod)
+	}
+	out := resources.List{}
+	for _, m := range u.gang.members {
+		if !m.state.Phase.Terminal() {
+			out.Add(m.request)
+		}
+	}
+	return out
+}
+
 // debounce gathers the events of a burst (a Job creating its pods) into one pass.
 const debounce = 20 * time.Millisecond
 
@@ -275,10 +384,14 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		usage[name] = us
 	}
 	a.shares = queue.Divide(a.tree, c.total, usage)
-	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, queue.Options{
+	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
-	}, now)
+	}
+	if a.quotas != nil {
+		opts.Quota = c.quotaCheckLocked()
+	}
+	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, opts, now)
 	act := map[string]*v1.Pod{}
 	for _, o := range res.Admitted {
 		u := a.units[o.Group.Key]
@@ -472,7 +585,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	if u == nil || !u.admitted {
 		return
 	}
-	u.admitted = false
+	u.admitted, u.started = false, false
 	u.notice = "" // the next admission writes its Event and annotation again
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
@@ -511,8 +624,16 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	nu := a.usageLocked(q)
 	nu.allocated.Add(u.held)
 	nu.inflight.Add(u.inflight)
-	for _, p := range a.pods {
-		if p.unit == u.key {
+	// Re-tag the unit's own pods, so that their later events subtract from
+	// the right queue: O(unit size), never a scan of all pods.
+	if u.gang != nil {
+		for uid := range u.gang.members {
+			if p := a.pods[uid]; p != nil && p.unit == u.key {
+				p.queue = q
+			}
+		}
+	} else if u.pod != nil {
+		if p := a.pods[u.pod.UID]; p != nil {
 			p.queue = q
 		}
 	}
@@ -533,8 +654,13 @@ func (a *admissionState) usageLocked(q string) *queueUsage {
 // setInflightLocked recomputes what an admitted unit still reserves.
 func (c *Cache) setInflightLocked(u *unit) {
 	want := resources.List{}
-	// A gang whose members have all finished (or gone) needs no more room.
-	if u.admitted && (u.gang == nil || u.gang.counts.Active > 0) {
+	// Once a gang has had minMember members bound it has started, as Volcano
+	// counts a running job: it reserves nothing more, so members finishing
+	// one by one do not bring its reservation back.
+	if u.gang != nil && u.admitted && u.gang.counts.Bound >= int(u.min) && u.min > 0 {
+		u.started = true
+	}
+	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
 				want[k] = d

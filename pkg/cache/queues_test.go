@@ -265,8 +265,9 @@ func recount(c *Cache) []string {
 			errs = append(errs, fmt.Sprintf("unit %s holds %v, recount %v", k, u.held, held[k]))
 		}
 		want := resources.List{}
-		// A gang without unfinished members needs no more room.
-		if u.admitted && (u.gang == nil || u.gang.counts.Active > 0) {
+		// A gang that started (had minMember bound) or has no unfinished
+		// member left needs no more room.
+		if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
 			for r, v := range u.request {
 				if d := v - held[k][r]; d > 0 {
 					want[r] = d
@@ -867,7 +868,7 @@ func TestAdmissionAccountingSequences(t *testing.T) {
 			{"bind g0", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"))) }, map[string][2]int64{"b": {3, 0}}},
 			{"g1 loses the PodGroup label: a singleton of the default queue",
 				func(c *Cache) { podEvent(c, next(g1, boundTo("n1"), label(""))) },
-				map[string][2]int64{"b": {1, 2}, "default": {2, 0}}},
+				map[string][2]int64{"b": {1, 0}, "default": {2, 0}}},
 			{"g0 finishes: the gang has no member left", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"), phase(v1.PodSucceeded))) },
 				map[string][2]int64{"b": {0, 0}, "default": {2, 0}}},
 			{"ex-member deleted", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"), label(""))) }, map[string][2]int64{"default": {0, 0}}},
@@ -881,7 +882,7 @@ func TestAdmissionAccountingSequences(t *testing.T) {
 			}, map[string][2]int64{"a": {3, 0}}},
 			{"PodGroup in another queue", func(c *Cache) { addPG(c, mkPG("ns", "g", 2, pgQueue("b"))) }, map[string][2]int64{"a": {0, 0}, "b": {3, 0}}},
 			{"admit", func(c *Cache) { pass(c, t0) }, map[string][2]int64{"b": {3, 0}}},
-			{"g0 deleted: g1 is short of the minimum", func(c *Cache) { podDelete(c, next(g0, boundTo("n1"), inQueue("a"))) }, map[string][2]int64{"a": {0, 0}, "b": {2, 1}}},
+			{"g0 deleted: g1 is short of the minimum", func(c *Cache) { podDelete(c, next(g0, boundTo("n1"), inQueue("a"))) }, map[string][2]int64{"a": {0, 0}, "b": {2, 0}}},
 			{"g1 deleted", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"), inQueue("a"))) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
 		},
 	}, {
@@ -893,7 +894,7 @@ func TestAdmissionAccountingSequences(t *testing.T) {
 			{"bind", func(c *Cache) { podEvent(c, next(g0, boundTo("n1"))); podEvent(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {3, 0}}},
 			{"PodGroup deleted", func(c *Cache) { delPG(c, pg) }, map[string][2]int64{"a": {3, 0}}},
 			{"PodGroup recreated, annotated", func(c *Cache) { addPG(c, mkPG("ns", "g", 2, pgQueue("a"), admittedAt)) }, map[string][2]int64{"a": {3, 0}}},
-			{"g1 deleted: g0 is short of the minimum", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {1, 2}}},
+			{"g1 deleted: g0 is short of the minimum", func(c *Cache) { podDelete(c, next(g1, boundTo("n1"))) }, map[string][2]int64{"a": {1, 0}}},
 			{"g0 deleted", func(c *Cache) { podDelete(c, next(g0, boundTo("n1"))) }, map[string][2]int64{"a": {0, 0}}},
 		},
 	}, {

@@ -22,10 +22,13 @@ type Args struct {
 	// check; must be at least 1.0. Default 1.2.
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
 	// StarvationThresholdSeconds: a group waiting longer at the head of its
-	// queue reserves the queue. Default 300.
+	// queue reserves the queue; 0 turns the guard off. Default 300.
 	StarvationThresholdSeconds *int64 `json:"starvationThresholdSeconds,omitempty"`
 	// AdmissionPeriodSeconds: how often a pass runs without events. Default 2.
 	AdmissionPeriodSeconds *int64 `json:"admissionPeriodSeconds,omitempty"`
+	// CheckResourceQuota: a group's minimum must fit its namespace's
+	// ResourceQuotas. Default true.
+	CheckResourceQuota *bool `json:"checkResourceQuota,omitempty"`
 }
 
 // Defaults for Args.
@@ -43,6 +46,10 @@ func (a *Args) SetDefaults() {
 	if a.AdmitSingletons == nil {
 		t := true
 		a.AdmitSingletons = &t
+	}
+	if a.CheckResourceQuota == nil {
+		t := true
+		a.CheckResourceQuota = &t
 	}
 	if a.OvercommitFactor == nil {
 		f := DefaultOvercommitFactor
@@ -79,7 +86,17 @@ func (a *Args) Options() cache.AdmissionOptions {
 		DefaultQueue:        a.DefaultQueue,
 		AdmitSingletons:     *a.AdmitSingletons,
 		OvercommitFactor:    *a.OvercommitFactor,
-		StarvationThreshold: time.Duration(*a.StarvationThresholdSeconds) * time.Second,
+		StarvationThreshold: starvation(*a.StarvationThresholdSeconds),
 		Period:              time.Duration(*a.AdmissionPeriodSeconds) * time.Second,
+		CheckResourceQuota:  *a.CheckResourceQuota,
 	}
+}
+
+// starvation converts the arg: pkg/queue reads 0 as its default and a negative
+// value as "off", while users write 0 for "off".
+func starvation(seconds int64) time.Duration {
+	if seconds == 0 {
+		return -1
+	}
+	return time.Duration(seconds) * time.Second
 }

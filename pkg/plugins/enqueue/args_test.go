@@ -39,8 +39,14 @@ func TestArgsDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	want := cache.AdmissionOptions{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
-		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second}
+		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true}
 	if got := a.Options(); got != want {
 		t.Fatalf("Options() = %+v, want %+v", got, want)
+	}
+	off := int64(0)
+	b := Args{StarvationThresholdSeconds: &off}
+	b.SetDefaults()
+	if got := b.Options().StarvationThreshold; got >= 0 {
+		t.Errorf("starvationThresholdSeconds 0 should turn the guard off (negative threshold), got %v", got)
 	}
 }

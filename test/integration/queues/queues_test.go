@@ -4,6 +4,7 @@
 package queues_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,10 @@ func TestQueues(t *testing.T) {
 			t.Fatalf("creating queue %s: %v", name, err)
 		}
 		t.Cleanup(func() {
-			_ = qc.SchedulingV1alpha1().Queues().Delete(t.Context(), name, metav1.DeleteOptions{})
+			// t.Context is already cancelled when cleanups run.
+			if err := qc.SchedulingV1alpha1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting queue %s: %v", name, err)
+			}
 		})
 	}
 	inQueue := func(q string) map[string]string { return map[string]string{qapi.QueueLabel: q} }
@@ -160,6 +164,68 @@ func TestQueues(t *testing.T) {
 		newQueue(t, "later", qapi.QueueSpec{Weight: 1})
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=lost", 2, timeout)
 		env.WaitEvent(t, ns, "lost", "Admitted", timeout)
+	})
+
+	t.Run("guarantee is honoured", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "16Gi")
+		newQueue(t, "sure", qapi.QueueSpec{Weight: 1, Guarantee: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}})
+		newQueue(t, "big", qapi.QueueSpec{Weight: 3})
+		for i := range 8 {
+			env.CreatePod(t, harness.Pod(ns, "sure-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("sure")).Obj())
+			env.CreatePod(t, harness.Pod(ns, "big-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("big")).Obj())
+		}
+		env.StartScheduler(t)
+		// By weight alone "sure" would get 2 of 8 cpu; its guarantee gives it 6.
+		env.WaitBoundCount(t, ns, "", 8, 60*time.Second)
+		env.ConsistentlyBoundCount(t, ns, 8, quiet)
+		if sure, big := env.BoundPods(t, ns, qapi.QueueLabel+"=sure"), env.BoundPods(t, ns, qapi.QueueLabel+"=big"); sure != 6 || big != 2 {
+			t.Fatalf("bound sure=%d big=%d, want 6 and 2", sure, big)
+		}
+	})
+
+	t.Run("parent capability caps its children", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "16Gi")
+		newQueue(t, "dept", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}})
+		newQueue(t, "dept-team", qapi.QueueSpec{Weight: 1, Parent: "dept"})
+		env.StartScheduler(t)
+		for i := range 5 {
+			env.CreatePod(t, harness.Pod(ns, "t-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("dept-team")).Obj())
+		}
+		env.WaitBoundCount(t, ns, "", 3, timeout)
+		env.ConsistentlyBoundCount(t, ns, 3, quiet)
+	})
+
+	t.Run("ResourceQuota blocks admission", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "16Gi")
+		rq := &v1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: ns},
+			Spec:       v1.ResourceQuotaSpec{Hard: v1.ResourceList{"requests.cpu": resource.MustParse("4")}},
+		}
+		created, err := env.Client.CoreV1().ResourceQuotas(ns).Create(t.Context(), rq, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No quota controller runs here: play it, so quota admission has a status to charge.
+		created.Status = v1.ResourceQuotaStatus{Hard: rq.Spec.Hard, Used: v1.ResourceList{"requests.cpu": resource.MustParse("0")}}
+		if _, err := env.Client.CoreV1().ResourceQuotas(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.StartScheduler(t)
+		// Two 1-cpu members fit the quota, but the gang's minimum is 6 cpu.
+		env.CreatePodGroup(t, harness.PodGroup(ns, "greedy", 2, harness.PGMinResources("6", "1Gi")))
+		env.CreatePods(t, members(ns, "greedy", 2, "1")...)
+		ev := env.WaitEvent(t, ns, "greedy", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "ResourceQuota cpu") {
+			t.Errorf("NotAdmitted note should name the ResourceQuota: %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+		// A gang whose minimum fits the quota is admitted.
+		env.CreatePodGroup(t, harness.PodGroup(ns, "modest", 2))
+		env.CreatePods(t, members(ns, "modest", 2, "1")...)
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=modest", 2, timeout)
 	})
 
 	for _, tc := range []struct {
