@@ -2,10 +2,12 @@ package cache
 
 import (
 	"fmt"
-	"k8s.io/klog/v2"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
 // benchSizes are the cache sizes, in member pods, that the benchmarks compare:
@@ -93,5 +95,34 @@ func BenchmarkPodEvent(b *testing.B) {
 		if got := counts(c, key("ns", g)); got == nil || got.Members != benchGroupSize {
 			b.Fatalf("group %s counts after the benchmark: %+v, want %d members", g, got, benchGroupSize)
 		}
+	}
+}
+
+// BenchmarkAdmissionPodEvent is the scheduler pod informer's event on a cache
+// with queue admission: n singletons pending in 100 queues, then one pod bound
+// and unbound per op. It must not grow with n (O(1) accounting).
+func BenchmarkAdmissionPodEvent(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			queues := make([]*qapi.Queue, 100)
+			for i := range queues {
+				queues[i] = mkQueue(fmt.Sprint("q", i))
+			}
+			c, _, _ := newAdmissionCache(b, singletons, queues...)
+			c.onNode(logger, mkNode("n1", "100000"))
+			pods := make([]*v1.Pod, n)
+			for i := range pods {
+				pods[i] = mkPod("ns", fmt.Sprint("s", i), "", ours, inQueue(fmt.Sprint("q", i%100)))
+				c.onAnyPod(pods[i], false)
+			}
+			p := pods[n/2]
+			bound := next(p, boundTo("n1"))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c.onAnyPod(bound, false)
+				c.onAnyPod(p, false)
+			}
+		})
 	}
 }

@@ -350,6 +350,13 @@ func (c *Cache) unitChargedLocked(u *unit) resources.List {
 const debounce = 20 * time.Millisecond
 
 func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
+	// A pass before the scheduler's informers have listed nodes and pods
+	// would see an empty cluster and refuse everything; wait for them (the
+	// scheduler starts its factory once every plugin is built).
+	sif := c.handle.SharedInformerFactory().Core().V1()
+	if !cache.WaitForCacheSync(ctx.Done(), sif.Nodes().Informer().HasSynced, sif.Pods().Informer().HasSynced, sif.Namespaces().Informer().HasSynced) {
+		return
+	}
 	tick := time.NewTicker(c.adm.opts.Period)
 	defer tick.Stop()
 	for {
