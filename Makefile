@@ -58,6 +58,7 @@ verify:
 	if ! diff -r "$$tmp/crds" manifests/crds; then echo "manifests/crds is stale: run make crds"; rm -rf "$$tmp"; exit 1; fi; \
 	rm -rf "$$tmp"
 	@GO="$(GO)" hack/verify-codegen.sh
+	@$(MAKE) -s chart-check
 
 .PHONY: generate verify-codegen
 
@@ -70,6 +71,25 @@ generate:
 ## verify-codegen: generated API code and CRDs match the types (tree untouched).
 verify-codegen:
 	@GO="$(GO)" hack/verify-codegen.sh
+
+# Deployment tools, pinned in their own modules (not the main go.mod, not
+# hack/tools) and built from the Go module proxy on first use.
+HELM := $(GO) tool -modfile=hack/helm/go.mod helm
+KUSTOMIZE := $(GO) tool -modfile=hack/kustomize/go.mod kustomize
+
+.PHONY: chart-check
+
+## chart-check: lint and render the Helm chart, check its CRDs are those of
+## manifests/crds, and render manifests/ (what `kubectl apply -k` applies).
+chart-check:
+	@$(HELM) lint --strict charts/caldera >/dev/null
+	@$(HELM) template caldera charts/caldera --namespace caldera-system --include-crds >/dev/null
+	@$(HELM) template caldera charts/caldera --namespace caldera-system \
+		--set scoreWeights.NodeResourcesFit=2 --set replicas=3 >/dev/null
+	@if ! diff -r manifests/crds charts/caldera/crds; then \
+		echo "charts/caldera/crds differs from manifests/crds: cp manifests/crds/*.yaml charts/caldera/crds/"; exit 1; fi
+	@$(KUSTOMIZE) build manifests >/dev/null
+	@echo "chart-check: chart lints and renders, CRDs in sync, manifests/ renders"
 
 clean:
 	rm -rf bin

@@ -1,0 +1,406 @@
+// Package examples_test proves that what Caldera ships is valid and works:
+// every YAML in examples/ is created against a real kube-apiserver and its
+// gangs bind fully with the real scheduler, and every object of manifests/
+// (as `kubectl apply -k manifests/` would install it) and of the Helm chart
+// (as `helm template` renders it) passes a server-side dry-run create.
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const timeout = 60 * time.Second
+
+func TestExamples(t *testing.T) {
+	env := harness.Start(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+
+	t.Run("examples schedule", func(t *testing.T) {
+		env.StartScheduler(t)
+		// 4 x 8 CPU: room for every example at once (8 + 3.5 + 5 CPU).
+		env.AddNodes(t, 4, "8", "32Gi")
+		ns := env.Namespace(t)
+
+		files, err := filepath.Glob(filepath.Join(env.RepoRoot, "examples", "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no examples found: %v", err)
+		}
+		var objs []*unstructured.Unstructured
+		for _, f := range files {
+			objs = append(objs, decodeFile(t, f)...)
+		}
+		// Queues (and anything else cluster-scoped) first: groups name them.
+		sort.SliceStable(objs, func(i, j int) bool {
+			return objs[i].GetKind() == "Queue" && objs[j].GetKind() != "Queue"
+		})
+
+		wantBound := 0
+		for _, u := range objs {
+			created := create(t, env, mapper, ns, u, false)
+			switch u.GetKind() {
+			case "Queue":
+				name := u.GetName()
+				gvr := mustMapping(t, mapper, u).Resource
+				t.Cleanup(func() {
+					if err := env.Dynamic.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+						t.Errorf("deleting queue %s: %v", name, err)
+					}
+				})
+			case "Pod":
+				wantBound++
+			case "Job":
+				// No Job controller runs here: create its pods as it would.
+				var job batchv1.Job
+				fromUnstructured(t, created, &job)
+				n := int(ptr.Deref(job.Spec.Parallelism, 1))
+				for i := range n {
+					pod := podFromTemplate(job.Spec.Template, ns, fmt.Sprintf("%s-%d-%s", job.Name, i, suffix(i)))
+					pod.Labels[batchv1.JobNameLabel] = job.Name
+					if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
+						idx := fmt.Sprint(i)
+						pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
+						pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
+						if pod.Spec.Hostname == "" {
+							pod.Spec.Hostname = fmt.Sprintf("%s-%d", job.Name, i)
+						}
+					}
+					pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+					env.CreatePod(t, pod)
+					wantBound++
+				}
+			case "StatefulSet":
+				var sts appsv1.StatefulSet
+				fromUnstructured(t, created, &sts)
+				for i := range int(ptr.Deref(sts.Spec.Replicas, 1)) {
+					pod := podFromTemplate(sts.Spec.Template, ns, fmt.Sprintf("%s-%d", sts.Name, i))
+					pod.Spec.Hostname = pod.Name
+					pod.Spec.Subdomain = sts.Spec.ServiceName
+					pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
+					pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+					env.CreatePod(t, pod)
+					wantBound++
+				}
+			}
+		}
+		if wantBound == 0 {
+			t.Fatal("the examples create no pods")
+		}
+		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group", wantBound, timeout)
+		t.Logf("%d example objects created, %d pods bound", len(objs), wantBound)
+	})
+
+	t.Run("manifests dry-run", func(t *testing.T) {
+		objs := kustomizeManifests(t, env.RepoRoot)
+		dryRunAll(t, env, mapper, objs)
+	})
+
+	t.Run("chart dry-run and config", func(t *testing.T) {
+		// Exercise the templated parts of the config too.
+		objs := helmTemplate(t, env.RepoRoot,
+			"--set", "scoreWeights.NodeResourcesFit=2",
+			"--set-json", `extraPluginConfig=[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]`)
+		dryRunAll(t, env, mapper, objs)
+
+		// The scheduler starts with the chart's configuration and gangs work.
+		var config string
+		for _, u := range objs {
+			if u.GetKind() == "ConfigMap" {
+				config, _, _ = unstructured.NestedString(u.Object, "data", "config.yaml")
+			}
+		}
+		if config == "" {
+			t.Fatal("the chart renders no ConfigMap with config.yaml")
+		}
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env.StartScheduler(t, harness.WithConfigFile(path))
+		env.AddNodes(t, 2, "4", "8Gi")
+		ns := env.Namespace(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "gang", 3))
+		for i := range 3 {
+			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("gang-%d", i)).CPU("1").Group("gang").Obj())
+		}
+		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group=gang", 3, timeout)
+	})
+}
+
+// dryRunAll creates every object with a server-side dry run. CRDs are compared
+// with the installed ones instead (harness.Start installed manifests/crds, so
+// a create would only say AlreadyExists); namespaces are created for real so
+// that the objects in them can be dry-run.
+func dryRunAll(t *testing.T, env *harness.Env, mapper meta.RESTMapper, objs []*unstructured.Unstructured) {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, u := range objs {
+		kinds[u.GetKind()]++
+		switch u.GetKind() {
+		case "CustomResourceDefinition":
+			if _, err := env.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), u.GetName(), metav1.GetOptions{}); err != nil {
+				t.Errorf("CRD %s is not one of manifests/crds: %v", u.GetName(), err)
+			}
+		case "Namespace":
+			_, err := env.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("creating namespace %s: %v", u.GetName(), err)
+			}
+		}
+	}
+	for _, u := range objs {
+		if k := u.GetKind(); k == "CustomResourceDefinition" || k == "Namespace" {
+			continue
+		}
+		create(t, env, mapper, "", u, true)
+	}
+	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "CustomResourceDefinition"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s among the rendered objects", k)
+		}
+	}
+	t.Logf("dry-run created %d objects: %v", len(objs), kinds)
+}
+
+// create creates u (in ns when it is namespaced and names none) and returns
+// what the server made of it.
+func create(t *testing.T, env *harness.Env, mapper meta.RESTMapper, ns string, u *unstructured.Unstructured, dryRun bool) *unstructured.Unstructured {
+	t.Helper()
+	m := mustMapping(t, mapper, u)
+	opts := metav1.CreateOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var (
+		out *unstructured.Unstructured
+		err error
+	)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if u.GetNamespace() == "" {
+			u.SetNamespace(ns)
+		}
+		out, err = env.Dynamic.Resource(m.Resource).Namespace(u.GetNamespace()).Create(t.Context(), u, opts)
+	} else {
+		out, err = env.Dynamic.Resource(m.Resource).Create(t.Context(), u, opts)
+	}
+	if err != nil {
+		t.Fatalf("creating %s %s/%s (dry-run %v): %v", u.GetKind(), u.GetNamespace(), u.GetName(), dryRun, err)
+	}
+	return out
+}
+
+func mustMapping(t *testing.T, mapper meta.RESTMapper, u *unstructured.Unstructured) *meta.RESTMapping {
+	t.Helper()
+	gvk := u.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatalf("no resource for %v: %v", gvk, err)
+	}
+	return m
+}
+
+// decodeFile reads a multi-document YAML file; empty documents are skipped.
+func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decode(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return objs
+}
+
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var obj map[string]any
+		if err := r.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("a document without kind or apiVersion: %v", obj)
+		}
+		out = append(out, u)
+	}
+}
+
+func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		t.Fatalf("converting %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+func podFromTemplate(tmpl v1.PodTemplateSpec, ns, name string) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Name, pod.Namespace = name, ns
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	// No kubelet runs: let deletion at cleanup be immediate.
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	return pod
+}
+
+// suffix stands in for the random suffix of a controller-made pod name.
+func suffix(i int) string { return fmt.Sprintf("x%04d", i) }
+
+// kustomizeManifests renders manifests/ with the kustomize pinned in
+// hack/kustomize/go.mod (what `kubectl apply -k` does) and checks the render
+// holds exactly the kustomization's resources and generated ConfigMap.
+func kustomizeManifests(t *testing.T, root string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := filepath.Join(root, "manifests")
+	var k struct {
+		Resources          []string `json:"resources"`
+		ConfigMapGenerator []struct {
+			Name      string   `json:"name"`
+			Namespace string   `json:"namespace"`
+			Files     []string `json:"files"`
+		} `json:"configMapGenerator"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("manifests/kustomization.yaml: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range k.Resources {
+		objs = append(objs, decodeFile(t, filepath.Join(dir, r))...)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		cm := &v1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: g.Namespace},
+			Data:       map[string]string{},
+		}
+		for _, f := range g.Files {
+			key, path, ok := strings.Cut(f, "=")
+			if !ok {
+				key, path = filepath.Base(f), f
+			}
+			b, err := os.ReadFile(filepath.Join(dir, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.Data[key] = string(b)
+		}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: obj})
+	}
+
+	out := goTool(t, root, "hack/kustomize/go.mod", "kustomize", "build", "manifests")
+	rendered, err := decode(out)
+	if err != nil {
+		t.Fatalf("decoding kustomize build output: %v", err)
+	}
+	if got, want := objectSet(rendered, true), objectSet(objs, true); got != want {
+		t.Errorf("kustomize build renders\n%s\nwant (from kustomization.yaml)\n%s", got, want)
+	}
+	for _, u := range rendered {
+		if u.GetKind() == "ConfigMap" && u.GetName() == "caldera-scheduler-config" {
+			t.Errorf("the generated ConfigMap has no content hash: the Deployment would not roll on config changes")
+		}
+	}
+	return rendered
+}
+
+// helmTemplate renders charts/caldera with helm from hack/helm/go.mod.
+func helmTemplate(t *testing.T, root string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out := goTool(t, root, "hack/helm/go.mod", append([]string{"helm", "template", "caldera", "charts/caldera", "--namespace", "caldera-system", "--include-crds"}, args...)...)
+	objs, err := decode(out)
+	if err != nil {
+		t.Fatalf("decoding helm template output: %v", err)
+	}
+	return objs
+}
+
+// goTool runs a tool of a tools module (go tool -modfile=...) in the
+// repository root and returns its standard output. A cold first run compiles
+// the tool (a minute or two); later runs come from Go's build cache.
+func goTool(t *testing.T, root, modfile string, args ...string) []byte {
+	t.Helper()
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"tool", "-modfile=" + modfile}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go tool %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// objectSet lists kind namespace/name, one per line, sorted; generated names
+// (kustomize's hash suffix) are cut when trimHash is set.
+func objectSet(objs []*unstructured.Unstructured, trimHash bool) string {
+	var lines []string
+	for _, u := range objs {
+		name := u.GetName()
+		if trimHash && u.GetKind() == "ConfigMap" {
+			if i := strings.LastIndex(name, "-"); i > 0 && len(name)-i == 11 {
+				name = name[:i]
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), name))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
