@@ -108,6 +108,9 @@ type Cache struct {
 	// then on Activate is safe and useful (see activate).
 	queueSeen atomic.Bool
 
+	// metrics remembers the label series this cache published (metrics.go).
+	metrics metricsState
+
 	reconcilerOnce sync.Once
 	reconcilerOpts ReconcilerOptions
 	ctx            context.Context
@@ -161,6 +164,7 @@ type member struct {
 
 // newEmpty returns a cache with no informers attached.
 func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
+	RegisterMetrics()
 	return &Cache{
 		handle:   h,
 		groups:   map[GroupKey]*group{},
@@ -241,6 +245,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	groups := len(c.groups)
 	c.mu.RUnlock()
 	logger.V(2).Info("Caldera cache synced", "groups", groups)
+	c.startDumpSignals(logger)
 	return c, nil
 }
 

@@ -210,8 +210,12 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		return PermitResult{Timeout: timeout, Message: msg}
 	}
 	var allow []types.UID
+	var firstWaiting time.Time
 	for uid, o := range g.members {
 		if o.state.Waiting {
+			if firstWaiting.IsZero() || o.waitingSince.Before(firstWaiting) {
+				firstWaiting = o.waitingSince
+			}
 			g.counts.Add(o.state, -1)
 			o.state.Waiting = false
 			g.counts.Add(o.state, +1)
@@ -222,6 +226,9 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	g.unschedulable = ""
 	c.dirty[key] = struct{}{}
 	c.mu.Unlock()
+	if len(allow) > 0 {
+		observePermitWait(at.Sub(firstWaiting))
+	}
 	for _, uid := range allow {
 		if wp := c.handle.GetWaitingPod(uid); wp != nil {
 			wp.Allow(pluginName)
@@ -238,7 +245,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	if !ok {
 		return
 	}
-	reason := "a member failed to bind"
+	reason, why := "a member failed to bind", RejectBindFailure
 	echo := false
 	c.mu.Lock()
 	if g := c.groups[key]; g != nil {
@@ -251,8 +258,9 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 				timeout := gang.PermitTimeout(g.spec, defaultTimeout)
 				if !at.Before(m.waitingSince.Add(timeout)) {
 					reason = fmt.Sprintf("timed out after %v waiting in Permit with %d/%d members placed", timeout, g.counts.Placed, g.spec.MinMember)
+					why = RejectPermitTimeout
 				} else {
-					reason = "a member was rejected while waiting in Permit"
+					reason, why = "a member was rejected while waiting in Permit", RejectPermitRejected
 				}
 			}
 			if m.confirmed {
@@ -266,16 +274,16 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 		}
 	}
 	c.mu.Unlock()
-	if !echo {
-		c.Release(logger, key, at, policy, reason)
+	if !echo && c.Release(logger, key, at, policy, reason) {
+		countRejection(why)
 	}
 }
 
 // Unschedulable records that a member found no node (PostFilter) and releases
 // the gang: see Release.
 func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, reason string) {
-	if key, ok := GroupKeyOf(pod); ok {
-		c.Release(logger, key, at, policy, reason)
+	if key, ok := GroupKeyOf(pod); ok && c.Release(logger, key, at, policy, reason) {
+		countRejection(RejectUnschedulable)
 	}
 }
 
@@ -338,6 +346,9 @@ func (c *Cache) RejectWaiting(pod *v1.Pod, msg string) {
 		}
 	}
 	c.mu.Unlock()
+	if len(waiting) > 0 {
+		countRejection(RejectTooLarge)
+	}
 	c.rejectWaiting(waiting, msg)
 }
 

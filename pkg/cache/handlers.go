@@ -263,6 +263,9 @@ func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
 		c.dropIfEmptyLocked(g)
 	}
 	c.mu.Unlock()
+	if len(waiting) > 0 {
+		countRejection(RejectPodGroupDeleted)
+	}
 	// Members parked in Permit would otherwise hold their nodes until timeout.
 	c.rejectWaiting(waiting, "PodGroup "+key.String()+" was deleted")
 	logger.V(4).Info("PodGroup deleted", "podGroup", key.String(), "rejectedWaiting", len(waiting))

@@ -69,6 +69,8 @@ type unit struct {
 	inflight resources.List
 	// notice is the last admission Event written for the unit.
 	notice string
+	// waitObserved: the unit's first admission is in admission_wait_seconds.
+	waitObserved bool
 }
 
 // podAcct remembers how one unfinished pod was counted, so that its update or
@@ -406,6 +408,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 			continue
 		}
 		u.admitted = true
+		observeAdmissionLocked(u, now)
 		c.setInflightLocked(u)
 		if u.gang != nil {
 			c.dirty[u.gang.key] = struct{}{}
@@ -424,6 +427,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		s.share = a.shares.Share(name)
 		a.sorting[name] = s
 	}
+	c.recordQueueMetricsLocked()
 	// res belongs to the Pending: read it under the lock.
 	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
 	c.mu.Unlock()
@@ -784,6 +788,7 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	a := c.adm
 	if deleted {
 		delete(a.queues, q.Name)
+		c.forgetQueueMetricsLocked(q.Name)
 	} else {
 		a.queues[q.Name] = q
 	}

@@ -132,6 +132,7 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 	clear(c.dirty)
 	c.mu.Unlock()
 
+	c.recordGroupMetrics()
 	c.writeAdmissions(ctx)
 	c.syncQueueStatus(ctx)
 	logger := klog.FromContext(ctx)

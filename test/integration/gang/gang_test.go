@@ -10,7 +10,6 @@ package gang_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 2, "4", "8Gi")
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "fits", 4))
-		env.CreatePods(t, members(ns, "fits", 4, "1")...)
+		env.CreatePods(t, harness.Members(ns, "fits", 4, "1")...)
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=fits", 4, bindTimeout)
 		env.WaitEvent(t, ns, "fits", "Scheduled", bindTimeout)
 	})
@@ -64,7 +63,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 4, "1500m", "8Gi")
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "toobig", 6))
-		env.CreatePods(t, members(ns, "toobig", 6, "1")...)
+		env.CreatePods(t, harness.Members(ns, "toobig", 6, "1")...)
 		ev := env.WaitEvent(t, ns, "toobig", "Unschedulable", bindTimeout)
 		if !strings.Contains(ev.Note, "members unschedulable") || !strings.Contains(ev.Note, "Insufficient cpu") {
 			t.Errorf("Unschedulable event should say which members failed and why, got %q", ev.Note)
@@ -77,7 +76,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 2, "2", "8Gi")
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "huge", 6))
-		env.CreatePods(t, members(ns, "huge", 6, "1")...)
+		env.CreatePods(t, harness.Members(ns, "huge", 6, "1")...)
 		ev := env.WaitEvent(t, ns, "huge", "Unschedulable", bindTimeout)
 		want := "PodGroup " + ns + "/huge needs 6 cpu for its 6 minimum members, more than the cluster's total allocatable 4"
 		if ev.Note != want {
@@ -93,7 +92,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 1, "4", "8Gi")
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "late", 3))
-		pods := members(ns, "late", 3, "1")
+		pods := harness.Members(ns, "late", 3, "1")
 		env.CreatePods(t, pods[:2]...)
 		ev := env.WaitEvent(t, ns, "late", "Waiting", bindTimeout)
 		if ev.Note != "waiting for members: 2/3" {
@@ -111,7 +110,7 @@ func TestGang(t *testing.T) {
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "a", 3))
 		env.CreatePodGroup(t, harness.PodGroup(ns, "b", 3))
-		a, b := members(ns, "a", 3, "1"), members(ns, "b", 3, "1")
+		a, b := harness.Members(ns, "a", 3, "1"), harness.Members(ns, "b", 3, "1")
 		for i := range a {
 			env.CreatePods(t, a[i], b[i])
 		}
@@ -134,7 +133,7 @@ func TestGang(t *testing.T) {
 			t.Fatalf("losing gang %s has %d bound members, want 0", loser, n)
 		}
 		// The winner finishes and goes away; the loser then gets the room.
-		deleteGroupPods(t, env, ns, winner)
+		env.DeleteGroup(t, ns, winner)
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"="+loser, 3, 60*time.Second)
 	})
 
@@ -145,7 +144,7 @@ func TestGang(t *testing.T) {
 		// pod takes the room it let go.
 		env.StartScheduler(t, gangOnly, harness.WithPluginArgs("CalderaGang", map[string]any{"podGroupBackoffSeconds": 20, "podGroupMaxBackoffSeconds": 20}))
 		env.CreatePodGroup(t, harness.PodGroup(ns, "stuck", 3, harness.PGTimeout(3)))
-		pods := members(ns, "stuck", 3, "2")
+		pods := harness.Members(ns, "stuck", 3, "2")
 		// The third member is held back by a scheduling gate, so the first two
 		// take the whole node and wait in Permit for a sibling that never comes.
 		// It asks for no cpu, so the gang as a whole fits the node.
@@ -169,7 +168,7 @@ func TestGang(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
 		env.StartScheduler(t, gangOnly)
-		env.CreatePods(t, members(ns, "ghost", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "ghost", 2, "1")...)
 		ev := env.WaitEvent(t, ns, "ghost-0", "Waiting", bindTimeout)
 		if ev.Note != "waiting for PodGroup "+ns+"/ghost" {
 			t.Errorf("Waiting event note = %q", ev.Note)
@@ -185,7 +184,7 @@ func TestGang(t *testing.T) {
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "life", 2))
 		env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupPending, bindTimeout)
-		env.CreatePods(t, members(ns, "life", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "life", 2, "1")...)
 		env.WaitBound(t, ns, bindTimeout, "life-0", "life-1")
 		pg := env.WaitPodGroupPhase(t, ns, "life", v1alpha1.PodGroupScheduling, bindTimeout)
 		if pg.Status.ScheduleStartTime.IsZero() {
@@ -210,7 +209,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 1, "4", "8Gi")
 		env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "crash", 2))
-		env.CreatePods(t, members(ns, "crash", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "crash", 2, "1")...)
 		env.WaitBound(t, ns, bindTimeout, "crash-0", "crash-1")
 		env.SetPodPhase(t, ns, "crash-0", v1.PodRunning)
 		env.SetPodPhase(t, ns, "crash-1", v1.PodFailed)
@@ -225,7 +224,7 @@ func TestGang(t *testing.T) {
 		env.AddNodes(t, 1, "4", "8Gi")
 		s := env.StartScheduler(t, gangOnly)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "restart", 3, harness.PGTimeout(600)))
-		pods := members(ns, "restart", 3, "1")
+		pods := harness.Members(ns, "restart", 3, "1")
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
 		waitAttempted(t, env, ns, "restart")
@@ -259,15 +258,6 @@ func TestGang(t *testing.T) {
 			}
 		}
 	})
-}
-
-// members builds n member pods of group pg named pg-0..pg-(n-1), each requesting cpu.
-func members(ns, pg string, n int, cpu string) []*v1.Pod {
-	out := make([]*v1.Pod, n)
-	for i := range out {
-		out[i] = harness.Pod(ns, pg+"-"+strconv.Itoa(i)).CPU(cpu).Group(pg).Obj()
-	}
-	return out
 }
 
 // waitAttempted waits until the scheduler has tried the gang: the status
@@ -305,16 +295,5 @@ func ungate(t *testing.T, env *harness.Env, ns, name string) {
 	})
 	if err != nil {
 		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
-	}
-}
-
-func deleteGroupPods(t *testing.T, env *harness.Env, ns, pg string) {
-	t.Helper()
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := env.Client.CoreV1().Pods(ns).DeleteCollection(t.Context(), now, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + pg}); err != nil {
-		t.Fatalf("deleting members of %s: %v", pg, err)
-	}
-	if err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting PodGroup %s: %v", pg, err)
 	}
 }

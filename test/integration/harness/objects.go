@@ -392,3 +392,26 @@ func (e *Env) CreatePodGroup(t *testing.T, pg *v1alpha1.PodGroup) *v1alpha1.PodG
 	}
 	return created
 }
+
+// Members builds n member pods of PodGroup pg, named pg-0 … pg-(n-1), each
+// requesting cpu.
+func Members(ns, pg string, n int, cpu string) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		out[i] = Pod(ns, fmt.Sprintf("%s-%d", pg, i)).CPU(cpu).Group(pg).Obj()
+	}
+	return out
+}
+
+// DeleteGroup deletes PodGroup pg and its member pods at once (grace period
+// 0), as if the job had finished and been cleaned up.
+func (e *Env) DeleteGroup(t *testing.T, ns, pg string) {
+	t.Helper()
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := e.Client.CoreV1().Pods(ns).DeleteCollection(t.Context(), now, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + pg}); err != nil {
+		t.Fatalf("deleting members of %s/%s: %v", ns, pg, err)
+	}
+	if err := e.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting PodGroup %s/%s: %v", ns, pg, err)
+	}
+}

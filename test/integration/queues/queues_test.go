@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
@@ -74,7 +73,7 @@ func TestQueues(t *testing.T) {
 			pg := harness.PodGroup(ns, g, 3)
 			pg.Labels = inQueue("cap4")
 			env.CreatePodGroup(t, pg)
-			env.CreatePods(t, members(ns, g, 3, "1")...)
+			env.CreatePods(t, harness.Members(ns, g, 3, "1")...)
 			if g == "first" {
 				env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=first", 3, timeout)
 			}
@@ -93,7 +92,7 @@ func TestQueues(t *testing.T) {
 			return cpu.Cmp(resource.MustParse("3")) == 0 && q.Status.Pending == 1, nil
 		}, "queue cap4 status: allocated cpu 3, one group pending")
 		// The first gang finishes; the second then fits the capability.
-		deleteGroup(t, env, ns, "first")
+		env.DeleteGroup(t, ns, "first")
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=second", 3, timeout)
 	})
 
@@ -155,7 +154,7 @@ func TestQueues(t *testing.T) {
 		pg := harness.PodGroup(ns, "lost", 2)
 		pg.Labels = inQueue("later")
 		env.CreatePodGroup(t, pg)
-		env.CreatePods(t, members(ns, "lost", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "lost", 2, "1")...)
 		ev := env.WaitEvent(t, ns, "lost", "NotAdmitted", timeout)
 		if !strings.Contains(ev.Note, "later") || !strings.Contains(ev.Note, "not found") {
 			t.Errorf("NotAdmitted note should say queue later is not found: %q", ev.Note)
@@ -216,7 +215,7 @@ func TestQueues(t *testing.T) {
 		env.StartScheduler(t)
 		// Two 1-cpu members fit the quota, but the gang's minimum is 6 cpu.
 		env.CreatePodGroup(t, harness.PodGroup(ns, "greedy", 2, harness.PGMinResources("6", "1Gi")))
-		env.CreatePods(t, members(ns, "greedy", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "greedy", 2, "1")...)
 		ev := env.WaitEvent(t, ns, "greedy", "NotAdmitted", timeout)
 		if !strings.Contains(ev.Note, "ResourceQuota cpu") {
 			t.Errorf("NotAdmitted note should name the ResourceQuota: %q", ev.Note)
@@ -224,7 +223,7 @@ func TestQueues(t *testing.T) {
 		env.ConsistentlyUnbound(t, ns, quiet)
 		// A gang whose minimum fits the quota is admitted.
 		env.CreatePodGroup(t, harness.PodGroup(ns, "modest", 2))
-		env.CreatePods(t, members(ns, "modest", 2, "1")...)
+		env.CreatePods(t, harness.Members(ns, "modest", 2, "1")...)
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=modest", 2, timeout)
 	})
 
@@ -246,8 +245,8 @@ func TestQueues(t *testing.T) {
 			b.Labels = inQueue(qy)
 			env.CreatePodGroup(t, a)
 			env.CreatePodGroup(t, b)
-			env.CreatePods(t, members(ns, "a", 3, "1")...)
-			env.CreatePods(t, members(ns, "b", 3, "1")...)
+			env.CreatePods(t, harness.Members(ns, "a", 3, "1")...)
+			env.CreatePods(t, harness.Members(ns, "b", 3, "1")...)
 			env.StartScheduler(t, harness.WithPluginArgs("CalderaEnqueue", map[string]any{"overcommitFactor": tc.factor}))
 			// One of the two is admitted first; the other's fate is the factor's.
 			// (With 1.5 the second is admitted but cannot fit the node, so it
@@ -278,24 +277,5 @@ func TestQueues(t *testing.T) {
 			}, "admission decisions for overcommit "+strconv.FormatFloat(tc.factor, 'f', 1, 64))
 			t.Logf("events: %q", reasons)
 		})
-	}
-}
-
-func members(ns, pg string, n int, cpu string) []*v1.Pod {
-	out := make([]*v1.Pod, n)
-	for i := range out {
-		out[i] = harness.Pod(ns, pg+"-"+strconv.Itoa(i)).CPU(cpu).Group(pg).Obj()
-	}
-	return out
-}
-
-func deleteGroup(t *testing.T, env *harness.Env, ns, pg string) {
-	t.Helper()
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := env.Client.CoreV1().Pods(ns).DeleteCollection(t.Context(), now, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + pg}); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }

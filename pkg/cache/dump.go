@@ -1,0 +1,267 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// DumpDirEnv names the directory SIGUSR1 dumps are written to; the default is
+// os.TempDir().
+const DumpDirEnv = "CALDERA_DUMP_DIR"
+
+// CacheDump is the JSON form of the shared cache (see docs/cache-dump.md).
+// Amounts are flattened like resources.List: cpu in millicores, every other
+// resource in its base unit.
+type CacheDump struct {
+	Time    time.Time         `json:"time"`
+	Cluster ClusterDump       `json:"cluster"`
+	Queues  []QueueDump       `json:"queues"`
+	Groups  []GroupDump       `json:"groups"`
+	Options *AdmissionOptions `json:"admissionOptions,omitempty"`
+}
+
+// ClusterDump is the cluster's totals.
+type ClusterDump struct {
+	Nodes       int            `json:"nodes"`
+	Allocatable resources.List `json:"allocatable"`
+	// Used is what bound, unfinished pods request (with queue admission on).
+	Used resources.List `json:"used,omitempty"`
+}
+
+// QueueDump is one queue.
+type QueueDump struct {
+	Name        string         `json:"name"`
+	Parent      string         `json:"parent,omitempty"`
+	Weight      int32          `json:"weight"`
+	Priority    int32          `json:"priority"`
+	State       string         `json:"state"`
+	Reclaimable bool           `json:"reclaimable"`
+	Capability  resources.List `json:"capability,omitempty"`
+	Guarantee   resources.List `json:"guarantee,omitempty"`
+	Deserved    resources.List `json:"deserved"`
+	Allocated   resources.List `json:"allocated"`
+	Inflight    resources.List `json:"inflight"`
+	Share       float64        `json:"share"`
+	// Pending is how many groups of the queue wait for admission.
+	Pending int `json:"pending"`
+}
+
+// GroupDump is one group.
+type GroupDump struct {
+	Key       string `json:"key"`
+	Queue     string `json:"queue,omitempty"`
+	Phase     string `json:"phase"`
+	PodGroup  bool   `json:"podGroup"`
+	MinMember int32  `json:"minMember"`
+	// Counts are the member aggregates (members, active, pending, waiting,
+	// placed, bound, running, succeeded, failed).
+	Counts        map[string]int `json:"counts"`
+	Admitted      bool           `json:"admitted"`
+	Enqueueable   bool           `json:"enqueueable"`
+	FirstAttempt  *time.Time     `json:"firstAttempt,omitempty"`
+	BackoffUntil  *time.Time     `json:"backoffUntil,omitempty"`
+	Failures      int            `json:"backoffFailures,omitempty"`
+	Unschedulable string         `json:"unschedulable,omitempty"`
+	MinRequest    resources.List `json:"minRequest"`
+}
+
+// Dump renders the cache as JSON. The lock is held only while copying into
+// plain structs; encoding runs without it.
+func (c *Cache) Dump() ([]byte, error) {
+	d := c.snapshot(time.Now())
+	return json.Marshal(d)
+}
+
+func (c *Cache) snapshot(now time.Time) *CacheDump {
+	c.mu.RLock()
+	d := &CacheDump{
+		Time:    now.UTC(),
+		Cluster: ClusterDump{Nodes: len(c.nodes), Allocatable: c.total.Clone()},
+		Queues:  []QueueDump{},
+		Groups:  make([]GroupDump, 0, len(c.groups)),
+	}
+	a := c.adm
+	if a.on() {
+		opts := a.opts
+		d.Options = &opts
+		d.Cluster.Used = a.used.Clone()
+		alloc := make(map[string]resources.List, len(a.usage))
+		for name, u := range a.usage {
+			alloc[name] = alloc[name].Add(u.allocated)
+			for _, anc := range a.tree.Ancestors(name) {
+				alloc[anc] = alloc[anc].Add(u.allocated)
+			}
+		}
+		pending := map[string]int{}
+		for _, u := range a.units {
+			if !u.admitted {
+				pending[u.queue]++
+			}
+		}
+		for name, q := range a.queues {
+			s := SpecOfQueue(q)
+			qd := QueueDump{
+				Name: name, Parent: s.Parent, Weight: s.Weight, Priority: s.Priority,
+				State: string(s.State), Reclaimable: s.Reclaimable,
+				Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
+				Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
+			}
+			if u := a.usage[name]; u != nil {
+				qd.Inflight = u.inflight.Clone()
+			}
+			if a.shares != nil {
+				qd.Deserved = a.shares.Deserved(name).Clone()
+				qd.Share = a.shares.Share(name)
+			}
+			if qd.Deserved == nil {
+				qd.Deserved = resources.List{}
+			}
+			if qd.Allocated == nil {
+				qd.Allocated = resources.List{}
+			}
+			d.Queues = append(d.Queues, qd)
+		}
+	}
+	for key, g := range c.groups {
+		gd := GroupDump{
+			Key:         key.String(),
+			Phase:       string(gang.PhaseOf(g.spec, g.counts)),
+			PodGroup:    g.pg != nil,
+			MinMember:   g.spec.MinMember,
+			Enqueueable: g.enqueueable,
+			Counts: map[string]int{
+				"members": g.counts.Members, "active": g.counts.Active, "pending": g.counts.Pending,
+				"waiting": g.counts.Waiting, "placed": g.counts.Placed, "bound": g.counts.Bound,
+				"running": g.counts.Running, "succeeded": g.counts.Succeeded, "failed": g.counts.Failed,
+			},
+			Failures:      g.backoff.Failures,
+			Unschedulable: g.unschedulable,
+			MinRequest:    minRequestRLocked(g),
+		}
+		if !g.firstAttempt.IsZero() {
+			t := g.firstAttempt.UTC()
+			gd.FirstAttempt = &t
+		}
+		if g.backoff.Active(now) {
+			t := g.backoff.Until.UTC()
+			gd.BackoffUntil = &t
+		}
+		if a.on() {
+			if u := a.units[gangUnitKey(key)]; u != nil {
+				gd.Queue, gd.Admitted = u.queue, u.admitted
+			}
+		} else {
+			// Without queue admission every group is admitted.
+			gd.Admitted = true
+		}
+		d.Groups = append(d.Groups, gd)
+	}
+	c.mu.RUnlock()
+	sort.Slice(d.Queues, func(i, j int) bool { return d.Queues[i].Name < d.Queues[j].Name })
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
+	return d
+}
+
+// dumpFileName is caldera-cache-<time>.json, the time in RFC 3339 without
+// colons (which some file systems and tools dislike).
+func dumpFileName(now time.Time) string {
+	return "caldera-cache-" + now.UTC().Format("2006-01-02T15-04-05.000000000Z") + ".json"
+}
+
+// DumpToFile writes Dump's JSON to a new file in dir (CALDERA_DUMP_DIR, else
+// os.TempDir() when dir is empty) and returns its path.
+func (c *Cache) DumpToFile(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv(DumpDirEnv)
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	data, err := c.Dump()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, dumpFileName(time.Now()))
+	// Write then rename, so a reader polling the directory never sees half a file.
+	tmp, err := os.CreateTemp(dir, ".caldera-cache-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("creating cache dump: %w", err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing cache dump: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing cache dump: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing cache dump: %w", err)
+	}
+	return path, nil
+}
+
+// startDumpSignals installs the dump signals for this cache until its
+// context ends: SIGUSR1 writes a file (DumpToFile), SIGUSR2 logs the JSON.
+func (c *Cache) startDumpSignals(logger klog.Logger) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1, syscall.SIGUSR2)
+	go func() {
+		defer signal.Stop(ch)
+		for {
+			select {
+			case <-c.ctx.Done():
+				return
+			case sig := <-ch:
+				c.handleDumpSignal(logger, sig)
+			}
+		}
+	}()
+}
+
+func (c *Cache) handleDumpSignal(logger klog.Logger, sig os.Signal) {
+	switch sig {
+	case syscall.SIGUSR1:
+		path, err := c.DumpToFile("")
+		if err != nil {
+			logger.Error(err, "Cannot dump the Caldera cache")
+			return
+		}
+		logger.Info("Dumped the Caldera cache", "file", path)
+	case syscall.SIGUSR2:
+		data, err := c.Dump()
+		if err != nil {
+			logger.Error(err, "Cannot dump the Caldera cache")
+			return
+		}
+		logger.Info("Caldera cache dump", "cache", string(data))
+	}
+}
+
+// minRequestRLocked is minRequestLocked for a reader: it uses the group's
+// cached answer when valid and otherwise computes one without storing it.
+func minRequestRLocked(g *group) resources.List {
+	if g.minRequestValid {
+		return g.minRequest.Clone()
+	}
+	reqs := make([]resources.List, 0, g.counts.Active)
+	for _, m := range g.members {
+		if !m.state.Phase.Terminal() {
+			reqs = append(reqs, m.request)
+		}
+	}
+	return gang.MinRequest(g.spec, reqs).Clone()
+}

@@ -1,0 +1,256 @@
+package cache
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Caldera's metrics live in legacyregistry, which kube-scheduler serves on
+// its /metrics. They are process-wide: every Cache of the process (a test may
+// build several) updates the same vectors, and registration happens once.
+// Gauges are refreshed by the periodic passes (admission, status); counters
+// and histograms are updated at the decision points. See docs/metrics.md.
+const metricsNamespace = "caldera"
+
+// Rejection reasons of caldera_gang_rejections_total.
+const (
+	RejectUnschedulable   = "unschedulable"
+	RejectPermitTimeout   = "permit_timeout"
+	RejectPermitRejected  = "permit_rejected"
+	RejectBindFailure     = "bind_failure"
+	RejectTooLarge        = "too_large"
+	RejectPodGroupDeleted = "podgroup_deleted"
+)
+
+var (
+	queueDeserved = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "queue_deserved",
+		Help:           "Deserved share of a queue from the last admission pass, per resource (cpu in cores, other resources in base units).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "resource"})
+	queueAllocated = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "queue_allocated",
+		Help:           "What bound, unfinished pods of a queue and its descendants request, per resource (cpu in cores, other resources in base units).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "resource"})
+	queueShare = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "queue_share",
+		Help:           "Share of a queue (allocated over deserved, the largest over resources) from the last admission pass.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	podGroups = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "podgroups",
+		Help:           "Number of PodGroups per queue and phase, from the last status pass.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "phase"})
+	admissionWait = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      metricsNamespace,
+		Name:           "admission_wait_seconds",
+		Help:           "Time from a group's first becoming pending (its creation) to its first admission by its queue.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 20),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	gangPermitWait = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      metricsNamespace,
+		Name:           "gang_permit_wait_seconds",
+		Help:           "Time from a gang's first member waiting in Permit to the gang being allowed.",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 20),
+		StabilityLevel: metrics.ALPHA,
+	})
+	gangRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Name:           "gang_rejections_total",
+		Help:           "Number of times a gang was released or had its waiting members rejected, by reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers Caldera's metrics in legacyregistry; calls after
+// the first do nothing. Every Cache calls it.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(queueDeserved, queueAllocated, queueShare, podGroups,
+			admissionWait, gangPermitWait, gangRejections)
+	})
+}
+
+// metricsState remembers which label series this cache published, so that
+// series of deleted queues (or vanished phases and resources) are removed.
+type metricsState struct {
+	mu sync.Mutex
+	// queueRes holds the (queue, resource) pairs of queue_deserved and
+	// queue_allocated; shares the queues of queue_share.
+	queueRes map[[2]string]struct{}
+	shares   map[string]struct{}
+	// groups holds the (queue, phase) pairs of podgroups.
+	groups map[[2]string]struct{}
+}
+
+// metricValue converts a flattened amount to the unit it is exported in:
+// cpu in cores, everything else in its base unit.
+func metricValue(name string, v int64) float64 {
+	if name == resources.CPU {
+		return float64(v) / 1000
+	}
+	return float64(v)
+}
+
+// recordQueueMetricsLocked refreshes the queue gauges; the admission pass
+// calls it with c.mu held. O(queues × resources) per pass.
+func (c *Cache) recordQueueMetricsLocked() {
+	a := c.adm
+	if !a.on() {
+		return
+	}
+	// A queue's allocated counts its descendants', as in Queue status.
+	alloc := make(map[string]resources.List, len(a.usage))
+	for name, u := range a.usage {
+		alloc[name] = alloc[name].Add(u.allocated)
+		for _, anc := range a.tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.allocated)
+		}
+	}
+	m := &c.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := make(map[[2]string]struct{}, len(m.queueRes))
+	shares := make(map[string]struct{}, len(a.queues))
+	deservedOf := make(map[string]resources.List, len(a.queues))
+	for name := range a.queues {
+		var deserved resources.List
+		share := 0.0
+		if a.shares != nil {
+			deserved = a.shares.Deserved(name)
+			share = a.shares.Share(name)
+		}
+		// Report every resource either list names, so that a queue's two
+		// gauges can be compared series by series.
+		for r := range deserved {
+			seen[[2]string{name, r}] = struct{}{}
+		}
+		for r := range alloc[name] {
+			seen[[2]string{name, r}] = struct{}{}
+		}
+		deservedOf[name] = deserved
+		queueShare.WithLabelValues(name).Set(share)
+		shares[name] = struct{}{}
+	}
+	for k := range seen {
+		name, r := k[0], k[1]
+		queueDeserved.WithLabelValues(name, r).Set(metricValue(r, deservedOf[name][r]))
+		queueAllocated.WithLabelValues(name, r).Set(metricValue(r, alloc[name][r]))
+	}
+	for k := range m.queueRes {
+		if _, ok := seen[k]; !ok {
+			queueDeserved.DeleteLabelValues(k[0], k[1])
+			queueAllocated.DeleteLabelValues(k[0], k[1])
+		}
+	}
+	for q := range m.shares {
+		if _, ok := shares[q]; !ok {
+			queueShare.DeleteLabelValues(q)
+		}
+	}
+	m.queueRes, m.shares = seen, shares
+}
+
+// forgetQueueMetricsLocked removes a deleted queue's series at once, without
+// waiting for the next pass. Callers hold c.mu.
+func (c *Cache) forgetQueueMetricsLocked(name string) {
+	m := &c.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.queueRes {
+		if k[0] == name {
+			queueDeserved.DeleteLabelValues(k[0], k[1])
+			queueAllocated.DeleteLabelValues(k[0], k[1])
+			delete(m.queueRes, k)
+		}
+	}
+	if _, ok := m.shares[name]; ok {
+		queueShare.DeleteLabelValues(name)
+		delete(m.shares, name)
+	}
+	for k := range m.groups {
+		if k[0] == name {
+			podGroups.DeleteLabelValues(k[0], k[1])
+			delete(m.groups, k)
+		}
+	}
+}
+
+// recordGroupMetrics refreshes caldera_podgroups; the status pass calls it.
+// O(groups) per pass under the read lock, allocating only per (queue, phase).
+func (c *Cache) recordGroupMetrics() {
+	counts := map[[2]string]int{}
+	c.mu.RLock()
+	if c.adm.on() {
+		// Every group with a PodGroup has a unit that knows its queue.
+		for _, u := range c.adm.units {
+			if g := u.gang; g != nil && g.pg != nil {
+				counts[[2]string{u.queue, string(gang.PhaseOf(g.spec, g.counts))}]++
+			}
+		}
+	} else {
+		for _, g := range c.groups {
+			if g.pg != nil {
+				counts[[2]string{"", string(gang.PhaseOf(g.spec, g.counts))}]++
+			}
+		}
+	}
+	c.mu.RUnlock()
+	m := &c.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, n := range counts {
+		podGroups.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+	for k := range m.groups {
+		if _, ok := counts[k]; !ok {
+			podGroups.DeleteLabelValues(k[0], k[1])
+		}
+	}
+	seen := make(map[[2]string]struct{}, len(counts))
+	for k := range counts {
+		seen[k] = struct{}{}
+	}
+	m.groups = seen
+}
+
+// observeAdmissionLocked records a unit's first admission. Callers hold c.mu.
+func observeAdmissionLocked(u *unit, now time.Time) {
+	if u.waitObserved {
+		return
+	}
+	u.waitObserved = true
+	wait := now.Sub(u.created)
+	if u.created.IsZero() || wait < 0 {
+		wait = 0
+	}
+	admissionWait.WithLabelValues(u.queue).Observe(wait.Seconds())
+}
+
+// observePermitWait records how long a gang waited in Permit.
+func observePermitWait(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	gangPermitWait.Observe(d.Seconds())
+}
+
+// countRejection counts one gang release or rejection.
+func countRejection(reason string) {
+	gangRejections.WithLabelValues(reason).Inc()
+}
