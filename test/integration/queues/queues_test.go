@@ -196,6 +196,50 @@ func TestQueues(t *testing.T) {
 		env.ConsistentlyBoundCount(t, ns, 3, quiet)
 	})
 
+	t.Run("parent cycle is refused and reported on each queue", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		// CEL sees one object at a time: a cycle through two queues passes
+		// the API server and must be caught by the scheduler.
+		newQueue(t, "loop-a", qapi.QueueSpec{Weight: 1, Parent: "loop-b"})
+		newQueue(t, "loop-b", qapi.QueueSpec{Weight: 1, Parent: "loop-a"})
+		env.StartScheduler(t)
+		env.CreatePod(t, harness.Pod(ns, "cyclic").CPU("1").Labels(inQueue("loop-a")).Obj())
+		ev := env.WaitEvent(t, ns, "cyclic", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "cycle") {
+			t.Errorf("NotAdmitted note should name the cycle: %q", ev.Note)
+		}
+		for _, name := range []string{"loop-a", "loop-b"} {
+			harness.WaitFor(t, timeout, func() (bool, error) {
+				q, err := qc.SchedulingV1alpha1().Queues().Get(t.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				for _, c := range q.Status.Conditions {
+					if c.Type == qapi.QueueConditionInvalidParent {
+						return c.Status == metav1.ConditionTrue && c.Reason == qapi.ReasonParentCycle, nil
+					}
+				}
+				return false, nil
+			}, "queue "+name+" to report InvalidParent/ParentCycle")
+		}
+		env.ConsistentlyUnbound(t, ns, quiet)
+		// Breaking the cycle lets the pod in.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			q, err := qc.SchedulingV1alpha1().Queues().Get(t.Context(), "loop-b", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			q.Spec.Parent = ""
+			_, err = qc.SchedulingV1alpha1().Queues().Update(t.Context(), q, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.WaitBound(t, ns, timeout, "cyclic")
+	})
+
 	t.Run("ResourceQuota blocks admission", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "16Gi")
