@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -47,8 +48,16 @@ func TestExamples(t *testing.T) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 
+	// The examples' scheduler talks through a recording proxy: the RBAC of
+	// manifests/ and of the chart must allow every request it made.
+	rec, proxyKubeconfig := startRecorder(t, env.Config)
+
 	t.Run("examples schedule", func(t *testing.T) {
-		env.StartScheduler(t)
+		kubeconfig := env.Kubeconfig
+		env.Kubeconfig = proxyKubeconfig
+		// Leader election as deployed, so its Lease requests are recorded.
+		env.StartScheduler(t, harness.WithLeaderElection("caldera-scheduler"))
+		env.Kubeconfig = kubeconfig
 		// 4 x 8 CPU: room for every example at once (8 + 3.5 + 5 CPU).
 		env.AddNodes(t, 4, "8", "32Gi")
 		ns := env.Namespace(t)
@@ -118,12 +127,40 @@ func TestExamples(t *testing.T) {
 			t.Fatal("the examples create no pods")
 		}
 		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group", wantBound, timeout)
+
+		// The status writers catch up: every PodGroup reports its phase and
+		// every team queue its allocation (and their writes are recorded).
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			pgs, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil || len(pgs.Items) == 0 {
+				return false, err
+			}
+			for _, pg := range pgs.Items {
+				// Bound but never running (no kubelet): Scheduling.
+				if pg.Status.Phase != "Scheduling" {
+					return false, nil
+				}
+			}
+			return true, nil
+		}, "every example PodGroup's status phase to be Scheduling")
+		queues := schema.GroupVersionResource{Group: "scheduling.caldera.dev", Version: "v1alpha1", Resource: "queues"}
+		for _, q := range []string{"team-a", "team-b"} {
+			harness.WaitFor(t, timeout, func() (bool, error) {
+				u, err := env.Dynamic.Resource(queues).Get(t.Context(), q, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				cpu, _, _ := unstructured.NestedString(u.Object, "status", "allocated", "cpu")
+				return cpu != "" && cpu != "0", nil
+			}, "queue "+q+" to report its allocation")
+		}
 		t.Logf("%d example objects created, %d pods bound", len(objs), wantBound)
 	})
 
 	t.Run("manifests dry-run", func(t *testing.T) {
 		objs := kustomizeManifests(t, env.RepoRoot)
 		dryRunAll(t, env, mapper, objs)
+		checkRBAC(t, rec, objs)
 	})
 
 	t.Run("chart dry-run and config", func(t *testing.T) {
@@ -132,6 +169,7 @@ func TestExamples(t *testing.T) {
 			"--set", "scoreWeights.NodeResourcesFit=2",
 			"--set-json", `extraPluginConfig=[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]`)
 		dryRunAll(t, env, mapper, objs)
+		checkRBAC(t, rec, objs)
 
 		// The scheduler starts with the chart's configuration and gangs work.
 		var config string
