@@ -8,12 +8,14 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -163,6 +165,16 @@ func TestExamples(t *testing.T) {
 		checkRBAC(t, rec, objs)
 	})
 
+	t.Run("chart defaults are the shipped config", func(t *testing.T) {
+		want := decodeConfig(t, readFile(t, filepath.Join(env.RepoRoot, "manifests", "scheduler", "config.yaml")))
+		got := decodeConfig(t, chartConfig(t, helmTemplate(t, env.RepoRoot)))
+		if !reflect.DeepEqual(got, want) {
+			gotJSON, _ := json.MarshalIndent(got, "", "  ")
+			wantJSON, _ := json.MarshalIndent(want, "", "  ")
+			t.Errorf("the chart's default configuration differs from manifests/scheduler/config.yaml: keep values.yaml and templates/configmap.yaml in sync\nchart:\n%s\nmanifests:\n%s", gotJSON, wantJSON)
+		}
+	})
+
 	t.Run("chart dry-run and config", func(t *testing.T) {
 		// Exercise the templated parts of the config too.
 		objs := helmTemplate(t, env.RepoRoot,
@@ -172,15 +184,7 @@ func TestExamples(t *testing.T) {
 		checkRBAC(t, rec, objs)
 
 		// The scheduler starts with the chart's configuration and gangs work.
-		var config string
-		for _, u := range objs {
-			if u.GetKind() == "ConfigMap" {
-				config, _, _ = unstructured.NestedString(u.Object, "data", "config.yaml")
-			}
-		}
-		if config == "" {
-			t.Fatal("the chart renders no ConfigMap with config.yaml")
-		}
+		config := chartConfig(t, objs)
 		path := filepath.Join(t.TempDir(), "config.yaml")
 		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 			t.Fatal(err)
@@ -194,6 +198,38 @@ func TestExamples(t *testing.T) {
 		}
 		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group=gang", 3, timeout)
 	})
+}
+
+// chartConfig returns config.yaml of the chart's ConfigMap.
+func chartConfig(t *testing.T, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" {
+			if config, _, _ := unstructured.NestedString(u.Object, "data", "config.yaml"); config != "" {
+				return config
+			}
+		}
+	}
+	t.Fatal("the chart renders no ConfigMap with config.yaml")
+	return ""
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func decodeConfig(t *testing.T, data string) map[string]any {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+		t.Fatalf("decoding a KubeSchedulerConfiguration: %v", err)
+	}
+	return cfg
 }
 
 // dryRunAll creates every object with a server-side dry run. CRDs are compared
