@@ -284,31 +284,41 @@ func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 		}
 		ns, own := c.unitNamespaceLocked(u), c.unitChargedLocked(u)
 		list, err := a.quotas.ResourceQuotas(ns).List(labels.Everything())
-		if err != nil {
+		if err != nil || len(list) == 0 {
 			return true, ""
 		}
+		quotas := make([]queue.Quota, 0, len(list))
 		for _, q := range list {
 			hard := q.Status.Hard
 			if hard == nil {
 				hard = q.Spec.Hard
 			}
-			for name, h := range hard {
-				res, ok := quotaResource(name)
-				if !ok || g.Request[res] <= 0 {
-					continue
-				}
-				used := ListFrom(v1.ResourceList{v1.ResourceName(res): q.Status.Used[name]})[res]
-				limit := ListFrom(v1.ResourceList{v1.ResourceName(res): h})[res]
-				after := used - own[res] + extra[ns][res] + g.Request[res]
-				if after > limit {
-					return false, fmt.Sprintf("namespace %s: ResourceQuota %s: %s needs %s, quota allows %s (used %s)",
-						ns, q.Name, name, resources.Format(res, g.Request[res]), resources.Format(res, limit), resources.Format(res, used))
-				}
-			}
+			quotas = append(quotas, queue.Quota{Name: q.Name, Hard: quotaList(hard), Used: quotaList(q.Status.Used)})
+		}
+		if ok, msg := queue.FitsQuotas(ns, quotas, g.Request, own, extra[ns]); !ok {
+			return false, msg
 		}
 		extra[ns] = extra[ns].Add(g.Request)
 		return true, ""
 	}
+}
+
+// quotaList converts a ResourceQuota's amounts to request resource names,
+// dropping what does not limit requests (limits.*, counts).
+func quotaList(rl v1.ResourceList) resources.List {
+	out := resources.List{}
+	for name, q := range rl {
+		res, ok := quotaResource(name)
+		if !ok {
+			continue
+		}
+		if res == resources.CPU {
+			out[res] = q.MilliValue()
+		} else {
+			out[res] = q.Value()
+		}
+	}
+	return out
 }
 
 // quotaResource maps a ResourceQuota resource name to the request it limits.
