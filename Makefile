@@ -17,13 +17,23 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/cache/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit
+.PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit sandbox demo
 
 all: build
 
 ## build: bin/caldera-scheduler, kube-scheduler with Caldera's plugins.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/caldera-scheduler ./cmd/scheduler
+
+## sandbox: bin/caldera-sandbox, a whole simulated cluster in one process
+## (etcd, kube-apiserver, the Caldera scheduler, KWOK nodes); docs/sandbox.md.
+sandbox:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/caldera-sandbox ./cmd/sandbox
+
+## demo: run the sandbox with team queues, a stream of sample gangs and a live
+## status table (Ctrl-C stops it). SANDBOX_ARGS adds flags, e.g. --nodes 8.
+demo: sandbox
+	bin/caldera-sandbox --demo $(SANDBOX_ARGS)
 
 ## test: format check, vet, race-checked unit tests, integration tests.
 test: fmt-check vet unit integration

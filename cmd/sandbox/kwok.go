@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+	"sigs.k8s.io/kwok/pkg/apis/internalversion"
+	"sigs.k8s.io/kwok/pkg/apis/v1alpha1"
+	"sigs.k8s.io/kwok/pkg/client/clientset/versioned"
+	"sigs.k8s.io/kwok/pkg/kwok/controllers"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
+	"sigs.k8s.io/kwok/pkg/utils/client"
+	"sigs.k8s.io/yaml"
+)
+
+// completeAfterAnnotation, on a pod, makes the sandbox's KWOK complete it
+// (phase Succeeded) this long after it became Running, for example "15s".
+// Pods without it run until deleted.
+const completeAfterAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+// podCompleteStage is KWOK's pod-complete stage for pods that carry
+// completeAfterAnnotation (KWOK's own stages complete only pods of Jobs).
+const podCompleteStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: caldera-sandbox-pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.annotations["` + completeAfterAnnotation + `"]'
+      operator: 'Exists'
+  delay:
+    durationMilliseconds: 1000
+    durationFrom:
+      expressionFrom: '.metadata.annotations["` + completeAfterAnnotation + `"]'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: PodCompleted
+        type: Ready
+      phase: Succeeded
+`
+
+// startKWOK runs KWOK's controllers for every node: nodes become Ready, pods
+// bound to them become Running, annotated pods complete, deleted pods go.
+func startKWOK(ctx context.Context, kubeconfig string, verbose bool) error {
+	var stages []*internalversion.Stage
+	for _, src := range []string{fast.DefaultNodeInit, podfast.DefaultPodReady, podCompleteStage, podfast.DefaultPodDelete} {
+		var s v1alpha1.Stage
+		if err := yaml.UnmarshalStrict([]byte(src), &s); err != nil {
+			return fmt.Errorf("decoding KWOK stage: %w", err)
+		}
+		in, err := internalversion.ConvertToInternalStage(&s)
+		if err != nil {
+			return fmt.Errorf("converting KWOK stage %s: %w", s.Name, err)
+		}
+		stages = append(stages, in)
+	}
+	groups := map[internalversion.StageResourceRef][]*internalversion.Stage{}
+	for _, s := range stages {
+		groups[s.Spec.ResourceRef] = append(groups[s.Spec.ResourceRef], s)
+	}
+
+	cs, err := client.NewClientset("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig, err := cs.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	dynamicClient, err := cs.ToDynamicClient()
+	if err != nil {
+		return err
+	}
+	restMapper, err := cs.ToRESTMapper()
+	if err != nil {
+		return err
+	}
+	typedClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	kwokClient, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+
+	var w io.Writer = io.Discard
+	level := kwoklog.LevelError
+	if verbose {
+		w = stderrWriter{}
+		level = kwoklog.LevelInfo
+	}
+	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(w, level))
+
+	ctr, err := controllers.NewController(controllers.Config{
+		Clock:                      clock.RealClock{},
+		DynamicClient:              dynamicClient,
+		RESTClient:                 typedClient.CoreV1().RESTClient(),
+		RESTMapper:                 restMapper,
+		ImpersonatingDynamicClient: cs.ToImpersonatingDynamicClient(),
+		ImpersonatingTypedClient:   cs.ToImpersonatingTypedClient(),
+		TypedClient:                typedClient,
+		TypedKwokClient:            kwokClient,
+		ManageAllNodes:             true,
+		CIDR:                       "10.244.0.1/16",
+		NodeIP:                     "10.0.0.1",
+		LocalStages:                groups,
+		PodPlayStageParallelism:    4,
+		NodePlayStageParallelism:   2,
+		NodeLeaseParallelism:       2,
+		PodsOnNodeSyncParallelism:  2,
+		ID:                         "caldera-sandbox",
+	})
+	if err != nil {
+		return fmt.Errorf("creating KWOK controller: %w", err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("starting KWOK controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+// Command caldera-sandbox runs a whole simulated cluster in one process: an
+// embedded etcd, a real kube-apiserver, the Caldera scheduler and KWOK's
+// controllers for fake nodes and pod lifecycles. `--demo` adds team queues, a
+// stream of sample gangs and a live table of queue and gang status.
+//
+//	make demo                         # build and run with --demo
+//	bin/caldera-sandbox --nodes 8     # then: kubectl --kubeconfig caldera-sandbox.kubeconfig get nodes
+//
+// It prints one line, `ready: kubeconfig=PATH`, once the cluster is usable,
+// and stops cleanly on SIGINT or SIGTERM, removing its temporary directory.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+)
+
+type sandboxOptions struct {
+	nodes           int
+	nodeCPU         string
+	nodeMemory      string
+	nodeGPUs        int
+	kubeconfig      string
+	schedulerConfig string
+	crdDir          string
+	demo            bool
+	quiet           bool
+	logFile         string
+	verbosity       int
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o := sandboxOptions{}
+	fs := flag.NewFlagSet("caldera-sandbox", flag.ExitOnError)
+	fs.IntVar(&o.nodes, "nodes", 4, "number of simulated (KWOK) nodes")
+	fs.StringVar(&o.nodeCPU, "node-cpu", "8", "allocatable cpu of each node")
+	fs.StringVar(&o.nodeMemory, "node-memory", "32Gi", "allocatable memory of each node")
+	fs.IntVar(&o.nodeGPUs, "node-gpus", 0, "nvidia.com/gpu extended resources on each node")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "write an admin kubeconfig here (default ./caldera-sandbox.kubeconfig, removed on exit)")
+	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default <repo>/manifests/scheduler/config.yaml)")
+	fs.StringVar(&o.crdDir, "crds", "", "directory of CRD YAML files to install (default <repo>/manifests/crds)")
+	fs.BoolVar(&o.demo, "demo", false, "create team queues, stream sample gangs into them and show a live status table")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the ready line and errors (no demo table)")
+	fs.StringVar(&o.logFile, "log-file", "", "write the components' logs (apiserver, scheduler, KWOK) to this file (default: discarded)")
+	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the components, with --log-file")
+	_ = fs.Parse(os.Args[1:])
+
+	if err := o.complete(); err != nil {
+		fmt.Fprintln(os.Stderr, "caldera-sandbox:", err)
+		return 2
+	}
+	logs, err := setupLogging(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "caldera-sandbox:", err)
+		return 2
+	}
+	defer func() { _ = logs.Close() }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, a second one kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := sandbox(ctx, o); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted while starting: everything is stopped and removed.
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "caldera-sandbox:", err)
+		return 1
+	}
+	return 0
+}
+
+// complete fills defaults and checks flags.
+func (o *sandboxOptions) complete() error {
+	if o.nodes < 0 {
+		return errors.New("--nodes must not be negative")
+	}
+	for _, q := range []string{o.nodeCPU, o.nodeMemory} {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return fmt.Errorf("invalid quantity %q: %w", q, err)
+		}
+	}
+	if o.schedulerConfig == "" || o.crdDir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return fmt.Errorf("%w: pass --scheduler-config and --crds, or run from inside the Caldera repository", err)
+		}
+		if o.schedulerConfig == "" {
+			o.schedulerConfig = filepath.Join(root, "manifests", "scheduler", "config.yaml")
+		}
+		if o.crdDir == "" {
+			o.crdDir = filepath.Join(root, "manifests", "crds")
+		}
+	}
+	return nil
+}
+
+// repoRoot finds the Caldera repository above the working directory, then
+// above the executable.
+func repoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "manifests", "scheduler", "config.yaml")); err == nil {
+				return dir, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", errors.New("cannot find the Caldera repository (manifests/scheduler/config.yaml)")
+}
+
+// setupLogging sends klog (apiserver, scheduler) to --log-file or nowhere;
+// nothing is written to stderr but fatal errors.
+func setupLogging(o sandboxOptions) (io.Closer, error) {
+	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(kfs)
+	_ = kfs.Set("logtostderr", "false")
+	_ = kfs.Set("alsologtostderr", "false")
+	_ = kfs.Set("stderrthreshold", "FATAL")
+	_ = kfs.Set("v", fmt.Sprint(o.verbosity))
+	var w io.WriteCloser = nopCloser{io.Discard}
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		w = f
+	}
+	logOutput = w
+	// klog writes a line to its own severity's output and every lower one:
+	// one writer, at INFO, gets each line once.
+	klog.SetOutputBySeverity("INFO", w)
+	for _, sev := range []string{"WARNING", "ERROR", "FATAL"} {
+		klog.SetOutputBySeverity(sev, io.Discard)
+	}
+	return w, nil
+}
+
+var logOutput io.Writer = io.Discard
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// stderrWriter writes KWOK's logs where klog's go.
+type stderrWriter struct{}
+
+func (stderrWriter) Write(p []byte) (int, error) { return logOutput.Write(p) }
+
+// sandbox runs the cluster until ctx is cancelled.
+func sandbox(ctx context.Context, o sandboxOptions) (err error) {
+	began := time.Now()
+	tmp, err := os.MkdirTemp("", "caldera-sandbox-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(tmp); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}()
+
+	etcd, etcdURL, err := startEtcd(tmp)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+
+	// The apiserver outlives everything that talks to it.
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	api, err := startAPIServer(apiCtx, tmp, etcdURL)
+	defer func() {
+		stopAPI()
+		if api != nil {
+			select {
+			case <-api.done:
+			case <-time.After(30 * time.Second):
+				fmt.Fprintln(os.Stderr, "caldera-sandbox: kube-apiserver did not stop within 30s")
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
+	internalKubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := writeKubeconfig(api.Config, internalKubeconfig); err != nil {
+		return err
+	}
+	c, err := newClients(api.Config)
+	if err != nil {
+		return err
+	}
+	if err := c.installCRDs(ctx, o.crdDir); err != nil {
+		return err
+	}
+
+	if err := c.createNodes(ctx, o); err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != ""); err != nil {
+		return err
+	}
+	sched, err := startScheduler(workCtx, o.schedulerConfig, internalKubeconfig, filepath.Join(tmp, "scheduler-config.yaml"))
+	defer func() {
+		stopWork()
+		if sched != nil {
+			select {
+			case <-sched.done:
+			case <-time.After(30 * time.Second):
+				fmt.Fprintln(os.Stderr, "caldera-sandbox: scheduler did not stop within 30s")
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if err := c.waitNodesReady(ctx, o); err != nil {
+		return err
+	}
+
+	kubeconfig, removeKubeconfig := o.kubeconfig, false
+	if kubeconfig == "" {
+		kubeconfig, removeKubeconfig = "caldera-sandbox.kubeconfig", true
+	}
+	if abs, err := filepath.Abs(kubeconfig); err == nil {
+		kubeconfig = abs
+	}
+	if err := writeKubeconfig(api.Config, kubeconfig); err != nil {
+		return err
+	}
+	if removeKubeconfig {
+		defer func() { _ = os.Remove(kubeconfig) }()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	fmt.Printf("ready: kubeconfig=%s\n", kubeconfig)
+	if !o.quiet {
+		fmt.Fprintf(os.Stderr, "caldera-sandbox: %d nodes up in %v; try: kubectl --kubeconfig %s get nodes,podgroups,queues\n",
+			o.nodes, time.Since(began).Round(100*time.Millisecond), kubeconfig)
+	}
+
+	if o.demo {
+		go runDemo(workCtx, c, o, kubeconfig)
+	}
+	select {
+	case <-ctx.Done():
+	case <-sched.done:
+		return fmt.Errorf("scheduler stopped: %v", sched.err)
+	case <-api.done:
+		return fmt.Errorf("kube-apiserver stopped: %v", api.err)
+	}
+	if !o.quiet {
+		fmt.Fprintln(os.Stderr, "caldera-sandbox: shutting down")
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package sandbox tests bin/caldera-sandbox end to end: it builds the binary,
+// starts it, runs a gang through it with kubectl's kind of access and stops it.
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+func TestSandbox(t *testing.T) {
+	root := harness.RepoRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "caldera-sandbox")
+	began := time.Now()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
+	}
+	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
+
+	// The sandbox keeps everything under $TMPDIR/caldera-sandbox-*; give it
+	// its own TMPDIR to check it leaves nothing behind.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cmd := exec.Command(bin, "--nodes", "2", "--kubeconfig", kubeconfig, "--quiet")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stderr = &testWriter{t: t}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if path, ok := strings.CutPrefix(line, "ready: kubeconfig="); ok {
+				ready <- path
+			} else {
+				t.Logf("sandbox stdout: %s", line)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	select {
+	case path := <-ready:
+		if path != kubeconfig {
+			t.Fatalf("ready line names kubeconfig %q, want %q", path, kubeconfig)
+		}
+	case err := <-exited:
+		stopped = true
+		t.Fatalf("sandbox exited before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("sandbox not ready within 90s")
+	}
+	t.Logf("ready in %v", time.Since(began).Round(time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	pgClient := pgclientset.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("got %d nodes, want 2", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		readyCond := false
+		for _, c := range n.Status.Conditions {
+			readyCond = readyCond || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !readyCond {
+			t.Errorf("node %s is not Ready: %v", n.Name, n.Status.Conditions)
+		}
+	}
+
+	// A 2-member gang whose pods KWOK completes a few seconds after they run.
+	pg := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "gang", Namespace: metav1.NamespaceDefault},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
+	}
+	if _, err := pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gang-0", "gang-1"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Namespace:   metav1.NamespaceDefault,
+				Labels:      map[string]string{schedv1alpha1.PodGroupLabel: pg.Name},
+				Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "4s"},
+			},
+			Spec: corev1.PodSpec{
+				SchedulerName: "caldera-scheduler",
+				Containers: []corev1.Container{{
+					Name: "w", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+				}},
+			},
+		}
+		if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := time.Now()
+	waitPhase := func(want schedv1alpha1.PodGroupPhase) {
+		t.Helper()
+		last := schedv1alpha1.PodGroupPhase("")
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Get(ctx, pg.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			last = got.Status.Phase
+			return last == want, nil
+		})
+		if err != nil {
+			t.Fatalf("PodGroup phase %q, want %q: %v", last, want, err)
+		}
+		t.Logf("PodGroup %s after %v", want, time.Since(created).Round(time.Millisecond))
+	}
+	waitPhase(schedv1alpha1.PodGroupRunning)
+	waitPhase(schedv1alpha1.PodGroupFinished)
+
+	// SIGTERM: a clean exit, no temporary files left.
+	began = time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("sandbox exited with %v, want 0", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("sandbox did not exit within 45s of SIGTERM")
+	}
+	t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left behind in TMPDIR: %s", e.Name())
+	}
+}
+
+// testWriter logs the sandbox's stderr lines.
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("sandbox stderr: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
