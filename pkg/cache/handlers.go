@@ -61,15 +61,19 @@ func podPriority(pod *v1.Pod) int32 {
 	return 0
 }
 
-func asPod(obj any) *v1.Pod {
-	switch t := obj.(type) {
-	case *v1.Pod:
-		return t
-	case cache.DeletedFinalStateUnknown:
-		p, _ := t.Obj.(*v1.Pod)
-		return p
+// objectOf unwraps an informer event's object, including the tombstone a
+// delete carries when the watch missed the final state.
+func objectOf[T any](obj any) (T, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
 	}
-	return nil
+	t, ok := obj.(T)
+	return t, ok
+}
+
+func asPod(obj any) *v1.Pod {
+	p, _ := objectOf[*v1.Pod](obj)
+	return p
 }
 
 func (c *Cache) onPod(logger klog.Logger, _, obj any) {
@@ -202,14 +206,8 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 }
 
 func asPodGroup(obj any) *v1alpha1.PodGroup {
-	switch t := obj.(type) {
-	case *v1alpha1.PodGroup:
-		return t
-	case cache.DeletedFinalStateUnknown:
-		p, _ := t.Obj.(*v1alpha1.PodGroup)
-		return p
-	}
-	return nil
+	p, _ := objectOf[*v1alpha1.PodGroup](obj)
+	return p
 }
 
 // SpecFrom converts a PodGroup's spec to the policy's view.
@@ -272,13 +270,7 @@ func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
 }
 
 func nodeAllocatable(obj any) (string, resources.List, bool) {
-	var n *v1.Node
-	switch t := obj.(type) {
-	case *v1.Node:
-		n = t
-	case cache.DeletedFinalStateUnknown:
-		n, _ = t.Obj.(*v1.Node)
-	}
+	n, _ := objectOf[*v1.Node](obj)
 	if n == nil {
 		return "", nil, false
 	}

@@ -783,13 +783,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 }
 
 func (c *Cache) onQueue(obj any, deleted bool) {
-	var q *qapi.Queue
-	switch t := obj.(type) {
-	case *qapi.Queue:
-		q = t
-	case cache.DeletedFinalStateUnknown:
-		q, _ = t.Obj.(*qapi.Queue)
-	}
+	q, _ := objectOf[*qapi.Queue](obj)
 	if q == nil {
 		return
 	}
@@ -835,13 +829,7 @@ func SpecOfQueue(q *qapi.Queue) queue.Spec {
 }
 
 func (c *Cache) onNamespace(obj any, deleted bool) {
-	var ns *v1.Namespace
-	switch t := obj.(type) {
-	case *v1.Namespace:
-		ns = t
-	case cache.DeletedFinalStateUnknown:
-		ns, _ = t.Obj.(*v1.Namespace)
-	}
+	ns, _ := objectOf[*v1.Namespace](obj)
 	if ns == nil {
 		return
 	}
