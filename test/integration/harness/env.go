@@ -107,6 +107,32 @@ type Env struct {
 // costs a few seconds, so only one Env may be live in a process at a time.
 func Start(t *testing.T) *Env {
 	t.Helper()
+	return StartWith(t)
+}
+
+// EnvOption changes how StartWith starts the control plane.
+type EnvOption func(*envSettings)
+
+type envSettings struct {
+	apiserverFlags []string
+}
+
+// WithAPIServerFlags passes extra flags to the test kube-apiserver, after the
+// harness's own (so a flag given here wins), e.g.
+// WithAPIServerFlags("--authorization-mode=RBAC"). Env.Config keeps full
+// privileges in every mode: it authenticates as a member of system:masters.
+func WithAPIServerFlags(flags ...string) EnvOption {
+	return func(s *envSettings) { s.apiserverFlags = append(s.apiserverFlags, flags...) }
+}
+
+// StartWith is Start with options; StartWith(t) is Start(t).
+func StartWith(t *testing.T, opts ...EnvOption) *Env {
+	t.Helper()
+	settings := &envSettings{}
+	for _, o := range opts {
+		o(settings)
+	}
+	flags := append(append([]string(nil), apiserverFlags...), settings.apiserverFlags...)
 	if n := activeEnvs.Add(1); n != 1 {
 		activeEnvs.Add(-1)
 		t.Fatalf("harness.Start: another Env is already running in this process; start one Env per test package in a top-level test and run scenarios as its subtests")
@@ -124,7 +150,7 @@ func Start(t *testing.T) *Env {
 		}
 	})
 
-	server, err := kubeapiservertesting.StartTestServer(t, nil, apiserverFlags, storageConfig)
+	server, err := kubeapiservertesting.StartTestServer(t, nil, flags, storageConfig)
 	if err != nil {
 		t.Fatalf("starting kube-apiserver: %v", err)
 	}

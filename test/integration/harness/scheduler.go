@@ -69,6 +69,7 @@ type schedulerSettings struct {
 	registry    []app.Option
 	registrySet bool
 	edits       []func(cfg map[string]any) error
+	kubeconfig  string
 }
 
 // WithPluginArgs merges args into the pluginConfig args of pluginName in every
@@ -110,6 +111,14 @@ func WithRegistry(opts ...app.Option) SchedulerOption {
 		s.registry = opts
 		s.registrySet = true
 	}
+}
+
+// WithKubeconfig makes the scheduler reach the apiserver with the kubeconfig
+// at path (clientConnection.kubeconfig) instead of Env.Kubeconfig, e.g. with a
+// ServiceAccount's token to run it under RBAC. The delegated authentication
+// and authorization of its secure port keep using Env.Kubeconfig.
+func WithKubeconfig(path string) SchedulerOption {
+	return func(s *schedulerSettings) { s.kubeconfig = path }
 }
 
 // WithConfigEdit lets a test change the decoded configuration (JSON-style
@@ -417,6 +426,9 @@ func (e *Env) writeSchedulerConfig(settings *schedulerSettings, path string) err
 
 	conn := subMap(cfg, "clientConnection")
 	conn["kubeconfig"] = e.Kubeconfig
+	if settings.kubeconfig != "" {
+		conn["kubeconfig"] = settings.kubeconfig
+	}
 	setDefault(conn, "qps", 500)
 	setDefault(conn, "burst", 1000)
 
