@@ -103,6 +103,9 @@ type Cache struct {
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState
+	// reclaim: CalderaReclaim runs, so admission may count what it can take
+	// back from queues above their deserved share.
+	reclaim bool
 
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
 	// then on Activate is safe and useful (see activate).

@@ -406,6 +406,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
+		Reclaim:             c.reclaim,
 	}
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()

@@ -49,6 +49,11 @@ type Options struct {
 	Lookahead int
 	// Quota is the optional check 6; nil admits every namespace.
 	Quota QuotaFunc
+	// Reclaim says a reclaim action runs: a group within its queue's deserved
+	// share may count, in check 5, what reclaimable queues hold above theirs,
+	// because reclaim will free it. Without it such a group could never be
+	// admitted into a cluster that others fill, and reclaim never starts.
+	Reclaim bool
 }
 
 // Validate reports an unusable option.
@@ -154,6 +159,7 @@ type passState struct {
 	selfAl   []int64
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
+	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
 	cused    []int64 // cluster: used + every queue's inflight
 	scratch  []int64
 	qheap    []*pqueue
@@ -350,6 +356,22 @@ func (p *Pending) prepare(c Cluster) {
 			ps.cused[j] = satAdd(ps.cused[j], s.inflightAll[sj])
 		}
 	}
+	ps.reclaim = growInt64s(ps.reclaim, r)
+	clear(ps.reclaim)
+	if ps.o.Reclaim {
+		for i := range n {
+			spec := s.tree.specs[i]
+			if !spec.Reclaimable || s.tree.problems[i] != nil {
+				continue
+			}
+			for j := range r {
+				keep := max(ps.selfDes[i*r+j], nn(spec.Guarantee[p.rnames[j]]))
+				if over := ps.selfAl[i*r+j] - keep; over > 0 {
+					ps.reclaim[j] = satAdd(ps.reclaim[j], over)
+				}
+			}
+		}
+	}
 }
 
 // ceiling fills ps.scratch with the most q's groups could ever get: per
@@ -528,10 +550,15 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 			return d, transient
 		}
 	}
-	// (5) cluster idle, on the requested resources only.
+	// (5) cluster idle, on the requested resources only; a group within its
+	// deserved share may also count what reclaim can take back.
 	for _, a := range e.req {
-		if !fits(ps.cused[a.r], a.v, ps.ceil[a.r]) {
-			return refuse(CheckCluster, -1, a, ps.ceil[a.r]-ps.cused[a.r], false)
+		lim := ps.ceil[a.r]
+		if !waived {
+			lim = satAdd(lim, ps.reclaim[a.r])
+		}
+		if !fits(ps.cused[a.r], a.v, lim) {
+			return refuse(CheckCluster, -1, a, lim-ps.cused[a.r], false)
 		}
 	}
 	// (6) namespace quota.

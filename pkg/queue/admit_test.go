@@ -845,3 +845,40 @@ func TestDecisionMessages(t *testing.T) {
 
 func nan() float64 { return math.NaN() }
 func inf() float64 { return math.Inf(1) }
+
+// With a reclaim action, a queue within its deserved share is admitted into
+// a cluster that a reclaimable queue fills beyond its own share, up to what
+// reclaim can take back; without it, only up to the overcommitted idle room.
+func TestAdmitReclaimHeadroom(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	for _, tc := range []struct {
+		name        string
+		reclaim     bool
+		reclaimable bool
+		guarantee   resources.List
+		want        int
+	}{
+		{name: "no reclaim: idle room only", reclaim: false, reclaimable: true, want: 3},
+		{name: "reclaim: up to the other queue's excess", reclaim: true, reclaimable: true, want: 8},
+		{name: "reclaim: a non-reclaimable queue's excess does not count", reclaim: true, reclaimable: false, want: 3},
+		{name: "reclaim: a guarantee caps the others (real capability 2)", reclaim: true, reclaimable: true, guarantee: cpu(14000), want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{
+				specs: []Spec{
+					{Name: "a", Weight: 1, Reclaimable: tc.reclaimable, Guarantee: tc.guarantee},
+					{Name: "b", Weight: 1, Reclaimable: true},
+				},
+				total:  cpu(16000),
+				used:   cpu(16000),
+				usage:  map[string]Usage{"a": {Allocated: cpu(16000)}},
+				groups: many("b", 8, cpu(1000)),
+				opts:   Options{OvercommitFactor: 1.2, Reclaim: tc.reclaim},
+			}
+			_, res, _ := w.run()
+			if got := countByQueue(res)["b"]; got != tc.want {
+				t.Fatalf("admitted %d of b's groups, want %d (refused: %+v)", got, tc.want, res.Refused)
+			}
+		})
+	}
+}

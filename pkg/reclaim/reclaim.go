@@ -74,6 +74,9 @@ type Pod struct {
 	Started time.Time
 	// Request is what the pod requests; it is freed on its node when evicted.
 	Request resources.List
+	// Disruptive: evicting the pod would violate a PodDisruptionBudget. Such
+	// pods are taken last, as the default preemption does.
+	Disruptive bool
 }
 
 // Group describes a victim gang: how many of its members must keep running.
@@ -151,6 +154,7 @@ type Plan struct {
 // at deserved no further evictions follow. Preempt is tried next: victims are
 // pods of lower-priority groups of the same queue.
 //
+// Pods whose eviction would violate a PodDisruptionBudget are taken last.
 // Victim gangs keep minMember running members: a gang gives up only members
 // above minMember (most recently started first), or all of them. Plans made
 // of single pods are preferred; whole gangs are taken only when no such plan
@@ -208,8 +212,9 @@ func withinDeserved(q Queue, need resources.List) string {
 
 // option is one step of the greedy search: a single pod, or a whole gang.
 type option struct {
-	pods     []int
-	priority int32
+	pods       []int
+	disruptive int // pods that violate a PodDisruptionBudget
+	priority   int32
 	// started is the latest start among the pods (how recent the option
 	// is); earliest the earliest (how long its oldest pod has run).
 	started, earliest time.Time
@@ -262,7 +267,7 @@ func (s *state) greedy() bool {
 		if at < 0 {
 			var best []option
 			for _, i := range s.eligibleNodes {
-				if opts, ok := s.makeRoom(i, req); ok && (at < 0 || cheaper(s, opts, best)) {
+				if opts, ok := s.makeRoom(i, req); ok && (at < 0 || cheaper(opts, best)) {
 					at, best = i, opts
 				}
 			}
@@ -321,11 +326,15 @@ func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
 	return got, fit
 }
 
-// cheaper: victims a are a better choice than b: fewer pods, then a lower
-// highest priority, then younger (their longest-running pod started later).
-func cheaper(s *state, a, b []option) bool {
-	na, pa, sa := summarize(a)
-	nb, pb, sb := summarize(b)
+// cheaper: victims a are a better choice than b: fewer disruption budget
+// violations, fewer pods, then a lower highest priority, then younger
+// (their longest-running pod started later).
+func cheaper(a, b []option) bool {
+	na, da, pa, sa := summarize(a)
+	nb, db, pb, sb := summarize(b)
+	if da != db {
+		return da < db
+	}
 	if na != nb {
 		return na < nb
 	}
@@ -335,18 +344,26 @@ func cheaper(s *state, a, b []option) bool {
 	return sa.After(sb)
 }
 
-// summarize returns the pod count, highest priority and earliest start of
-// a set of options.
-func summarize(opts []option) (n int, prio int32, earliest time.Time) {
+// summarize returns the pod count, disruption budget violations, highest
+// priority and earliest start of a set of options.
+func summarize(opts []option) (n, disruptive int, prio int32, earliest time.Time) {
 	prio = math.MinInt32
 	for i, o := range opts {
 		n += len(o.pods)
+		disruptive += o.disruptive
 		prio = max(prio, o.priority)
 		if i == 0 || o.earliest.Before(earliest) {
 			earliest = o.earliest
 		}
 	}
-	return n, prio, earliest
+	return n, disruptive, prio, earliest
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // state is the search's scratch: what is taken so far.
@@ -475,7 +492,7 @@ func (s *state) options(wholeGangs bool) []option {
 			if p.Group != "" {
 				perGroup[p.Group]++
 			}
-			out = append(out, option{pods: []int{i}, priority: p.Priority, started: p.Started, earliest: p.Started})
+			out = append(out, option{pods: []int{i}, disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started})
 		}
 	}
 	if wholeGangs {
@@ -489,6 +506,7 @@ func (s *state) options(wholeGangs bool) []option {
 			p := s.in.Pods[pods[0]]
 			o := option{pods: slices.Clone(pods), priority: p.Priority, whole: true, started: p.Started, earliest: p.Started}
 			for _, i := range pods {
+				o.disruptive += b2i(s.in.Pods[i].Disruptive)
 				t := s.in.Pods[i].Started
 				if t.After(o.started) {
 					o.started = t
@@ -501,6 +519,9 @@ func (s *state) options(wholeGangs bool) []option {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b option) int {
+		if c := cmp.Compare(b2i(a.disruptive > 0), b2i(b.disruptive > 0)); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(a.priority, b.priority); c != 0 {
 			return c
 		}

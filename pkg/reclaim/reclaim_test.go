@@ -296,6 +296,19 @@ func TestDecide(t *testing.T) {
 			wantMode: Reclaim, want: []string{"a/p-12"}, wantNode: "n0",
 		},
 		{
+			name: "a pod protected by a disruption budget is taken last",
+			in: Input{
+				Preemptor: Preemptor{Queue: "b", Members: members(1, 1000)},
+				Queues:    aOver,
+				Pods: []Pod{
+					{ID: "a/young-pdb", Node: "n0", Queue: "a", Started: t0.Add(time.Hour), Request: cpu(1000), Disruptive: true},
+					{ID: "a/old", Node: "n0", Queue: "a", Started: t0, Request: cpu(1000)},
+				},
+				Nodes: nodesWith(0), Options: both,
+			},
+			wantMode: Reclaim, want: []string{"a/old"}, wantNode: "n0",
+		},
+		{
 			name:    "disabled actions",
 			in:      Input{Preemptor: Preemptor{Queue: "b", Members: members(1, 1)}, Options: Options{}},
 			wantWhy: "reclaim and preemption are disabled",
