@@ -80,6 +80,8 @@ type podAcct struct {
 	queue string
 	req   resources.List
 	bound bool
+	// prio is the pod's priority, for the per-priority allocated amounts.
+	prio int32
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -105,6 +107,9 @@ type admissionState struct {
 	units    map[string]*unit
 	pods     map[types.UID]*podAcct
 	usage    map[string]*queueUsage
+	// byPrio is, per queue and pod priority, what bound pods request: what
+	// preemption within the queue could free for a higher priority.
+	byPrio map[string]map[int32]resources.List
 	used     resources.List
 	shares   *queue.Shares
 	sorting  map[string]queueSort
@@ -220,6 +225,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		units:    map[string]*unit{},
 		pods:     map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
+		byPrio:   map[string]map[int32]resources.List{},
 		used:     resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
@@ -407,6 +413,9 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
 		Reclaim:             c.reclaim,
+	}
+	if c.preempt {
+		opts.Preemptible = c.preemptibleLocked
 	}
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
@@ -651,14 +660,57 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	if u.gang != nil {
 		for uid := range u.gang.members {
 			if p := a.pods[uid]; p != nil && p.unit == u.key {
-				p.queue = q
+				a.retagLocked(p, q)
 			}
 		}
 	} else if u.pod != nil {
 		if p := a.pods[u.pod.UID]; p != nil {
-			p.queue = q
+			a.retagLocked(p, q)
 		}
 	}
+}
+
+// retagLocked moves one pod's accounting to queue q.
+func (a *admissionState) retagLocked(p *podAcct, q string) {
+	if p.bound {
+		a.prioLocked(p.queue, p.prio, p.req, -1)
+		a.prioLocked(q, p.prio, p.req, 1)
+	}
+	p.queue = q
+}
+
+// prioLocked adds (sign 1) or subtracts (-1) req at queue and priority.
+func (a *admissionState) prioLocked(queue string, prio int32, req resources.List, sign int) {
+	if queue == "" {
+		return
+	}
+	m := a.byPrio[queue]
+	if m == nil {
+		m = map[int32]resources.List{}
+		a.byPrio[queue] = m
+	}
+	if sign > 0 {
+		m[prio] = m[prio].Add(req)
+		return
+	}
+	l := m[prio].Sub(req)
+	if l.IsZero() {
+		delete(m, prio)
+	} else {
+		m[prio] = l
+	}
+}
+
+// preemptibleLocked is what bound pods of queue with a priority below prio
+// request: admission's room for preemption within the queue.
+func (c *Cache) preemptibleLocked(queue string, prio int32) resources.List {
+	out := resources.List{}
+	for p, l := range c.adm.byPrio[queue] {
+		if p < prio {
+			out.Add(l)
+		}
+	}
+	return out
 }
 
 func (a *admissionState) usageLocked(q string) *queueUsage {
@@ -712,6 +764,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			if q := a.usage[old.queue]; q != nil {
 				q.allocated.Sub(old.req)
 			}
+			a.prioLocked(old.queue, old.prio, old.req, -1)
 			if u := a.units[old.unit]; u != nil {
 				u.held.Sub(old.req)
 				c.setInflightLocked(u)
@@ -738,7 +791,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 		return
 	}
-	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != ""}
+	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
 	if gk, labelled := GroupKeyOf(pod); labelled && a.ours(pod) {
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
@@ -772,6 +825,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		a.used.Add(acct.req)
 		if acct.queue != "" {
 			a.usageLocked(acct.queue).allocated.Add(acct.req)
+			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
 		}
 		if u := a.units[acct.unit]; u != nil {
 			if u.held == nil {

@@ -97,9 +97,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
-	if *a.EnableReclaim {
-		c.EnableReclaim()
-	}
+	c.EnableEvictions(*a.EnableReclaim, *a.EnablePreemption)
 	registerMetrics()
 	pl := &Reclaim{
 		handle:   h,
