@@ -109,13 +109,13 @@ type admissionState struct {
 	usage    map[string]*queueUsage
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
-	byPrio map[string]map[int32]resources.List
-	used     resources.List
-	shares   *queue.Shares
-	sorting  map[string]queueSort
-	kick     chan struct{}
-	writes   chan admissionWrite
-	quotas   corelisters.ResourceQuotaLister
+	byPrio  map[string]map[int32]resources.List
+	used    resources.List
+	shares  *queue.Shares
+	sorting map[string]queueSort
+	kick    chan struct{}
+	writes  chan admissionWrite
+	quotas  corelisters.ResourceQuotaLister
 }
 
 // admissionWrite is an Event and, for gangs, the admitted-at annotation that
