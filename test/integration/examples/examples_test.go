@@ -179,7 +179,8 @@ func TestExamples(t *testing.T) {
 		// Exercise the templated parts of the config too.
 		objs := helmTemplate(t, env.RepoRoot,
 			"--set", "scoreWeights.NodeResourcesFit=2",
-			"--set-json", `extraPluginConfig=[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]`)
+			"--set", "nodeResourcesFitArgs.scoringStrategy.type=LeastAllocated",
+			"--set-json", `extraPluginConfig=[{"name":"PodTopologySpread","args":{"defaultingType":"List"}}]`)
 		dryRunAll(t, env, mapper, objs)
 		checkRBAC(t, rec, objs)
 
