@@ -27,3 +27,23 @@ func Decode(plugin string, obj runtime.Object, into any) error {
 	}
 	return nil
 }
+
+// Defaulted is a plugin's args type: unset fields get defaults, then the
+// whole is validated.
+type Defaulted interface {
+	SetDefaults()
+	Validate() error
+}
+
+// Load decodes obj into a strictly, fills its defaults and validates it; every
+// error names the plugin.
+func Load(plugin string, obj runtime.Object, a Defaulted) error {
+	if err := Decode(plugin, obj, a); err != nil {
+		return err
+	}
+	a.SetDefaults()
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("%s args: %w", plugin, err)
+	}
+	return nil
+}
