@@ -779,7 +779,12 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 		u.pod = pod
 		c.moveUnitLocked(u, c.resolveQueueLocked(nil, pod, pod.Namespace))
-		u.priority, u.created, u.request = podPriority(pod), pod.CreationTimestamp.Time, acct.req
+		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
+		if !u.request.Equal(acct.req) {
+			// Resized: an admitted singleton reserves what it asks now.
+			u.request = acct.req
+			c.setInflightLocked(u)
+		}
 		if acct.bound && !u.admitted {
 			// Bound without us (a restart): it holds what it holds.
 			u.admitted = true

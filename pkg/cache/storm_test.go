@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -100,8 +101,14 @@ func aggregates(c *Cache) []string {
 	var out []string
 	for k, g := range c.groups {
 		uids := slices.Sorted(maps.Keys(g.members))
-		out = append(out, fmt.Sprintf("group %s: podgroup=%v min=%d counts=%+v members=%v priority=%d enqueueable=%v",
-			k, g.pg != nil, g.spec.MinMember, g.counts, uids, g.priority, g.enqueueable))
+		var reqs []resources.List
+		for _, m := range g.members {
+			if !m.state.Phase.Terminal() {
+				reqs = append(reqs, m.request)
+			}
+		}
+		out = append(out, fmt.Sprintf("group %s: podgroup=%v min=%d counts=%+v members=%v priority=%d enqueueable=%v minRequest=%s",
+			k, g.pg != nil, g.spec.MinMember, g.counts, uids, g.priority, g.enqueueable, nonZero(gang.MinRequest(g.spec, reqs))))
 	}
 	for uid, k := range c.memberOf {
 		out = append(out, fmt.Sprintf("memberOf %s: %s", uid, k))
@@ -158,6 +165,23 @@ func wantReplayEqual(t testing.TB, c *Cache, pgs map[string]*v1alpha1.PodGroup, 
 		}
 	}
 	t.Fatalf("aggregates after the events (-) differ from a replay of the final objects (+):\n  %s", strings.Join(diff, "\n  "))
+}
+
+// A member whose requests change in place (a resize) changes its gang's
+// minimum: the gang reserves and is checked against what its pods ask now.
+func TestResizedMemberChangesGangMinimum(t *testing.T) {
+	c := newStormCache(t)
+	addPG(c, mkPG(stormNS, "g", 2))
+	m0, m1 := memberOf(stormNS, "m0", "g", cpu("1")), memberOf(stormNS, "m1", "g", cpu("1"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	podEvent(c, next(m1, cpu("3")))
+	if got, _ := c.MinRequest(key(stormNS, "g")); got[resources.CPU] != 4000 {
+		t.Fatalf("gang minimum after a member was resized from 1 to 3 cpu = %s, want cpu=4", got)
+	}
+	if u := unitOf(c, "pg:"+stormNS+"/g"); u == nil || u.request[resources.CPU] != 4000 {
+		t.Fatalf("admission unit of the resized gang = %+v, want a request of 4 cpu", u)
+	}
 }
 
 // indexErrors reports where the pods indexed by unit differ from the pods'
