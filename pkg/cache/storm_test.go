@@ -115,13 +115,27 @@ func aggregates(c *Cache) []string {
 	}
 	a := c.adm
 	out = append(out, "used: "+nonZero(a.used))
+	// The running members of a deleted PodGroup stay charged to the queue
+	// their gang was in (a designed history dependence, see
+	// docs/reliability.md); they are compared without their queue.
+	allocated := map[string]resources.List{}
 	for q, u := range a.usage {
-		if s := nonZero(u.allocated); s != "" {
-			out = append(out, fmt.Sprintf("queue %s: allocated %s", q, s))
-		}
+		allocated[q] = u.allocated.Clone()
 	}
 	for uid, p := range a.pods {
+		if p.unit != "" && a.units[p.unit] == nil && isGangUnit(p.unit) {
+			if p.bound {
+				allocated[p.queue].Sub(p.req)
+			}
+			out = append(out, fmt.Sprintf("pod %s: unit=%s (gone) req=%s bound=%v", uid, p.unit, nonZero(p.req), p.bound))
+			continue
+		}
 		out = append(out, fmt.Sprintf("pod %s: unit=%s queue=%s req=%s bound=%v", uid, p.unit, p.queue, nonZero(p.req), p.bound))
+	}
+	for q, l := range allocated {
+		if s := nonZero(l); s != "" {
+			out = append(out, fmt.Sprintf("queue %s: allocated %s", q, s))
+		}
 	}
 	for k, u := range a.units {
 		out = append(out, fmt.Sprintf("unit %s: queue=%s members=%d min=%d held=%s", k, u.queue, u.members, u.min, nonZero(u.held)))
@@ -129,6 +143,8 @@ func aggregates(c *Cache) []string {
 	sort.Strings(out)
 	return out
 }
+
+func isGangUnit(key string) bool { return strings.HasPrefix(key, "pg:") }
 
 // nonZero renders a list without its zero amounts, which are not kept
 // consistently (an amount that went up and down again stays as a zero).
