@@ -10,13 +10,11 @@
 package badinput_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -37,7 +35,7 @@ const (
 // of them tries to start a scheduler of its own.
 func TestBadInput(t *testing.T) {
 	env := harness.Start(t)
-	b := &bad{env: env, qc: qclient.NewForConfigOrDie(env.Config)}
+	b := &bad{env: env, qc: env.QueueClient()}
 	t.Run("scheduling", func(t *testing.T) {
 		env.StartScheduler(t)
 		t.Run("queues", b.queueCases)
@@ -50,22 +48,6 @@ func TestBadInput(t *testing.T) {
 type bad struct {
 	env *harness.Env
 	qc  qclient.Interface
-}
-
-// newQueue creates a Queue and deletes it (if still there) when t ends.
-func (b *bad) newQueue(t *testing.T, name string, spec qapi.QueueSpec) {
-	t.Helper()
-	q := &qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-	if _, err := b.qc.SchedulingV1alpha1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating queue %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		// t.Context is already cancelled when cleanups run.
-		err := b.qc.SchedulingV1alpha1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting queue %s: %v", name, err)
-		}
-	})
 }
 
 // deleteQueue deletes a Queue now.

@@ -27,10 +27,10 @@ func (b *bad) queueCases(t *testing.T) {
 				names[i] = fmt.Sprintf("cyc%d-%d", n, i)
 			}
 			for i, name := range names {
-				b.newQueue(t, name, qapi.QueueSpec{Weight: 1, Parent: names[(i+1)%n]})
+				env.CreateQueue(t, name, qapi.QueueSpec{Weight: 1, Parent: names[(i+1)%n]})
 			}
 			under := fmt.Sprintf("cyc%d-under", n)
-			b.newQueue(t, under, qapi.QueueSpec{Weight: 1, Parent: names[0]})
+			env.CreateQueue(t, under, qapi.QueueSpec{Weight: 1, Parent: names[0]})
 
 			env.CreatePod(t, harness.Pod(ns, "cyclic").CPU("1").Labels(inQueue(names[n-1])).Obj())
 			env.CreatePod(t, harness.Pod(ns, "beneath").CPU("1").Labels(inQueue(under)).Obj())
@@ -64,7 +64,7 @@ func (b *bad) queueCases(t *testing.T) {
 	t.Run("parent that does not exist", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		b.newQueue(t, "orphan", qapi.QueueSpec{Weight: 1, Parent: "orphan-dept"})
+		env.CreateQueue(t, "orphan", qapi.QueueSpec{Weight: 1, Parent: "orphan-dept"})
 		pg := harness.PodGroup(ns, "lost", 2)
 		pg.Labels = inQueue("orphan")
 		env.CreatePodGroup(t, pg)
@@ -78,7 +78,7 @@ func (b *bad) queueCases(t *testing.T) {
 		env.WaitBound(t, ns, timeout, "valid")
 		env.ConsistentlyUnbound(t, ns, quiet, "lost-0", "lost-1")
 
-		b.newQueue(t, "orphan-dept", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "orphan-dept", qapi.QueueSpec{Weight: 1})
 		env.WaitBound(t, ns, timeout, "lost-0", "lost-1")
 		b.waitInvalidParent(t, "orphan", metav1.ConditionFalse, qapi.ReasonParentValid)
 	})
@@ -86,8 +86,8 @@ func (b *bad) queueCases(t *testing.T) {
 	t.Run("deleting a parent with children", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		b.newQueue(t, "dept", qapi.QueueSpec{Weight: 1})
-		b.newQueue(t, "dept-team", qapi.QueueSpec{Weight: 1, Parent: "dept"})
+		env.CreateQueue(t, "dept", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "dept-team", qapi.QueueSpec{Weight: 1, Parent: "dept"})
 		env.CreatePod(t, harness.Pod(ns, "running").CPU("1").Labels(inQueue("dept-team")).Obj())
 		env.WaitBound(t, ns, timeout, "running")
 		env.SetPodPhase(t, ns, "running", v1.PodRunning)
@@ -103,7 +103,7 @@ func (b *bad) queueCases(t *testing.T) {
 		env.WaitBound(t, ns, timeout, "running")
 
 		// Recreating the parent repairs the child.
-		b.newQueue(t, "dept", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "dept", qapi.QueueSpec{Weight: 1})
 		env.WaitBound(t, ns, timeout, "late")
 		b.waitInvalidParent(t, "dept-team", metav1.ConditionFalse, qapi.ReasonParentValid)
 	})
@@ -117,7 +117,7 @@ func (b *bad) queueCases(t *testing.T) {
 		wantNote(t, "NotAdmitted note", ev.Note, "queue nowhere not found")
 		env.WaitBound(t, ns, timeout, "valid")
 		env.ConsistentlyUnbound(t, ns, quiet, "astray")
-		b.newQueue(t, "nowhere", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "nowhere", qapi.QueueSpec{Weight: 1})
 		env.WaitBound(t, ns, timeout, "astray")
 	})
 }

@@ -151,7 +151,7 @@ func TestGang(t *testing.T) {
 		pods[2] = harness.Pod(ns, "stuck-2").Group("stuck").Obj()
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
-		waitAttempted(t, env, ns, "stuck")
+		env.WaitAttempted(t, ns, "stuck", bindTimeout)
 		probe := probeFull(t, env, ns, "2")
 		// After the 3 s timeout the gang lets go and the probe fits.
 		env.WaitBound(t, ns, bindTimeout, probe)
@@ -227,7 +227,7 @@ func TestGang(t *testing.T) {
 		pods := harness.Members(ns, "restart", 3, "1")
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
-		waitAttempted(t, env, ns, "restart")
+		env.WaitAttempted(t, ns, "restart", bindTimeout)
 		// Two members hold 2 of the 4 cpu while they wait: a 3-cpu pod cannot fit.
 		probe := probeFull(t, env, ns, "3")
 		s.Stop()
@@ -258,19 +258,6 @@ func TestGang(t *testing.T) {
 			}
 		}
 	})
-}
-
-// waitAttempted waits until the scheduler has tried the gang: the status
-// writer records the first attempt as status.scheduleStartTime.
-func waitAttempted(t *testing.T, env *harness.Env, ns, pg string) {
-	t.Helper()
-	harness.WaitFor(t, bindTimeout, func() (bool, error) {
-		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), pg, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return !got.Status.ScheduleStartTime.IsZero(), nil
-	}, "PodGroup "+pg+" to record its first scheduling attempt")
 }
 
 // probeFull proves that the node room is taken: a plain pod asking for cpu is
