@@ -349,36 +349,35 @@ func (in *podInformers) push(ev informerEvent) {
 	in.sched = append(in.sched, ev)
 }
 
-// deliverMember delivers the member informer's oldest event, if any.
-func (in *podInformers) deliverMember(c *Cache) {
-	if len(in.members) == 0 {
-		return
+// pop takes the oldest event of an informer's queue.
+func pop(q *[]informerEvent) (ev informerEvent, obj any, ok bool) {
+	if len(*q) == 0 {
+		return ev, nil, false
 	}
-	ev := in.members[0]
-	in.members = in.members[1:]
-	var obj any = ev.pod
+	ev, *q = (*q)[0], (*q)[1:]
+	obj = ev.pod
 	if ev.tombstone {
 		obj = tombstone(ev.pod)
 	}
-	if ev.deleted {
+	return ev, obj, true
+}
+
+// deliverMember delivers the member informer's oldest event, if any.
+func (in *podInformers) deliverMember(c *Cache) {
+	switch ev, obj, ok := pop(&in.members); {
+	case !ok:
+	case ev.deleted:
 		c.onPodDelete(logger, obj)
-	} else {
+	default:
 		update(c, nil, ev.pod)
 	}
 }
 
 // deliverSched delivers the scheduler informer's oldest event, if any.
 func (in *podInformers) deliverSched(c *Cache) {
-	if len(in.sched) == 0 {
-		return
+	if ev, obj, ok := pop(&in.sched); ok {
+		c.onAnyPod(obj, ev.deleted)
 	}
-	ev := in.sched[0]
-	in.sched = in.sched[1:]
-	var obj any = ev.pod
-	if ev.tombstone {
-		obj = tombstone(ev.pod)
-	}
-	c.onAnyPod(obj, ev.deleted)
 }
 
 // FuzzCacheEvents applies a sequence of events decoded from the input to one
