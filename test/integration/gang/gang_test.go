@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -238,7 +237,7 @@ func TestGang(t *testing.T) {
 		// Waiting members were never bound, so the new scheduler starts the
 		// gang over; while the third member is gated nothing binds.
 		env.ConsistentlyUnbound(t, ns, quiet)
-		ungate(t, env, ns, pods[2].Name)
+		env.Ungate(t, ns, pods[2].Name)
 		env.WaitBound(t, ns, bindTimeout, "restart-0", "restart-1", "restart-2")
 	})
 
@@ -267,20 +266,4 @@ func probeFull(t *testing.T, env *harness.Env, ns, cpu string) string {
 	env.CreatePod(t, harness.Pod(ns, "probe").CPU(cpu).Obj())
 	env.WaitUnschedulable(t, ns, "probe", bindTimeout)
 	return "probe"
-}
-
-func ungate(t *testing.T, env *harness.Env, ns, name string) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pod.Spec.SchedulingGates = nil
-		_, err = env.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
-	}
 }

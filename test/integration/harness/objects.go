@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -442,4 +443,22 @@ func (e *Env) CreateQueue(t *testing.T, name string, spec qapi.QueueSpec) *qapi.
 		}
 	})
 	return created
+}
+
+// Ungate removes the scheduling gates of pod ns/name, so the scheduler may
+// try it.
+func (e *Env) Ungate(t *testing.T, ns, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := e.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Spec.SchedulingGates = nil
+		_, err = e.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
+	}
 }
