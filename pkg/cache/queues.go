@@ -610,7 +610,12 @@ func (c *Cache) unadmitLocked(g *group) {
 		return
 	}
 	u := a.units[gangUnitKey(g.key)]
-	if u == nil || !u.admitted {
+	// A gang that started (had minMember bound) keeps its admission when it
+	// is released, as a running Volcano job stays Inqueue: its replacement
+	// members are scheduled next to the running ones. Sent back to pending,
+	// its request would count its running members' resources a second
+	// time, on top of the cluster's used amount, and could never fit again.
+	if u == nil || !u.admitted || u.started {
 		return
 	}
 	u.admitted, u.started = false, false

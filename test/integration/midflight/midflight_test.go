@@ -108,6 +108,49 @@ func TestMidflight(t *testing.T) {
 		env.WaitBound(t, ns, timeout, pods[0].Name, pods[1].Name, pods[2].Name)
 	})
 
+	t.Run("Node deleted under a running gang", func(t *testing.T) {
+		ns := env.Namespace(t)
+		nodes := env.AddNodes(t, 2, "2", "8Gi")
+		env.StartScheduler(t)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "spread", 4))
+		pods := harness.Members(ns, "spread", 4, "1")
+		env.CreatePods(t, pods...)
+		placement := env.WaitBound(t, ns, timeout, "spread-0", "spread-1", "spread-2", "spread-3")
+		for _, p := range pods {
+			env.SetPodPhase(t, ns, p.Name, v1.PodRunning)
+		}
+		env.WaitPodGroupPhase(t, ns, "spread", v1alpha1.PodGroupRunning, timeout)
+
+		// The node goes; the pod garbage collector (played here: no
+		// controller-manager runs) deletes its pods, and a Job would
+		// replace them.
+		lost := nodes[0].Name
+		if err := env.Client.CoreV1().Nodes().Delete(t.Context(), lost, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var replaced []string
+		for _, p := range pods {
+			if placement[p.Name] == lost {
+				deletePod(t, ns, p.Name)
+				replaced = append(replaced, p.Name)
+			}
+		}
+		if len(replaced) == 0 || len(replaced) == len(pods) {
+			t.Fatalf("the gang should have spanned both nodes: %v", placement)
+		}
+		for _, name := range replaced {
+			env.CreatePod(t, harness.Pod(ns, name).CPU("1").Group("spread").Obj())
+		}
+		// The survivors keep running; the replacements wait for room
+		// instead of breaking them.
+		env.WaitUnschedulable(t, ns, replaced[0], timeout)
+		env.ConsistentlyBoundCount(t, ns, len(pods)-len(replaced), quiet)
+
+		// Room comes back: the replacements join the running gang.
+		env.AddNodes(t, 1, "2", "8Gi")
+		env.WaitBound(t, ns, timeout, replaced...)
+	})
+
 	t.Run("Queue deleted while its groups run", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
