@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,22 @@ func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*ca
 		tb.Fatalf("cachetest: %v", err)
 	}
 	return c, fs
+}
+
+// DumpedGroups returns the groups of c's dump (Cache.Dump), sorted by key:
+// what a test outside pkg/cache can see of the cache's aggregates.
+func DumpedGroups(tb testing.TB, c *cache.Cache) []cache.GroupDump {
+	tb.Helper()
+	data, err := c.Dump()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var d cache.CacheDump
+	if err := json.Unmarshal(data, &d); err != nil {
+		tb.Fatal(err)
+	}
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
+	return d.Groups
 }
 
 // Gangs returns groups PodGroups of size members each in namespace ns, named

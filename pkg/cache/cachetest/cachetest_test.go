@@ -3,7 +3,6 @@ package cachetest_test
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"testing"
 	"time"
 
@@ -74,19 +73,10 @@ func TestRelistConverges(t *testing.T) {
 	}
 }
 
-// groups renders the groups of a cache dump, sorted by key.
+// groups renders the groups of a cache dump.
 func groups(t *testing.T, c *cache.Cache) string {
 	t.Helper()
-	data, err := c.Dump()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d cache.CacheDump
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
-	out, err := json.MarshalIndent(d.Groups, "", " ")
+	out, err := json.MarshalIndent(cachetest.DumpedGroups(t, c), "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}

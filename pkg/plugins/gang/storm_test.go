@@ -2,7 +2,6 @@ package gang
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -99,16 +98,8 @@ func TestSchedulingCycleStorm(t *testing.T) {
 // placedByGroup reads each group's placed count from the cache dump.
 func placedByGroup(t *testing.T, c *cache.Cache) map[string]int {
 	t.Helper()
-	data, err := c.Dump()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d cache.CacheDump
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, g := range d.Groups {
+	for _, g := range cachetest.DumpedGroups(t, c) {
 		out[g.Key] = g.Counts["placed"]
 	}
 	return out
