@@ -103,6 +103,10 @@ type Cache struct {
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState
+	// reclaim and preempt: CalderaReclaim runs these actions, so admission
+	// may count what they can take back (from queues above their deserved
+	// share; from lower priorities of the group's own queue).
+	reclaim, preempt bool
 
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
 	// then on Activate is safe and useful (see activate).

@@ -80,6 +80,8 @@ type podAcct struct {
 	queue string
 	req   resources.List
 	bound bool
+	// prio is the pod's priority, for the per-priority allocated amounts.
+	prio int32
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -111,12 +113,15 @@ type admissionState struct {
 	// accounted to its unit can differ for a while.
 	unitPods map[string]map[types.UID]*podAcct
 	usage    map[string]*queueUsage
-	used     resources.List
-	shares   *queue.Shares
-	sorting  map[string]queueSort
-	kick     chan struct{}
-	writes   chan admissionWrite
-	quotas   corelisters.ResourceQuotaLister
+	// byPrio is, per queue and pod priority, what bound pods request: what
+	// preemption within the queue could free for a higher priority.
+	byPrio  map[string]map[int32]resources.List
+	used    resources.List
+	shares  *queue.Shares
+	sorting map[string]queueSort
+	kick    chan struct{}
+	writes  chan admissionWrite
+	quotas  corelisters.ResourceQuotaLister
 }
 
 // admissionWrite is an Event and, for gangs, the admitted-at annotation that
@@ -227,6 +232,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		pods:     map[types.UID]*podAcct{},
 		unitPods: map[string]map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
+		byPrio:   map[string]map[int32]resources.List{},
 		used:     resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
@@ -413,6 +419,10 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
+		Reclaim:             c.reclaim,
+	}
+	if c.preempt {
+		opts.Preemptible = c.preemptibleLocked
 	}
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
@@ -663,7 +673,7 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	// Re-tag the pods accounted to the unit, so that their later events
 	// subtract from the right queue: O(unit size), never a scan of all pods.
 	for _, p := range a.unitPods[u.key] {
-		p.queue = q
+		a.retagLocked(p, q)
 	}
 }
 
@@ -692,6 +702,49 @@ func (a *admissionState) unindexPodLocked(uid types.UID, unit string) {
 	if len(m) == 0 && a.units[unit] == nil {
 		delete(a.unitPods, unit)
 	}
+}
+
+// retagLocked moves one pod's accounting to queue q.
+func (a *admissionState) retagLocked(p *podAcct, q string) {
+	if p.bound {
+		a.prioLocked(p.queue, p.prio, p.req, -1)
+		a.prioLocked(q, p.prio, p.req, 1)
+	}
+	p.queue = q
+}
+
+// prioLocked adds (sign 1) or subtracts (-1) req at queue and priority.
+func (a *admissionState) prioLocked(queue string, prio int32, req resources.List, sign int) {
+	if queue == "" {
+		return
+	}
+	m := a.byPrio[queue]
+	if m == nil {
+		m = map[int32]resources.List{}
+		a.byPrio[queue] = m
+	}
+	if sign > 0 {
+		m[prio] = m[prio].Add(req)
+		return
+	}
+	l := m[prio].Sub(req)
+	if l.IsZero() {
+		delete(m, prio)
+	} else {
+		m[prio] = l
+	}
+}
+
+// preemptibleLocked is what bound pods of queue with a priority below prio
+// request: admission's room for preemption within the queue.
+func (c *Cache) preemptibleLocked(queue string, prio int32) resources.List {
+	out := resources.List{}
+	for p, l := range c.adm.byPrio[queue] {
+		if p < prio {
+			out.Add(l)
+		}
+	}
+	return out
 }
 
 func (a *admissionState) usageLocked(q string) *queueUsage {
@@ -745,6 +798,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			if q := a.usage[old.queue]; q != nil {
 				q.allocated.Sub(old.req)
 			}
+			a.prioLocked(old.queue, old.prio, old.req, -1)
 			if u := a.units[old.unit]; u != nil {
 				u.held.Sub(old.req)
 				c.setInflightLocked(u)
@@ -772,7 +826,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 		return
 	}
-	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != ""}
+	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
 	if gk, labelled := GroupKeyOf(pod); labelled && a.ours(pod) {
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
@@ -812,6 +866,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		a.used.Add(acct.req)
 		if acct.queue != "" {
 			a.usageLocked(acct.queue).allocated.Add(acct.req)
+			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
 		}
 		if u := a.units[acct.unit]; u != nil {
 			if u.held == nil {

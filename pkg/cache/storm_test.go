@@ -122,10 +122,19 @@ func aggregates(c *Cache) []string {
 	for q, u := range a.usage {
 		allocated[q] = u.allocated.Clone()
 	}
+	byPrio := map[string]resources.List{}
+	for q, m := range a.byPrio {
+		for prio, l := range m {
+			byPrio[fmt.Sprintf("%s/%d", q, prio)] = l.Clone()
+		}
+	}
 	for uid, p := range a.pods {
 		if p.unit != "" && a.units[p.unit] == nil && isGangUnit(p.unit) {
 			if p.bound {
 				allocated[p.queue].Sub(p.req)
+				if l := byPrio[fmt.Sprintf("%s/%d", p.queue, p.prio)]; l != nil {
+					l.Sub(p.req)
+				}
 			}
 			out = append(out, fmt.Sprintf("pod %s: unit=%s (gone) req=%s bound=%v", uid, p.unit, nonZero(p.req), p.bound))
 			continue
@@ -135,6 +144,11 @@ func aggregates(c *Cache) []string {
 	for q, l := range allocated {
 		if s := nonZero(l); s != "" {
 			out = append(out, fmt.Sprintf("queue %s: allocated %s", q, s))
+		}
+	}
+	for qp, l := range byPrio {
+		if s := nonZero(l); s != "" {
+			out = append(out, fmt.Sprintf("queue/priority %s: allocated %s", qp, s))
 		}
 	}
 	for k, u := range a.units {

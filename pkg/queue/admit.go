@@ -49,6 +49,19 @@ type Options struct {
 	Lookahead int
 	// Quota is the optional check 6; nil admits every namespace.
 	Quota QuotaFunc
+	// Reclaim says a reclaim action runs: a group within its queue's deserved
+	// share may count, in check 5, what reclaimable queues hold above theirs,
+	// because reclaim will free it. Without it such a group could never be
+	// admitted into a cluster that others fill, and reclaim never starts.
+	Reclaim bool
+	// Preemptible, when set, says a preemption action runs: it returns what
+	// the groups of queue with a priority below priority hold, which
+	// preemption can take back for a group of that priority. Checks 3-5
+	// count it as room in the group's queue (and its ancestors, and the
+	// cluster). Without it a queue at its share could never admit a
+	// higher-priority group, and preemption within a queue never starts.
+	// It is called only for a group the plain checks refuse.
+	Preemptible func(queue string, priority int32) resources.List
 }
 
 // Validate reports an unusable option.
@@ -154,8 +167,10 @@ type passState struct {
 	selfAl   []int64
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
+	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
 	cused    []int64 // cluster: used + every queue's inflight
 	scratch  []int64
+	pre      []int64 // what preemption frees for the group being evaluated
 	qheap    []*pqueue
 	touched  []*pqueue
 	res      Result
@@ -200,6 +215,7 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 	p.gen++
 	ps := &p.pass
 	ps.s, ps.o, ps.now, ps.gen = s, o.withDefaults(), now, p.gen
+
 	ps.res.Admitted = ps.res.Admitted[:0]
 	ps.res.Refused = ps.res.Refused[:0]
 	ps.res.Queues = ps.res.Queues[:0]
@@ -350,6 +366,22 @@ func (p *Pending) prepare(c Cluster) {
 			ps.cused[j] = satAdd(ps.cused[j], s.inflightAll[sj])
 		}
 	}
+	ps.reclaim = growInt64s(ps.reclaim, r)
+	clear(ps.reclaim)
+	if ps.o.Reclaim {
+		for i := range n {
+			spec := s.tree.specs[i]
+			if !spec.Reclaimable || s.tree.problems[i] != nil {
+				continue
+			}
+			for j := range r {
+				keep := max(ps.selfDes[i*r+j], nn(spec.Guarantee[p.rnames[j]]))
+				if over := ps.selfAl[i*r+j] - keep; over > 0 {
+					ps.reclaim[j] = satAdd(ps.reclaim[j], over)
+				}
+			}
+		}
+	}
 }
 
 // ceiling fills ps.scratch with the most q's groups could ever get: per
@@ -453,7 +485,36 @@ func (p *Pending) attempt(q *pqueue) bool {
 
 // evaluate runs checks 3-6 for e, a ready group of the healthy open queue q;
 // head says whether no group ahead of it in q was refused by checks 3-5.
+// A group refused by checks 3-5 is evaluated again counting what preemption
+// of its queue's lower-priority groups would free, when Preemptible is set.
 func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
+	ps := &p.pass
+	ps.pre = growInt64s(ps.pre, ps.r)
+	clear(ps.pre)
+	d, v := p.evaluateWith(e, q, head)
+	if v != transient || ps.o.Preemptible == nil {
+		return d, v
+	}
+	// Groups admitted earlier in the pass by counting preemption are in
+	// the queue's inflight already, so the same room is not promised twice.
+	freed := false
+	for k, amt := range ps.o.Preemptible(q.name, e.g.Priority) {
+		if i, ok := p.rindex[k]; ok && amt > 0 {
+			ps.pre[i], freed = amt, true
+		}
+	}
+	if !freed {
+		return d, v
+	}
+	if d2, v2 := p.evaluateWith(e, q, head); v2 == admit || v2 == personal {
+		return d2, v2
+	}
+	return d, v
+}
+
+// evaluateWith is evaluate's one try, with ps.pre counted as free in the
+// queue, its ancestors and the cluster.
+func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps := &p.pass
 	r := ps.r
 	node := q.node
@@ -490,7 +551,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	for l := node; l >= 0; l = ps.parent[l] {
 		for _, a := range e.req {
 			i := l*r + int(a.r)
-			used := satAdd(ps.alloc[i], ps.infl[i])
+			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r], 0)
 			if !fits(used, a.v, ps.realCap[i]) {
 				return refuse(CheckCapability, l, a, ps.realCap[i]-used, false)
 			}
@@ -510,7 +571,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 		}
 		for _, a := range e.req {
 			i := b + int(a.r)
-			used := satAdd(al[i], in[i])
+			used := max(satAdd(al[i], in[i])-ps.pre[a.r], 0)
 			if !fits(used, a.v, des[i]) {
 				d, _ := refuse(CheckFairness, l, a, des[i]-used, false)
 				return d, false
@@ -528,10 +589,16 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 			return d, transient
 		}
 	}
-	// (5) cluster idle, on the requested resources only.
+	// (5) cluster idle, on the requested resources only; a group within its
+	// deserved share may also count what reclaim can take back.
 	for _, a := range e.req {
-		if !fits(ps.cused[a.r], a.v, ps.ceil[a.r]) {
-			return refuse(CheckCluster, -1, a, ps.ceil[a.r]-ps.cused[a.r], false)
+		lim := ps.ceil[a.r]
+		if !waived {
+			lim = satAdd(lim, ps.reclaim[a.r])
+		}
+		lim = satAdd(lim, ps.pre[a.r])
+		if !fits(ps.cused[a.r], a.v, lim) {
+			return refuse(CheckCluster, -1, a, lim-ps.cused[a.r], false)
 		}
 	}
 	// (6) namespace quota.

@@ -845,3 +845,91 @@ func TestDecisionMessages(t *testing.T) {
 
 func nan() float64 { return math.NaN() }
 func inf() float64 { return math.Inf(1) }
+
+// With a reclaim action, a queue within its deserved share is admitted into
+// a cluster that a reclaimable queue fills beyond its own share, up to what
+// reclaim can take back; without it, only up to the overcommitted idle room.
+func TestAdmitReclaimHeadroom(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	for _, tc := range []struct {
+		name        string
+		reclaim     bool
+		reclaimable bool
+		guarantee   resources.List
+		want        int
+	}{
+		{name: "no reclaim: idle room only", reclaim: false, reclaimable: true, want: 3},
+		{name: "reclaim: up to the other queue's excess", reclaim: true, reclaimable: true, want: 8},
+		{name: "reclaim: a non-reclaimable queue's excess does not count", reclaim: true, reclaimable: false, want: 3},
+		{name: "reclaim: a guarantee caps the others (real capability 2)", reclaim: true, reclaimable: true, guarantee: cpu(14000), want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{
+				specs: []Spec{
+					{Name: "a", Weight: 1, Reclaimable: tc.reclaimable, Guarantee: tc.guarantee},
+					{Name: "b", Weight: 1, Reclaimable: true},
+				},
+				total:  cpu(16000),
+				used:   cpu(16000),
+				usage:  map[string]Usage{"a": {Allocated: cpu(16000)}},
+				groups: many("b", 8, cpu(1000)),
+				opts:   Options{OvercommitFactor: 1.2, Reclaim: tc.reclaim},
+			}
+			_, res, _ := w.run()
+			if got := countByQueue(res)["b"]; got != tc.want {
+				t.Fatalf("admitted %d of b's groups, want %d (refused: %+v)", got, tc.want, res.Refused)
+			}
+		})
+	}
+}
+
+// With a preemption action, a queue at its share admits a group of higher
+// priority than groups it holds, up to what those hold; equal priority is
+// refused as before.
+func TestAdmitPreemptibleHeadroom(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	held := map[int32]int64{1: 2000, 5: 2000} // priority -> cpu held in queue q
+	preemptible := func(queue string, prio int32) resources.List {
+		out := resources.List{}
+		for p, v := range held {
+			if queue == "q" && p < prio {
+				out[resources.CPU] += v
+			}
+		}
+		return out
+	}
+	prio := func(g Group, p int32) Group { g.Priority = p; return g }
+	for _, tc := range []struct {
+		name   string
+		groups []Group
+		pre    bool
+		want   []string
+	}{
+		{name: "no preemption: nothing", pre: false,
+			groups: []Group{prio(grp("q/hi", "q", 0, cpu(1000)), 10)}, want: []string{}},
+		{name: "equal priority: nothing", pre: true,
+			groups: []Group{prio(grp("q/eq", "q", 0, cpu(1000)), 1)}, want: []string{}},
+		{name: "above priority 1: up to 2 cpu", pre: true,
+			groups: []Group{prio(grp("q/a", "q", 0, cpu(1000)), 3), prio(grp("q/b", "q", 1, cpu(1000)), 3), prio(grp("q/c", "q", 2, cpu(1000)), 3)},
+			want:   []string{"q/a", "q/b"}},
+		{name: "above both: up to 4 cpu", pre: true,
+			groups: []Group{prio(grp("q/big", "q", 0, cpu(4000)), 10)}, want: []string{"q/big"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{
+				specs:  []Spec{{Name: "q", Weight: 1}},
+				total:  cpu(4000),
+				used:   cpu(4000),
+				usage:  map[string]Usage{"q": {Allocated: cpu(4000)}},
+				groups: tc.groups,
+			}
+			if tc.pre {
+				w.opts.Preemptible = preemptible
+			}
+			_, res, _ := w.run()
+			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("admitted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

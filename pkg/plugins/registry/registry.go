@@ -12,6 +12,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
+	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
 )
 
 // Options returns the app options that register every Caldera plugin. Each call
@@ -28,5 +29,6 @@ func Options() []app.Option {
 		app.WithPlugin(queuesort.Name, with(queuesort.New)),
 		app.WithPlugin(gang.Name, with(gang.New)),
 		app.WithPlugin(enqueue.Name, with(enqueue.New)),
+		app.WithPlugin(reclaim.Name, with(reclaim.New)),
 	}
 }

@@ -1,0 +1,173 @@
+package cache
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/pkg/reclaim"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// EnableEvictions tells admission which eviction actions run. With reclaim,
+// a group within its queue's deserved share is admitted even when the
+// cluster is full of what other queues hold above theirs; with preempt, a
+// group is admitted into room its queue's lower-priority pods hold. Either
+// way the evictions will free the room.
+func (c *Cache) EnableEvictions(reclaim, preempt bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reclaim = c.reclaim || reclaim
+	c.preempt = c.preempt || preempt
+}
+
+// ReclaimInput fills what the cache knows for reclaim.Decide: the preemptor
+// (pod's group, queue, priority and the requests of the members that still
+// need a node, pod first), the running pods (each tagged with its group and
+// queue) and the queues and victim gangs they belong to. running are the pods
+// on the nodes, from the scheduler's snapshot; the queues' allocated amounts
+// are summed from them too, so that victims and amounts agree whatever order
+// the informers' handlers ran in. Pods that are leaving (terminating, or
+// being evicted already) are neither victims nor counted, so evictions under
+// way are not repeated. Nodes and Options are the caller's. It returns false
+// with the reason when pod may not preempt: queues are off, or its group is
+// not admitted. Cost: O(running + queues), under the read lock; it runs in
+// PostFilter, not on a hot path.
+func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (reclaim.Input, bool, string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.adm
+	if !a.on() {
+		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
+	}
+	in := reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}
+	pre, ok, why := c.preemptorLocked(pod)
+	if !ok {
+		return in, false, why
+	}
+	in.Preemptor = pre
+
+	queueOf := func(name string) reclaim.Queue {
+		q, ok := in.Queues[name]
+		if !ok {
+			q.Allocated = resources.List{}
+			if a.shares != nil {
+				q.Deserved = a.shares.Deserved(name)
+			}
+			if spec, ok := a.tree.Spec(name); ok {
+				q.Guarantee, q.Reclaimable = spec.Guarantee, spec.Reclaimable
+			}
+			in.Queues[name] = q
+		}
+		return q
+	}
+	queueOf(pre.Queue)
+	in.Pods = make([]reclaim.Pod, 0, len(running))
+	for _, p := range running {
+		acct := a.pods[p.UID]
+		if acct == nil || acct.queue == "" || p.DeletionTimestamp != nil || leaving(p) {
+			continue // not Caldera's, or on its way out
+		}
+		queueOf(acct.queue).Allocated.Add(acct.req)
+		if !acct.bound {
+			continue // assumed, still binding: holds room, never a victim
+		}
+		rp := reclaim.Pod{
+			ID: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Queue: acct.queue,
+			Priority: podPriority(p), Started: startedAt(p), Request: acct.req,
+		}
+		if u := a.units[acct.unit]; u != nil {
+			rp.Priority = u.priority
+			if u.gang != nil {
+				rp.Group = u.key
+				in.Groups[u.key] = reclaim.Group{MinMember: u.min}
+			}
+		}
+		in.Pods = append(in.Pods, rp)
+	}
+	return in, true, ""
+}
+
+// preemptorLocked describes pod's group as a preemptor.
+func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
+	a := c.adm
+	first := podRequest(pod)
+	key, labelled := GroupKeyOf(pod)
+	if !labelled {
+		u := a.units[podUnitKey(pod)]
+		if u == nil {
+			if a.opts.AdmitSingletons {
+				return reclaim.Preemptor{}, false, "the pod is not known to its queue yet"
+			}
+			// Singletons bypass queues: they may only preempt within the
+			// queue they would resolve to.
+			return reclaim.Preemptor{Queue: c.resolveQueueLocked(nil, pod, pod.Namespace),
+				Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
+		}
+		if !u.admitted {
+			return reclaim.Preemptor{}, false, "the pod is not admitted to queue " + u.queue
+		}
+		return reclaim.Preemptor{Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}, true, ""
+	}
+	uk := gangUnitKey(key)
+	u, g := a.units[uk], c.groups[key]
+	if u == nil || g == nil {
+		return reclaim.Preemptor{}, false, "the pod's PodGroup is not known yet"
+	}
+	if !u.admitted {
+		return reclaim.Preemptor{}, false, "the PodGroup is not admitted to queue " + u.queue
+	}
+	pre := reclaim.Preemptor{Group: uk, Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}
+	// The gang needs minMember members bound; the pod is one, the rest are
+	// its unbound siblings. Which siblings will run is not known, so the
+	// largest are counted: room for them is room for any.
+	need := int(u.min) - g.counts.Bound - 1
+	if need > 0 {
+		var rest []resources.List
+		for uid, m := range g.members {
+			if uid == pod.UID || m.state.Assigned || m.state.Phase.Terminal() {
+				continue
+			}
+			rest = append(rest, m.request)
+		}
+		slices.SortFunc(rest, func(x, y resources.List) int {
+			if c := cmp.Compare(y[resources.CPU], x[resources.CPU]); c != 0 {
+				return c
+			}
+			return cmp.Compare(y["memory"], x["memory"])
+		})
+		pre.Members = append(pre.Members, rest[:min(need, len(rest))]...)
+	}
+	return pre, true, ""
+}
+
+// startedAt is when a pod began to hold its node: its start time, else when
+// it was scheduled, else when it was created.
+func startedAt(p *v1.Pod) time.Time {
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return p.CreationTimestamp.Time
+}
+
+// PodGroupOf returns the PodGroup pod belongs to, or nil.
+func (c *Cache) PodGroupOf(pod *v1.Pod) *v1alpha1.PodGroup {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if g := c.groups[key]; g != nil {
+		return g.pg
+	}
+	return nil
+}

@@ -1,0 +1,446 @@
+// Package reclaim is the CalderaReclaim plugin: Volcano's reclaim (across
+// queues) and preempt (within a queue) actions as a kube-scheduler PostFilter
+// that replaces DefaultPreemption. Victims are chosen by pkg/reclaim from the
+// scheduler's snapshot and Caldera's queue accounting; the upstream
+// preemption Evaluator and Executor re-check the scheduler's filters on the
+// chosen node, consult extenders, nominate the node and evict (DisruptionTarget
+// condition, asynchronous when SchedulerAsyncPreemption is on).
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args"
+	policy "github.com/caldera-sched/caldera/pkg/reclaim"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "CalderaReclaim"
+
+// Event reasons on victim pods and their PodGroups.
+const (
+	ReasonReclaimed = "Reclaimed"
+	ReasonPreempted = "Preempted"
+)
+
+// Reclaim implements PostFilter (and PreEnqueue, to hold a preemptor while
+// its asynchronous evictions run).
+type Reclaim struct {
+	handle    fwk.Handle
+	cache     *cache.Cache
+	opts      policy.Options
+	fts       feature.Features
+	executor  *preemption.Executor
+	evaluator *preemption.Evaluator
+
+	mu sync.Mutex
+	// plans holds the decision for a preemptor while the Evaluator runs it.
+	plans map[types.UID]*plan
+	// evicting says why each victim of a running plan is evicted, for its
+	// Events; entries go when the eviction is done or abandoned.
+	evicting map[types.UID]eviction
+}
+
+// plan is a decision being carried out for one preemptor.
+type plan struct {
+	node    string
+	victims []*v1.Pod
+	mode    policy.Mode
+}
+
+// eviction is why one victim goes.
+type eviction struct {
+	mode      policy.Mode
+	preemptor string // namespace/name
+	queue     string // the preemptor's queue
+	victimQ   string // the victim's queue
+}
+
+var (
+	_ fwk.PostFilterPlugin  = &Reclaim{}
+	_ fwk.PreEnqueuePlugin  = &Reclaim{}
+	_ fwk.EnqueueExtensions = &Reclaim{}
+	_ preemption.Interface  = &Reclaim{}
+)
+
+// New builds the plugin for one profile; every profile shares the cache of p.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provider) (fwk.Plugin, error) {
+	var a Args
+	if err := args.Decode(Name, obj, &a); err != nil {
+		return nil, err
+	}
+	a.SetDefaults()
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	c, err := p.Get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	c.EnableEvictions(*a.EnableReclaim, *a.EnablePreemption)
+	registerMetrics()
+	pl := &Reclaim{
+		handle:   h,
+		cache:    c,
+		opts:     policy.Options{Reclaim: *a.EnableReclaim, Preempt: *a.EnablePreemption, MinRuntime: a.minRuntime()},
+		fts:      feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
+		plans:    map[types.UID]*plan{},
+		evicting: map[types.UID]eviction{},
+	}
+	pl.executor = preemption.NewExecutor(h, pl.fts)
+	evict := pl.executor.PreemptPod
+	pl.executor.PreemptPod = func(ctx context.Context, c preemption.Candidate, pre preemption.ExecutorPreemptor, victim *v1.Pod, plugin string) (bool, error) {
+		inMemory, err := evict(ctx, c, pre, victim, plugin)
+		pl.evicted(ctx, victim, err)
+		return inMemory, err
+	}
+	pl.evaluator = preemption.NewEvaluator(Name, h, pl, pl.executor)
+	return pl, nil
+}
+
+// Name returns the plugin name.
+func (pl *Reclaim) Name() string { return Name }
+
+// PostFilter runs when pod fits no node: it plans evictions that let pod's
+// whole group fit and hands the plan to the upstream Evaluator, which
+// re-runs the filters on the planned node, nominates it and evicts.
+func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	p, why := pl.plan(ctx, pod, m)
+	if p == nil {
+		attempts.WithLabelValues("none").Inc()
+		logger.V(4).Info("No reclaim or preemption", "pod", klog.KObj(pod), "reason", why)
+		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: "+why)
+	}
+	pl.mu.Lock()
+	pl.plans[pod.UID] = p
+	pl.mu.Unlock()
+	defer func() {
+		pl.mu.Lock()
+		delete(pl.plans, pod.UID)
+		pl.mu.Unlock()
+	}()
+
+	result, status := pl.evaluator.Preempt(ctx, state, pod, m)
+	if !status.IsSuccess() {
+		pl.abandon(p)
+		attempts.WithLabelValues("filtered").Inc()
+		logger.V(3).Info("Planned victims do not make room", "pod", klog.KObj(pod), "node", p.node, "status", status.Message())
+		return result, fwk.NewStatus(status.Code(), "reclaim: "+status.Message())
+	}
+	attempts.WithLabelValues(p.mode.String()).Inc()
+	logger.V(2).Info("Evicting for a group that does not fit", "pod", klog.KObj(pod), "action", p.mode.String(), "node", p.node, "victims", len(p.victims))
+	return result, status
+}
+
+// plan decides the victims for pod, or says why there are none.
+func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*plan, string) {
+	if ok, msg := pl.mayPreempt(pod, m.Get(pod.Status.NominatedNodeName)); !ok {
+		return nil, msg
+	}
+	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	nodes, err := lister.List()
+	if err != nil {
+		return nil, err.Error()
+	}
+	potential, err := m.NodesForStatusCode(lister, fwk.Unschedulable)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if len(potential) == 0 {
+		return nil, "evicting pods would not help on any node"
+	}
+	eligible := make(map[string]bool, len(potential))
+	for _, n := range potential {
+		eligible[n.Node().Name] = true
+	}
+	var running []*v1.Pod
+	for _, n := range nodes {
+		for _, pi := range n.GetPods() {
+			running = append(running, pi.GetPod())
+		}
+	}
+	leaving := pl.leaving(running)
+	in, ok, why := pl.cache.ReclaimInput(pod, running, func(p *v1.Pod) bool { return leaving[p.UID] })
+	if !ok {
+		return nil, why
+	}
+	pl.markDisruptive(in.Pods, running)
+	in.Nodes = make([]policy.Node, len(nodes))
+	for i, n := range nodes {
+		free := freeOf(n)
+		// Room promised to pods nominated here by earlier preemptions is
+		// not free, or the next preemptor would count it and evict nothing.
+		// Like the scheduler's filters, only pods of at least pod's
+		// priority hold their nomination.
+		for _, np := range pl.handle.NominatedPodsForNode(n.Node().Name) {
+			if q := np.GetPod(); q.UID != pod.UID && corev1helpers.PodPriority(q) >= corev1helpers.PodPriority(pod) {
+				free.Sub(cache.ListFrom(resourcehelper.PodRequests(q, resourcehelper.PodResourcesOptions{})))
+			}
+		}
+		in.Nodes[i] = policy.Node{Name: n.Node().Name, Free: free, Eligible: eligible[n.Node().Name]}
+	}
+	in.Options = pl.opts
+	in.Options.Now = time.Now()
+	decided, ok, why := policy.Decide(in)
+	if !ok {
+		return nil, why
+	}
+	p := &plan{node: decided.Node, mode: decided.Mode}
+	ids := map[string]*v1.Pod{}
+	for _, r := range running {
+		ids[r.Namespace+"/"+r.Name] = r
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for _, v := range decided.Victims {
+		vp := in.Pods[v]
+		victim := ids[vp.ID]
+		p.victims = append(p.victims, victim)
+		pl.evicting[victim.UID] = eviction{mode: decided.Mode, preemptor: pod.Namespace + "/" + pod.Name,
+			queue: in.Preemptor.Queue, victimQ: vp.Queue}
+	}
+	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
+	return p, ""
+}
+
+// leaving returns the pods of running that earlier plans are evicting, and
+// forgets the evictions whose pods are gone. An eviction counts from the
+// plan until the pod leaves the snapshot, so a second preemptor planning
+// while the first one's evictions are in flight neither picks the same
+// victims nor counts their room twice.
+func (pl *Reclaim) leaving(running []*v1.Pod) map[types.UID]bool {
+	present := make(map[types.UID]bool, len(running))
+	for _, p := range running {
+		present[p.UID] = true
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := map[types.UID]bool{}
+	for uid := range pl.evicting {
+		if present[uid] {
+			out[uid] = true
+		} else {
+			delete(pl.evicting, uid)
+		}
+	}
+	return out
+}
+
+// mayPreempt applies DefaultPreemption's own eligibility: preemptionPolicy
+// Never, and no second round while victims on the nominated node are
+// still terminating.
+func (pl *Reclaim) mayPreempt(pod *v1.Pod, nominatedStatus *fwk.Status) (bool, string) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return false, "not eligible due to preemptionPolicy=Never"
+	}
+	nom := pod.Status.NominatedNodeName
+	if nom == "" || nominatedStatus.Code() == fwk.UnschedulableAndUnresolvable {
+		return true, ""
+	}
+	if n, _ := pl.handle.SnapshotSharedLister().NodeInfos().Get(nom); n != nil {
+		for _, pi := range n.GetPods() {
+			if preemption.PodTerminatingByPreemption(pi.GetPod()) {
+				return false, "victims on the nominated node are still terminating"
+			}
+		}
+	}
+	return true, ""
+}
+
+// markDisruptive flags the candidates whose eviction would violate a
+// PodDisruptionBudget (one with no disruptions allowed that selects them).
+func (pl *Reclaim) markDisruptive(pods []policy.Pod, running []*v1.Pod) {
+	pdbs, err := pl.pdbs()
+	if err != nil || len(pdbs) == 0 {
+		return
+	}
+	byID := make(map[string]*v1.Pod, len(running))
+	for _, p := range running {
+		byID[p.Namespace+"/"+p.Name] = p
+	}
+	for i := range pods {
+		p := byID[pods[i].ID]
+		for _, pdb := range pdbs {
+			if pdb.Namespace != p.Namespace || pdb.Status.DisruptionsAllowed > 0 {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+				pods[i].Disruptive = true
+				break
+			}
+		}
+	}
+}
+
+func (pl *Reclaim) pdbs() ([]*policyv1.PodDisruptionBudget, error) {
+	return pl.evaluator.PdbLister.List(labels.Everything())
+}
+
+// freeOf is a node's allocatable minus what its pods request.
+func freeOf(n fwk.NodeInfo) resources.List {
+	a, r := n.GetAllocatable(), n.GetRequested()
+	out := resources.List{
+		resources.CPU:                       a.GetMilliCPU() - r.GetMilliCPU(),
+		string(v1.ResourceMemory):           a.GetMemory() - r.GetMemory(),
+		string(v1.ResourceEphemeralStorage): a.GetEphemeralStorage() - r.GetEphemeralStorage(),
+	}
+	for k, v := range a.GetScalarResources() {
+		out[string(k)] = v - r.GetScalarResources()[k]
+	}
+	return out
+}
+
+// abandon forgets the victims of a plan the Evaluator did not carry out.
+func (pl *Reclaim) abandon(p *plan) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for _, v := range p.victims {
+		delete(pl.evicting, v.UID)
+	}
+}
+
+// evicted records the outcome of one eviction: metrics and the Events that
+// name the preemptor's queue, on the victim and on its PodGroup.
+func (pl *Reclaim) evicted(ctx context.Context, victim *v1.Pod, err error) {
+	// A successful eviction stays recorded until the pod leaves the
+	// snapshot (see leaving); a failed one is forgotten now.
+	pl.mu.Lock()
+	e, ok := pl.evicting[victim.UID]
+	if ok && err != nil {
+		delete(pl.evicting, victim.UID)
+	}
+	pl.mu.Unlock()
+	if !ok || err != nil {
+		return
+	}
+	evictions.WithLabelValues(e.mode.String(), e.victimQ).Inc()
+	reason, msg := ReasonPreempted, fmt.Sprintf("Preempted by %s, a higher-priority group of queue %q", e.preemptor, e.queue)
+	if e.mode == policy.Reclaim {
+		reason = ReasonReclaimed
+		msg = fmt.Sprintf("Reclaimed for %s of queue %q: queue %q holds more than its deserved share", e.preemptor, e.queue, e.victimQ)
+	}
+	rec := pl.handle.EventRecorder().WithLogger(klog.FromContext(ctx))
+	rec.Eventf(victim, nil, v1.EventTypeWarning, reason, "Evicting", "%s", msg)
+	if pg := pl.cache.PodGroupOf(victim); pg != nil {
+		rec.Eventf(cache.PodGroupRef(pg), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
+	}
+}
+
+// GetOffsetAndNumCandidates dry-runs every potential node: the plan names
+// one, and the others answer at once.
+func (pl *Reclaim) GetOffsetAndNumCandidates(n int32) (int32, int32) { return 0, n }
+
+// CandidatesToVictimsMap maps each candidate node to its victims.
+func (pl *Reclaim) CandidatesToVictimsMap(candidates []preemption.Candidate) map[string]*extenderv1.Victims {
+	m := make(map[string]*extenderv1.Victims, len(candidates))
+	for _, c := range candidates {
+		m[c.Name()] = c.Victims()
+	}
+	return m
+}
+
+// PodEligibleToPreemptOthers: only a pod this plugin has just planned for.
+func (pl *Reclaim) PodEligibleToPreemptOthers(_ context.Context, pod *v1.Pod, _ *fwk.Status) (bool, string) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.plans[pod.UID] == nil {
+		return false, "no reclaim plan"
+	}
+	return true, ""
+}
+
+// SelectVictimsOnNode returns the plan's victims when nodeInfo is the
+// planned node and the scheduler's filters pass there with the victims
+// gone. Victims on other nodes (the rest of a gang's room, or a victim gang
+// taken whole) are returned too: the Executor evicts them all.
+func (pl *Reclaim) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, _ []*preemption.DomainVictim, pdbs []*policyv1.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
+	pl.mu.Lock()
+	p := pl.plans[pod.UID]
+	pl.mu.Unlock()
+	if p == nil || nodeInfo.Node().Name != p.node {
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "not the planned node")
+	}
+	logger := klog.FromContext(ctx)
+	here := map[types.UID]bool{}
+	for _, v := range p.victims {
+		if v.Spec.NodeName == p.node {
+			here[v.UID] = true
+		}
+	}
+	// RemovePod reorders the node's pod list: pick the victims first.
+	var picked []fwk.PodInfo
+	for _, pi := range nodeInfo.GetPods() {
+		if here[pi.GetPod().UID] {
+			picked = append(picked, pi)
+		}
+	}
+	var victims []preemption.Victim
+	for _, pi := range picked {
+		if err := nodeInfo.RemovePod(logger, pi.GetPod()); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		if st := pl.handle.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !st.IsSuccess() {
+			return nil, 0, st
+		}
+		victims = append(victims, preemption.NewPodVictim(pi, nil, nil))
+	}
+	if st := pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo); !st.IsSuccess() {
+		return nil, 0, st
+	}
+	violating, _ := preemption.FilterVictimsWithPDBViolation(victims, pdbs)
+	n := 0
+	for _, v := range violating {
+		n += v.ViolateCount
+	}
+	return p.victims, n, nil
+}
+
+// OrderedScoreFuncs: nil, the default order (one candidate at most).
+func (pl *Reclaim) OrderedScoreFuncs(context.Context, map[string]*extenderv1.Victims) []func(string) int64 {
+	return nil
+}
+
+// PreEnqueue holds a preemptor while its asynchronous evictions run, as
+// DefaultPreemption does.
+func (pl *Reclaim) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	if pl.fts.EnableAsyncPreemption && pl.executor.IsPodRunningPreemption(pod.UID) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the evictions for this pod to finish")
+	}
+	return nil
+}
+
+// EventsToRegister: a preemptor held by PreEnqueue is released by the
+// Executor itself when its evictions finish; the event is registered only
+// so that the scheduler knows this plugin can gate pods.
+func (pl *Reclaim) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	if !pl.fts.EnableAsyncPreemption {
+		return nil, nil
+	}
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: skip},
+	}, nil
+}
+
+func skip(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.QueueSkip, nil }

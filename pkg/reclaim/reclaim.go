@@ -1,0 +1,745 @@
+// Package reclaim is Caldera's victim selection: Volcano's reclaim (across
+// queues) and preempt (within a queue) actions as one pure decision. Given
+// the pods on the nodes, the queues' allocated and deserved amounts and a
+// preemptor group that does not fit, Decide picks the running pods whose
+// eviction lets the WHOLE group fit, or none at all.
+//
+// It is policy only: no Kubernetes client or framework types. The
+// CalderaReclaim plugin builds an Input from the scheduler's snapshot and
+// Caldera's cache, and hands the Plan to the upstream preemption executor.
+package reclaim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Mode says which action produced a plan.
+type Mode uint8
+
+const (
+	// None: no plan.
+	None Mode = iota
+	// Reclaim takes from other queues what they hold above their deserved share.
+	Reclaim
+	// Preempt takes from lower-priority groups of the preemptor's own queue.
+	Preempt
+)
+
+// String returns the mode as it appears in Events and metrics.
+func (m Mode) String() string {
+	switch m {
+	case Reclaim:
+		return "reclaim"
+	case Preempt:
+		return "preempt"
+	default:
+		return "none"
+	}
+}
+
+// Queue is what the decision reads about one queue.
+type Queue struct {
+	// Allocated is what the queue's own running pods request.
+	Allocated resources.List
+	// Deserved is the queue's fair share.
+	Deserved resources.List
+	// Guarantee is never reclaimed.
+	Guarantee resources.List
+	// Reclaimable: other queues may reclaim what it holds above Deserved.
+	Reclaimable bool
+}
+
+// Pod is a running (bound, not terminating) pod: a possible victim.
+type Pod struct {
+	// ID names the pod (namespace/name) in the Plan.
+	ID string
+	// Node is the node the pod runs on.
+	Node string
+	// Group is the pod's group key; "" for a pod outside any group (a
+	// singleton). Pods of a gang share it.
+	Group string
+	// Queue is the queue the pod is accounted to; "" for pods outside
+	// Caldera's queues, which are never victims.
+	Queue string
+	// Priority is the pod's group priority.
+	Priority int32
+	// Started is when the pod started running (or was bound).
+	Started time.Time
+	// Request is what the pod requests; it is freed on its node when evicted.
+	Request resources.List
+	// Disruptive: evicting the pod would violate a PodDisruptionBudget. Such
+	// pods are taken last, as the default preemption does.
+	Disruptive bool
+}
+
+// Group describes a victim gang: how many of its members must keep running.
+type Group struct {
+	// MinMember is the gang's minMember; 0 or 1 is a group of one.
+	MinMember int32
+}
+
+// Node is a node the preemptor's members may use.
+type Node struct {
+	// Name names the node.
+	Name string
+	// Free is allocatable minus what the node's pods request.
+	Free resources.List
+	// Eligible: the preemptor's pods may run here once room is made (the
+	// scheduler's filters failed only for lack of room). Ineligible nodes
+	// are neither placed on nor stripped.
+	Eligible bool
+}
+
+// Preemptor is the group that does not fit.
+type Preemptor struct {
+	// Group is the preemptor's group key (its own pods are never victims).
+	Group string
+	// Queue is the preemptor's queue.
+	Queue string
+	// Priority is the preemptor's group priority.
+	Priority int32
+	// Members are the requests of the members that still need a node; the
+	// first is the pod being scheduled now. The whole list must fit.
+	Members []resources.List
+}
+
+// Options switch the actions and guard young pods.
+type Options struct {
+	// Reclaim enables reclaim across queues.
+	Reclaim bool
+	// Preempt enables preemption within a queue.
+	Preempt bool
+	// MinRuntime protects pods that started less than this before Now.
+	MinRuntime time.Duration
+	// Now is the time MinRuntime is measured against.
+	Now time.Time
+}
+
+// Input is everything Decide reads.
+type Input struct {
+	Preemptor Preemptor
+	Queues    map[string]Queue
+	Groups    map[string]Group
+	Pods      []Pod
+	Nodes     []Node
+	Options   Options
+}
+
+// Plan is a decision to evict.
+type Plan struct {
+	// Mode is the action that found the victims.
+	Mode Mode
+	// Victims are indexes into Input.Pods, most important first.
+	Victims []int
+	// Node is where the preemptor's first member goes once the victims are gone.
+	Node string
+}
+
+// Decide returns the plan that lets the whole preemptor fit with the fewest
+// and least important victims, or ok=false with the reason.
+//
+// Reclaim is tried when the preemptor's queue would stay within its deserved
+// share with the whole group placed (allocated + members <= deserved on every
+// resource the members request): its victims are pods of other reclaimable
+// queues, taken only while their queue stays at or above its deserved share
+// on a resource the pod frees, and never below its guarantee. Because both
+// sides stop at deserved, a reclaim cannot be reclaimed back: once shares are
+// at deserved no further evictions follow. Preempt is tried next: victims are
+// pods of lower-priority groups of the same queue.
+//
+// Pods whose eviction would violate a PodDisruptionBudget are taken last.
+// Victim gangs keep minMember running members: a gang gives up only members
+// above minMember (most recently started first), or all of them. Plans made
+// of single pods are preferred; whole gangs are taken only when no such plan
+// exists. Within that, lower priority goes first, then the most recently
+// started. Pods younger than MinRuntime are never victims.
+//
+// The fit is a resource check: every member placed first-fit-decreasing on
+// eligible nodes with the victims' requests freed. The caller re-runs the
+// scheduler's filters for the first member on Plan.Node.
+func Decide(in Input) (Plan, bool, string) {
+	if len(in.Preemptor.Members) == 0 {
+		return Plan{}, false, "nothing to place"
+	}
+	need := resources.List{}
+	for _, m := range in.Preemptor.Members {
+		need.Add(m)
+	}
+	var reasons []string
+	if in.Options.Reclaim {
+		if why := withinDeserved(in.Queues[in.Preemptor.Queue], need); why != "" {
+			reasons = append(reasons, "no reclaim: queue "+in.Preemptor.Queue+" "+why)
+		} else if p, ok, why := search(in, Reclaim); ok {
+			return p, true, ""
+		} else {
+			reasons = append(reasons, "no reclaim: "+why)
+		}
+	}
+	if in.Options.Preempt {
+		if p, ok, why := search(in, Preempt); ok {
+			return p, true, ""
+		} else {
+			reasons = append(reasons, "no preemption: "+why)
+		}
+	}
+	if len(reasons) == 0 {
+		return Plan{}, false, "reclaim and preemption are disabled"
+	}
+	return Plan{}, false, strings.Join(reasons, "; ")
+}
+
+// withinDeserved says why the queue may not reclaim need, or "".
+func withinDeserved(q Queue, need resources.List) string {
+	for _, k := range sortedNames(need) {
+		v := need[k]
+		if v <= 0 {
+			continue
+		}
+		if q.Allocated[k]+v > q.Deserved[k] {
+			return fmt.Sprintf("would exceed its deserved %s (%s allocated + %s requested > %s)", k,
+				resources.Format(k, q.Allocated[k]), resources.Format(k, v), resources.Format(k, q.Deserved[k]))
+		}
+	}
+	return ""
+}
+
+// option is one step of the greedy search: a single pod, or a whole gang.
+type option struct {
+	pods       []int
+	disruptive int // pods that violate a PodDisruptionBudget
+	priority   int32
+	// started is the latest start among the pods (how recent the option
+	// is); earliest the earliest (how long its oldest pod has run).
+	started, earliest time.Time
+	whole             bool
+}
+
+// search finds a plan in one mode: members go one by one, largest first,
+// to a node with room, else to the node where the fewest and least important
+// victims make room; then every victim the plan can do without is given back.
+func search(in Input, mode Mode) (Plan, bool, string) {
+	s := newState(in, mode)
+	if len(s.candidates) == 0 {
+		return Plan{}, false, "no eligible victims"
+	}
+	// Single pods first (singletons, and gang members above minMember), so
+	// that a plan of few pods beats one that takes a whole gang.
+	for _, wholeGangs := range []bool{false, true} {
+		s.reset()
+		s.index(s.options(wholeGangs))
+		if !s.greedy() {
+			continue
+		}
+		node := s.in.Nodes[s.placement[0]].Name
+		if _, ok := s.place(); ok {
+			s.reprieve()
+			node, _ = s.place()
+		}
+		if len(s.taken) == 0 {
+			// The group fits without evictions: nothing for us to do; the
+			// scheduler's next attempt places it.
+			return Plan{}, false, "the group fits without evictions"
+		}
+		return Plan{Mode: mode, Victims: s.victims(), Node: node}, true, ""
+	}
+	return Plan{}, false, "the whole group does not fit even after evicting every eligible victim"
+}
+
+// greedy places every member, taking victims where needed; false when a
+// member finds no node.
+func (s *state) greedy() bool {
+	for _, m := range s.order {
+		req := s.in.Preemptor.Members[m]
+		at := -1
+		for _, i := range s.eligibleNodes {
+			if s.roomFor(i, req) {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			var best []option
+			for _, i := range s.eligibleNodes {
+				if opts, ok := s.makeRoom(i, req); ok && (at < 0 || cheaper(opts, best)) {
+					at, best = i, opts
+				}
+			}
+			if at < 0 {
+				return false
+			}
+			for _, o := range best {
+				s.take(o)
+			}
+		}
+		s.used[at].Add(req)
+		s.placement[m] = at
+	}
+	return true
+}
+
+// roomFor: req fits node i's free room minus the members placed there.
+func (s *state) roomFor(i int, req resources.List) bool {
+	for k, v := range req {
+		if v > 0 && v > s.free[i][k]-s.used[i][k] {
+			return false
+		}
+	}
+	return true
+}
+
+// makeRoom finds the options on node i whose eviction makes room for req:
+// the node's options in preference order until req fits, then back to
+// front, each one the room can do without is given back. Nothing stays
+// taken; the caller takes the answer.
+func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
+	var got []option
+	fit, n0 := false, len(s.steps)
+	for _, o := range s.byNode[i] {
+		if s.take(o) {
+			got = append(got, s.steps[len(s.steps)-1])
+			if fit = s.roomFor(i, req); fit {
+				break
+			}
+		}
+	}
+	if fit {
+		for j := len(got) - 1; j >= 0; j-- {
+			s.untake(got[j].pods)
+			if s.roomFor(i, req) && s.gangsIntact() {
+				got = slices.Delete(got, j, j+1)
+				continue
+			}
+			s.retake(got[j].pods)
+		}
+	}
+	for _, o := range got {
+		s.untake(o.pods)
+	}
+	s.steps = s.steps[:n0]
+	return got, fit
+}
+
+// cheaper: victims a are a better choice than b: fewer disruption budget
+// violations, fewer pods, then a lower highest priority, then younger
+// (their longest-running pod started later).
+func cheaper(a, b []option) bool {
+	na, da, pa, sa := summarize(a)
+	nb, db, pb, sb := summarize(b)
+	if da != db {
+		return da < db
+	}
+	if na != nb {
+		return na < nb
+	}
+	if pa != pb {
+		return pa < pb
+	}
+	return sa.After(sb)
+}
+
+// summarize returns the pod count, disruption budget violations, highest
+// priority and earliest start of a set of options.
+func summarize(opts []option) (n, disruptive int, prio int32, earliest time.Time) {
+	prio = math.MinInt32
+	for i, o := range opts {
+		n += len(o.pods)
+		disruptive += o.disruptive
+		prio = max(prio, o.priority)
+		if i == 0 || o.earliest.Before(earliest) {
+			earliest = o.earliest
+		}
+	}
+	return n, disruptive, prio, earliest
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// state is the search's scratch: what is taken so far.
+type state struct {
+	in            Input
+	mode          Mode
+	candidates    []int            // eligible pods, by Input.Pods index
+	nodeIndex     map[string]int   // eligible node name -> index in in.Nodes
+	allNodes      map[string]int   // every node name -> index in in.Nodes
+	eligibleNodes []int            // indexes of eligible nodes, in Input order
+	free          []resources.List // per node: Free + freed by taken pods
+	taken         map[int]bool     // pod index -> taken
+	takenQ        map[string]resources.List
+	groupPods     map[string][]int // gang key -> its candidate pods
+	running       map[string]int32 // gang key -> running members (all, not only candidates)
+	spare         map[string]int32 // gang key -> members it may lose one by one
+	steps         []option         // taken options, in order
+	byNode        map[int][]option // eligible node -> options with a pod there, best first
+	used          []resources.List // per node: what placed members use
+	placement     []int            // member -> node index (scratch)
+	order         []int            // members by size, largest first
+}
+
+func newState(in Input, mode Mode) *state {
+	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}, running: map[string]int32{}}
+	s.allNodes = make(map[string]int, len(in.Nodes))
+	for i, n := range in.Nodes {
+		if _, dup := s.allNodes[n.Name]; !dup {
+			s.allNodes[n.Name] = i
+		}
+		if _, dup := s.nodeIndex[n.Name]; n.Eligible && !dup {
+			s.nodeIndex[n.Name] = i
+			s.eligibleNodes = append(s.eligibleNodes, i)
+		}
+	}
+	for i, p := range in.Pods {
+		if p.Group != "" {
+			s.running[p.Group]++
+		}
+		if _, known := s.allNodes[p.Node]; known && s.eligible(p) {
+			s.candidates = append(s.candidates, i)
+			if p.Group != "" {
+				s.groupPods[p.Group] = append(s.groupPods[p.Group], i)
+			}
+		}
+	}
+	s.spare = map[string]int32{}
+	for g, n := range s.running {
+		min := in.Groups[g].MinMember
+		if min <= 1 {
+			s.spare[g] = n // a group of one: every pod may go
+		} else {
+			s.spare[g] = max(n-min, 0)
+		}
+	}
+	s.order = make([]int, len(in.Preemptor.Members))
+	for i := range s.order {
+		s.order[i] = i
+	}
+	// First-fit decreasing: big members first (cpu, then memory, then the
+	// rest by name); ties keep the first member first.
+	slices.SortStableFunc(s.order, func(a, b int) int {
+		return compareRequests(in.Preemptor.Members[b], in.Preemptor.Members[a])
+	})
+	s.placement = make([]int, len(in.Preemptor.Members))
+	return s
+}
+
+// eligible applies the mode's victim rules that do not depend on what else
+// is taken.
+func (s *state) eligible(p Pod) bool {
+	pre := s.in.Preemptor
+	if p.Queue == "" || (pre.Group != "" && p.Group == pre.Group) {
+		return false
+	}
+	if _, ok := s.nodeIndex[p.Node]; !ok && !s.gangMember(p) {
+		return false
+	}
+	if d := s.in.Options.MinRuntime; d > 0 && s.in.Options.Now.Sub(p.Started) < d {
+		return false
+	}
+	switch s.mode {
+	case Reclaim:
+		q, ok := s.in.Queues[p.Queue]
+		return ok && p.Queue != pre.Queue && q.Reclaimable
+	case Preempt:
+		return p.Queue == pre.Queue && p.Priority < pre.Priority
+	}
+	return false
+}
+
+// gangMember: a pod of a gang may be taken on a node the preemptor cannot
+// use, as part of taking its whole gang.
+func (s *state) gangMember(p Pod) bool {
+	return p.Group != "" && s.in.Groups[p.Group].MinMember > 1
+}
+
+func (s *state) reset() {
+	s.free = make([]resources.List, len(s.in.Nodes))
+	for i, n := range s.in.Nodes {
+		s.free[i] = n.Free.Clone()
+	}
+	s.used = make([]resources.List, len(s.in.Nodes))
+	for i := range s.used {
+		s.used[i] = resources.List{}
+	}
+	s.taken = map[int]bool{}
+	s.takenQ = map[string]resources.List{}
+	s.steps = s.steps[:0]
+}
+
+// options lists the steps of the greedy search, best first: lower priority,
+// then most recently started, then pod ID. Without wholeGangs a gang offers
+// only its spare members; with it a gang with no spare members is one step.
+func (s *state) options(wholeGangs bool) []option {
+	var out []option
+	perGroup := map[string]int32{}
+	byRecency := slices.Clone(s.candidates)
+	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
+	for _, i := range byRecency {
+		p := s.in.Pods[i]
+		if _, ok := s.nodeIndex[p.Node]; !ok {
+			continue // only reachable through its whole gang
+		}
+		if p.Group == "" || perGroup[p.Group] < s.spare[p.Group] {
+			if p.Group != "" {
+				perGroup[p.Group]++
+			}
+			out = append(out, option{pods: []int{i}, disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started})
+		}
+	}
+	if wholeGangs {
+		for g, pods := range s.groupPods {
+			if s.spare[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
+				// A group of one is already offered pod by pod; a gang
+				// with members that are not victims (too young, on an
+				// ineligible queue) cannot be taken whole.
+				continue
+			}
+			p := s.in.Pods[pods[0]]
+			o := option{pods: slices.Clone(pods), priority: p.Priority, whole: true, started: p.Started, earliest: p.Started}
+			for _, i := range pods {
+				o.disruptive += b2i(s.in.Pods[i].Disruptive)
+				t := s.in.Pods[i].Started
+				if t.After(o.started) {
+					o.started = t
+				}
+				if t.Before(o.earliest) {
+					o.earliest = t
+				}
+			}
+			out = append(out, o)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b option) int {
+		if c := cmp.Compare(b2i(a.disruptive > 0), b2i(b.disruptive > 0)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.priority, b.priority); c != 0 {
+			return c
+		}
+		if c := b.started.Compare(a.started); c != 0 {
+			return c
+		}
+		if a.whole != b.whole { // fewer victims
+			if a.whole {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(s.in.Pods[a.pods[0]].ID, s.in.Pods[b.pods[0]].ID)
+	})
+	return out
+}
+
+// index files the options under the eligible nodes they free room on.
+func (s *state) index(opts []option) {
+	s.byNode = map[int][]option{}
+	for _, o := range opts {
+		seen := map[int]bool{}
+		for _, p := range o.pods {
+			if i, ok := s.nodeIndex[s.in.Pods[p].Node]; ok && !seen[i] {
+				seen[i] = true
+				s.byNode[i] = append(s.byNode[i], o)
+			}
+		}
+	}
+}
+
+// comparePods orders candidate pods: lower priority, most recently started, ID.
+func (s *state) comparePods(a, b int) int {
+	pa, pb := s.in.Pods[a], s.in.Pods[b]
+	if c := cmp.Compare(pa.Priority, pb.Priority); c != 0 {
+		return c
+	}
+	if c := pb.Started.Compare(pa.Started); c != 0 {
+		return c
+	}
+	return strings.Compare(pa.ID, pb.ID)
+}
+
+// take adds an option's pods to the victims if its queue can afford it (the
+// reclaim rule); an option already (partly) taken adds only its remainder.
+func (s *state) take(o option) bool {
+	var add []int
+	for _, i := range o.pods {
+		if !s.taken[i] {
+			add = append(add, i)
+		}
+	}
+	if len(add) == 0 || !s.affordable(add) {
+		return false
+	}
+	for _, i := range add {
+		p := s.in.Pods[i]
+		s.taken[i] = true
+		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
+		s.takenQ[p.Queue] = s.takenQ[p.Queue].Add(p.Request)
+	}
+	st := o
+	st.pods = add
+	s.steps = append(s.steps, st)
+	return true
+}
+
+// nodeIndexOf returns the index of a node in Input.Nodes, eligible or not;
+// room freed on an ineligible node is tracked but never used.
+func (s *state) nodeIndexOf(name string) int { return s.allNodes[name] }
+
+// affordable applies the reclaim rule to taking pods on top of what is taken:
+// each pod's queue must stay at or above its deserved share on some resource
+// the pod frees, and at or above its guarantee on every resource.
+func (s *state) affordable(pods []int) bool {
+	if s.mode != Reclaim {
+		return true
+	}
+	after := map[string]resources.List{}
+	for _, i := range pods {
+		p := s.in.Pods[i]
+		if after[p.Queue] == nil {
+			after[p.Queue] = resources.List{}.Add(s.takenQ[p.Queue])
+		}
+		after[p.Queue].Add(p.Request)
+	}
+	for _, i := range pods {
+		p := s.in.Pods[i]
+		q := s.in.Queues[p.Queue]
+		t := after[p.Queue]
+		over := false
+		for k, v := range p.Request {
+			// A resource the queue has no deserved amount of is one it
+			// was never given a share of: it is not over on it.
+			if d, ok := q.Deserved[k]; ok && v > 0 && q.Allocated[k]-t[k] >= d {
+				over = true
+				break
+			}
+		}
+		if !over {
+			return false
+		}
+		for k, g := range q.Guarantee {
+			if g > 0 && q.Allocated[k]-t[k] < g {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// place puts the members first-fit-decreasing and returns the first
+// member's node.
+func (s *state) place() (string, bool) {
+	room := make([]resources.List, len(s.free))
+	for i, f := range s.free {
+		room[i] = f.Clone()
+	}
+	for _, m := range s.order {
+		req := s.in.Preemptor.Members[m]
+		placed := -1
+		for _, i := range s.eligibleNodes {
+			if req.FitsIn(room[i]) {
+				placed = i
+				break
+			}
+		}
+		if placed < 0 {
+			return "", false
+		}
+		room[placed].Sub(req)
+		s.placement[m] = placed
+	}
+	return s.in.Nodes[s.placement[0]].Name, true
+}
+
+// reprieve gives back, most important first, every taken step the plan can
+// do without; a gang member given back may not leave its gang short.
+func (s *state) reprieve() {
+	steps := slices.Clone(s.steps)
+	slices.Reverse(steps) // the greedy took the least important first
+	for _, st := range steps {
+		s.untake(st.pods)
+		if _, ok := s.place(); !ok || !s.gangsIntact() {
+			s.retake(st.pods)
+		}
+	}
+}
+
+// gangsIntact: every gang is either untouched, taken whole, or keeps at
+// least minMember running members.
+func (s *state) gangsIntact() bool {
+	lost := map[string]int32{}
+	for i := range s.taken {
+		if g := s.in.Pods[i].Group; g != "" {
+			lost[g]++
+		}
+	}
+	for g, n := range lost {
+		if n < s.running[g] && n > s.spare[g] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *state) untake(pods []int) {
+	for _, i := range pods {
+		p := s.in.Pods[i]
+		delete(s.taken, i)
+		s.free[s.nodeIndexOf(p.Node)].Sub(p.Request)
+		s.takenQ[p.Queue].Sub(p.Request)
+	}
+}
+
+func (s *state) retake(pods []int) {
+	for _, i := range pods {
+		p := s.in.Pods[i]
+		s.taken[i] = true
+		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
+		s.takenQ[p.Queue].Add(p.Request)
+	}
+}
+
+// victims lists the taken pods, most important first: higher priority, then
+// longest running, then ID.
+func (s *state) victims() []int {
+	out := make([]int, 0, len(s.taken))
+	for i := range s.taken {
+		out = append(out, i)
+	}
+	slices.SortFunc(out, func(a, b int) int { return s.comparePods(b, a) })
+	return out
+}
+
+// compareRequests orders requests by cpu, then memory, then the rest by name.
+func compareRequests(a, b resources.List) int {
+	if c := cmp.Compare(a[resources.CPU], b[resources.CPU]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a["memory"], b["memory"]); c != 0 {
+		return c
+	}
+	for _, k := range sortedNames(a, b) {
+		if c := cmp.Compare(a[k], b[k]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func sortedNames(ls ...resources.List) []string {
+	var out []string
+	for _, l := range ls {
+		for k := range l {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
