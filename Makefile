@@ -14,7 +14,7 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 	-X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA) \
 	-X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/cache/... ./pkg/plugins/...
+POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
 .PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit sandbox demo
@@ -95,7 +95,7 @@ chart-check:
 	@$(HELM) lint --strict charts/caldera >/dev/null
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --include-crds >/dev/null
 	@$(HELM) template caldera charts/caldera --namespace caldera-system \
-		--set scoreWeights.NodeResourcesFit=2 --set replicas=3 >/dev/null
+		--set scoreWeights.CalderaGangPlacement=3 --set replicas=3 >/dev/null
 	@if ! diff -r manifests/crds charts/caldera/crds; then \
 		echo "charts/caldera/crds differs from manifests/crds: cp manifests/crds/*.yaml charts/caldera/crds/"; exit 1; fi
 	@$(KUSTOMIZE) build manifests >/dev/null

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -31,7 +30,6 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
-	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -74,7 +72,15 @@ type eviction struct {
 	preemptor string // namespace/name
 	queue     string // the preemptor's queue
 	victimQ   string // the victim's queue
+	since     time.Time
+	// done: the Executor made the eviction call; until then the entry is
+	// needed for the victim's Events even if the pod is already gone.
+	done bool
 }
+
+// abandonAfter forgets an eviction the Executor never made (it skips
+// victims that are already terminating) once the pod is gone.
+const abandonAfter = 2 * time.Minute
 
 var (
 	_ fwk.PostFilterPlugin  = &Reclaim{}
@@ -188,14 +194,14 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	pl.markDisruptive(in.Pods, running)
 	in.Nodes = make([]policy.Node, len(nodes))
 	for i, n := range nodes {
-		free := freeOf(n)
+		free := cache.FreeOf(n)
 		// Room promised to pods nominated here by earlier preemptions is
 		// not free, or the next preemptor would count it and evict nothing.
 		// Like the scheduler's filters, only pods of at least pod's
 		// priority hold their nomination.
 		for _, np := range pl.handle.NominatedPodsForNode(n.Node().Name) {
 			if q := np.GetPod(); q.UID != pod.UID && corev1helpers.PodPriority(q) >= corev1helpers.PodPriority(pod) {
-				free.Sub(cache.ListFrom(resourcehelper.PodRequests(q, resourcehelper.PodResourcesOptions{})))
+				free.Sub(cache.PodRequest(q))
 			}
 		}
 		in.Nodes[i] = policy.Node{Name: n.Node().Name, Free: free, Eligible: eligible[n.Node().Name]}
@@ -218,7 +224,7 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 		victim := ids[vp.ID]
 		p.victims = append(p.victims, victim)
 		pl.evicting[victim.UID] = eviction{mode: decided.Mode, preemptor: pod.Namespace + "/" + pod.Name,
-			queue: in.Preemptor.Queue, victimQ: vp.Queue}
+			queue: in.Preemptor.Queue, victimQ: vp.Queue, since: in.Options.Now}
 	}
 	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
 	return p, ""
@@ -237,10 +243,12 @@ func (pl *Reclaim) leaving(running []*v1.Pod) map[types.UID]bool {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	out := map[types.UID]bool{}
-	for uid := range pl.evicting {
-		if present[uid] {
+	now := time.Now()
+	for uid, e := range pl.evicting {
+		switch {
+		case present[uid]:
 			out[uid] = true
-		} else {
+		case e.done || now.Sub(e.since) > abandonAfter:
 			delete(pl.evicting, uid)
 		}
 	}
@@ -298,20 +306,6 @@ func (pl *Reclaim) pdbs() ([]*policyv1.PodDisruptionBudget, error) {
 	return pl.evaluator.PdbLister.List(labels.Everything())
 }
 
-// freeOf is a node's allocatable minus what its pods request.
-func freeOf(n fwk.NodeInfo) resources.List {
-	a, r := n.GetAllocatable(), n.GetRequested()
-	out := resources.List{
-		resources.CPU:                       a.GetMilliCPU() - r.GetMilliCPU(),
-		string(v1.ResourceMemory):           a.GetMemory() - r.GetMemory(),
-		string(v1.ResourceEphemeralStorage): a.GetEphemeralStorage() - r.GetEphemeralStorage(),
-	}
-	for k, v := range a.GetScalarResources() {
-		out[string(k)] = v - r.GetScalarResources()[k]
-	}
-	return out
-}
-
 // abandon forgets the victims of a plan the Evaluator did not carry out.
 func (pl *Reclaim) abandon(p *plan) {
 	pl.mu.Lock()
@@ -328,8 +322,12 @@ func (pl *Reclaim) evicted(ctx context.Context, victim *v1.Pod, err error) {
 	// snapshot (see leaving); a failed one is forgotten now.
 	pl.mu.Lock()
 	e, ok := pl.evicting[victim.UID]
-	if ok && err != nil {
+	switch {
+	case ok && err != nil:
 		delete(pl.evicting, victim.UID)
+	case ok:
+		e.done = true
+		pl.evicting[victim.UID] = e
 	}
 	pl.mu.Unlock()
 	if !ok || err != nil {

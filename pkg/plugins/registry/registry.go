@@ -11,6 +11,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
+	"github.com/caldera-sched/caldera/pkg/plugins/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
 )
@@ -30,5 +31,6 @@ func Options() []app.Option {
 		app.WithPlugin(gang.Name, with(gang.New)),
 		app.WithPlugin(enqueue.Name, with(enqueue.New)),
 		app.WithPlugin(reclaim.Name, with(reclaim.New)),
+		app.WithPlugin(placement.Name, with(placement.New)),
 	}
 }

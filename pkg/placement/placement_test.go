@@ -1,0 +1,138 @@
+package placement
+
+import (
+	"testing"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+func cpu(milli int64) resources.List { return resources.List{resources.CPU: milli} }
+
+// node builds a node with cpu allocatable alloc and free, in the given domains.
+func node(alloc, free int64, siblings int, domains ...string) Node {
+	return Node{Domains: domains, Allocatable: cpu(alloc), Free: cpu(free), Siblings: siblings}
+}
+
+func TestScore(t *testing.T) {
+	half := Weights{Packing: 0.5}
+	tests := []struct {
+		name    string
+		gang    Gang
+		nodes   []Node
+		keys    int
+		w       Weights
+		better  int // index of the node that must score higher...
+		worse   int // ...than this one
+		equal   bool
+		wantMax int64 // when > 0, the score of nodes[better]
+	}{
+		{
+			name: "placed members pull the next into their rack",
+			gang: Gang{Request: cpu(1000), Remaining: 4}, keys: 1, w: half,
+			nodes:  []Node{node(8000, 4000, 0, "r1"), node(8000, 4000, 4, "r1"), node(8000, 8000, 0, "r2")},
+			better: 0, worse: 2,
+		},
+		{
+			name: "the first member starts in the rack that holds the whole gang",
+			gang: Gang{Request: cpu(1000), Remaining: 8}, keys: 1, w: Weights{},
+			// r1 has room for 8 (two nodes of 4), r2 for 6 on one node.
+			nodes:  []Node{node(8000, 4000, 0, "r1"), node(8000, 4000, 0, "r1"), node(8000, 6000, 0, "r2")},
+			better: 0, worse: 2,
+		},
+		{
+			name: "between racks that both fit, the one with more room",
+			gang: Gang{Request: cpu(1000), Remaining: 2}, keys: 1, w: Weights{},
+			nodes:  []Node{node(8000, 2000, 0, "small"), node(8000, 8000, 0, "big")},
+			better: 1, worse: 0,
+		},
+		{
+			name: "the first key outranks the second",
+			gang: Gang{Request: cpu(1000), Remaining: 2}, keys: 2, w: Weights{},
+			nodes: []Node{
+				node(8000, 8000, 2, "r1", "z1"),
+				node(8000, 8000, 0, "r1", "z2"), // same rack, other zone
+				node(8000, 8000, 0, "r2", "z1"), // other rack, same zone
+			},
+			better: 1, worse: 2,
+		},
+		{
+			name: "without topology labels packing decides: the fuller node that still fits",
+			gang: Gang{Request: cpu(1000), Remaining: 2}, keys: 1, w: half,
+			nodes:  []Node{node(8000, 2000, 0), node(8000, 8000, 0)},
+			better: 0, worse: 1,
+		},
+		{
+			name: "packing prefers a node that takes more of the remaining gang",
+			gang: Gang{Request: cpu(1000), Remaining: 8}, keys: 0, w: Weights{Packing: 1},
+			nodes:  []Node{node(8000, 8000, 0), node(8000, 2000, 0)},
+			better: 0, worse: 1,
+		},
+		{
+			name: "a node that cannot take the member gets no packing score",
+			gang: Gang{Request: cpu(3000), Remaining: 1}, keys: 0, w: Weights{Packing: 1},
+			nodes:  []Node{node(8000, 3000, 0), node(8000, 2000, 0)},
+			better: 0, worse: 1, wantMax: 100,
+		},
+		{
+			name: "no keys and no packing: neutral",
+			gang: Gang{Request: cpu(1000), Remaining: 2}, keys: 0, w: Weights{},
+			nodes: []Node{node(8000, 2000, 0), node(8000, 8000, 0)},
+			equal: true,
+		},
+		{
+			name: "unlabelled nodes get no locality",
+			gang: Gang{Request: cpu(1000), Remaining: 2}, keys: 1, w: Weights{},
+			nodes:  []Node{node(8000, 8000, 0, "r1"), node(8000, 8000, 0, "")},
+			better: 0, worse: 1,
+		},
+		{
+			name: "remaining below 1 counts as 1",
+			gang: Gang{Request: cpu(1000), Remaining: 0}, keys: 1, w: half,
+			nodes:  []Node{node(8000, 1000, 0, "r1"), node(8000, 0, 0, "r2")},
+			better: 0, worse: 1, wantMax: 100,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScorer(tc.gang, tc.nodes, tc.keys, tc.w)
+			scores := make([]int64, len(tc.nodes))
+			for i, n := range tc.nodes {
+				scores[i] = s.Score(n)
+				if scores[i] < 0 || scores[i] > MaxScore {
+					t.Fatalf("score %d of node %d out of range", scores[i], i)
+				}
+			}
+			if tc.equal {
+				for _, v := range scores {
+					if v != scores[0] {
+						t.Fatalf("scores %v, want all equal", scores)
+					}
+				}
+				return
+			}
+			if scores[tc.better] <= scores[tc.worse] {
+				t.Fatalf("scores %v: node %d should beat node %d", scores, tc.better, tc.worse)
+			}
+			if tc.wantMax > 0 && scores[tc.better] != tc.wantMax {
+				t.Fatalf("scores %v: node %d scores %d, want %d", scores, tc.better, scores[tc.better], tc.wantMax)
+			}
+		})
+	}
+}
+
+func TestFits(t *testing.T) {
+	for _, tc := range []struct {
+		req, free resources.List
+		want      int
+	}{
+		{cpu(1000), cpu(3500), 3},
+		{cpu(1000), cpu(500), 0},
+		{resources.List{resources.CPU: 1000, "memory": 4}, resources.List{resources.CPU: 8000, "memory": 8}, 2},
+		{resources.List{"nvidia.com/gpu": 1}, cpu(8000), 0},
+		{resources.List{}, cpu(1), 1<<31 - 1},
+	} {
+		if got := Fits(tc.req, tc.free); got != tc.want {
+			t.Errorf("Fits(%v, %v) = %d, want %d", tc.req, tc.free, got, tc.want)
+		}
+	}
+}
