@@ -14,7 +14,7 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 	-X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA) \
 	-X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/...
+POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
 .PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit sandbox demo
@@ -47,7 +47,7 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 $(POLICY_PKGS)
-	$(GO) test -count=1 ./pkg/plugins/... ./pkg/apis/...
+	$(GO) test -count=1 ./pkg/apis/...
 
 integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...

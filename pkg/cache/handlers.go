@@ -111,6 +111,11 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.minRequestValid = false
 	} else {
 		g.counts.Add(m.state, -1)
+		// Requests change in place (a resize): the gang's minimum must follow.
+		if req := podRequest(pod); !req.Equal(m.request) {
+			m.request = req
+			g.minRequestValid = false
+		}
 	}
 	wasTerminal := m.state.Phase.Terminal()
 	m.pod = pod

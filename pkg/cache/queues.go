@@ -106,6 +106,12 @@ type admissionState struct {
 	pending  *queue.Pending
 	units    map[string]*unit
 	pods     map[types.UID]*podAcct
+	// unitPods indexes pods by the unit they are accounted to, whether or
+	// not the unit exists. Moving or re-creating a unit re-tags exactly
+	// these: the member informer and the scheduler's pod informer deliver
+	// a relabelled pod independently, so a gang's members and the pods
+	// accounted to its unit can differ for a while.
+	unitPods map[string]map[types.UID]*podAcct
 	usage    map[string]*queueUsage
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
@@ -224,6 +230,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		pending:  queue.NewPending(),
 		units:    map[string]*unit{},
 		pods:     map[types.UID]*podAcct{},
+		unitPods: map[string]map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
 		byPrio:   map[string]map[int32]resources.List{},
 		used:     resources.List{},
@@ -566,11 +573,11 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	if fresh {
 		u = &unit{key: uk, gang: g, held: resources.List{}}
 		a.units[uk] = u
-		// Bound members accounted before the unit existed (its PodGroup was
+		// Bound pods accounted before the unit existed (its PodGroup was
 		// recreated, or came after them) are held by it from now on; the
 		// move below adds them to its queue.
-		for uid := range g.members {
-			if p := a.pods[uid]; p != nil && p.unit == uk && p.bound {
+		for _, p := range a.unitPods[uk] {
+			if p.bound {
 				if old := a.usage[p.queue]; old != nil && p.queue != "" {
 					old.allocated.Sub(p.req)
 				}
@@ -613,7 +620,12 @@ func (c *Cache) unadmitLocked(g *group) {
 		return
 	}
 	u := a.units[gangUnitKey(g.key)]
-	if u == nil || !u.admitted {
+	// A gang that started (had minMember bound) keeps its admission when it
+	// is released, as a running Volcano job stays Inqueue: its replacement
+	// members are scheduled next to the running ones. Sent back to pending,
+	// its request would count its running members' resources a second
+	// time, on top of the cluster's used amount, and could never fit again.
+	if u == nil || !u.admitted || u.started {
 		return
 	}
 	u.admitted, u.started = false, false
@@ -638,6 +650,9 @@ func (c *Cache) dropUnitLocked(u *unit) {
 		q.inflight.Sub(u.inflight)
 	}
 	delete(a.units, u.key)
+	if len(a.unitPods[u.key]) == 0 {
+		delete(a.unitPods, u.key)
+	}
 	a.kickLocked()
 }
 
@@ -655,18 +670,37 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	nu := a.usageLocked(q)
 	nu.allocated.Add(u.held)
 	nu.inflight.Add(u.inflight)
-	// Re-tag the unit's own pods, so that their later events subtract from
-	// the right queue: O(unit size), never a scan of all pods.
-	if u.gang != nil {
-		for uid := range u.gang.members {
-			if p := a.pods[uid]; p != nil && p.unit == u.key {
-				a.retagLocked(p, q)
-			}
-		}
-	} else if u.pod != nil {
-		if p := a.pods[u.pod.UID]; p != nil {
-			a.retagLocked(p, q)
-		}
+	// Re-tag the pods accounted to the unit, so that their later events
+	// subtract from the right queue: O(unit size), never a scan of all pods.
+	for _, p := range a.unitPods[u.key] {
+		a.retagLocked(p, q)
+	}
+}
+
+// indexPodLocked records that pod uid is accounted to p.unit.
+func (a *admissionState) indexPodLocked(uid types.UID, p *podAcct) {
+	if p.unit == "" {
+		return
+	}
+	m := a.unitPods[p.unit]
+	if m == nil {
+		m = map[types.UID]*podAcct{}
+		a.unitPods[p.unit] = m
+	}
+	m[uid] = p
+}
+
+// unindexPodLocked forgets that pod uid is accounted to unit. The set of a
+// unit that exists is kept even when empty, so that a pod's next event
+// does not allocate it again.
+func (a *admissionState) unindexPodLocked(uid types.UID, unit string) {
+	m := a.unitPods[unit]
+	if m == nil {
+		return
+	}
+	delete(m, uid)
+	if len(m) == 0 && a.units[unit] == nil {
+		delete(a.unitPods, unit)
 	}
 }
 
@@ -771,6 +805,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			}
 			a.kickLocked() // room was freed
 		}
+		a.unindexPodLocked(pod.UID, old.unit)
 		delete(a.pods, pod.UID)
 	}
 	singleton := false
@@ -803,7 +838,12 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 		u.pod = pod
 		c.moveUnitLocked(u, c.resolveQueueLocked(nil, pod, pod.Namespace))
-		u.priority, u.created, u.request = podPriority(pod), pod.CreationTimestamp.Time, acct.req
+		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
+		if !u.request.Equal(acct.req) {
+			// Resized: an admitted singleton reserves what it asks now.
+			u.request = acct.req
+			c.setInflightLocked(u)
+		}
 		if acct.bound && !u.admitted {
 			// Bound without us (a restart): it holds what it holds.
 			u.admitted = true
@@ -821,6 +861,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		acct.queue = c.resolveQueueLocked(nil, pod, pod.Namespace)
 	}
 	a.pods[pod.UID] = acct
+	a.indexPodLocked(pod.UID, acct)
 	if acct.bound {
 		a.used.Add(acct.req)
 		if acct.queue != "" {

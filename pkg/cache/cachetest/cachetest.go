@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,9 +42,19 @@ func NewForTest(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) *cache.
 	if err := validate(pgs, pods); err != nil {
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
+	c, _ := NewWithServer(tb, pgs, pods)
+	return c
+}
 
+// NewWithServer returns a cache whose informers have delivered pgs and pods,
+// in any state, and the fake API server that feeds them, so that a test can
+// make the informers relist other objects (Server.Relist).
+func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *Server) {
+	tb.Helper()
 	stop := make(chan struct{})
-	srv := httptest.NewServer(fakeAPI(stop, pgs, pods))
+	fs := &Server{}
+	fs.set(pgs, pods)
+	srv := httptest.NewServer(fs.handler(stop))
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(func() {
 		cancel()
@@ -59,9 +71,25 @@ func NewForTest(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) *cache.
 	// Get returns once the cache's handlers have seen every listed object.
 	c, err := cache.NewProvider().Get(ctx, h)
 	if err != nil {
-		tb.Fatalf("cachetest.NewForTest: %v", err)
+		tb.Fatalf("cachetest: %v", err)
 	}
-	return c
+	return c, fs
+}
+
+// DumpedGroups returns the groups of c's dump (Cache.Dump), sorted by key:
+// what a test outside pkg/cache can see of the cache's aggregates.
+func DumpedGroups(tb testing.TB, c *cache.Cache) []cache.GroupDump {
+	tb.Helper()
+	data, err := c.Dump()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var d cache.CacheDump
+	if err := json.Unmarshal(data, &d); err != nil {
+		tb.Fatal(err)
+	}
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
+	return d.Groups
 }
 
 // Gangs returns groups PodGroups of size members each in namespace ns, named
@@ -135,33 +163,73 @@ func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { retur
 func (h *handle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
 func (h *handle) Activate(klog.Logger, map[string]*v1.Pod)               {}
 
-// fakeAPI serves list and watch of pods and PodGroups: lists return the given
-// objects, watches stay open without events until stop closes or the client
-// goes away. Watch-list requests (sendInitialEvents) are refused, so that the
-// informers fall back to list-then-watch.
-func fakeAPI(stop <-chan struct{}, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) http.Handler {
-	podList := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+// Server is the fake API server behind a cache of NewWithServer. It serves
+// list and watch of pods and PodGroups: lists return the current objects;
+// a watch from the current resource version stays open without events, and
+// any other watch is answered 410 Gone, which makes the informer relist.
+// Watch-list requests (sendInitialEvents) are refused, so that the informers
+// use list-then-watch.
+type Server struct {
+	mu      sync.Mutex
+	rv      int
+	podList *v1.PodList
+	pgList  *v1alpha1.PodGroupList
+	// gone is closed to end the open watches.
+	gone chan struct{}
+}
+
+// Relist replaces the served objects and ends every open watch: the
+// informers see a watch gap and relist, as after a lost connection or a
+// compacted resource version, and deliver the difference (deletes as
+// tombstones).
+func (s *Server) Relist(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
+	s.set(pgs, pods)
+}
+
+func (s *Server) set(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv++
+	rv := fmt.Sprint(s.rv)
+	s.podList = &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 	for _, p := range pods {
-		podList.Items = append(podList.Items, *p)
+		s.podList.Items = append(s.podList.Items, *p)
 	}
-	pgList := &v1alpha1.PodGroupList{
+	s.pgList = &v1alpha1.PodGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()},
-		ListMeta: metav1.ListMeta{ResourceVersion: "1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: rv},
 	}
 	for _, pg := range pgs {
-		pgList.Items = append(pgList.Items, *pg)
+		s.pgList.Items = append(s.pgList.Items, *pg)
 	}
-	serve := func(list any) http.HandlerFunc {
+	if s.gone != nil {
+		close(s.gone)
+	}
+	s.gone = make(chan struct{})
+}
+
+// current returns what a request sees now.
+func (s *Server) current() (rv string, pods *v1.PodList, pgs *v1alpha1.PodGroupList, gone <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprint(s.rv), s.podList, s.pgList, s.gone
+}
+
+func (s *Server) handler(stop <-chan struct{}) http.Handler {
+	serve := func(pick func(pods *v1.PodList, pgs *v1alpha1.PodGroupList) any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
+			rv, pods, pgs, gone := s.current()
 			w.Header().Set("Content-Type", "application/json")
 			switch {
 			case r.Method != http.MethodGet:
 				writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, r.Method+" is not served")
 			case q.Get("watch") != "true" && q.Get("watch") != "1":
-				_ = json.NewEncoder(w).Encode(list)
+				_ = json.NewEncoder(w).Encode(pick(pods, pgs))
 			case q.Get("sendInitialEvents") == "true":
 				writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is not served")
+			case q.Get("resourceVersion") != rv:
+				writeStatus(w, http.StatusGone, metav1.StatusReasonExpired, "too old resource version")
 			default:
 				w.WriteHeader(http.StatusOK)
 				if f, ok := w.(http.Flusher); ok {
@@ -169,14 +237,15 @@ func fakeAPI(stop <-chan struct{}, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) htt
 				}
 				select {
 				case <-stop:
+				case <-gone:
 				case <-r.Context().Done():
 				}
 			}
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/v1/pods", serve(podList))
-	mux.Handle("/apis/"+v1alpha1.SchemeGroupVersion.String()+"/podgroups", serve(pgList))
+	mux.Handle("/api/v1/pods", serve(func(pods *v1.PodList, _ *v1alpha1.PodGroupList) any { return pods }))
+	mux.Handle("/apis/"+v1alpha1.SchemeGroupVersion.String()+"/podgroups", serve(func(_ *v1.PodList, pgs *v1alpha1.PodGroupList) any { return pgs }))
 	return mux
 }
 

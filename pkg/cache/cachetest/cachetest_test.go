@@ -1,8 +1,14 @@
 package cachetest_test
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
@@ -31,4 +37,48 @@ func TestNewForTestEmpty(t *testing.T) {
 	if _, ok := c.MinRequest(cache.GroupKey{Namespace: "ns", Name: "g0"}); ok {
 		t.Errorf("empty cache knows group ns/g0")
 	}
+}
+
+// After a watch gap the informers relist; the cache must converge to exactly
+// what a cache started from the relisted objects holds, whatever changed in
+// the gap: a pod deleted, a pod relabelled into another gang, a PodGroup
+// deleted under its members, a PodGroup changed, new PodGroups and pods.
+func TestRelistConverges(t *testing.T) {
+	pgs, pods := cachetest.Gangs("ns", 2, 3) // g0 and g1, pods g0-p0 ... g1-p2
+	c, srv := cachetest.NewWithServer(t, pgs, pods)
+
+	g0 := pgs[0].DeepCopy()
+	g0.Spec.MinMember = 2
+	g2 := pgs[1].DeepCopy()
+	g2.Name, g2.UID = "g2", "ns-pg-g2"
+	moved := pods[1].DeepCopy() // g0-p1 joins g2
+	moved.Labels[cache.PodGroupLabel] = "g2"
+	added := pods[5].DeepCopy()
+	added.Name, added.UID = "g2-new", "ns-g2-new"
+	added.Labels[cache.PodGroupLabel] = "g2"
+	// g0-p2 is deleted; g1 loses its PodGroup but keeps its pods.
+	finalPGs := []*v1alpha1.PodGroup{g0, g2}
+	finalPods := []*v1.Pod{pods[0], moved, pods[3], pods[4], pods[5], added}
+	srv.Relist(finalPGs, finalPods)
+
+	fresh, _ := cachetest.NewWithServer(t, finalPGs, finalPods)
+	want := groups(t, fresh)
+	var got string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = groups(t, c)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("after a relist the cache holds\n%s\nwant (a cache started from the relisted objects)\n%s", got, want)
+	}
+}
+
+// groups renders the groups of a cache dump.
+func groups(t *testing.T, c *cache.Cache) string {
+	t.Helper()
+	out, err := json.MarshalIndent(cachetest.DumpedGroups(t, c), "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -151,7 +150,7 @@ func TestGang(t *testing.T) {
 		pods[2] = harness.Pod(ns, "stuck-2").Group("stuck").Obj()
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
-		waitAttempted(t, env, ns, "stuck")
+		env.WaitAttempted(t, ns, "stuck", bindTimeout)
 		probe := probeFull(t, env, ns, "2")
 		// After the 3 s timeout the gang lets go and the probe fits.
 		env.WaitBound(t, ns, bindTimeout, probe)
@@ -227,7 +226,7 @@ func TestGang(t *testing.T) {
 		pods := harness.Members(ns, "restart", 3, "1")
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
 		env.CreatePods(t, pods...)
-		waitAttempted(t, env, ns, "restart")
+		env.WaitAttempted(t, ns, "restart", bindTimeout)
 		// Two members hold 2 of the 4 cpu while they wait: a 3-cpu pod cannot fit.
 		probe := probeFull(t, env, ns, "3")
 		s.Stop()
@@ -238,7 +237,7 @@ func TestGang(t *testing.T) {
 		// Waiting members were never bound, so the new scheduler starts the
 		// gang over; while the third member is gated nothing binds.
 		env.ConsistentlyUnbound(t, ns, quiet)
-		ungate(t, env, ns, pods[2].Name)
+		env.Ungate(t, ns, pods[2].Name)
 		env.WaitBound(t, ns, bindTimeout, "restart-0", "restart-1", "restart-2")
 	})
 
@@ -260,19 +259,6 @@ func TestGang(t *testing.T) {
 	})
 }
 
-// waitAttempted waits until the scheduler has tried the gang: the status
-// writer records the first attempt as status.scheduleStartTime.
-func waitAttempted(t *testing.T, env *harness.Env, ns, pg string) {
-	t.Helper()
-	harness.WaitFor(t, bindTimeout, func() (bool, error) {
-		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), pg, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return !got.Status.ScheduleStartTime.IsZero(), nil
-	}, "PodGroup "+pg+" to record its first scheduling attempt")
-}
-
 // probeFull proves that the node room is taken: a plain pod asking for cpu is
 // found unschedulable. It returns the probe's name.
 func probeFull(t *testing.T, env *harness.Env, ns, cpu string) string {
@@ -280,20 +266,4 @@ func probeFull(t *testing.T, env *harness.Env, ns, cpu string) string {
 	env.CreatePod(t, harness.Pod(ns, "probe").CPU(cpu).Obj())
 	env.WaitUnschedulable(t, ns, "probe", bindTimeout)
 	return "probe"
-}
-
-func ungate(t *testing.T, env *harness.Env, ns, name string) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pod.Spec.SchedulingGates = nil
-		_, err = env.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
-	}
 }

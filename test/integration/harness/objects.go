@@ -16,9 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
 // PauseImage is the image of every pod the harness builds; nothing runs it.
@@ -413,5 +417,48 @@ func (e *Env) DeleteGroup(t *testing.T, ns, pg string) {
 	}
 	if err := e.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), pg, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting PodGroup %s/%s: %v", ns, pg, err)
+	}
+}
+
+// QueueClient returns a client of Caldera's Queue API on the test apiserver.
+func (e *Env) QueueClient() qclient.Interface {
+	return qclient.NewForConfigOrDie(e.Config)
+}
+
+// CreateQueue creates a Caldera Queue and deletes it, if it still exists,
+// when t ends.
+func (e *Env) CreateQueue(t *testing.T, name string, spec qapi.QueueSpec) *qapi.Queue {
+	t.Helper()
+	queues := e.QueueClient().SchedulingV1alpha1().Queues()
+	q := &qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	created, err := queues.Create(t.Context(), q, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating queue %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := queues.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting queue %s: %v", name, err)
+		}
+	})
+	return created
+}
+
+// Ungate removes the scheduling gates of pod ns/name, so the scheduler may
+// try it.
+func (e *Env) Ungate(t *testing.T, ns, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := e.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Spec.SchedulingGates = nil
+		_, err = e.Client.CoreV1().Pods(ns).Update(t.Context(), pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("removing scheduling gates of %s/%s: %v", ns, name, err)
 	}
 }

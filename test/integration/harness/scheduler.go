@@ -70,6 +70,7 @@ type schedulerSettings struct {
 	registrySet bool
 	edits       []func(cfg map[string]any) error
 	kubeconfig  string
+	raw         bool
 }
 
 // WithPluginArgs merges args into the pluginConfig args of pluginName in every
@@ -101,6 +102,17 @@ func WithLeaderElection(leaseName string) SchedulerOption {
 // the test's working directory (its package directory).
 func WithConfigFile(path string) SchedulerOption {
 	return func(s *schedulerSettings) { s.configFile = path }
+}
+
+// WithRawConfigFile hands the scheduler the file at path exactly as it is:
+// no harness modification (client connection, leader election, plugin args,
+// edits), so it may be malformed. A scheduler started from it reaches no
+// apiserver; it is meant for TryStartScheduler tests of configuration errors.
+func WithRawConfigFile(path string) SchedulerOption {
+	return func(s *schedulerSettings) {
+		s.configFile = path
+		s.raw = true
+	}
 }
 
 // WithRegistry replaces registry.Options() as the out-of-tree plugin registry
@@ -166,6 +178,19 @@ type Scheduler struct {
 // leader election, where only the leader schedules).
 func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 	t.Helper()
+	s, err := e.TryStartScheduler(t, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TryStartScheduler is StartScheduler returning the startup error (a bad
+// configuration file, invalid plugin args, a scheduler that never became
+// ready) instead of failing the test, for tests that expect the scheduler to
+// refuse to start. Misuse of the harness still fails the test.
+func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Scheduler, error) {
+	t.Helper()
 	settings := &schedulerSettings{
 		configFile: filepath.Join(e.RepoRoot, "manifests", "scheduler", "config.yaml"),
 	}
@@ -183,8 +208,12 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 	}
 
 	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
-	if err := e.writeSchedulerConfig(settings, configFile); err != nil {
-		t.Fatalf("preparing scheduler config from %s: %v", settings.configFile, err)
+	if settings.raw {
+		if err := copyFile(settings.configFile, configFile); err != nil {
+			t.Fatalf("copying scheduler config %s: %v", settings.configFile, err)
+		}
+	} else if err := e.writeSchedulerConfig(settings, configFile); err != nil {
+		return nil, fmt.Errorf("preparing scheduler config from %s: %w", settings.configFile, err)
 	}
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
@@ -213,7 +242,7 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 	schedOpts, err := newSchedulerOptions(configFile, e.Kubeconfig)
 	if err != nil {
 		cancel()
-		t.Fatalf("scheduler options: %v", err)
+		return nil, fmt.Errorf("scheduler options: %w", err)
 	}
 	s.Port = schedOpts.SecureServing.BindPort
 
@@ -223,7 +252,7 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 		if l := schedOpts.SecureServing.Listener; l != nil {
 			_ = l.Close()
 		}
-		t.Fatalf("app.Setup: %v", err)
+		return nil, fmt.Errorf("app.Setup: %w", err)
 	}
 	s.Config, s.Sched = cc, sched
 
@@ -232,14 +261,14 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 	if err != nil {
 		cancel()
 		_ = cc.SecureServing.Listener.Close()
-		t.Fatalf("scheduler endpoints client config: %v", err)
+		return nil, fmt.Errorf("scheduler endpoints client config: %w", err)
 	}
 	endpointsConfig.ServerName = "127.0.0.1" // the self-signed cert names IPv4 loopback only
 	s.endpoints, err = kubernetes.NewForConfig(endpointsConfig)
 	if err != nil {
 		cancel()
 		_ = cc.SecureServing.Listener.Close()
-		t.Fatalf("scheduler endpoints client: %v", err)
+		return nil, fmt.Errorf("scheduler endpoints client: %w", err)
 	}
 
 	// A scheduler still running (a leader-election peer) holds the configz
@@ -251,13 +280,13 @@ func (e *Env) StartScheduler(t *testing.T, opts ...SchedulerOption) *Scheduler {
 
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
-		t.Fatalf("scheduler did not become ready: %v", err)
+		return nil, fmt.Errorf("scheduler did not become ready: %w", err)
 	}
 	e.mu.Lock()
 	e.running[s] = struct{}{}
 	e.mu.Unlock()
 	t.Logf("harness: scheduler ready in %v (config %s, leader election %v)", time.Since(began).Round(time.Millisecond), settings.configFile, settings.leaseName != "")
-	return s
+	return s, nil
 }
 
 // run runs app.Run until ctx is cancelled.
@@ -526,6 +555,15 @@ func setDefault(m map[string]any, key string, v any) {
 	if _, ok := m[key]; !ok {
 		m[key] = v
 	}
+}
+
+// copyFile copies src to dst, readable only by the test's user.
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o600)
 }
 
 // schedulerVerbosity is the klog verbosity for test schedulers' logs.

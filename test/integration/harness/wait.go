@@ -349,3 +349,16 @@ func (e *Env) ConsistentlyBoundCount(t *testing.T, ns string, want int, d time.D
 		t.Fatalf("expected %d bound pods for %v: %v", want, d, err)
 	}
 }
+
+// WaitAttempted waits until the scheduler has tried the gang: the status
+// writer records the first attempt as status.scheduleStartTime.
+func (e *Env) WaitAttempted(t *testing.T, ns, pg string, timeout time.Duration) {
+	t.Helper()
+	WaitFor(t, timeout, func() (bool, error) {
+		got, err := e.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), pg, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !got.Status.ScheduleStartTime.IsZero(), nil
+	}, "PodGroup "+pg+" to record its first scheduling attempt")
+}

@@ -4,7 +4,6 @@
 package queues_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,19 +32,6 @@ func TestQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newQueue := func(t *testing.T, name string, spec qapi.QueueSpec) {
-		t.Helper()
-		q := &qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-		if _, err := qc.SchedulingV1alpha1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating queue %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			// t.Context is already cancelled when cleanups run.
-			if err := qc.SchedulingV1alpha1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-				t.Errorf("deleting queue %s: %v", name, err)
-			}
-		})
-	}
 	inQueue := func(q string) map[string]string { return map[string]string{qapi.QueueLabel: q} }
 
 	t.Run("default queue is created", func(t *testing.T) {
@@ -67,7 +53,7 @@ func TestQueues(t *testing.T) {
 	t.Run("capability admits one group and holds the second", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
-		newQueue(t, "cap4", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}})
+		env.CreateQueue(t, "cap4", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}})
 		env.StartScheduler(t)
 		for _, g := range []string{"first", "second"} {
 			pg := harness.PodGroup(ns, g, 3)
@@ -99,8 +85,8 @@ func TestQueues(t *testing.T) {
 	t.Run("weights 1 and 3 share 16 cpu as 4 and 12", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 4, "4", "16Gi")
-		newQueue(t, "light", qapi.QueueSpec{Weight: 1})
-		newQueue(t, "heavy", qapi.QueueSpec{Weight: 3})
+		env.CreateQueue(t, "light", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "heavy", qapi.QueueSpec{Weight: 3})
 		// Both queues' demand is in place before the scheduler starts, so
 		// the first pass already sees the competition.
 		for i := range 16 {
@@ -120,7 +106,7 @@ func TestQueues(t *testing.T) {
 	t.Run("closed queue admits nothing new while running work continues", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		newQueue(t, "shut", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "shut", qapi.QueueSpec{Weight: 1})
 		env.StartScheduler(t)
 		env.CreatePod(t, harness.Pod(ns, "before").CPU("1").Labels(inQueue("shut")).Obj())
 		env.WaitBound(t, ns, timeout, "before")
@@ -160,7 +146,7 @@ func TestQueues(t *testing.T) {
 			t.Errorf("NotAdmitted note should say queue later is not found: %q", ev.Note)
 		}
 		env.ConsistentlyUnbound(t, ns, quiet)
-		newQueue(t, "later", qapi.QueueSpec{Weight: 1})
+		env.CreateQueue(t, "later", qapi.QueueSpec{Weight: 1})
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=lost", 2, timeout)
 		env.WaitEvent(t, ns, "lost", "Admitted", timeout)
 	})
@@ -168,8 +154,8 @@ func TestQueues(t *testing.T) {
 	t.Run("guarantee is honoured", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "16Gi")
-		newQueue(t, "sure", qapi.QueueSpec{Weight: 1, Guarantee: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}})
-		newQueue(t, "big", qapi.QueueSpec{Weight: 3})
+		env.CreateQueue(t, "sure", qapi.QueueSpec{Weight: 1, Guarantee: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}})
+		env.CreateQueue(t, "big", qapi.QueueSpec{Weight: 3})
 		for i := range 8 {
 			env.CreatePod(t, harness.Pod(ns, "sure-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("sure")).Obj())
 			env.CreatePod(t, harness.Pod(ns, "big-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("big")).Obj())
@@ -186,8 +172,8 @@ func TestQueues(t *testing.T) {
 	t.Run("parent capability caps its children", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "16Gi")
-		newQueue(t, "dept", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}})
-		newQueue(t, "dept-team", qapi.QueueSpec{Weight: 1, Parent: "dept"})
+		env.CreateQueue(t, "dept", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}})
+		env.CreateQueue(t, "dept-team", qapi.QueueSpec{Weight: 1, Parent: "dept"})
 		env.StartScheduler(t)
 		for i := range 5 {
 			env.CreatePod(t, harness.Pod(ns, "t-"+strconv.Itoa(i)).CPU("1").Labels(inQueue("dept-team")).Obj())
@@ -201,8 +187,8 @@ func TestQueues(t *testing.T) {
 		env.AddNodes(t, 1, "4", "8Gi")
 		// CEL sees one object at a time: a cycle through two queues passes
 		// the API server and must be caught by the scheduler.
-		newQueue(t, "loop-a", qapi.QueueSpec{Weight: 1, Parent: "loop-b"})
-		newQueue(t, "loop-b", qapi.QueueSpec{Weight: 1, Parent: "loop-a"})
+		env.CreateQueue(t, "loop-a", qapi.QueueSpec{Weight: 1, Parent: "loop-b"})
+		env.CreateQueue(t, "loop-b", qapi.QueueSpec{Weight: 1, Parent: "loop-a"})
 		env.StartScheduler(t)
 		env.CreatePod(t, harness.Pod(ns, "cyclic").CPU("1").Labels(inQueue("loop-a")).Obj())
 		ev := env.WaitEvent(t, ns, "cyclic", "NotAdmitted", timeout)
@@ -281,8 +267,8 @@ func TestQueues(t *testing.T) {
 			// Two queues so that fairness waives its check for each head
 			// group; only the cluster check then decides.
 			qx, qy := "ocx-"+ns, "ocy-"+ns
-			newQueue(t, qx, qapi.QueueSpec{Weight: 1})
-			newQueue(t, qy, qapi.QueueSpec{Weight: 1})
+			env.CreateQueue(t, qx, qapi.QueueSpec{Weight: 1})
+			env.CreateQueue(t, qy, qapi.QueueSpec{Weight: 1})
 			a := harness.PodGroup(ns, "a", 3)
 			a.Labels = inQueue(qx)
 			b := harness.PodGroup(ns, "b", 3)

@@ -1,0 +1,38 @@
+package cache
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+)
+
+// A running gang that loses members (their node went away) and cannot place
+// their replacements at once is released, but keeps its admission: sent back
+// to pending, its request would count its running members a second time on
+// top of the cluster's used amount, and it would never be admitted again.
+func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "4"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	podEvent(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	wantAdmitted(t, c, admission{ok: true}, m0)
+
+	podDelete(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	m2 := memberOf("ns", "m2", "g", cpu("2"))
+	podEvent(c, m2)
+	c.Unschedulable(logger, m2, t0, gang.Backoff{}, "0/1 nodes are available: 1 Insufficient cpu.")
+	pass(c, t0)
+	wantAdmitted(t, c, admission{ok: true}, m2)
+	wantUsage(t, c, "q", 2, 0)
+	wantConsistent(t, c, "after the release")
+	if writes := pendingWrites(c); len(writes) > 1 {
+		t.Errorf("a started gang's release queued writes %+v, want only its admission", writes)
+	}
+}
