@@ -6,7 +6,6 @@
 package reclaim_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -34,23 +32,7 @@ const (
 
 func TestReclaim(t *testing.T) {
 	env := harness.Start(t)
-	qc, err := qclient.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newQueue := func(t *testing.T, name string, spec qapi.QueueSpec) {
-		t.Helper()
-		q := &qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-		if _, err := qc.SchedulingV1alpha1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating queue %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			// t.Context is already cancelled when cleanups run.
-			if err := qc.SchedulingV1alpha1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-				t.Errorf("deleting queue %s: %v", name, err)
-			}
-		})
-	}
+	newQueue := func(t *testing.T, name string, spec qapi.QueueSpec) { env.CreateQueue(t, name, spec) }
 	// singletons creates n pods of cpu each in queue q, named <q>-<i>.
 	singletons := func(t *testing.T, ns, q string, n int, cpu string, edit ...func(*harness.PodBuilder)) {
 		t.Helper()
