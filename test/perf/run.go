@@ -1,0 +1,302 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const (
+	// createWorkers create objects in parallel, as a Job controller storm would.
+	createWorkers = 16
+	// sampleInterval is the throughput sampling period (scheduler_perf: 1s).
+	sampleInterval = time.Second
+	// memInterval is the memory sampling period.
+	memInterval = 500 * time.Millisecond
+	// attemptMetric is the scheduler's own scheduling-attempt histogram.
+	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
+	// probeTimeout bounds the wait for the scheduler to bind the probe pod.
+	probeTimeout = 2 * time.Minute
+)
+
+// Options are the run-wide settings.
+type Options struct {
+	// Timeout bounds one workload's scheduling (all pods bound).
+	Timeout time.Duration
+	// External, when set, measures a scheduler started by a command instead
+	// of the in-process profiles.
+	External *External
+}
+
+// metricsSource scrapes a scheduler's /metrics text.
+type metricsSource func(ctx context.Context) ([]byte, error)
+
+// Run measures workload w under profile p on a fresh control plane.
+// Failures are recorded in Result.Error (and logged), not fatal, so one
+// broken profile leaves the others' numbers in the report.
+func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
+	res := Result{
+		Workload: w.Name, Profile: p.Name, Nodes: w.Nodes, Pods: w.Pods(),
+		Groups: w.Groups, GroupSize: w.GroupSize,
+	}
+	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
+	env := harness.StartWith(t, envOpts...)
+	ctx := t.Context()
+
+	// Create the nodes before the scheduler starts: its first list brings
+	// them all, as in a cluster that exists before the scheduler restarts.
+	if err := createNodes(ctx, env, w.Nodes); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+
+	var scrape metricsSource
+	mem := &memSampler{}
+	if opts.External != nil {
+		ext, err := opts.External.start(t, env)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		mem.pid = ext.pid
+		scrape = ext.scrape
+	} else {
+		sched := env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
+		scrape = func(context.Context) ([]byte, error) {
+			code, body := sched.Get(t, "/metrics")
+			if code != 200 {
+				return nil, fmt.Errorf("/metrics: status %d", code)
+			}
+			return body, nil
+		}
+	}
+
+	// A probe pod pinned to the last node proves the scheduler runs and
+	// has seen every node (one watch delivers them in order).
+	if err := probe(ctx, env, p, w.Nodes-1); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+
+	ns := "perf"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	if err := createGroups(ctx, env, w, p, ns); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	watcher := newBindWatcher(env.Client, ns, w.Groups, w.GroupSize)
+	if err := watcher.start(ctx); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	var before histogram
+	match := map[string]string{"profile": p.SchedulerName}
+	if scrape != nil {
+		if text, err := scrape(ctx); err == nil {
+			before = parseHistogram(text, attemptMetric, match)
+		} else {
+			t.Logf("%s/%s: scraping metrics: %v", w.Name, p.Name, err)
+		}
+	}
+
+	runtime.GC() // the previous run's garbage must not count as this run's peak
+	memCtx, stopMem := context.WithCancel(ctx)
+	var memDone sync.WaitGroup
+	memDone.Go(func() { mem.run(memCtx, memInterval) })
+
+	start := time.Now()
+	groupStart := make([]time.Time, w.Groups)
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	go watcher.sample(sampleCtx, sampleInterval)
+	createErr := make(chan error, 1)
+	go func() { createErr <- createPods(ctx, env, w, p, ns, groupStart) }()
+
+	timer := time.NewTimer(opts.Timeout)
+	defer timer.Stop()
+	select {
+	case <-watcher.done:
+	case err := <-createErr:
+		if err != nil {
+			res.Error = err.Error()
+		} else {
+			select {
+			case <-watcher.done:
+			case <-timer.C:
+				res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
+			}
+		}
+	case <-timer.C:
+		res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
+	}
+	stopSampling()
+	stopMem()
+	memDone.Wait()
+
+	watcher.mu.Lock()
+	last := watcher.lastBind
+	samples := throughputSamples(watcher.samples, sampleInterval)
+	res.Bound = len(watcher.bound)
+	var gangTimes []float64
+	if w.GroupSize > 1 {
+		for g, done := range watcher.groupDone {
+			if !done.IsZero() && !groupStart[g].IsZero() {
+				gangTimes = append(gangTimes, done.Sub(groupStart[g]).Seconds())
+			}
+		}
+	}
+	watcher.mu.Unlock()
+
+	if res.Bound > 0 {
+		res.Seconds = last.Sub(start).Seconds()
+		res.PodsPerSecAvg = float64(res.Bound) / res.Seconds
+		res.PodsPerSecP50 = percentile(samples, 50)
+	}
+	res.GangBindP50, res.GangBindP99, res.GangBindMax = percentile(gangTimes, 50), percentile(gangTimes, 99), percentile(gangTimes, 100)
+	res.PeakHeapMiB = float64(mem.peakHeap) / (1 << 20)
+	res.PeakRSSMiB = float64(mem.peakRSS) / (1 << 20)
+	if scrape != nil {
+		if text, err := scrape(context.WithoutCancel(ctx)); err == nil {
+			h := parseHistogram(text, attemptMetric, match).sub(before)
+			res.Attempts = int(h.total())
+			res.AttemptP50Ms = h.quantile(0.50) * 1000
+			res.AttemptP99Ms = h.quantile(0.99) * 1000
+		} else {
+			t.Logf("%s/%s: scraping metrics: %v", w.Name, p.Name, err)
+		}
+	}
+	t.Logf("%s/%s: %d/%d pods bound in %.1fs: %.0f pods/s (p50 %.0f), attempt p50 %.2fms p99 %.2fms, gang p50 %.2fs max %.2fs, peak heap %.0f MiB RSS %.0f MiB %s",
+		w.Name, p.Name, res.Bound, res.Pods, res.Seconds, res.PodsPerSecAvg, res.PodsPerSecP50, res.AttemptP50Ms, res.AttemptP99Ms,
+		res.GangBindP50, res.GangBindMax, res.PeakHeapMiB, res.PeakRSSMiB, res.Error)
+	return res
+}
+
+// parallel runs f(0..n-1) on createWorkers goroutines and returns the first
+// error.
+func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(createWorkers, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// createNodes creates n Ready nodes.
+func createNodes(ctx context.Context, env *harness.Env, n int) error {
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		nd := node(i)
+		status := nd.Status
+		created, err := env.Client.CoreV1().Nodes().Create(ctx, nd, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating node %s: %w", nd.Name, err)
+		}
+		created.Status = status // create drops status
+		if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s status: %w", nd.Name, err)
+		}
+		return nil
+	})
+}
+
+// probe creates a pod pinned (by node selector) to node i and waits until
+// it is bound.
+func probe(ctx context.Context, env *harness.Env, p Profile, i int) error {
+	ns := "perf-probe"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pod := harness.Pod(ns, "probe").CPU(podCPU).Scheduler(p.SchedulerName).
+		NodeSelector(map[string]string{v1.LabelHostname: node(i).Name}).Obj()
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating probe pod: %w", err)
+	}
+	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=probe"})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	timeout := time.NewTimer(probeTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("probe pod watch closed")
+			}
+			if pod, ok := ev.Object.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+				return nil
+			}
+		case <-timeout.C:
+			return fmt.Errorf("the scheduler did not bind a probe pod within %v", probeTimeout)
+		}
+	}
+}
+
+// createGroups creates the workload's gang objects for profile p.
+func createGroups(ctx context.Context, env *harness.Env, w Workload, p Profile, ns string) error {
+	if !w.Gang || p.Gang == GangNone {
+		return nil
+	}
+	return parallel(ctx, w.Groups, func(ctx context.Context, g int) error {
+		var err error
+		switch p.Gang {
+		case GangCaldera:
+			_, err = env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, w.calderaGroup(ns, g), metav1.CreateOptions{})
+		case GangUpstream:
+			_, err = env.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, w.upstreamGroup(ns, g), metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("creating group %s: %w", groupName(g), err)
+		}
+		return nil
+	})
+}
+
+// createPods creates every pod, group by group in order, recording when
+// each group's first pod was sent.
+func createPods(ctx context.Context, env *harness.Env, w Workload, p Profile, ns string, groupStart []time.Time) error {
+	var mu sync.Mutex
+	return parallel(ctx, w.Pods(), func(ctx context.Context, i int) error {
+		g, m := i/w.GroupSize, i%w.GroupSize
+		if m == 0 {
+			mu.Lock()
+			groupStart[g] = time.Now()
+			mu.Unlock()
+		}
+		pod := w.pod(ns, p, g, m)
+		if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		}
+		return nil
+	})
+}
