@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -118,4 +118,3 @@ func (w Workload) upstreamGroup(ns string, g int) *schedulingv1beta1.PodGroup {
 		},
 	}
 }
-
