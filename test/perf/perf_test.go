@@ -18,6 +18,7 @@ var (
 	flagRuns      = flag.Int("perf.runs", 1, "runs of every (workload, profile); ratios use the medians")
 	flagWorkloads = flag.String("perf.workloads", "", "comma-separated workloads to run (default all)")
 	flagProfiles  = flag.String("perf.profiles", "", "comma-separated profiles to run (default all: default,caldera,upstream-gang)")
+	flagPprof     = flag.String("perf.pprof", "", "directory for CPU and heap profiles of each run (whole process)")
 	flagTimeout   = flag.Duration("perf.timeout", 10*time.Minute, "bound on one workload's scheduling")
 
 	flagExtCmd     = flag.String("perf.external-cmd", "", "measure the scheduler this command starts ({kubeconfig}, {config} substituted) instead of the in-process profiles")
@@ -44,7 +45,12 @@ func TestPerf(t *testing.T) {
 	}
 	root := harness.RepoRoot(t)
 	profiles := Profiles()
-	opts := Options{Timeout: *flagTimeout}
+	opts := Options{Timeout: *flagTimeout, ProfileDir: *flagPprof}
+	if opts.ProfileDir != "" {
+		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if *flagExtCmd != "" {
 		ext := &External{
 			Command:    *flagExtCmd,

@@ -3,7 +3,10 @@ package perf
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +37,10 @@ type Options struct {
 	// External, when set, measures a scheduler started by a command instead
 	// of the in-process profiles.
 	External *External
+	// ProfileDir, when set, receives a CPU profile of the whole process
+	// (apiserver, etcd, scheduler, harness) from the first pod's create to
+	// the last bind, and a heap profile at the last bind, per run.
+	ProfileDir string
 }
 
 // metricsSource scrapes a scheduler's /metrics text.
@@ -115,6 +122,7 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	var memDone sync.WaitGroup
 	memDone.Go(func() { mem.run(memCtx, memInterval) })
 
+	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
 	start := time.Now()
 	groupStart := make([]time.Time, w.Groups)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -140,6 +148,7 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	case <-timer.C:
 		res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
 	}
+	stopProfile()
 	stopSampling()
 	stopMem()
 	memDone.Wait()
@@ -299,4 +308,35 @@ func createPods(ctx context.Context, env *harness.Env, w Workload, p Profile, ns
 		}
 		return nil
 	})
+}
+
+// startCPUProfile starts a CPU profile into dir/cpu-<name>.pprof, if dir is
+// set; the returned function stops it and writes dir/heap-<name>.pprof.
+func startCPUProfile(t *testing.T, dir, name string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, "cpu-"+name+".pprof"))
+	if err != nil {
+		t.Logf("cpu profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Logf("cpu profile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		h, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
+		if err != nil {
+			t.Logf("heap profile: %v", err)
+			return
+		}
+		defer h.Close()
+		if err := pprof.Lookup("heap").WriteTo(h, 0); err != nil {
+			t.Logf("heap profile: %v", err)
+		}
+	}
 }
