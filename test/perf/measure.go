@@ -35,6 +35,7 @@ type bindWatcher struct {
 	groupDone []time.Time // when the group's last member was bound
 	groupSize int
 	total     int
+	firstBind time.Time
 	lastBind  time.Time
 	samples   []int // bound count at each sampling tick
 	done      chan struct{}
@@ -100,6 +101,9 @@ func (w *bindWatcher) observe(obj any) {
 		return
 	}
 	w.bound[pod.Name] = struct{}{}
+	if w.firstBind.IsZero() {
+		w.firstBind = now
+	}
 	w.lastBind = now
 	if g, err := strconv.Atoi(pod.Labels[groupLabel]); err == nil && g >= 0 && g < len(w.perGroup) {
 		w.perGroup[g]++
@@ -354,4 +358,35 @@ func (h histogram) quantile(q float64) float64 {
 		lower, below = b, h.counts[i]
 	}
 	return lower
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
+const clockTicks = 100
+
+// cpuSeconds is the user+system CPU time of pid (0: this process) so far, or
+// 0 when it cannot be read.
+func cpuSeconds(pid int) float64 {
+	path := "/proc/self/stat"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at state.
+	rest := string(data)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return float64(utime+stime) / clockTicks
 }

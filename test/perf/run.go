@@ -76,7 +76,13 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 		mem.pid = ext.pid
 		scrape = ext.scrape
 	} else {
+		// Goroutines inherit pprof labels from the goroutine that starts
+		// them: everything the scheduler starts carries component=scheduler,
+		// so `go tool pprof -tagfocus=component=scheduler` separates its CPU
+		// from the apiserver's and etcd's in the whole-process profiles.
+		pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("component", "scheduler")))
 		sched := env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
+		pprof.SetGoroutineLabels(ctx)
 		scrape = func(context.Context) ([]byte, error) {
 			code, body := sched.Get(t, "/metrics")
 			if code != 200 {
@@ -123,38 +129,58 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	memDone.Go(func() { mem.run(memCtx, memInterval) })
 
 	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
+	cpuBefore := cpuSeconds(mem.pid)
 	start := time.Now()
 	groupStart := make([]time.Time, w.Groups)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	go watcher.sample(sampleCtx, sampleInterval)
 	createErr := make(chan error, 1)
-	go func() { createErr <- createPods(ctx, env, w, p, ns, groupStart) }()
+	var created time.Time
+	go func() {
+		err := createPods(ctx, env, w, p, ns, groupStart)
+		created = time.Now()
+		createErr <- err
+	}()
 
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()
-	select {
-	case <-watcher.done:
-	case err := <-createErr:
-		if err != nil {
-			res.Error = err.Error()
-		} else {
-			select {
-			case <-watcher.done:
-			case <-timer.C:
-				res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
+	createDone := false
+wait:
+	for {
+		select {
+		case <-watcher.done:
+			break wait
+		case err := <-createErr:
+			createDone, createErr = true, nil
+			if err != nil {
+				res.Error = err.Error()
+				break wait
 			}
+		case <-timer.C:
+			res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
+			break wait
 		}
-	case <-timer.C:
-		res.Error = fmt.Sprintf("timed out after %v: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
 	}
+	res.CPUSeconds = cpuSeconds(mem.pid) - cpuBefore
 	stopProfile()
+	// Creation ends before the last bind; wait for it so that groupStart and
+	// created are read after their writer is done.
+	if !createDone {
+		if err := <-createErr; err != nil && res.Error == "" {
+			res.Error = err.Error()
+		}
+	}
+	res.CreateSeconds = created.Sub(start).Seconds()
 	stopSampling()
 	stopMem()
 	memDone.Wait()
 
 	watcher.mu.Lock()
 	last := watcher.lastBind
+	if !watcher.firstBind.IsZero() {
+		res.FirstBindSeconds = watcher.firstBind.Sub(start).Seconds()
+	}
 	samples := throughputSamples(watcher.samples, sampleInterval)
 	res.Bound = len(watcher.bound)
 	var gangTimes []float64
@@ -185,8 +211,8 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 			t.Logf("%s/%s: scraping metrics: %v", w.Name, p.Name, err)
 		}
 	}
-	t.Logf("%s/%s: %d/%d pods bound in %.1fs: %.0f pods/s (p50 %.0f), attempt p50 %.2fms p99 %.2fms, gang p50 %.2fs max %.2fs, peak heap %.0f MiB RSS %.0f MiB %s",
-		w.Name, p.Name, res.Bound, res.Pods, res.Seconds, res.PodsPerSecAvg, res.PodsPerSecP50, res.AttemptP50Ms, res.AttemptP99Ms,
+	t.Logf("%s/%s: %d/%d pods bound in %.1fs (created by %.1fs, first bind at %.1fs, %.1f CPU s): %.0f pods/s (p50 %.0f), attempt p50 %.2fms p99 %.2fms, gang p50 %.2fs max %.2fs, peak heap %.0f MiB RSS %.0f MiB %s",
+		w.Name, p.Name, res.Bound, res.Pods, res.Seconds, res.CreateSeconds, res.FirstBindSeconds, res.CPUSeconds, res.PodsPerSecAvg, res.PodsPerSecP50, res.AttemptP50Ms, res.AttemptP99Ms,
 		res.GangBindP50, res.GangBindMax, res.PeakHeapMiB, res.PeakRSSMiB, res.Error)
 	return res
 }
