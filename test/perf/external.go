@@ -93,23 +93,32 @@ func (e *External) start(t *testing.T, env *harness.Env) (*externalProc, error) 
 			// The scheduler serves a self-signed certificate.
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local benchmark only
 		}}
-		p.scrape = func(ctx context.Context) ([]byte, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.MetricsURL, nil)
+		p.scrape = func(ctx context.Context, match map[string]string) (histogram, error) {
+			text, err := e.get(ctx, client)
 			if err != nil {
-				return nil, err
+				return histogram{}, err
 			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return nil, fmt.Errorf("GET %s: %s", e.MetricsURL, resp.Status)
-			}
-			return io.ReadAll(resp.Body)
+			return parseHistogram(text, attemptMetric, match), nil
 		}
 	}
 	return p, nil
+}
+
+// get fetches MetricsURL.
+func (e *External) get(ctx context.Context, client *http.Client) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", e.MetricsURL, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // writeExternalConfig rewrites the configuration at src to reach the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -223,6 +224,31 @@ type histogram struct {
 	counts []float64 // cumulative
 }
 
+// histogramOf sums the buckets of the histogram name over every series of
+// gathered families whose labels include match.
+func histogramOf(families []*dto.MetricFamily, name string, match map[string]string) histogram {
+	byBound := map[float64]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if !matches(labels, match) || m.GetHistogram() == nil {
+				continue
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				byBound[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+			byBound[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return histogramFrom(byBound)
+}
+
 // parseHistogram sums, from Prometheus text exposition, the buckets of the
 // histogram name over every series whose labels include match.
 func parseHistogram(text []byte, name string, match map[string]string) histogram {
@@ -258,6 +284,11 @@ func parseHistogram(text []byte, name string, match map[string]string) histogram
 		}
 		byBound[bound] += v
 	}
+	return histogramFrom(byBound)
+}
+
+// histogramFrom orders cumulative counts by bound.
+func histogramFrom(byBound map[float64]float64) histogram {
 	var h histogram
 	for b := range byBound {
 		h.bounds = append(h.bounds, b)

@@ -19,6 +19,7 @@ var (
 	flagWorkloads = flag.String("perf.workloads", "", "comma-separated workloads to run (default all)")
 	flagProfiles  = flag.String("perf.profiles", "", "comma-separated profiles to run (default all: default,caldera,upstream-gang)")
 	flagPprof     = flag.String("perf.pprof", "", "directory for CPU and heap profiles of each run (whole process)")
+	flagStream    = flag.Bool("perf.stream", false, "create pods while the scheduler runs (default: all pods exist before it starts)")
 	flagTimeout   = flag.Duration("perf.timeout", 10*time.Minute, "bound on one workload's scheduling")
 
 	flagExtCmd     = flag.String("perf.external-cmd", "", "measure the scheduler this command starts ({kubeconfig}, {config} substituted) instead of the in-process profiles")
@@ -45,7 +46,7 @@ func TestPerf(t *testing.T) {
 	}
 	root := harness.RepoRoot(t)
 	profiles := Profiles()
-	opts := Options{Timeout: *flagTimeout, ProfileDir: *flagPprof}
+	opts := Options{Timeout: *flagTimeout, ProfileDir: *flagPprof, Stream: *flagStream}
 	if opts.ProfileDir != "" {
 		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
 			t.Fatal(err)

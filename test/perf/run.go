@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/component-base/metrics/legacyregistry"
+
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -37,108 +39,132 @@ type Options struct {
 	// External, when set, measures a scheduler started by a command instead
 	// of the in-process profiles.
 	External *External
+	// Stream creates the pods while the scheduler runs (the clock starts at
+	// the first create) instead of before it starts.
+	Stream bool
 	// ProfileDir, when set, receives a CPU profile of the whole process
 	// (apiserver, etcd, scheduler, harness) from the first pod's create to
 	// the last bind, and a heap profile at the last bind, per run.
 	ProfileDir string
 }
 
-// metricsSource scrapes a scheduler's /metrics text.
-type metricsSource func(ctx context.Context) ([]byte, error)
+// metricsSource reads the scheduler's attempt-latency histogram for the
+// series whose labels include match.
+type metricsSource func(ctx context.Context, match map[string]string) (histogram, error)
+
+// inProcessMetrics gathers from the process's legacy registry, where the
+// in-process scheduler registers its metrics (once per process: the
+// counters carry over from run to run, so every run takes a difference).
+func inProcessMetrics(_ context.Context, match map[string]string) (histogram, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return histogram{}, err
+	}
+	return histogramOf(families, attemptMetric, match), nil
+}
 
 // Run measures workload w under profile p on a fresh control plane.
 // Failures are recorded in Result.Error (and logged), not fatal, so one
 // broken profile leaves the others' numbers in the report.
+//
+// By default (backlog) every pod exists before the scheduler starts, so the
+// numbers measure scheduling and binding, not how fast this machine creates
+// pods; the clock starts when the scheduler is started. With opts.Stream the
+// scheduler runs first and the clock starts at the first create.
 func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	res := Result{
 		Workload: w.Name, Profile: p.Name, Nodes: w.Nodes, Pods: w.Pods(),
 		Groups: w.Groups, GroupSize: w.GroupSize,
 	}
+	fail := func(err error) Result {
+		res.Error = err.Error()
+		t.Logf("%s/%s: %v", w.Name, p.Name, err)
+		return res
+	}
 	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
 	env := harness.StartWith(t, envOpts...)
 	ctx := t.Context()
 
-	// Create the nodes before the scheduler starts: its first list brings
-	// them all, as in a cluster that exists before the scheduler restarts.
 	if err := createNodes(ctx, env, w.Nodes); err != nil {
-		res.Error = err.Error()
-		return res
+		return fail(err)
+	}
+	const ns = "perf"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return fail(err)
+	}
+	if err := createGroups(ctx, env, w, p, ns); err != nil {
+		return fail(err)
+	}
+	watcher := newBindWatcher(env.Client, ns, w.Groups, w.GroupSize)
+	if err := watcher.start(ctx); err != nil {
+		return fail(err)
+	}
+	groupStart := make([]time.Time, w.Groups)
+	if !opts.Stream {
+		if err := createPods(ctx, env, w, p, ns, groupStart); err != nil {
+			return fail(err)
+		}
 	}
 
-	var scrape metricsSource
+	match := map[string]string{"profile": p.SchedulerName}
+	scrape := metricsSource(inProcessMetrics)
 	mem := &memSampler{}
+	before, _ := scrape(ctx, match)
+	runtime.GC() // the previous run's garbage must not count as this run's peak
+	memCtx, stopMem := context.WithCancel(ctx)
+	defer stopMem()
+	var memDone sync.WaitGroup
+
+	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
+	cpuBefore := cpuSeconds(0)
+	start := time.Now()
 	if opts.External != nil {
 		ext, err := opts.External.start(t, env)
 		if err != nil {
-			res.Error = err.Error()
-			return res
+			stopProfile()
+			return fail(err)
 		}
-		mem.pid = ext.pid
-		scrape = ext.scrape
+		mem.pid, scrape, before = ext.pid, ext.scrape, histogram{}
 	} else {
 		// Goroutines inherit pprof labels from the goroutine that starts
 		// them: everything the scheduler starts carries component=scheduler,
 		// so `go tool pprof -tagfocus=component=scheduler` separates its CPU
 		// from the apiserver's and etcd's in the whole-process profiles.
 		pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("component", "scheduler")))
-		sched := env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
+		env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
 		pprof.SetGoroutineLabels(ctx)
-		scrape = func(context.Context) ([]byte, error) {
-			code, body := sched.Get(t, "/metrics")
-			if code != 200 {
-				return nil, fmt.Errorf("/metrics: status %d", code)
-			}
-			return body, nil
-		}
 	}
-
-	// A probe pod pinned to the last node proves the scheduler runs and
-	// has seen every node (one watch delivers them in order).
-	if err := probe(ctx, env, p, w.Nodes-1); err != nil {
-		res.Error = err.Error()
-		return res
+	if mem.pid != 0 {
+		cpuBefore = cpuSeconds(mem.pid)
 	}
-
-	ns := "perf"
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	if err := createGroups(ctx, env, w, p, ns); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	watcher := newBindWatcher(env.Client, ns, w.Groups, w.GroupSize)
-	if err := watcher.start(ctx); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	var before histogram
-	match := map[string]string{"profile": p.SchedulerName}
-	if scrape != nil {
-		if text, err := scrape(ctx); err == nil {
-			before = parseHistogram(text, attemptMetric, match)
-		} else {
-			t.Logf("%s/%s: scraping metrics: %v", w.Name, p.Name, err)
-		}
-	}
-
-	runtime.GC() // the previous run's garbage must not count as this run's peak
-	memCtx, stopMem := context.WithCancel(ctx)
-	var memDone sync.WaitGroup
 	memDone.Go(func() { mem.run(memCtx, memInterval) })
-
-	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
-	cpuBefore := cpuSeconds(mem.pid)
-	start := time.Now()
-	groupStart := make([]time.Time, w.Groups)
+	if !opts.Stream {
+		for g := range groupStart {
+			groupStart[g] = start // every group waits from the start
+		}
+	}
+	if opts.Stream {
+		// A probe pod pinned to the last node proves the scheduler runs and
+		// has seen every node (one watch delivers them in order).
+		if err := probe(ctx, env, p, w.Nodes-1); err != nil {
+			stopProfile()
+			return fail(err)
+		}
+		if h, err := scrape(ctx, match); err == nil {
+			before = h
+		}
+		start = time.Now()
+	}
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	go watcher.sample(sampleCtx, sampleInterval)
 	createErr := make(chan error, 1)
 	var created time.Time
 	go func() {
-		err := createPods(ctx, env, w, p, ns, groupStart)
+		var err error
+		if opts.Stream {
+			err = createPods(ctx, env, w, p, ns, groupStart)
+		}
 		created = time.Now()
 		createErr <- err
 	}()
@@ -171,7 +197,9 @@ wait:
 			res.Error = err.Error()
 		}
 	}
-	res.CreateSeconds = created.Sub(start).Seconds()
+	if opts.Stream {
+		res.CreateSeconds = created.Sub(start).Seconds()
+	}
 	stopSampling()
 	stopMem()
 	memDone.Wait()
@@ -201,15 +229,13 @@ wait:
 	res.GangBindP50, res.GangBindP99, res.GangBindMax = percentile(gangTimes, 50), percentile(gangTimes, 99), percentile(gangTimes, 100)
 	res.PeakHeapMiB = float64(mem.peakHeap) / (1 << 20)
 	res.PeakRSSMiB = float64(mem.peakRSS) / (1 << 20)
-	if scrape != nil {
-		if text, err := scrape(context.WithoutCancel(ctx)); err == nil {
-			h := parseHistogram(text, attemptMetric, match).sub(before)
-			res.Attempts = int(h.total())
-			res.AttemptP50Ms = h.quantile(0.50) * 1000
-			res.AttemptP99Ms = h.quantile(0.99) * 1000
-		} else {
-			t.Logf("%s/%s: scraping metrics: %v", w.Name, p.Name, err)
-		}
+	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
+		h := after.sub(before)
+		res.Attempts = int(h.total())
+		res.AttemptP50Ms = h.quantile(0.50) * 1000
+		res.AttemptP99Ms = h.quantile(0.99) * 1000
+	} else {
+		t.Logf("%s/%s: reading metrics: %v", w.Name, p.Name, err)
 	}
 	t.Logf("%s/%s: %d/%d pods bound in %.1fs (created by %.1fs, first bind at %.1fs, %.1f CPU s): %.0f pods/s (p50 %.0f), attempt p50 %.2fms p99 %.2fms, gang p50 %.2fs max %.2fs, peak heap %.0f MiB RSS %.0f MiB %s",
 		w.Name, p.Name, res.Bound, res.Pods, res.Seconds, res.CreateSeconds, res.FirstBindSeconds, res.CPUSeconds, res.PodsPerSecAvg, res.PodsPerSecP50, res.AttemptP50Ms, res.AttemptP99Ms,
