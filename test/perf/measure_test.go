@@ -89,7 +89,7 @@ func TestRatiosAndMarkdown(t *testing.T) {
 	if x := got["W1 pods/s caldera / default"]; math.Abs(x.Value-0.98) > 1e-9 || x.Holds == nil || !*x.Holds {
 		t.Errorf("W1 ratio = %+v, want the median 0.98, holding", x)
 	}
-	if x := got["W3 2000-pod gang time caldera / 2000 plain pods default"]; math.Abs(x.Value-1.3) > 1e-9 || x.Holds == nil || *x.Holds {
+	if x := got["W3 one-gang time caldera / as many plain pods default"]; math.Abs(x.Value-1.3) > 1e-9 || x.Holds == nil || *x.Holds {
 		t.Errorf("W3 ratio = %+v, want 1.3, missed", x)
 	}
 	if _, ok := got["W2 pods/s caldera / default (no gang semantics)"]; ok {

@@ -59,8 +59,12 @@ func TestPerf(t *testing.T) {
 			MetricsURL: *flagExtMetrics,
 			Profile:    Profile{Name: ProfileExternal, SchedulerName: *flagExtName, Gang: GangKind(*flagExtGang)},
 		}
-		if gk := ext.Profile.Gang; gk == GangUpstream {
-			ext.Profile.envOptions = profiles[2].envOptions // GenericWorkload on the apiserver
+		if ext.Profile.Gang == GangUpstream {
+			for _, p := range profiles {
+				if p.Name == ProfileUpstream {
+					ext.Profile.envOptions = p.envOptions // GenericWorkload on the apiserver
+				}
+			}
 		}
 		opts.External = ext
 		profiles = []Profile{ext.Profile}

@@ -24,10 +24,13 @@ const (
 
 // Profile names, used in the report and in -perf.profiles.
 const (
-	ProfileDefault  = "default"
-	ProfileCaldera  = "caldera"
-	ProfileUpstream = "upstream-gang"
-	ProfileExternal = "external"
+	ProfileDefault = "default"
+	ProfileCaldera = "caldera"
+	// ProfileCalderaGangsOnly is Caldera's profile with admitSingletons off:
+	// plain pods skip queue admission (and its per-pod Admitted Event).
+	ProfileCalderaGangsOnly = "caldera-gangs-only"
+	ProfileUpstream         = "upstream-gang"
+	ProfileExternal         = "external"
 )
 
 // schedulerQPS is the scheduler's and the workload client's API rate, as in
@@ -87,6 +90,17 @@ func Profiles() []Profile {
 			schedulerOptions: func(string) []harness.SchedulerOption {
 				// manifests/scheduler/config.yaml as shipped, QPS raised.
 				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS)}
+			},
+		},
+		{
+			Name:          ProfileCalderaGangsOnly,
+			SchedulerName: harness.DefaultSchedulerName,
+			Gang:          GangCaldera,
+			schedulerOptions: func(string) []harness.SchedulerOption {
+				return []harness.SchedulerOption{
+					harness.WithConfigEdit(raiseQPS),
+					harness.WithPluginArgs("CalderaEnqueue", map[string]any{"admitSingletons": false}),
+				}
 			},
 		},
 		{

@@ -46,7 +46,7 @@ func Sizes(size string) ([]Workload, error) {
 	nodes, plain, gangs, bigGang := 0, 0, 0, 0
 	switch size {
 	case "quick":
-		nodes, plain, gangs, bigGang = 250, 1500, 150, 1000
+		nodes, plain, gangs, bigGang = 250, 1000, 100, 800
 	case "full":
 		nodes, plain, gangs, bigGang = 1000, 5000, 600, 2000
 	default:
@@ -54,7 +54,7 @@ func Sizes(size string) ([]Workload, error) {
 	}
 	all := []string{ProfileDefault, ProfileCaldera, ProfileUpstream}
 	return []Workload{
-		{Name: "W1", Nodes: nodes, Groups: plain, GroupSize: 1, Profiles: all},
+		{Name: "W1", Nodes: nodes, Groups: plain, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera, ProfileCalderaGangsOnly}},
 		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: all},
 		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
 		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream}},
