@@ -34,6 +34,10 @@ type Result struct {
 	// process (apiserver, etcd, scheduler, harness); external, by the
 	// scheduler. On a shared machine it varies less than wall time.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// SchedulerCPUSeconds is the in-process scheduler's share of CPUSeconds
+	// (goroutines labelled component=scheduler in the -perf.pprof profile),
+	// 0 without profiles.
+	SchedulerCPUSeconds float64 `json:"schedulerCpuSeconds"`
 	// PodsPerSecAvg is Bound / Seconds; PodsPerSecP50 the median of the
 	// 1-second samples.
 	PodsPerSecAvg float64 `json:"podsPerSecAvg"`
@@ -136,6 +140,7 @@ func (r *Report) ComputeRatios() {
 	podsPerSec := func(res Result) float64 { return res.PodsPerSecAvg }
 	seconds := func(res Result) float64 { return res.Seconds }
 	gangP50 := func(res Result) float64 { return res.GangBindP50 }
+	schedCPU := func(res Result) float64 { return res.SchedulerCPUSeconds }
 	type spec struct {
 		name           string
 		wNum, pNum     string
@@ -148,6 +153,11 @@ func (r *Report) ComputeRatios() {
 		{"W1 pods/s caldera / default", "W1", ProfileCaldera, "W1", ProfileDefault, podsPerSec, ">= 0.95", 0.95, 0},
 		{"W2 pods/s caldera / default (no gang semantics)", "W2", ProfileCaldera, "W2", ProfileDefault, podsPerSec, ">= 0.9", 0.9, 0},
 		{"W2 pods/s caldera / upstream-gang", "W2", ProfileCaldera, "W2", ProfileUpstream, podsPerSec, ">= 1.0", 1.0, 0},
+		{"W1 scheduler CPU caldera / default (lower is better)", "W1", ProfileCaldera, "W1", ProfileDefault, schedCPU, "", 0, 0},
+		{"W1 scheduler CPU caldera-gangs-only / default", "W1", ProfileCalderaGangsOnly, "W1", ProfileDefault, schedCPU, "", 0, 0},
+		{"W2 scheduler CPU caldera / default", "W2", ProfileCaldera, "W2", ProfileDefault, schedCPU, "", 0, 0},
+		{"W2 scheduler CPU caldera / upstream-gang", "W2", ProfileCaldera, "W2", ProfileUpstream, schedCPU, "", 0, 0},
+		{"W3 gang scheduler CPU caldera / upstream-gang", "W3-gang", ProfileCaldera, "W3-gang", ProfileUpstream, schedCPU, "", 0, 0},
 		{"W2 gang bind p50 caldera / upstream-gang", "W2", ProfileCaldera, "W2", ProfileUpstream, gangP50, "", 0, 0},
 		{"W3 one-gang time caldera / as many plain pods default", "W3-gang", ProfileCaldera, "W3-plain", ProfileDefault, seconds, "<= 1.2", 0, 1.2},
 		{"W3 gang time caldera / plain pods caldera", "W3-gang", ProfileCaldera, "W3-plain", ProfileCaldera, seconds, "", 0, 0},
@@ -157,7 +167,7 @@ func (r *Report) ComputeRatios() {
 	for _, s := range specs {
 		num, ok1 := r.median(s.wNum, s.pNum, s.f)
 		den, ok2 := r.median(s.wDen, s.pDen, s.f)
-		if !ok1 || !ok2 || den == 0 {
+		if !ok1 || !ok2 || den == 0 || num == 0 {
 			continue
 		}
 		ratio := Ratio{Name: s.name, Value: num / den, Target: s.target}
@@ -184,15 +194,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(&b, "Size `%s`, started %s. Machine: %d CPUs (%s), %s RAM, kernel %s, %s; load average at start %s.\n\n",
 		r.Size, r.Started.UTC().Format(time.RFC3339), m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadAvg)
-	b.WriteString("| workload | profile | run | nodes | pods | bound | time s | created s | 1st bind s | CPU s | pods/s avg | pods/s p50 | attempts | attempt p50 ms | attempt p99 ms | gang bind p50 s | p99 s | max s | peak heap MiB | peak RSS MiB | error |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("| workload | profile | run | nodes | pods | bound | time s | created s | 1st bind s | CPU s | sched CPU s | pods/s avg | pods/s p50 | attempts | attempt p50 ms | attempt p99 ms | gang bind p50 s | p99 s | max s | peak heap MiB | peak RSS MiB | error |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, x := range r.Results {
 		gang := "| - | - | -"
 		if x.GroupSize > 1 {
 			gang = fmt.Sprintf("| %.2f | %.2f | %.2f", x.GangBindP50, x.GangBindP99, x.GangBindMax)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %d | %.2f | %.2f %s | %.0f | %.0f | %s |\n",
-			x.Workload, x.Profile, x.Run, x.Nodes, x.Pods, x.Bound, x.Seconds, x.CreateSeconds, x.FirstBindSeconds, x.CPUSeconds, x.PodsPerSecAvg, x.PodsPerSecP50,
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | %.0f | %d | %.2f | %.2f %s | %.0f | %.0f | %s |\n",
+			x.Workload, x.Profile, x.Run, x.Nodes, x.Pods, x.Bound, x.Seconds, x.CreateSeconds, x.FirstBindSeconds, x.CPUSeconds, x.SchedulerCPUSeconds, x.PodsPerSecAvg, x.PodsPerSecP50,
 			x.Attempts, x.AttemptP50Ms, x.AttemptP99Ms, gang, x.PeakHeapMiB, x.PeakRSSMiB, x.Error)
 	}
 	if len(r.Ratios) > 0 {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,6 +192,9 @@ wait:
 	}
 	res.CPUSeconds = cpuSeconds(mem.pid) - cpuBefore
 	stopProfile()
+	if opts.ProfileDir != "" && opts.External == nil {
+		res.SchedulerCPUSeconds = schedulerCPU(t, filepath.Join(opts.ProfileDir, "cpu-"+w.Name+"-"+p.Name+".pprof"))
+	}
 	// Creation ends before the last bind; wait for it so that groupStart and
 	// created are read after their writer is done.
 	if !createDone {
@@ -391,4 +396,24 @@ func startCPUProfile(t *testing.T, dir, name string) func() {
 			t.Logf("heap profile: %v", err)
 		}
 	}
+}
+
+// schedulerCPU is the CPU time of the goroutines labelled component=scheduler
+// in a CPU profile, from `go tool pprof -tags` (0 when it cannot tell).
+func schedulerCPU(t *testing.T, profile string) float64 {
+	out, err := exec.Command("go", "tool", "pprof", "-tags", profile).Output()
+	if err != nil {
+		t.Logf("go tool pprof -tags %s: %v", profile, err)
+		return 0
+	}
+	for line := range strings.Lines(string(out)) {
+		value, label, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || !strings.HasSuffix(strings.TrimSpace(label), ": scheduler") {
+			continue
+		}
+		if d, err := time.ParseDuration(value); err == nil {
+			return d.Seconds()
+		}
+	}
+	return 0
 }
