@@ -21,6 +21,7 @@ type Result struct {
 	Nodes     int    `json:"nodes"`
 	Pods      int    `json:"pods"`
 	Groups    int    `json:"groups"`
+	Prebound  int    `json:"prebound,omitempty"`
 	GroupSize int    `json:"groupSize"`
 	// Bound pods seen by the watch.
 	Bound int `json:"bound"`
@@ -162,6 +163,7 @@ func (r *Report) ComputeRatios() {
 		{"W3 one-gang time caldera / as many plain pods default", "W3-gang", ProfileCaldera, "W3-plain", ProfileDefault, seconds, "<= 1.2", 0, 1.2},
 		{"W3 gang time caldera / plain pods caldera", "W3-gang", ProfileCaldera, "W3-plain", ProfileCaldera, seconds, "", 0, 0},
 		{"W3 gang time caldera / upstream-gang", "W3-gang", ProfileCaldera, "W3-gang", ProfileUpstream, seconds, "", 0, 0},
+		{"W5 first bind after start caldera / default", "W5", ProfileCaldera, "W5", ProfileDefault, seconds, "", 0, 0},
 	}
 	r.Ratios = nil
 	for _, s := range specs {
@@ -201,8 +203,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if x.GroupSize > 1 {
 			gang = fmt.Sprintf("| %.2f | %.2f | %.2f", x.GangBindP50, x.GangBindP99, x.GangBindMax)
 		}
+		name := x.Workload
+		if x.Prebound > 0 {
+			name = fmt.Sprintf("%s (+%d bound)", x.Workload, x.Prebound)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | %.0f | %d | %.2f | %.2f %s | %.0f | %.0f | %s |\n",
-			x.Workload, x.Profile, x.Run, x.Nodes, x.Pods, x.Bound, x.Seconds, x.CreateSeconds, x.FirstBindSeconds, x.CPUSeconds, x.SchedulerCPUSeconds, x.PodsPerSecAvg, x.PodsPerSecP50,
+			name, x.Profile, x.Run, x.Nodes, x.Pods, x.Bound, x.Seconds, x.CreateSeconds, x.FirstBindSeconds, x.CPUSeconds, x.SchedulerCPUSeconds, x.PodsPerSecAvg, x.PodsPerSecP50,
 			x.Attempts, x.AttemptP50Ms, x.AttemptP99Ms, gang, x.PeakHeapMiB, x.PeakRSSMiB, x.Error)
 	}
 	if len(r.Ratios) > 0 {

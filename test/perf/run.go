@@ -76,7 +76,7 @@ func inProcessMetrics(_ context.Context, match map[string]string) (histogram, er
 func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	res := Result{
 		Workload: w.Name, Profile: p.Name, Nodes: w.Nodes, Pods: w.Pods(),
-		Groups: w.Groups, GroupSize: w.GroupSize,
+		Groups: w.Groups, GroupSize: w.GroupSize, Prebound: w.Prebound,
 	}
 	fail := func(err error) Result {
 		res.Error = err.Error()
@@ -95,6 +95,9 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 		return fail(err)
 	}
 	if err := createGroups(ctx, env, w, p, ns); err != nil {
+		return fail(err)
+	}
+	if err := createPrebound(ctx, env, w, p); err != nil {
 		return fail(err)
 	}
 	watcher := newBindWatcher(env.Client, ns, w.Groups, w.GroupSize)
@@ -343,6 +346,25 @@ func createGroups(ctx context.Context, env *harness.Env, w Workload, p Profile, 
 		}
 		if err != nil {
 			return fmt.Errorf("creating group %s: %w", groupName(g), err)
+		}
+		return nil
+	})
+}
+
+// createPrebound creates the workload's already-bound pods in their own
+// namespace, which the bind watcher does not watch.
+func createPrebound(ctx context.Context, env *harness.Env, w Workload, p Profile) error {
+	if w.Prebound == 0 {
+		return nil
+	}
+	const ns = "perf-bound"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return parallel(ctx, w.Prebound, func(ctx context.Context, i int) error {
+		pod := w.boundPod(ns, p, i)
+		if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating bound pod %s: %w", pod.Name, err)
 		}
 		return nil
 	})

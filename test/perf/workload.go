@@ -27,6 +27,10 @@ type Workload struct {
 	Gang bool
 	// Profiles are the profile names that run this workload.
 	Profiles []string
+	// Prebound pods, already bound to the nodes (spec.nodeName set at
+	// create), exist before the scheduler starts: W5 times a restarted
+	// scheduler's first bind with that many pods to list and account.
+	Prebound int
 }
 
 // Pods is the workload's pod count.
@@ -43,12 +47,12 @@ const (
 // Sizes returns the workloads of a size: "quick" (make bench, minutes on 2
 // cores) or "full" (the sizes, make bench-full).
 func Sizes(size string) ([]Workload, error) {
-	nodes, plain, gangs, bigGang := 0, 0, 0, 0
+	nodes, plain, gangs, bigGang, prebound := 0, 0, 0, 0, 0
 	switch size {
 	case "quick":
-		nodes, plain, gangs, bigGang = 250, 1000, 100, 800
+		nodes, plain, gangs, bigGang, prebound = 250, 1000, 100, 800, 2000
 	case "full":
-		nodes, plain, gangs, bigGang = 1000, 5000, 600, 2000
+		nodes, plain, gangs, bigGang, prebound = 1000, 5000, 600, 2000, 50_000
 	default:
 		return nil, fmt.Errorf("unknown size %q (quick, full)", size)
 	}
@@ -58,6 +62,7 @@ func Sizes(size string) ([]Workload, error) {
 		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: all},
 		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
 		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream}},
+		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, Profiles: []string{ProfileDefault, ProfileCaldera}},
 	}, nil
 }
 
@@ -98,6 +103,13 @@ func (w Workload) pod(ns string, p Profile, g, m int) *v1.Pod {
 	if w.Gang && p.Gang == GangUpstream {
 		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(groupName(g))}
 	}
+	return pod
+}
+
+// boundPod is prebound pod i, bound to a node by its spec, in namespace ns.
+func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
+	pod := harness.Pod(ns, fmt.Sprintf("b-%d", i)).CPU(podCPU).Mem(podMem).Scheduler(p.SchedulerName).Obj()
+	pod.Spec.NodeName = node(i % w.Nodes).Name
 	return pod
 }
 
