@@ -147,8 +147,7 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 		for g := range groupStart {
 			groupStart[g] = start // every group waits from the start
 		}
-	}
-	if opts.Stream {
+	} else {
 		// A probe pod pinned to the last node proves the scheduler runs and
 		// has seen every node (one watch delivers them in order).
 		if err := probe(ctx, env, p, w.Nodes-1); err != nil {
