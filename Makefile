@@ -63,7 +63,7 @@ BENCH_OUT ?= $(CURDIR)/bench-results
 BENCH_ARGS ?=
 BENCH_UNIT_PKGS := ./pkg/cache/... ./pkg/queue/...
 
-## bench: W1-W3 at a quick size, default vs Caldera vs upstream GangScheduling
+## bench: W1-W3 and W5 at a quick size, default vs Caldera vs upstream GangScheduling
 ## (under 10 minutes on 2 cores); bench-results/results.{md,json}.
 bench:
 	@mkdir -p $(BENCH_OUT)
@@ -73,7 +73,7 @@ bench:
 		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
 	@cat $(BENCH_OUT)/results.md
 
-## bench-full: the issue's sizes (W1-W3 at 1000 nodes) plus the W4 Go
+## bench-full: the issue's sizes (W1-W3 at 1000 nodes, W5 over 50,000 bound pods) plus the W4 Go
 ## benchmarks (cache and admission hot paths, -count=5) in bench-results/unit.txt.
 bench-full:
 	@mkdir -p $(BENCH_OUT)
