@@ -20,6 +20,7 @@ var (
 	flagProfiles  = flag.String("perf.profiles", "", "comma-separated profiles to run (default all: default,caldera,upstream-gang)")
 	flagPprof     = flag.String("perf.pprof", "", "directory for CPU and heap profiles of each run (whole process)")
 	flagStream    = flag.Bool("perf.stream", false, "create pods while the scheduler runs (default: all pods exist before it starts)")
+	flagPrebound  = flag.Int("perf.prebound", 0, "override the size's number of already-bound pods of W5")
 	flagTimeout   = flag.Duration("perf.timeout", 10*time.Minute, "bound on one workload's scheduling")
 
 	flagExtCmd     = flag.String("perf.external-cmd", "", "measure the scheduler this command starts ({kubeconfig}, {config} substituted) instead of the in-process profiles")
@@ -43,6 +44,13 @@ func TestPerf(t *testing.T) {
 	if os.Getenv("CALDERA_SCHED_V") == "" {
 		// Per-pod scheduler logs would cost more than the scheduling.
 		t.Setenv("CALDERA_SCHED_V", "0")
+	}
+	if *flagPrebound > 0 {
+		for i := range workloads {
+			if workloads[i].Prebound > 0 {
+				workloads[i].Prebound = *flagPrebound
+			}
+		}
 	}
 	root := harness.RepoRoot(t)
 	profiles := Profiles()
