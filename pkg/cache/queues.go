@@ -434,7 +434,14 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		} else if u.pod.Spec.NodeName == "" {
 			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
 		}
-		c.noteLocked(u, true, "admitted to queue "+u.queue)
+		// A singleton admitted without having waited gets no Event: its
+		// Scheduled Event follows at once, and a backlog of plain pods would
+		// otherwise post one Event per pod at the same moment, which stalls
+		// binds behind new API connections (docs/performance.md). One that
+		// was told NotAdmitted is told it may go.
+		if u.gang != nil || u.notice != "" {
+			c.noteLocked(u, true, "admitted to queue "+u.queue)
+		}
 	}
 	for name := range a.sorting {
 		s := a.sorting[name]
