@@ -44,9 +44,10 @@ type Options struct {
 	// Stream creates the pods while the scheduler runs (the clock starts at
 	// the first create) instead of before it starts.
 	Stream bool
-	// ProfileDir, when set, receives a CPU profile of the whole process
-	// (apiserver, etcd, scheduler, harness) from the first pod's create to
-	// the last bind, and a heap profile at the last bind, per run.
+	// ProfileDir, when set, receives a CPU profile and a mutex-contention
+	// profile of the whole process (apiserver, etcd, scheduler, harness)
+	// from the scheduler's start to the last bind, and a heap profile at
+	// the last bind, per run.
 	ProfileDir string
 }
 
@@ -404,9 +405,18 @@ func startCPUProfile(t *testing.T, dir, name string) func() {
 		f.Close()
 		return func() {}
 	}
+	// Contention too: where goroutines wait on locks, not only where CPU goes.
+	runtime.SetMutexProfileFraction(10)
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		runtime.SetMutexProfileFraction(0)
+		if m, err := os.Create(filepath.Join(dir, "mutex-"+name+".pprof")); err == nil {
+			if err := pprof.Lookup("mutex").WriteTo(m, 0); err != nil {
+				t.Logf("mutex profile: %v", err)
+			}
+			m.Close()
+		}
 		h, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
 		if err != nil {
 			t.Logf("heap profile: %v", err)
