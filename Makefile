@@ -17,7 +17,7 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit sandbox demo
+.PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit bench bench-full sandbox demo
 
 all: build
 
@@ -55,6 +55,34 @@ integration:
 ## bench-unit: Go benchmarks of the hot paths (Less, PreEnqueue, cache events).
 bench-unit:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+# Benchmark workloads (test/perf, docs/performance.md). Never part of `make
+# test`: TestPerf skips itself unless -perf.size is given. BENCH_ARGS adds
+# flags, e.g. BENCH_ARGS='-perf.runs=3' or -perf.external-cmd='...'.
+BENCH_OUT ?= $(CURDIR)/bench-results
+BENCH_ARGS ?=
+BENCH_UNIT_PKGS := ./pkg/cache/... ./pkg/queue/...
+
+## bench: W1-W3 and W5 at a quick size, default vs Caldera vs upstream GangScheduling
+## (under 10 minutes on 2 cores); bench-results/results.{md,json}.
+bench:
+	@mkdir -p $(BENCH_OUT)
+	@echo "bench: quick workloads, log in $(BENCH_OUT)/bench.log"
+	@$(GO) test -count=1 -timeout 30m -run '^TestPerf$$' -v ./test/perf \
+		-args -perf.size=quick -perf.out=$(BENCH_OUT) $(BENCH_ARGS) >$(BENCH_OUT)/bench.log 2>&1 || \
+		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
+	@cat $(BENCH_OUT)/results.md
+
+## bench-full: the issue's sizes (W1-W3 at 1000 nodes, W5 over 50,000 bound pods) plus the W4 Go
+## benchmarks (cache and admission hot paths, -count=5) in bench-results/unit.txt.
+bench-full:
+	@mkdir -p $(BENCH_OUT)
+	@echo "bench-full: full workloads, log in $(BENCH_OUT)/bench.log"
+	@$(GO) test -count=1 -timeout 120m -run '^TestPerf$$' -v ./test/perf \
+		-args -perf.size=full -perf.out=$(BENCH_OUT) $(BENCH_ARGS) >$(BENCH_OUT)/bench.log 2>&1 || \
+		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
+	$(GO) test -run '^$$' -bench . -benchmem -count=5 $(BENCH_UNIT_PKGS) | tee $(BENCH_OUT)/unit.txt
+	@cat $(BENCH_OUT)/results.md
 
 ## crds: copy the PodGroup CRD from the scheduler-plugins module (never retyped).
 crds:

@@ -122,6 +122,10 @@ type admissionState struct {
 	kick    chan struct{}
 	writes  chan admissionWrite
 	quotas  corelisters.ResourceQuotaLister
+	// scratch and scratchQ are podRequestLocked's working lists (guarded
+	// by Cache.mu).
+	scratch  resources.List
+	scratchQ v1.ResourceList
 }
 
 // admissionWrite is an Event and, for gangs, the admitted-at annotation that
@@ -447,7 +451,14 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		} else if u.pod.Spec.NodeName == "" {
 			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
 		}
-		c.noteLocked(u, true, "admitted to queue "+u.queue)
+		// A singleton admitted without having waited gets no Event: its
+		// Scheduled Event follows at once, and a backlog of plain pods would
+		// otherwise post one Event per pod at the same moment, which stalls
+		// binds behind new API connections (docs/performance.md). One that
+		// was told NotAdmitted is told it may go.
+		if u.gang != nil || u.notice != "" {
+			c.noteLocked(u, true, "admitted to queue "+u.queue)
+		}
 	}
 	for name := range a.sorting {
 		s := a.sorting[name]
@@ -761,24 +772,28 @@ func (a *admissionState) usageLocked(q string) *queueUsage {
 
 // setInflightLocked recomputes what an admitted unit still reserves.
 func (c *Cache) setInflightLocked(u *unit) {
-	want := resources.List{}
 	// Once a gang has had minMember members bound it has started, as Volcano
 	// counts a running job: it reserves nothing more, so members finishing
 	// one by one do not bring its reservation back.
 	if u.gang != nil && u.admitted && u.gang.counts.Bound >= int(u.min) && u.min > 0 {
 		u.started = true
 	}
+	q := c.adm.usageLocked(u.queue)
+	q.inflight.Sub(u.inflight)
+	// Rewritten in place: this runs on every bind and unbind of a unit's
+	// pods, and u.inflight is only read under the lock (Dump clones it).
+	if u.inflight == nil {
+		u.inflight = resources.List{}
+	}
+	clear(u.inflight)
 	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
-				want[k] = d
+				u.inflight[k] = d
 			}
 		}
 	}
-	q := c.adm.usageLocked(u.queue)
-	q.inflight.Sub(u.inflight)
-	q.inflight.Add(want)
-	u.inflight = want
+	q.inflight.Add(u.inflight)
 }
 
 // onAnyPod accounts every unfinished pod from the scheduler's pod informer
@@ -792,7 +807,8 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
-	if old := a.pods[pod.UID]; old != nil {
+	old := a.pods[pod.UID]
+	if old != nil {
 		if old.bound {
 			a.used.Sub(old.req)
 			if q := a.usage[old.queue]; q != nil {
@@ -808,29 +824,46 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		a.unindexPodLocked(pod.UID, old.unit)
 		delete(a.pods, pod.UID)
 	}
+	gk, labelled := GroupKeyOf(pod)
 	singleton := false
-	if _, labelled := GroupKeyOf(pod); !labelled && a.opts.AdmitSingletons && a.ours(pod) {
+	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
 		singleton = true
-	} else if a.opts.AdmitSingletons {
+	} else if a.opts.AdmitSingletons && (old == nil || isPodUnitKey(old.unit)) {
 		// A singleton that joined a PodGroup through its label: its gang
-		// is admitted instead.
-		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
+		// is admitted instead. (Its unit exists only while its account
+		// names it, so members already accounted as such skip the lookup.)
+		if u := a.units[podUnitKeyOf(pod, old)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
 			c.dropUnitLocked(u)
 		}
 	}
 	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		if singleton {
-			if u := a.units[podUnitKey(pod)]; u != nil {
+			if u := a.units[podUnitKeyOf(pod, old)]; u != nil {
 				c.dropUnitLocked(u)
 			}
 		}
 		return
 	}
-	acct := &podAcct{req: podRequest(pod), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
-	if gk, labelled := GroupKeyOf(pod); labelled && a.ours(pod) {
-		acct.unit = gangUnitKey(gk)
+	// The pod's previous account is rewritten in place: a bind or unbind is
+	// then free of allocations (no new account, key or request list).
+	acct := old
+	if acct == nil {
+		acct = &podAcct{}
+	}
+	prevUnit := acct.unit
+	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
+	if labelled && a.ours(pod) {
+		if isGangUnitKey(prevUnit, gk) {
+			acct.unit = prevUnit
+		} else {
+			acct.unit = gangUnitKey(gk)
+		}
 	} else if singleton {
-		acct.unit = podUnitKey(pod)
+		if isPodUnitKey(prevUnit) {
+			acct.unit = prevUnit // namespace and name never change for a UID
+		} else {
+			acct.unit = podUnitKey(pod)
+		}
 		u := a.units[acct.unit]
 		if u == nil {
 			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1, held: resources.List{}}
@@ -876,6 +909,65 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			c.setInflightLocked(u)
 		}
 	}
+}
+
+// podRequestLocked is podRequest(pod), reusing the previous account's list
+// when the request did not change (a bind, a status update): the common
+// shape (containers only, no init containers, overhead or pod-level
+// resources) is summed into a scratch list and compared, without the
+// allocations of resourcehelper.PodRequests.
+func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
+	spec := &pod.Spec
+	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
+		return podRequest(pod)
+	}
+	a := c.adm
+	if a.scratch == nil {
+		a.scratch, a.scratchQ = resources.List{}, v1.ResourceList{}
+	}
+	// Summed as Quantities and converted once, as ListFrom(PodRequests)
+	// does, so rounding of fractional amounts is the same.
+	clear(a.scratchQ)
+	for i := range spec.Containers {
+		for name, q := range spec.Containers[i].Resources.Requests {
+			sum := a.scratchQ[name]
+			sum.Add(q)
+			a.scratchQ[name] = sum
+		}
+	}
+	clear(a.scratch)
+	for name, q := range a.scratchQ {
+		if name == v1.ResourceCPU {
+			a.scratch[resources.CPU] = q.MilliValue()
+		} else {
+			a.scratch[string(name)] = q.Value()
+		}
+	}
+	if old != nil && old.req.Equal(a.scratch) {
+		return old.req
+	}
+	return a.scratch.Clone()
+}
+
+// isPodUnitKey reports whether a unit key is a singleton's (podUnitKey).
+func isPodUnitKey(key string) bool { return strings.HasPrefix(key, "pod:") }
+
+// podUnitKeyOf is podUnitKey(pod), taken from the pod's previous account
+// when that already names its singleton unit.
+func podUnitKeyOf(pod *v1.Pod, old *podAcct) string {
+	if old != nil && isPodUnitKey(old.unit) {
+		return old.unit
+	}
+	return podUnitKey(pod)
+}
+
+// isGangUnitKey reports whether key == gangUnitKey(k), without building it.
+func isGangUnitKey(key string, k GroupKey) bool {
+	rest, ok := strings.CutPrefix(key, "pg:")
+	if !ok || len(rest) != len(k.Namespace)+1+len(k.Name) {
+		return false
+	}
+	return rest[:len(k.Namespace)] == k.Namespace && rest[len(k.Namespace)] == '/' && rest[len(k.Namespace)+1:] == k.Name
 }
 
 func (c *Cache) onQueue(obj any, deleted bool) {

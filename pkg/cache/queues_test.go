@@ -994,9 +994,9 @@ func TestWriteAdmissions(t *testing.T) {
 	pass(c, t0)
 	h.recorded()
 	c.writeAdmissions(ctx)
+	// s0, a singleton admitted in the pass that first saw it, gets no Event.
 	want := []recordedEvent{
 		{"PodGroup", "ns/g", v1.EventTypeNormal, "Admitted", "admitted to queue q"},
-		{"Pod", "ns/s0", v1.EventTypeNormal, "Admitted", "admitted to queue q"},
 		{"Pod", "ns/s1", v1.EventTypeWarning, "NotAdmitted", "queue q: cpu request 1 exceeds remaining capability 0"},
 	}
 	if got := h.recorded(); !slices.Equal(got, want) {
@@ -1033,6 +1033,15 @@ func TestWriteAdmissions(t *testing.T) {
 	}
 	if got := echo(); got.Annotations[qapi.AdmittedAtAnnotation] == "" {
 		t.Errorf("PodGroup annotations after re-admission: %v", got.Annotations)
+	}
+
+	// A singleton that was told NotAdmitted is told when it is admitted.
+	podDelete(c, s0)
+	pass(c, t0.Add(3*time.Second))
+	c.writeAdmissions(ctx)
+	wantS1 := []recordedEvent{{"Pod", "ns/s1", v1.EventTypeNormal, "Admitted", "admitted to queue q"}}
+	if got := h.recorded(); !slices.Equal(got, wantS1) {
+		t.Errorf("events after the waiting singleton's admission\n got %+v\nwant %+v", got, wantS1)
 	}
 }
 

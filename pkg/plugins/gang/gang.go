@@ -42,6 +42,7 @@ var (
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
 	_ fwk.EnqueueExtensions = &Gang{}
+	_ fwk.SignPlugin        = &Gang{}
 )
 
 // New builds the plugin for one profile; every profile shares the cache of p.
@@ -94,6 +95,16 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ [
 	}
 	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// SignPod contributes nothing to the pod's scheduling signature, so the
+// profile keeps kube-scheduler's opportunistic batching (KEP-5598, on by
+// default since 1.35): a PreFilter or Filter plugin that does not sign turns
+// it off for every pod of the profile. CalderaGang may fail a pod in
+// PreFilter, which still runs every cycle, but never restricts or scores
+// nodes, so pods' node feasibility and scores do not depend on it.
+func (g *Gang) SignPod(context.Context, *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
 }
 
 // PreFilterExtensions returns nil: the plugin has no per-node state to update.

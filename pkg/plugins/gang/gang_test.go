@@ -42,3 +42,19 @@ func BenchmarkPreEnqueue(b *testing.B) {
 		}
 	}
 }
+
+// TestSignPod checks that CalderaGang signs every pod without a fragment of
+// its own, so the profile keeps opportunistic batching and the signature
+// depends only on the plugins that filter and score nodes.
+func TestSignPod(t *testing.T) {
+	g := &Gang{}
+	for _, pod := range []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "member", Labels: map[string]string{cache.PodGroupLabel: "pg"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}},
+	} {
+		fragments, st := g.SignPod(context.Background(), pod)
+		if !st.IsSuccess() || len(fragments) != 0 {
+			t.Errorf("SignPod(%s) = %v, %v; want no fragments and success", pod.Name, fragments, st)
+		}
+	}
+}

@@ -115,6 +115,8 @@ type EnvOption func(*envSettings)
 
 type envSettings struct {
 	apiserverFlags []string
+	qps            float32
+	burst          int
 }
 
 // WithAPIServerFlags passes extra flags to the test kube-apiserver, after the
@@ -123,6 +125,14 @@ type envSettings struct {
 // privileges in every mode: it authenticates as a member of system:masters.
 func WithAPIServerFlags(flags ...string) EnvOption {
 	return func(s *envSettings) { s.apiserverFlags = append(s.apiserverFlags, flags...) }
+}
+
+// WithClientQPS sets the QPS and burst of Env.Config and the clients built
+// from it (default 500 and 1000). Benchmarks raise them, as upstream's
+// scheduler_perf does (5000), so that creating objects is not throttled by
+// the client.
+func WithClientQPS(qps float32, burst int) EnvOption {
+	return func(s *envSettings) { s.qps, s.burst = qps, burst }
 }
 
 // StartWith is Start with options; StartWith(t) is Start(t).
@@ -167,6 +177,9 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 	}
 	if cfg.Burst < 1000 {
 		cfg.Burst = 1000
+	}
+	if settings.qps > 0 {
+		cfg.QPS, cfg.Burst = settings.qps, settings.burst
 	}
 	env := &Env{
 		Config:   cfg,

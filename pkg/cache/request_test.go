@@ -1,0 +1,82 @@
+package cache
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestPodRequestLocked checks the allocation-free request of onAnyPod
+// against podRequest (resourcehelper.PodRequests) for the pod shapes it
+// handles itself and those it hands over, and that an unchanged request
+// reuses the previous account's list.
+func TestPodRequestLocked(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	reqs := func(kv ...string) v1.ResourceList {
+		rl := v1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			rl[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return rl
+	}
+	withContainers := func(rls ...v1.ResourceList) *v1.Pod {
+		p := mkPod("ns", "p", "")
+		p.Spec.Containers = nil
+		for _, rl := range rls {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: rl}})
+		}
+		return p
+	}
+	initPod := withContainers(reqs("cpu", "1"))
+	initPod.Spec.InitContainers = []v1.Container{{Name: "i", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "3")}}}
+	overhead := withContainers(reqs("cpu", "1"))
+	overhead.Spec.Overhead = reqs("cpu", "250m")
+	podLevel := withContainers(reqs("cpu", "1"))
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: reqs("cpu", "2")}
+
+	for name, pod := range map[string]*v1.Pod{
+		"no requests":         withContainers(nil),
+		"one container":       withContainers(reqs("cpu", "500m", "memory", "1Gi")),
+		"two containers":      withContainers(reqs("cpu", "100m", "nvidia.com/gpu", "1"), reqs("cpu", "1", "memory", "10Mi")),
+		"fractional amounts":  withContainers(reqs("cpu", "0.0004", "memory", "0.5"), reqs("cpu", "0.0004", "memory", "0.5")),
+		"init containers":     initPod,
+		"overhead":            overhead,
+		"pod-level resources": podLevel,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			want := podRequest(pod)
+			got := c.podRequestLocked(pod, nil)
+			if !got.Equal(want) {
+				t.Fatalf("podRequestLocked = %v, podRequest = %v", got, want)
+			}
+			old := &podAcct{req: got}
+			if again := c.podRequestLocked(pod, old); !again.Equal(want) {
+				t.Fatalf("with a previous account: %v, want %v", again, want)
+			}
+		})
+	}
+
+	t.Run("an unchanged request reuses the account's list; a changed one does not", func(t *testing.T) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		pod := withContainers(reqs("cpu", "1"))
+		old := &podAcct{req: c.podRequestLocked(pod, nil)}
+		if got := c.podRequestLocked(pod, old); !sameMap(got, old.req) {
+			t.Fatalf("unchanged request: got a new list %v", got)
+		}
+		resized := withContainers(reqs("cpu", "2"))
+		got := c.podRequestLocked(resized, old)
+		if sameMap(got, old.req) || got["cpu"] != 2000 || old.req["cpu"] != 1000 {
+			t.Fatalf("resized: got %v (old %v), want a new list with cpu 2000 and the old one untouched", got, old.req)
+		}
+	})
+}
+
+// sameMap reports whether two lists are the same map object, not just equal.
+func sameMap(a, b map[string]int64) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}

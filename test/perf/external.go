@@ -1,0 +1,143 @@
+package perf
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+// External runs the workloads against a scheduler started from a command,
+// so any scheduler binary can be measured on the same workload.
+type External struct {
+	// Command is run with `bash -c` once per workload, on each fresh
+	// cluster, after these substitutions: {kubeconfig} is the cluster's
+	// kubeconfig file; {config} is ConfigFile rewritten to reach the cluster
+	// (clientConnection.kubeconfig, QPS 5000, leader election off).
+	Command string
+	// ConfigFile is the KubeSchedulerConfiguration behind {config}.
+	ConfigFile string
+	// MetricsURL is the scheduler's /metrics (attempt latency); empty skips it.
+	MetricsURL string
+	// Profile holds the pods' schedulerName and the gang form to use.
+	Profile Profile
+}
+
+// externalProc is a started external scheduler.
+type externalProc struct {
+	pid    int
+	scrape metricsSource
+}
+
+// stopGrace is how long a stopped external scheduler may take to exit
+// before it is killed.
+const stopGrace = 10 * time.Second
+
+// start writes {config}, starts the command in its own process group and
+// stops that group in t.Cleanup.
+func (e *External) start(t *testing.T, env *harness.Env) (*externalProc, error) {
+	dir := t.TempDir()
+	cmdline := strings.ReplaceAll(e.Command, "{kubeconfig}", env.Kubeconfig)
+	if strings.Contains(cmdline, "{config}") {
+		path := filepath.Join(dir, "scheduler-config.yaml")
+		if err := writeExternalConfig(e.ConfigFile, env.Kubeconfig, path); err != nil {
+			return nil, err
+		}
+		cmdline = strings.ReplaceAll(cmdline, "{config}", path)
+	}
+	logPath := filepath.Join(dir, "scheduler.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("bash", "-c", cmdline)
+	cmd.Dir = env.RepoRoot
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %q: %w", cmdline, err)
+	}
+	t.Logf("external scheduler: pid %d: %s (log %s)", cmd.Process.Pid, cmdline, logPath)
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		// The whole group: bash may have forked the scheduler.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(stopGrace):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	p := &externalProc{pid: cmd.Process.Pid}
+	if e.MetricsURL != "" {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			// The scheduler serves a self-signed certificate.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local benchmark only
+		}}
+		p.scrape = func(ctx context.Context, match map[string]string) (histogram, error) {
+			text, err := e.get(ctx, client)
+			if err != nil {
+				return histogram{}, err
+			}
+			return parseHistogram(text, attemptMetric, match), nil
+		}
+	}
+	return p, nil
+}
+
+// get fetches MetricsURL.
+func (e *External) get(ctx context.Context, client *http.Client) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", e.MetricsURL, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// writeExternalConfig rewrites the configuration at src to reach the
+// cluster through kubeconfig, with leader election off and QPS raised.
+func writeExternalConfig(src, kubeconfig, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	_ = raiseQPS(cfg)
+	cfg["clientConnection"].(map[string]any)["kubeconfig"] = kubeconfig
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, out, 0o600)
+}

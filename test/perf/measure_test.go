@@ -1,0 +1,107 @@
+package perf
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const metricsText = `# HELP scheduler_scheduling_attempt_duration_seconds x
+# TYPE scheduler_scheduling_attempt_duration_seconds histogram
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.001",profile="a",result="scheduled"} 1
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.002",profile="a",result="scheduled"} 3
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.004",profile="a",result="scheduled"} 4
+scheduler_scheduling_attempt_duration_seconds_bucket{le="+Inf",profile="a",result="scheduled"} 4
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.001",profile="a",result="unschedulable"} 0
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.002",profile="a",result="unschedulable"} 0
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.004",profile="a",result="unschedulable"} 2
+scheduler_scheduling_attempt_duration_seconds_bucket{le="+Inf",profile="a",result="unschedulable"} 2
+scheduler_scheduling_attempt_duration_seconds_bucket{le="0.001",profile="b",result="scheduled"} 100
+scheduler_scheduling_attempt_duration_seconds_bucket{le="+Inf",profile="b",result="scheduled"} 100
+scheduler_scheduling_attempt_duration_seconds_sum{profile="a",result="scheduled"} 0.007
+`
+
+func TestParseHistogram(t *testing.T) {
+	h := parseHistogram([]byte(metricsText), attemptMetric, map[string]string{"profile": "a"})
+	if got := h.total(); got != 6 {
+		t.Fatalf("total = %v, want 6 (both results of profile a)", got)
+	}
+	// Ranks: 1 in (0,1ms], 2 in (1,2ms], 3 in (2,4ms].
+	for _, tc := range []struct{ q, want float64 }{
+		{0.5, 0.002},                 // rank 3: the top of the second bucket
+		{1.0 / 3, 0.0015},            // rank 2: half-way through the second bucket
+		{0.99, 0.002 + 0.002*2.94/3}, // rank 5.94 of the third bucket's 3
+	} {
+		if got := h.quantile(tc.q); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	before := parseHistogram([]byte(strings.ReplaceAll(metricsText, `result="unschedulable"} 2`, `result="unschedulable"} 0`)), attemptMetric, map[string]string{"profile": "a", "result": "unschedulable"})
+	after := parseHistogram([]byte(metricsText), attemptMetric, map[string]string{"profile": "a", "result": "unschedulable"})
+	if d := after.sub(before); d.total() != 2 || d.quantile(0.5) <= 0.002 {
+		t.Fatalf("delta = %+v, want the 2 unschedulable attempts in (2ms, 4ms]", d)
+	}
+	if got := (histogram{}).quantile(0.5); got != 0 {
+		t.Fatalf("empty histogram quantile = %v, want 0", got)
+	}
+}
+
+func TestParseLabels(t *testing.T) {
+	got := parseLabels(`a="x",b="y\"z",le="+Inf"`)
+	if got["a"] != "x" || got["b"] != `y"z` || got["le"] != "+Inf" {
+		t.Fatalf("parseLabels = %v", got)
+	}
+}
+
+func TestThroughputAndPercentile(t *testing.T) {
+	s := throughputSamples([]int{10, 30, 30, 60}, time.Second)
+	if want := []float64{10, 20, 0, 30}; !slices.Equal(s, want) {
+		t.Fatalf("samples = %v, want %v", s, want)
+	}
+	if got := percentile(s, 50); got != 10 {
+		t.Fatalf("p50 = %v, want 10", got)
+	}
+	if got := percentile(s, 100); got != 30 {
+		t.Fatalf("max = %v, want 30", got)
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Fatalf("p50 of nothing = %v", got)
+	}
+}
+
+func TestRatiosAndMarkdown(t *testing.T) {
+	r := &Report{Size: "quick", Results: []Result{
+		{Workload: "W1", Profile: ProfileDefault, Bound: 10, PodsPerSecAvg: 100},
+		{Workload: "W1", Profile: ProfileCaldera, Bound: 10, PodsPerSecAvg: 90},
+		{Workload: "W1", Profile: ProfileCaldera, Bound: 10, PodsPerSecAvg: 98},
+		{Workload: "W1", Profile: ProfileCaldera, Bound: 10, PodsPerSecAvg: 99},
+		{Workload: "W3-plain", Profile: ProfileDefault, Bound: 10, Seconds: 10},
+		{Workload: "W3-gang", Profile: ProfileCaldera, Bound: 10, Seconds: 13, GroupSize: 10},
+		{Workload: "W2", Profile: ProfileCaldera, Error: "timed out"},
+	}}
+	r.ComputeRatios()
+	got := map[string]Ratio{}
+	for _, x := range r.Ratios {
+		got[x.Name] = x
+	}
+	if x := got["W1 pods/s caldera / default"]; math.Abs(x.Value-0.98) > 1e-9 || x.Holds == nil || !*x.Holds {
+		t.Errorf("W1 ratio = %+v, want the median 0.98, holding", x)
+	}
+	if x := got["W3 one-gang time caldera / as many plain pods default"]; math.Abs(x.Value-1.3) > 1e-9 || x.Holds == nil || *x.Holds {
+		t.Errorf("W3 ratio = %+v, want 1.3, missed", x)
+	}
+	if _, ok := got["W2 pods/s caldera / default (no gang semantics)"]; ok {
+		t.Errorf("a ratio from a failed run: %+v", got)
+	}
+	var md strings.Builder
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| W1 | caldera | 0 |", "| 0.98 | >= 0.95 | yes |", "| 1.30 | <= 1.2 | **no** |", "timed out"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}

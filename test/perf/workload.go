@@ -1,0 +1,132 @@
+package perf
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+// Workload is a cluster size and a set of pods, in groups, created at once.
+type Workload struct {
+	// Name is the workload's name in the issue (W1, W2, W3-gang, W3-plain).
+	Name string
+	// Nodes is the number of Node objects.
+	Nodes int
+	// Groups of GroupSize pods each; GroupSize 1 means plain pods.
+	Groups, GroupSize int
+	// Gang makes each group a gang (minMember = GroupSize) on profiles that
+	// have gang semantics.
+	Gang bool
+	// Profiles are the profile names that run this workload.
+	Profiles []string
+	// Prebound pods, already bound to the nodes (spec.nodeName set at
+	// create), exist before the scheduler starts: W5 times a restarted
+	// scheduler's first bind with that many pods to list and account.
+	Prebound int
+}
+
+// Pods is the workload's pod count.
+func (w Workload) Pods() int { return w.Groups * w.GroupSize }
+
+// Node and pod sizes: every workload fits with room to spare, so the
+// numbers measure scheduling, not a search for space. Pods request what
+// scheduler_perf's gang pods request.
+const (
+	nodeCPU, nodeMem, nodePods = "32", "128Gi", "110"
+	podCPU, podMem             = "100m", "100Mi"
+)
+
+// Sizes returns the workloads of a size: "quick" (make bench, minutes on 2
+// cores) or "full" (the issue's sizes, make bench-full).
+func Sizes(size string) ([]Workload, error) {
+	nodes, plain, gangs, bigGang, prebound := 0, 0, 0, 0, 0
+	switch size {
+	case "quick":
+		nodes, plain, gangs, bigGang, prebound = 250, 1000, 100, 800, 2000
+	case "full":
+		nodes, plain, gangs, bigGang, prebound = 1000, 5000, 600, 2000, 50_000
+	default:
+		return nil, fmt.Errorf("unknown size %q (quick, full)", size)
+	}
+	all := []string{ProfileDefault, ProfileCaldera, ProfileUpstream}
+	return []Workload{
+		{Name: "W1", Nodes: nodes, Groups: plain, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera, ProfileCalderaGangsOnly}},
+		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: all},
+		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
+		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream}},
+		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, Profiles: []string{ProfileDefault, ProfileCaldera}},
+	}, nil
+}
+
+// node builds Node i of a workload (status included: the caller writes it
+// with UpdateStatus, since create drops it).
+func node(i int) *v1.Node {
+	rl := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse(nodeCPU),
+		v1.ResourceMemory: resource.MustParse(nodeMem),
+		v1.ResourcePods:   resource.MustParse(nodePods),
+	}
+	name := fmt.Sprintf("perf-node-%d", i)
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name}},
+		Status: v1.NodeStatus{
+			Capacity:    rl,
+			Allocatable: rl.DeepCopy(),
+			Phase:       v1.NodeRunning,
+			Conditions: []v1.NodeCondition{{
+				Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}},
+		},
+	}
+}
+
+// groupName names group g of a workload.
+func groupName(g int) string { return fmt.Sprintf("g-%d", g) }
+
+// pod builds member m of group g for profile p.
+func (w Workload) pod(ns string, p Profile, g, m int) *v1.Pod {
+	b := harness.Pod(ns, fmt.Sprintf("p-%d-%d", g, m)).CPU(podCPU).Mem(podMem).
+		Scheduler(p.SchedulerName).Labels(map[string]string{groupLabel: strconv.Itoa(g)})
+	if w.Gang && p.Gang == GangCaldera {
+		b.Group(groupName(g))
+	}
+	pod := b.Obj()
+	if w.Gang && p.Gang == GangUpstream {
+		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(groupName(g))}
+	}
+	return pod
+}
+
+// boundPod is prebound pod i, bound to a node by its spec, in namespace ns.
+func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
+	pod := harness.Pod(ns, fmt.Sprintf("b-%d", i)).CPU(podCPU).Mem(podMem).Scheduler(p.SchedulerName).Obj()
+	pod.Spec.NodeName = node(i % w.Nodes).Name
+	return pod
+}
+
+// calderaGroup is group g as a scheduler-plugins PodGroup.
+func (w Workload) calderaGroup(ns string, g int) *v1alpha1.PodGroup {
+	return harness.PodGroup(ns, groupName(g), int32(w.GroupSize))
+}
+
+// upstreamGroup is group g as a scheduling.k8s.io/v1beta1 PodGroup with a
+// gang policy, the shape of scheduler_perf's gangscheduling template.
+func (w Workload) upstreamGroup(ns string, g int) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName(g)},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(w.GroupSize)},
+			},
+		},
+	}
+}
