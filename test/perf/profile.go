@@ -29,8 +29,11 @@ const (
 	// ProfileCalderaGangsOnly is Caldera's profile with admitSingletons off:
 	// plain pods skip queue admission (and its per-pod Admitted Event).
 	ProfileCalderaGangsOnly = "caldera-gangs-only"
-	ProfileUpstream         = "upstream-gang"
-	ProfileExternal         = "external"
+	// ProfileCalderaNoPlacement is Caldera's profile without the
+	// CalderaGangPlacement Score plugin: W2 against it prices the plugin.
+	ProfileCalderaNoPlacement = "caldera-no-placement"
+	ProfileUpstream           = "upstream-gang"
+	ProfileExternal           = "external"
 )
 
 // schedulerQPS is the scheduler's and the workload client's API rate, as in
@@ -100,6 +103,17 @@ func Profiles() []Profile {
 				return []harness.SchedulerOption{
 					harness.WithConfigEdit(raiseQPS),
 					harness.WithPluginArgs("CalderaEnqueue", map[string]any{"admitSingletons": false}),
+				}
+			},
+		},
+		{
+			Name:          ProfileCalderaNoPlacement,
+			SchedulerName: harness.DefaultSchedulerName,
+			Gang:          GangCaldera,
+			schedulerOptions: func(string) []harness.SchedulerOption {
+				return []harness.SchedulerOption{
+					harness.WithConfigEdit(raiseQPS),
+					harness.WithoutPlugin("CalderaGangPlacement"),
 				}
 			},
 		},

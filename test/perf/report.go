@@ -159,6 +159,8 @@ func (r *Report) ComputeRatios() {
 		{"W3 gang time caldera / plain pods caldera", "W3-gang", ProfileCaldera, "W3-plain", ProfileCaldera, seconds, "", 0, 0},
 		{"W3 gang time caldera / upstream-gang", "W3-gang", ProfileCaldera, "W3-gang", ProfileUpstream, seconds, "", 0, 0},
 		{"W5 first bind after start caldera / default", "W5", ProfileCaldera, "W5", ProfileDefault, seconds, "", 0, 0},
+		// CalderaGangPlacement may cost at most 5% of gang throughput.
+		{"W2 pods/s caldera / caldera without CalderaGangPlacement", "W2", ProfileCaldera, "W2", ProfileCalderaNoPlacement, podsPerSec, ">= 0.95", 0.95, 0},
 	}
 	// Scheduler CPU (lower is better), informational: [workload, numerator, denominator].
 	for _, c := range [][3]string{
@@ -166,6 +168,7 @@ func (r *Report) ComputeRatios() {
 		{"W1", ProfileCalderaGangsOnly, ProfileDefault},
 		{"W2", ProfileCaldera, ProfileDefault},
 		{"W2", ProfileCaldera, ProfileUpstream},
+		{"W2", ProfileCaldera, ProfileCalderaNoPlacement},
 		{"W3-gang", ProfileCaldera, ProfileUpstream},
 	} {
 		specs = append(specs, spec{name: fmt.Sprintf("%s scheduler CPU %s / %s", c[0], c[1], c[2]),
