@@ -39,19 +39,5 @@ func FreeOf(n fwk.NodeInfo) resources.List {
 	return out
 }
 
-// AllocatableOf is a node's allocatable as the scheduler's snapshot has it.
-func AllocatableOf(n fwk.NodeInfo) resources.List {
-	a := n.GetAllocatable()
-	out := resources.List{
-		resources.CPU:                       a.GetMilliCPU(),
-		string(v1.ResourceMemory):           a.GetMemory(),
-		string(v1.ResourceEphemeralStorage): a.GetEphemeralStorage(),
-	}
-	for k, v := range a.GetScalarResources() {
-		out[string(k)] = v
-	}
-	return out
-}
-
 // PodRequest is what a pod requests, as the cache and the policy count it.
 func PodRequest(pod *v1.Pod) resources.List { return podRequest(pod) }

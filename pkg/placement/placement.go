@@ -7,8 +7,6 @@ package placement
 
 import (
 	"math"
-
-	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // MaxScore is the score of the best node.
@@ -20,8 +18,9 @@ type Node struct {
 	// "" where the node lacks the label.
 	Domains []string
 	// Allocatable and Free (allocatable minus what the node's pods, assumed
-	// ones included, request).
-	Allocatable, Free resources.List
+	// ones included, request), for the resources of Gang.Request, in its
+	// order: dense, so that summarizing every node allocates nothing.
+	Allocatable, Free []int64
 	// Siblings counts the gang's members placed on the node (bound, or
 	// assumed and waiting for their siblings).
 	Siblings int
@@ -29,8 +28,9 @@ type Node struct {
 
 // Gang is the member being scheduled and what is left of its gang.
 type Gang struct {
-	// Request is one member's request (the pod's).
-	Request resources.List
+	// Request is one member's request (the pod's), one amount per resource
+	// the member asks for; Node amounts use the same order.
+	Request []int64
 	// Remaining counts the members still to place, this one included (>= 1).
 	Remaining int
 }
@@ -133,32 +133,33 @@ func (s *Scorer) packing(n Node) float64 {
 	}
 	many := float64(take) / float64(s.gang.Remaining)
 	// The dominant resource: the largest share of allocatable one member asks.
-	var k string
+	k := -1
 	best := -1.0
 	for r, v := range s.gang.Request {
-		if a := n.Allocatable[r]; v > 0 && a > 0 {
+		if a := at(n.Allocatable, r); v > 0 && a > 0 {
 			if f := float64(v) / float64(a); f > best {
 				k, best = r, f
 			}
 		}
 	}
 	full := 1.0
-	if k != "" {
-		left := n.Free[k] - int64(take)*s.gang.Request[k]
+	if k >= 0 {
+		left := at(n.Free, k) - int64(take)*s.gang.Request[k]
 		full = 1 - float64(max(left, 0))/float64(n.Allocatable[k])
 	}
 	return 0.5*many + 0.5*full
 }
 
-// Fits returns how many copies of req fit in free (0 when any requested
-// resource is short; a large number when req requests nothing).
-func Fits(req, free resources.List) int {
+// Fits returns how many copies of req fit in free, both in the same
+// resource order (0 when any requested resource is short; a large number
+// when req requests nothing).
+func Fits(req, free []int64) int {
 	n := math.MaxInt32
 	for k, v := range req {
 		if v <= 0 {
 			continue
 		}
-		f := free[k]
+		f := at(free, k)
 		if f < v {
 			return 0
 		}
@@ -172,4 +173,12 @@ func satAdd(a, b int) int {
 		return math.MaxInt32
 	}
 	return a + b
+}
+
+// at is l[i], 0 past the end.
+func at(l []int64, i int) int64 {
+	if i < len(l) {
+		return l[i]
+	}
+	return 0
 }

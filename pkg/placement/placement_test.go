@@ -2,11 +2,10 @@ package placement
 
 import (
 	"testing"
-
-	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-func cpu(milli int64) resources.List { return resources.List{resources.CPU: milli} }
+// cpu is a one-resource amount.
+func cpu(milli int64) []int64 { return []int64{milli} }
 
 // node builds a node with cpu allocatable alloc and free, in the given domains.
 func node(alloc, free int64, siblings int, domains ...string) Node {
@@ -122,14 +121,14 @@ func TestScore(t *testing.T) {
 
 func TestFits(t *testing.T) {
 	for _, tc := range []struct {
-		req, free resources.List
+		req, free []int64
 		want      int
 	}{
 		{cpu(1000), cpu(3500), 3},
 		{cpu(1000), cpu(500), 0},
-		{resources.List{resources.CPU: 1000, "memory": 4}, resources.List{resources.CPU: 8000, "memory": 8}, 2},
-		{resources.List{"nvidia.com/gpu": 1}, cpu(8000), 0},
-		{resources.List{}, cpu(1), 1<<31 - 1},
+		{[]int64{1000, 4}, []int64{8000, 8}, 2},
+		{[]int64{0, 1}, cpu(8000), 0}, // a resource the node lacks
+		{nil, cpu(1), 1<<31 - 1},
 	} {
 		if got := Fits(tc.req, tc.free); got != tc.want {
 			t.Errorf("Fits(%v, %v) = %d, want %d", tc.req, tc.free, got, tc.want)

@@ -7,6 +7,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	policy "github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -57,7 +59,8 @@ func (pl *Placement) Name() string { return Name }
 // state is one cycle's summary of the nodes.
 type state struct {
 	scorer *policy.Scorer
-	nodes  map[string]policy.Node
+	nodes  []policy.Node
+	index  map[string]int // node name -> nodes index
 }
 
 // Clone shares the state: it is read-only after PreScore.
@@ -79,37 +82,71 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	nodes := make(map[string]policy.Node, len(all))
-	list := make([]policy.Node, 0, len(all))
+	// One member's request as dense amounts, and every node's free and
+	// allocatable amounts of those resources and domains, in three shared
+	// arrays: PreScore runs for every gang member, over every node.
+	names, req := denseRequest(cache.PodRequest(pod))
+	r, k := len(names), len(pl.keys)
+	amounts := make([]int64, 2*r*len(all))
+	domains := make([]string, k*len(all))
+	list := make([]policy.Node, len(all))
+	index := make(map[string]int, len(all))
 	placed := 0
-	for _, ni := range all {
-		n := pl.node(ni, pod.Namespace, group)
+	for i, ni := range all {
+		n := &list[i]
+		n.Free, n.Allocatable = amounts[2*r*i:2*r*i+r:2*r*i+r], amounts[2*r*i+r:2*r*(i+1)]
+		n.Domains = domains[k*i : k*(i+1)]
+		node := ni.Node()
+		for j, key := range pl.keys {
+			n.Domains[j] = node.Labels[key]
+		}
+		alloc, used := ni.GetAllocatable(), ni.GetRequested()
+		for j, name := range names {
+			n.Allocatable[j] = amountOf(alloc, name)
+			n.Free[j] = n.Allocatable[j] - amountOf(used, name)
+		}
+		for _, pi := range ni.GetPods() {
+			if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
+				n.Siblings++
+			}
+		}
 		placed += n.Siblings
-		nodes[ni.Node().Name] = n
-		list = append(list, n)
+		index[node.Name] = i
 	}
-	g := policy.Gang{
-		Request:   cache.PodRequest(pod),
-		Remaining: max(minMember, active) - placed,
-	}
-	cs.Write(stateKey, &state{scorer: policy.NewScorer(g, list, len(pl.keys), pl.w), nodes: nodes})
+	g := policy.Gang{Request: req, Remaining: max(minMember, active) - placed}
+	cs.Write(stateKey, &state{scorer: policy.NewScorer(g, list, k, pl.w), nodes: list, index: index})
 	return nil
 }
 
-// node describes one node for the gang ns/group.
-func (pl *Placement) node(ni fwk.NodeInfo, ns, group string) policy.Node {
-	labels := ni.Node().Labels
-	n := policy.Node{Domains: make([]string, len(pl.keys)), Allocatable: cache.AllocatableOf(ni), Free: cache.FreeOf(ni)}
-	for i, k := range pl.keys {
-		n.Domains[i] = labels[k]
-	}
-	for _, pi := range ni.GetPods() {
-		p := pi.GetPod()
-		if p.Namespace == ns && p.Labels[v1alpha1.PodGroupLabel] == group {
-			n.Siblings++
+// denseRequest splits a request into sorted names and their amounts.
+func denseRequest(l resources.List) ([]string, []int64) {
+	names := make([]string, 0, len(l))
+	for name, v := range l {
+		if v > 0 {
+			names = append(names, name)
 		}
 	}
-	return n
+	slices.Sort(names)
+	amounts := make([]int64, len(names))
+	for i, name := range names {
+		amounts[i] = l[name]
+	}
+	return names, amounts
+}
+
+// amountOf reads one resource of a scheduler Resource in the policy's units
+// (cpu in millicores).
+func amountOf(r fwk.Resource, name string) int64 {
+	switch name {
+	case resources.CPU:
+		return r.GetMilliCPU()
+	case string(v1.ResourceMemory):
+		return r.GetMemory()
+	case string(v1.ResourceEphemeralStorage):
+		return r.GetEphemeralStorage()
+	default:
+		return r.GetScalarResources()[v1.ResourceName(name)]
+	}
 }
 
 // Score reads the node's score from the cycle's summary.
@@ -122,7 +159,11 @@ func (pl *Placement) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni f
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("%s holds %T", stateKey, d))
 	}
-	return s.scorer.Score(s.nodes[ni.Node().Name]), nil
+	i, ok := s.index[ni.Node().Name]
+	if !ok {
+		return 0, nil // a node the snapshot did not list: neutral
+	}
+	return s.scorer.Score(s.nodes[i]), nil
 }
 
 // ScoreExtensions returns the plugin itself: it normalizes its scores.
