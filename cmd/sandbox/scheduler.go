@@ -3,19 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/pkg/localscheduler"
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
 
@@ -50,29 +46,11 @@ func startScheduler(ctx context.Context, srcConfig, kubeconfig, configOut string
 		return nil, err
 	}
 
-	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
-	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
-	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
-	effectiveVersion.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
-	globals := basecompatibility.NewComponentGlobalsRegistry()
-	if err := globals.Register(basecompatibility.DefaultKubeComponent, effectiveVersion, featureGate); err != nil {
-		return nil, err
-	}
-	opts := options.NewOptionsWithComponentGlobalsRegistry(globals)
-	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		return nil, err
-	}
-	opts.ConfigFile = configOut
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	opts, err := localscheduler.Options(configOut, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	opts.SecureServing.Listener = listener
-	opts.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
-	opts.Authentication.SkipInClusterLookup = true
-	opts.Authentication.RemoteKubeConfigFile = kubeconfig
-	opts.Authorization.RemoteKubeConfigFile = kubeconfig
+	listener := opts.SecureServing.Listener
 
 	cc, sched, err := app.Setup(ctx, opts, registry.Options()...)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,20 +15,17 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedappconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/pkg/localscheduler"
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
 
@@ -239,7 +235,7 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		}
 	}
 
-	schedOpts, err := newSchedulerOptions(configFile, e.Kubeconfig)
+	schedOpts, err := localscheduler.Options(configFile, e.Kubeconfig)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("scheduler options: %w", err)
@@ -403,42 +399,6 @@ func (s *Scheduler) Get(t *testing.T, path string) (int, []byte) {
 		t.Fatalf("GET %s from scheduler: %v", path, err)
 	}
 	return status, body
-}
-
-// newSchedulerOptions builds app options that read configFile and serve
-// HTTPS on a free 127.0.0.1 port, with a fresh ComponentGlobalsRegistry so
-// consecutive schedulers share no feature-gate or version state.
-func newSchedulerOptions(configFile, kubeconfig string) (*options.Options, error) {
-	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
-	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
-	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
-	effectiveVersion.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
-	globals := basecompatibility.NewComponentGlobalsRegistry()
-	if err := globals.Register(basecompatibility.DefaultKubeComponent, effectiveVersion, featureGate); err != nil {
-		return nil, err
-	}
-	opts := options.NewOptionsWithComponentGlobalsRegistry(globals)
-	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		return nil, err
-	}
-	opts.ConfigFile = configFile
-
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listening for the scheduler's secure port: %w", err)
-	}
-	opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	opts.SecureServing.Listener = listener
-	opts.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
-
-	// Delegate authn/authz to the test apiserver (never to an in-cluster
-	// config of the machine running the tests), without the in-cluster
-	// lookup of the request-header configuration.
-	opts.Authentication.SkipInClusterLookup = true
-	opts.Authentication.RemoteKubeConfigFile = kubeconfig
-	opts.Authorization.RemoteKubeConfigFile = kubeconfig
-	opts.Authorization.AlwaysAllowPaths = append(opts.Authorization.AlwaysAllowPaths, "/metrics", "/metrics/*", "/configz")
-	return opts, nil
 }
 
 // writeSchedulerConfig loads the source configuration, applies the harness's
