@@ -28,15 +28,29 @@ func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
 // request, as the scheduler's snapshot has them.
 func FreeOf(n fwk.NodeInfo) resources.List {
 	a, r := n.GetAllocatable(), n.GetRequested()
-	out := resources.List{
-		resources.CPU:                       a.GetMilliCPU() - r.GetMilliCPU(),
-		string(v1.ResourceMemory):           a.GetMemory() - r.GetMemory(),
-		string(v1.ResourceEphemeralStorage): a.GetEphemeralStorage() - r.GetEphemeralStorage(),
+	out := resources.List{}
+	for _, name := range []string{resources.CPU, string(v1.ResourceMemory), string(v1.ResourceEphemeralStorage)} {
+		out[name] = AmountOf(a, name) - AmountOf(r, name)
 	}
 	for k, v := range a.GetScalarResources() {
 		out[string(k)] = v - r.GetScalarResources()[k]
 	}
 	return out
+}
+
+// AmountOf reads one resource of a scheduler Resource in the policy's units
+// (cpu in millicores, the rest in base units).
+func AmountOf(r fwk.Resource, name string) int64 {
+	switch name {
+	case resources.CPU:
+		return r.GetMilliCPU()
+	case string(v1.ResourceMemory):
+		return r.GetMemory()
+	case string(v1.ResourceEphemeralStorage):
+		return r.GetEphemeralStorage()
+	default:
+		return r.GetScalarResources()[v1.ResourceName(name)]
+	}
 }
 
 // PodRequest is what a pod requests, as the cache and the policy count it.

@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -121,25 +119,16 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 		return reclaim.Preemptor{}, false, "the PodGroup is not admitted to queue " + u.queue
 	}
 	pre := reclaim.Preemptor{Group: uk, Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}
-	// The gang needs minMember members bound; the pod is one, the rest are
-	// its unbound siblings. Which siblings will run is not known, so the
-	// largest are counted: room for them is room for any.
-	need := int(u.min) - g.counts.Bound - 1
-	if need > 0 {
+	// The gang needs minMember members bound; the pod is one, the rest come
+	// from its unbound siblings (reclaim.WithSiblings picks which count).
+	if need := int(u.min) - g.counts.Bound - 1; need > 0 {
 		var rest []resources.List
 		for uid, m := range g.members {
-			if uid == pod.UID || m.state.Assigned || m.state.Phase.Terminal() {
-				continue
+			if uid != pod.UID && !m.state.Assigned && !m.state.Phase.Terminal() {
+				rest = append(rest, m.request)
 			}
-			rest = append(rest, m.request)
 		}
-		slices.SortFunc(rest, func(x, y resources.List) int {
-			if c := cmp.Compare(y[resources.CPU], x[resources.CPU]); c != 0 {
-				return c
-			}
-			return cmp.Compare(y["memory"], x["memory"])
-		})
-		pre.Members = append(pre.Members, rest[:min(need, len(rest))]...)
+		pre.Members = reclaim.WithSiblings(pre.Members, rest, need)
 	}
 	return pre, true, ""
 }

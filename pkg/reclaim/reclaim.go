@@ -195,6 +195,15 @@ func Decide(in Input) (Plan, bool, string) {
 	return Plan{}, false, strings.Join(reasons, "; ")
 }
 
+// WithSiblings appends to members the need largest of siblings (the
+// unbound members of a gang besides the pod being scheduled). Which siblings
+// will run is not known, so the largest are counted: room for them is room
+// for any. siblings is reordered.
+func WithSiblings(members, siblings []resources.List, need int) []resources.List {
+	slices.SortStableFunc(siblings, func(a, b resources.List) int { return compareRequests(b, a) })
+	return append(members, siblings[:min(max(need, 0), len(siblings))]...)
+}
+
 // withinDeserved says why the queue may not reclaim need, or "".
 func withinDeserved(q Queue, need resources.List) string {
 	for _, k := range sortedNames(need) {

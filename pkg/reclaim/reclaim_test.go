@@ -351,3 +351,19 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestWithSiblings(t *testing.T) {
+	first := []resources.List{cpu(500)}
+	siblings := []resources.List{cpu(1000), {resources.CPU: 3000, "memory": 1}, cpu(3000), cpu(2000)}
+	got := WithSiblings(first, siblings, 2)
+	want := []resources.List{cpu(500), {resources.CPU: 3000, "memory": 1}, cpu(3000)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("WithSiblings = %v, want %v", got, want)
+	}
+	if got := WithSiblings(first, siblings, 10); len(got) != 5 {
+		t.Fatalf("asking for more siblings than exist gave %d members, want 5", len(got))
+	}
+	if got := WithSiblings(first, nil, -1); len(got) != 1 {
+		t.Fatalf("no siblings needed gave %d members, want 1", len(got))
+	}
+}

@@ -102,8 +102,8 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 		}
 		alloc, used := ni.GetAllocatable(), ni.GetRequested()
 		for j, name := range names {
-			n.Allocatable[j] = amountOf(alloc, name)
-			n.Free[j] = n.Allocatable[j] - amountOf(used, name)
+			n.Allocatable[j] = cache.AmountOf(alloc, name)
+			n.Free[j] = n.Allocatable[j] - cache.AmountOf(used, name)
 		}
 		for _, pi := range ni.GetPods() {
 			if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
@@ -132,21 +132,6 @@ func denseRequest(l resources.List) ([]string, []int64) {
 		amounts[i] = l[name]
 	}
 	return names, amounts
-}
-
-// amountOf reads one resource of a scheduler Resource in the policy's units
-// (cpu in millicores).
-func amountOf(r fwk.Resource, name string) int64 {
-	switch name {
-	case resources.CPU:
-		return r.GetMilliCPU()
-	case string(v1.ResourceMemory):
-		return r.GetMemory()
-	case string(v1.ResourceEphemeralStorage):
-		return r.GetEphemeralStorage()
-	default:
-		return r.GetScalarResources()[v1.ResourceName(name)]
-	}
 }
 
 // Score reads the node's score from the cycle's summary.

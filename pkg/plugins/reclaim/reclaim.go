@@ -279,18 +279,32 @@ func (pl *Reclaim) markDisruptive(pods []policy.Pod, running []*v1.Pod) {
 	if err != nil || len(pdbs) == 0 {
 		return
 	}
+	// Only budgets with no disruption left protect anything; their
+	// selectors are parsed once, not once per pod.
+	type budget struct {
+		ns  string
+		sel labels.Selector
+	}
+	var exhausted []budget
+	for _, pdb := range pdbs {
+		if pdb.Status.DisruptionsAllowed > 0 {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			exhausted = append(exhausted, budget{pdb.Namespace, sel})
+		}
+	}
+	if len(exhausted) == 0 {
+		return
+	}
 	byID := make(map[string]*v1.Pod, len(running))
 	for _, p := range running {
 		byID[p.Namespace+"/"+p.Name] = p
 	}
 	for i := range pods {
 		p := byID[pods[i].ID]
-		for _, pdb := range pdbs {
-			if pdb.Namespace != p.Namespace || pdb.Status.DisruptionsAllowed > 0 {
-				continue
-			}
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+		for _, b := range exhausted {
+			if b.ns == p.Namespace && b.sel.Matches(labels.Set(p.Labels)) {
 				pods[i].Disruptive = true
 				break
 			}
