@@ -52,11 +52,13 @@ func startScheduler(ctx context.Context, srcConfig, kubeconfig, configOut string
 	}
 	listener := opts.SecureServing.Listener
 
-	cc, sched, err := app.Setup(ctx, opts, registry.Options()...)
+	plugins := registry.New()
+	cc, sched, err := app.Setup(ctx, opts, plugins.Options()...)
 	if err != nil {
 		_ = listener.Close()
 		return nil, fmt.Errorf("setting up the scheduler: %w", err)
 	}
+	plugins.FollowLeaderElection(cc)
 	serverCert, _ := cc.SecureServing.Cert.CurrentCertKeyContent()
 	endpointsConfig, err := cc.SecureServing.NewClientConfig(serverCert)
 	if err != nil {

@@ -6,11 +6,10 @@ import (
 	"os"
 
 	"k8s.io/component-base/cli"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/caldera-sched/caldera/pkg/plugins/registry"
+	"github.com/caldera-sched/caldera/pkg/command"
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewSchedulerCommand(registry.Options()...)))
+	os.Exit(cli.Run(command.New()))
 }

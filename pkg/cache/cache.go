@@ -66,19 +66,38 @@ type Provider struct {
 	once  sync.Once
 	cache *Cache
 	err   error
+	lead  *Leadership
+	// ready holds the cache once created, for Cache (read without the once).
+	ready atomic.Pointer[Cache]
 }
 
-// NewProvider returns a Provider whose cache is created on first use.
+// NewProvider returns a Provider whose cache is created on first use. Its
+// status writer is elected through a Lease of its own (the status Lease in
+// CalderaGang's args): for a binary that cannot tell the cache about
+// kube-scheduler's leader election. caldera-scheduler uses NewLeaderProvider.
 func NewProvider() *Provider { return &Provider{} }
+
+// NewLeaderProvider returns a Provider whose cache writes status exactly while
+// the scheduler that lead follows is leading (see Leadership); until
+// lead.Follow is called it writes nothing.
+func NewLeaderProvider(lead *Leadership) *Provider { return &Provider{lead: lead} }
 
 // Get returns the shared cache, creating it and starting its informers on the
 // first call. ctx bounds the cache's lifetime (it is the scheduler's context).
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.once.Do(func() {
 		p.cache, p.err = newCache(ctx, h)
+		if p.err == nil {
+			p.cache.lead = p.lead
+			p.ready.Store(p.cache)
+		}
 	})
 	return p.cache, p.err
 }
+
+// Cache returns the cache once a plugin has created it, else nil. For tools
+// and tests that look at a running scheduler's cache from outside its plugins.
+func (p *Provider) Cache() *Cache { return p.ready.Load() }
 
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
@@ -117,7 +136,10 @@ type Cache struct {
 
 	reconcilerOnce sync.Once
 	reconcilerOpts ReconcilerOptions
-	ctx            context.Context
+	// lead, when set, decides when status is written instead of the status
+	// Lease (NewLeaderProvider).
+	lead *Leadership
+	ctx  context.Context
 }
 
 // group is one PodGroup (or a set of pods naming a PodGroup not yet seen).

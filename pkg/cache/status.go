@@ -26,8 +26,9 @@ type ReconcilerOptions struct {
 	// SyncPeriod is how often changed groups get their status written.
 	SyncPeriod time.Duration
 	// LeaseNamespace and LeaseName name the Lease that elects the one replica
-	// that writes status. Plugin factories run on every replica, before the
-	// scheduler's own leader election, so the reconciler needs a gate of its own.
+	// that writes status when the cache was not given the scheduler's
+	// leadership (NewProvider): plugin factories run on every replica, before
+	// the scheduler's own leader election, so it then needs a gate of its own.
 	LeaseNamespace, LeaseName string
 }
 
@@ -41,6 +42,13 @@ func (c *Cache) StartReconciler(opts ReconcilerOptions) error {
 		started = true
 		go c.runReconciler(opts)
 	})
+	if !started && c.lead != nil {
+		// The status Lease is not used: only the sync period must agree.
+		if c.reconcilerOpts.SyncPeriod != opts.SyncPeriod {
+			return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
+		}
+		return nil
+	}
 	if !started && c.reconcilerOpts != opts {
 		return fmt.Errorf("status reconciler options %+v conflict with %+v set by another profile: give every profile the same statusSyncPeriodSeconds and statusLease", opts, c.reconcilerOpts)
 	}
@@ -48,6 +56,10 @@ func (c *Cache) StartReconciler(opts ReconcilerOptions) error {
 }
 
 func (c *Cache) runReconciler(opts ReconcilerOptions) {
+	if c.lead != nil {
+		c.runLeaderReconciler(opts, c.lead)
+		return
+	}
 	ctx := c.ctx
 	logger := klog.FromContext(ctx).WithName("status")
 	host, _ := os.Hostname()
@@ -80,6 +92,42 @@ func (c *Cache) runReconciler(opts ReconcilerOptions) {
 		}
 		le.Run(ctx)
 	}
+}
+
+// runLeaderReconciler writes status while the scheduler is leading, as told by
+// lead, each pass bounded by the end of the current leadership so that a write
+// cannot outlive it.
+func (c *Cache) runLeaderReconciler(opts ReconcilerOptions, lead *Leadership) {
+	ctx := c.ctx
+	logger := klog.FromContext(ctx).WithName("status")
+	select {
+	case <-lead.resolved:
+	case <-ctx.Done():
+		return
+	}
+	writing := false
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		until, ok := lead.leading(time.Now())
+		if !ok {
+			if writing {
+				logger.Info("Stopped writing PodGroup status: the scheduler is not leading")
+				writing = false
+			}
+			return
+		}
+		if !writing {
+			logger.Info("Writing PodGroup status: the scheduler is leading")
+			// The previous leader may have left anything unwritten.
+			c.markAllDirty()
+			writing = true
+		}
+		if !until.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, until)
+			defer cancel()
+		}
+		c.SyncStatus(ctx)
+	}, opts.SyncPeriod)
 }
 
 func (c *Cache) markAllDirty() {

@@ -20,7 +20,10 @@ type Args struct {
 	// status. Default 1.
 	StatusSyncPeriodSeconds *int64 `json:"statusSyncPeriodSeconds,omitempty"`
 	// StatusLeaseNamespace and StatusLeaseName name the Lease that elects the
-	// replica writing status. Defaults: kube-system and "<schedulerName>-status".
+	// replica writing status in a binary that registers the plugins with
+	// registry.Options. caldera-scheduler ignores them: the replica that holds
+	// kube-scheduler's own leader Lease writes status. Defaults: kube-system
+	// and "<schedulerName>-status".
 	StatusLeaseNamespace string `json:"statusLeaseNamespace,omitempty"`
 	StatusLeaseName      string `json:"statusLeaseName,omitempty"`
 }

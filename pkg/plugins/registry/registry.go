@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
@@ -16,11 +17,42 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
 )
 
-// Options returns the app options that register every Caldera plugin. Each call
-// creates a fresh shared cache, so a process (or a test) that builds several
-// schedulers gives each its own cache while all profiles of one scheduler share one.
-func Options() []app.Option {
-	p := cache.NewProvider()
+// Plugins is Caldera's plugin set for one scheduler: one cache shared by every
+// profile, whose status writer follows the scheduler's own leader election.
+type Plugins struct {
+	lead     *cache.Leadership
+	provider *cache.Provider
+}
+
+// New returns the plugin set of one scheduler. Pass Options to app.Setup, then
+// FollowLeaderElection with what app.Setup returned, before app.Run.
+func New() *Plugins {
+	lead := cache.NewLeadership()
+	return &Plugins{lead: lead, provider: cache.NewLeaderProvider(lead)}
+}
+
+// Options returns the app options that register every Caldera plugin over this
+// set's cache.
+func (p *Plugins) Options() []app.Option { return options(p.provider) }
+
+// FollowLeaderElection tells the cache which scheduler it serves: PodGroup and
+// Queue status is then written only while that scheduler is leading (always,
+// when it runs without leader election). Until it is called nothing is written.
+func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig) {
+	p.lead.Follow(cc.LeaderElection)
+}
+
+// Cache returns the shared cache once the plugins have created it (after
+// app.Setup), else nil: for tests and tools that inspect a running scheduler.
+func (p *Plugins) Cache() *cache.Cache { return p.provider.Cache() }
+
+// Options returns the app options that register every Caldera plugin with a
+// fresh shared cache whose status writer is elected through the status Lease of
+// CalderaGang's args. It is for binaries that embed Caldera's plugins and
+// cannot call FollowLeaderElection; caldera-scheduler uses New.
+func Options() []app.Option { return options(cache.NewProvider()) }
+
+func options(p *cache.Provider) []app.Option {
 	with := func(newFn func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return newFn(ctx, obj, h, p)

@@ -1,11 +1,12 @@
-// Package faults_test stops the real scheduler at bad moments and checks that
+// Package faults_test kills the real scheduler at bad moments and checks that
 // the next one finishes the job: a real kube-apiserver on an embedded etcd,
-// the CRDs from manifests/crds, and the scheduler with the shipped
-// configuration.
+// the CRDs from manifests/crds, and caldera-scheduler's command run as a
+// separate process with the shipped configuration.
 package faults_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -19,18 +20,24 @@ import (
 
 const timeout = 60 * time.Second
 
-// TestSchedulerStoppedWhileMembersWaitInPermit stops the scheduler 10 times,
-// each time while members of a gang hold nodes in Permit waiting for a
-// sibling that cannot fit yet. The next scheduler, started once the sibling
-// fits, must bind the whole gang; at the end no gang is partially bound and
-// the nodes hold nothing but the bound pods (no reservation outlives its
-// scheduler).
-func TestSchedulerStoppedWhileMembersWaitInPermit(t *testing.T) {
+// TestSchedulerKilledWhileMembersWaitInPermit SIGKILLs the scheduler process
+// 10 times, each time once members of a gang hold nodes in Permit waiting for
+// a sibling that cannot fit yet, and then at a moment that varies by round:
+// while they wait, at a random moment after the sibling's room is freed, or
+// while the gang binds. The next process must
+// finish every gang within its schedule timeout (never leaving it partially
+// bound), and at the end no reservation outlives the processes: a whole-node
+// pod fits on every node.
+func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 	env := harness.Start(t)
 	ns := env.Namespace(t)
 	// Three 4-cpu nodes; each gang is 3 members of 3 cpu (one per node).
 	nodes := env.AddNodes(t, 3, "4", "16Gi")
-	const rounds, members = 10, 3
+	const rounds, members, gangTimeout = 10, 3, 30
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("random moments from seed %d", seed)
+	partial := 0
 	for i := range rounds {
 		// A 2-cpu blocker on one node leaves room for two members only:
 		// they reserve and wait in Permit for the third.
@@ -38,14 +45,15 @@ func TestSchedulerStoppedWhileMembersWaitInPermit(t *testing.T) {
 		env.CreatePod(t, harness.Pod(ns, blocker).CPU("2").Scheduler("default-scheduler").Obj())
 		bindTo(t, env, ns, blocker, nodes[i%len(nodes)].Name)
 
-		s := env.StartScheduler(t)
+		p := env.StartSchedulerProcess(t)
 		gang := fmt.Sprintf("gang-%d", i)
-		env.CreatePodGroup(t, harness.PodGroup(ns, gang, members, harness.PGTimeout(30)))
+		selector := v1alpha1.PodGroupLabel + "=" + gang
+		env.CreatePodGroup(t, harness.PodGroup(ns, gang, members, harness.PGTimeout(gangTimeout)))
 		env.CreatePods(t, harness.Members(ns, gang, members, "3")...)
 		// Upstream marks a pod that will wait on Permit with its nominated
-		// node: stop the scheduler as soon as one does.
+		// node: from then on members hold nodes for the missing sibling.
 		harness.WaitFor(t, timeout, func() (bool, error) {
-			pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + gang})
+			pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err
 			}
@@ -59,23 +67,57 @@ func TestSchedulerStoppedWhileMembersWaitInPermit(t *testing.T) {
 			}
 			return false, nil
 		}, "a member of "+gang+" waiting in Permit")
-		s.Stop()
-		if got := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"="+gang); got != 0 {
-			t.Fatalf("round %d: %d members of %s bound after the scheduler stopped, want 0", i, got, gang)
-		}
 
-		// Room for the third member, and a new scheduler: the gang binds whole.
-		deleteNow(t, env, ns, blocker)
-		s2 := env.StartScheduler(t)
-		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"="+gang, members, timeout)
-		s2.Stop()
+		// The moment of the kill, by round: while the members wait (the room
+		// is freed afterwards), at a random moment up to 3 s after the room
+		// is freed (the sibling is retried after the gang's backoff, so the
+		// gang may be completing or binding), or as soon as the first member
+		// is seen bound (the others' bindings may be in flight).
+		var moment string
+		switch i % 3 {
+		case 0:
+			wait := time.Duration(rng.Int64N(int64(300 * time.Millisecond)))
+			time.Sleep(wait) // the random moment itself, not a wait for a condition
+			p.Kill(t)
+			moment = fmt.Sprintf("%v into the Permit wait", wait.Round(time.Millisecond))
+		case 1:
+			deleteNow(t, env, ns, blocker)
+			wait := time.Duration(rng.Int64N(int64(3 * time.Second)))
+			time.Sleep(wait) // as above
+			p.Kill(t)
+			moment = fmt.Sprintf("%v after the room was freed", wait.Round(time.Millisecond))
+		case 2:
+			deleteNow(t, env, ns, blocker)
+			harness.WaitFor(t, timeout, func() (bool, error) {
+				return env.BoundPods(t, ns, selector) > 0, nil
+			}, "a member of "+gang+" bound")
+			p.Kill(t)
+			moment = "as the first member was seen bound"
+		}
+		boundAtKill := env.BoundPods(t, ns, selector)
+		if boundAtKill > 0 && boundAtKill < members {
+			partial++
+		}
+		if i%3 == 0 {
+			if boundAtKill != 0 {
+				t.Fatalf("round %d: %d members of %s bound while the third could not fit", i, boundAtKill, gang)
+			}
+			deleteNow(t, env, ns, blocker)
+		}
+		t.Logf("round %d: killed %s; %d/%d members bound then", i, moment, boundAtKill, members)
+
+		// A new process finishes the gang, well within its schedule timeout.
+		p2 := env.StartSchedulerProcess(t)
+		env.WaitBoundCount(t, ns, selector, members, gangTimeout*time.Second)
+		p2.Kill(t)
 		// Free the nodes for the next round.
 		env.DeleteGroup(t, ns, gang)
 	}
+	t.Logf("%d of %d kills left a gang partially bound; the next process completed each", partial, rounds)
 
-	// Nothing held: a last scheduler places a pod as large as a whole node
-	// on every node.
-	env.StartScheduler(t)
+	// Nothing held: not by a dead process's Permit waits, nor by the
+	// nominations upstream wrote for them.
+	env.StartSchedulerProcess(t)
 	for i := range nodes {
 		env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("whole-%d", i)).CPU("4").Obj())
 	}

@@ -25,6 +25,7 @@ import (
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/localscheduler"
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
@@ -79,8 +80,9 @@ func WithPluginArgs(pluginName string, args map[string]any) SchedulerOption {
 }
 
 // WithLeaderElection turns leader election on, on a Lease named leaseName in
-// kube-system, with a 500ms retry period so a standby takes over quickly once
-// the leader releases the Lease (Stop releases it).
+// kube-system, with the configuration's timing (manifests/: a 1 s retry
+// period, so a standby takes over quickly once the leader releases the Lease,
+// which Stop does) or a 500ms retry period when it sets none.
 //
 // app.Run calls os.Exit(0) when a leader-elected scheduler is stopped; under
 // `go test` (which passes -test.paniconexit0) that call panics instead, and
@@ -157,6 +159,7 @@ type Scheduler struct {
 	cancelled bool  // set before done is closed: Run returned after cancel
 	endpoints kubernetes.Interface
 	stopOnce  sync.Once
+	plugins   *registry.Plugins // nil when started WithRegistry
 }
 
 // StartScheduler starts the real kube-scheduler in-process and waits until it
@@ -199,8 +202,11 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		}
 	}
 	registryOptions := settings.registry
+	var plugins *registry.Plugins
 	if !settings.registrySet {
-		registryOptions = registry.Options()
+		// As caldera-scheduler's command does (cmd/scheduler).
+		plugins = registry.New()
+		registryOptions = plugins.Options()
 	}
 
 	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
@@ -251,6 +257,10 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		return nil, fmt.Errorf("app.Setup: %w", err)
 	}
 	s.Config, s.Sched = cc, sched
+	if plugins != nil {
+		plugins.FollowLeaderElection(cc)
+		s.plugins = plugins
+	}
 
 	serverCert, _ := cc.SecureServing.Cert.CurrentCertKeyContent()
 	endpointsConfig, err := cc.SecureServing.NewClientConfig(serverCert)
@@ -353,6 +363,15 @@ func (s *Scheduler) Stop() {
 	})
 }
 
+// Cache returns the scheduler's Caldera cache, or nil when the scheduler was
+// started WithRegistry (or no Caldera plugin is enabled).
+func (s *Scheduler) Cache() *cache.Cache {
+	if s.plugins == nil {
+		return nil
+	}
+	return s.plugins.Cache()
+}
+
 // Done is closed when app.Run has returned.
 func (s *Scheduler) Done() <-chan struct{} { return s.done }
 
@@ -429,7 +448,9 @@ func (e *Env) writeSchedulerConfig(settings *schedulerSettings, path string) err
 		le["resourceLock"] = "leases"
 		le["resourceName"] = settings.leaseName
 		le["resourceNamespace"] = leaseNamespace
-		le["retryPeriod"] = "500ms"
+		// Quick retries unless the configuration sets its own timing (the
+		// shipped one does, for its failover target).
+		setDefault(le, "retryPeriod", "500ms")
 	}
 
 	for _, pa := range settings.pluginArgs {

@@ -1,0 +1,266 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/cli"
+
+	"github.com/caldera-sched/caldera/pkg/command"
+)
+
+// processEnv marks a re-executed test binary that must run caldera-scheduler.
+const processEnv = "CALDERA_HARNESS_SCHEDULER_PROCESS"
+
+// RunSchedulerProcess runs caldera-scheduler's command (pkg/command, the one
+// cmd/scheduler runs) with the process's arguments and exits, when the test
+// binary was started by StartSchedulerProcess; otherwise it returns at once.
+// A package that uses StartSchedulerProcess calls it first in TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		harness.RunSchedulerProcess()
+//		os.Exit(m.Run())
+//	}
+//
+// Re-executing the test binary runs the real command, flags and all, in a
+// process of its own without building the 100 MB binary in every test run.
+func RunSchedulerProcess() {
+	if os.Getenv(processEnv) != "1" {
+		return
+	}
+	os.Exit(cli.Run(command.New()))
+}
+
+// SchedulerProcess is caldera-scheduler running as a separate OS process, so a
+// test can kill it without any cleanup (SIGKILL) or signal it (SIGUSR1 dumps
+// its cache).
+type SchedulerProcess struct {
+	// ConfigFile is the KubeSchedulerConfiguration the process runs with.
+	ConfigFile string
+	// Port is the process's secure (HTTPS) port on 127.0.0.1.
+	Port int
+	// LogFile receives the process's standard output and error.
+	LogFile string
+	// DumpDir is where SIGUSR1 writes cache dumps (CALDERA_DUMP_DIR).
+	DumpDir string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// StartSchedulerProcess starts caldera-scheduler as a child process of the
+// test binary (see RunSchedulerProcess) with the configuration StartScheduler
+// would use (the same options apply, except WithRegistry and WithRawConfigFile),
+// and waits until it answers /readyz. The process is killed, if still running,
+// when the test ends; its log is printed when the test failed.
+func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *SchedulerProcess {
+	t.Helper()
+	settings := &schedulerSettings{
+		configFile: filepath.Join(e.RepoRoot, "manifests", "scheduler", "config.yaml"),
+	}
+	for _, o := range opts {
+		o(settings)
+	}
+	if settings.registrySet || settings.raw {
+		t.Fatalf("StartSchedulerProcess: WithRegistry and WithRawConfigFile apply to in-process schedulers only")
+	}
+	dir := t.TempDir()
+	p := &SchedulerProcess{
+		ConfigFile: filepath.Join(dir, "scheduler-config.yaml"),
+		LogFile:    filepath.Join(dir, "scheduler.log"),
+		DumpDir:    filepath.Join(dir, "dumps"),
+		done:       make(chan struct{}),
+	}
+	if err := os.Mkdir(p.DumpDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.writeSchedulerConfig(settings, p.ConfigFile); err != nil {
+		t.Fatalf("preparing scheduler config from %s: %v", settings.configFile, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Port = port
+
+	logFile, err := os.Create(p.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(self,
+		"--config="+p.ConfigFile,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		// Delegated authn/authz reach the test apiserver, never an in-cluster
+		// config; the probes below need no credentials.
+		"--authentication-kubeconfig="+e.Kubeconfig,
+		"--authorization-kubeconfig="+e.Kubeconfig,
+		"--authentication-skip-lookup",
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		"--v="+strconv.Itoa(schedulerVerbosity()),
+	)
+	p.cmd.Env = append(os.Environ(), processEnv+"=1", "CALDERA_DUMP_DIR="+p.DumpDir)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	began := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("starting the scheduler process: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Kill(t)
+		if t.Failed() {
+			p.logTail(t)
+		}
+	})
+	if err := p.waitReady(t.Context()); err != nil {
+		p.Kill(t)
+		p.logTail(t)
+		t.Fatalf("scheduler process did not become ready: %v", err)
+	}
+	t.Logf("harness: scheduler process %d ready in %v (config %s, leader election %v)",
+		p.cmd.Process.Pid, time.Since(began).Round(time.Millisecond), settings.configFile, settings.leaseName != "")
+	return p
+}
+
+// Pid is the process's id.
+func (p *SchedulerProcess) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *SchedulerProcess) Done() <-chan struct{} { return p.done }
+
+// Kill sends SIGKILL (no cleanup of any kind: no Lease release, no Unreserve,
+// no flush) and waits until the process is gone. It is idempotent.
+func (p *SchedulerProcess) Kill(t testing.TB) {
+	t.Helper()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Logf("killing scheduler process %d: %v", p.Pid(), err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		t.Errorf("scheduler process %d did not exit within %v of SIGKILL", p.Pid(), stopTimeout)
+	}
+}
+
+// Signal sends sig to the running process.
+func (p *SchedulerProcess) Signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signalling scheduler process %d: %v", p.Pid(), err)
+	}
+}
+
+// Log returns what the process has written so far.
+func (p *SchedulerProcess) Log(t testing.TB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		t.Fatalf("reading scheduler log: %v", err)
+	}
+	return data
+}
+
+func (p *SchedulerProcess) logTail(t testing.TB) {
+	data, err := os.ReadFile(p.LogFile)
+	if err != nil {
+		return
+	}
+	const keep = 8 << 10
+	if len(data) > keep {
+		data = data[len(data)-keep:]
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	t.Logf("last lines of scheduler process %d's log (%s):\n%s", p.Pid(), p.LogFile, data)
+}
+
+// waitReady polls /readyz until it answers 200; it fails early when the
+// process exits.
+func (p *SchedulerProcess) waitReady(ctx context.Context) error {
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		// The scheduler's serving certificate is self-signed; only readiness
+		// is read over it.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.Port)
+	deadline := time.Now().Add(startTimeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return fmt.Errorf("the process exited: %v", p.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("no 200 from %s within %v (last: %s)", url, startTimeout, last)
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// TokenKubeconfig writes a kubeconfig that reaches the test apiserver with a
+// bearer token (e.g. one listed in a --token-auth-file given WithAPIServerFlags,
+// so that each scheduler replica authenticates as a user of its own) and
+// returns its path.
+func (e *Env) TokenKubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = token
+	path := filepath.Join(t.TempDir(), "kubeconfig-token")
+	if err := writeKubeconfig(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
