@@ -108,6 +108,9 @@ type Cache struct {
 	// share; from lower priorities of the group's own queue).
 	reclaim, preempt bool
 
+	// evictions are the reclaim evictions in flight, for every profile.
+	evictions evictionBook
+
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
 	// then on Activate is safe and useful (see activate).
 	queueSeen atomic.Bool
