@@ -59,7 +59,7 @@ func (pl *Placement) Name() string { return Name }
 
 // state is one cycle's summary of the nodes.
 type state struct {
-	gang   policy.Gang
+	gang   policy.Gang // what the scorer was built for
 	scorer *policy.Scorer
 	nodes  []policy.Node
 	index  map[string]int // node name -> nodes index
