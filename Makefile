@@ -117,17 +117,21 @@ KUSTOMIZE := $(GO) tool -modfile=hack/kustomize/go.mod kustomize
 
 .PHONY: chart-check
 
-## chart-check: lint and render the Helm chart, check its CRDs are those of
-## manifests/crds, and render manifests/ (what `kubectl apply -k` applies).
+## chart-check: lint and render the Helm chart, check that its default
+## KubeSchedulerConfiguration is manifests/scheduler/config.yaml (compared as
+## data, hack/chartconfig) and its CRDs those of manifests/crds, and render
+## manifests/ (what `kubectl apply -k` applies).
 chart-check:
 	@$(HELM) lint --strict charts/caldera >/dev/null
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --include-crds >/dev/null
+	@set -o pipefail; $(HELM) template caldera charts/caldera --namespace caldera-system | \
+		$(GO) run ./hack/chartconfig manifests/scheduler/config.yaml
 	@$(HELM) template caldera charts/caldera --namespace caldera-system \
 		--set scoreWeights.CalderaGangPlacement=3 --set replicas=3 >/dev/null
 	@if ! diff -r manifests/crds charts/caldera/crds; then \
 		echo "charts/caldera/crds differs from manifests/crds: cp manifests/crds/*.yaml charts/caldera/crds/"; exit 1; fi
 	@$(KUSTOMIZE) build manifests >/dev/null
-	@echo "chart-check: chart lints and renders, CRDs in sync, manifests/ renders"
+	@echo "chart-check: chart lints and renders its default config as manifests/scheduler/config.yaml, CRDs in sync, manifests/ renders"
 
 clean:
 	rm -rf bin

@@ -127,6 +127,13 @@ type Cache struct {
 	// share; from lower priorities of the group's own queue).
 	reclaim, preempt bool
 
+	// evictions are the reclaim evictions in flight, for every profile.
+	evictions evictionBook
+
+	// reservingProfiles are the profiles whose CalderaGang records
+	// reservations (Reserve, Permit), by name.
+	reservingProfiles map[string]bool
+
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
 	// then on Activate is safe and useful (see activate).
 	queueSeen atomic.Bool
@@ -186,6 +193,22 @@ type member struct {
 	state        gang.Member
 	request      resources.List
 	waitingSince time.Time
+	// reservedOn is the node the scheduler reserved for an unbound member
+	// (the assumed copy's spec.nodeName in Reserve and Permit); "" when
+	// not reserved. A bound member's node is its pod's.
+	reservedOn string
+}
+
+// node is where a placed member holds room, "" when it holds none.
+func (m *member) node() string {
+	switch {
+	case !m.state.Placed():
+		return ""
+	case m.state.Assigned:
+		return m.pod.Spec.NodeName
+	default:
+		return m.reservedOn
+	}
 }
 
 // newEmpty returns a cache with no informers attached.

@@ -148,7 +148,8 @@ func (c *Cache) MinRequest(key GroupKey) (resources.List, bool) {
 	return c.minRequestLocked(g).Clone(), true
 }
 
-// Reserve records that the scheduler reserved a node for a member.
+// Reserve records that the scheduler reserved a node for a member. pod is
+// the scheduler's assumed copy: its spec.nodeName is the reserved node.
 func (c *Cache) Reserve(pod *v1.Pod) {
 	key, ok := GroupKeyOf(pod)
 	if !ok {
@@ -160,6 +161,7 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 	if !m.state.Assigned {
 		g.counts.Add(m.state, -1)
 		m.state.Reserved = true
+		m.reservedOn = pod.Spec.NodeName
 		g.counts.Add(m.state, +1)
 	}
 	c.dirty[key] = struct{}{}
@@ -195,6 +197,7 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	if !m.state.Reserved && !m.state.Assigned {
 		g.counts.Add(m.state, -1)
 		m.state.Reserved = true
+		m.reservedOn = pod.Spec.NodeName
 		g.counts.Add(m.state, +1)
 	}
 	if !gang.Ready(g.spec, g.counts.Placed) {
@@ -267,6 +270,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 				g.counts.Add(m.state, -1)
 				m.state.Reserved = false
 				m.state.Waiting = false
+				m.reservedOn = ""
 				g.counts.Add(m.state, +1)
 			} else {
 				c.removeMemberLocked(key, pod.UID)

@@ -125,6 +125,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		// Binding confirmed (or the pod is done): no longer merely reserved.
 		m.state.Reserved = false
 		m.state.Waiting = false
+		m.reservedOn = ""
 	}
 	if m.state.Phase.Terminal() != wasTerminal {
 		g.minRequestValid = false

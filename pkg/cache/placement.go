@@ -24,6 +24,50 @@ func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
 	return int(g.spec.MinMember), g.counts.Active, true
 }
 
+// GangPlacement returns GangShape's answers for pod's gang and appends to
+// dst the node of every other member that holds one: bound, or reserved by
+// the scheduler (assumed, waiting in Permit, binding), one entry per
+// member; finished members hold none. These are the members the
+// scheduler's snapshot has on nodes, provided every profile that places
+// them records reservations (see TrackReservations). O(gang).
+func (c *Cache) GangPlacement(pod *v1.Pod, dst []string) (minMember, active int, nodes []string, ok bool) {
+	key, labelled := GroupKeyOf(pod)
+	if !labelled {
+		return 0, 0, dst, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g := c.groups[key]
+	if g == nil || g.pg == nil {
+		return 0, 0, dst, false
+	}
+	for uid, m := range g.members {
+		if n := m.node(); n != "" && uid != pod.UID {
+			dst = append(dst, n)
+		}
+	}
+	return int(g.spec.MinMember), g.counts.Active, dst, true
+}
+
+// TrackReservations records that profile's CalderaGang reports the nodes
+// the scheduler reserves for members (Reserve, Permit, Unreserve).
+func (c *Cache) TrackReservations(profile string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reservingProfiles == nil {
+		c.reservingProfiles = map[string]bool{}
+	}
+	c.reservingProfiles[profile] = true
+}
+
+// TracksReservations says whether profile reports reservations: without
+// that, GangPlacement misses the members the profile has assumed. O(1).
+func (c *Cache) TracksReservations(profile string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.reservingProfiles[profile]
+}
+
 // FreeOf is a node's allocatable minus what its pods (assumed ones included)
 // request, as the scheduler's snapshot has them.
 func FreeOf(n fwk.NodeInfo) resources.List {

@@ -837,6 +837,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 	}
 	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
 			if u := a.units[podUnitKeyOf(pod, old)]; u != nil {
 				c.dropUnitLocked(u)

@@ -59,6 +59,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
+	// This plugin's Reserve and Permit tell the cache where the profile's
+	// members are assumed; CalderaGangPlacement relies on that per profile.
+	c.TrackReservations(h.ProfileName())
 	if err := c.StartReconciler(cache.ReconcilerOptions{
 		SyncPeriod:     seconds(a.StatusSyncPeriodSeconds),
 		LeaseNamespace: a.StatusLeaseNamespace,

@@ -29,10 +29,11 @@ const stateKey fwk.StateKey = Name + "/prescore"
 // Placement scores nodes for gang members; other pods are skipped (a
 // neutral score).
 type Placement struct {
-	handle fwk.Handle
-	cache  *cache.Cache
-	keys   []string
-	w      policy.Weights
+	handle  fwk.Handle
+	cache   *cache.Cache
+	profile string
+	keys    []string
+	w       policy.Weights
 }
 
 var (
@@ -50,7 +51,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
-	return &Placement{handle: h, cache: c, keys: a.TopologyKeys, w: policy.Weights{Packing: *a.PackingStrength}}, nil
+	return &Placement{handle: h, cache: c, profile: h.ProfileName(), keys: a.TopologyKeys, w: policy.Weights{Packing: *a.PackingStrength}}, nil
 }
 
 // Name returns the plugin name.
@@ -58,6 +59,7 @@ func (pl *Placement) Name() string { return Name }
 
 // state is one cycle's summary of the nodes.
 type state struct {
+	gang   policy.Gang // what the scorer was built for
 	scorer *policy.Scorer
 	nodes  []policy.Node
 	index  map[string]int // node name -> nodes index
@@ -68,13 +70,23 @@ func (s *state) Clone() fwk.StateData { return s }
 
 // PreScore summarizes every node of the snapshot for pod's gang: domains,
 // free room, siblings placed (bound or assumed). Pods outside a gang are
-// skipped. O(nodes + pods) per gang member's cycle.
+// skipped. The siblings come from the cache's members of the gang, O(nodes
+// + gang) per gang member's cycle; only when the profile's CalderaGang does
+// not report reservations (so the cache misses assumed siblings) are the
+// snapshot's pods scanned, O(nodes + pods).
 func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	group, ok := pod.Labels[v1alpha1.PodGroupLabel]
 	if !ok || group == "" {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	minMember, active, ok := pl.cache.GangShape(pod)
+	scan := !pl.cache.TracksReservations(pl.profile)
+	var minMember, active int
+	var placedOn []string
+	if scan {
+		minMember, active, ok = pl.cache.GangShape(pod)
+	} else {
+		minMember, active, placedOn, ok = pl.cache.GangPlacement(pod, nil)
+	}
 	if !ok || max(minMember, active) <= 1 {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -105,16 +117,25 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 			n.Allocatable[j] = cache.AmountOf(alloc, name)
 			n.Free[j] = n.Allocatable[j] - cache.AmountOf(used, name)
 		}
-		for _, pi := range ni.GetPods() {
-			if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
-				n.Siblings++
+		if scan {
+			for _, pi := range ni.GetPods() {
+				if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
+					n.Siblings++
+				}
 			}
+			placed += n.Siblings
 		}
-		placed += n.Siblings
 		index[node.Name] = i
 	}
+	// Siblings on nodes the snapshot does not list hold no room here.
+	for _, name := range placedOn {
+		if i, ok := index[name]; ok {
+			list[i].Siblings++
+			placed++
+		}
+	}
 	g := policy.Gang{Request: req, Remaining: max(minMember, active) - placed}
-	cs.Write(stateKey, &state{scorer: policy.NewScorer(g, list, k, pl.w), nodes: list, index: index})
+	cs.Write(stateKey, &state{gang: g, scorer: policy.NewScorer(g, list, k, pl.w), nodes: list, index: index})
 	return nil
 }
 

@@ -53,10 +53,8 @@ type Reclaim struct {
 
 	mu sync.Mutex
 	// plans holds the decision for a preemptor while the Evaluator runs it.
+	// The evictions in flight are in the cache, shared by every profile.
 	plans map[types.UID]*plan
-	// evicting says why each victim of a running plan is evicted, for its
-	// Events; entries go when the eviction is done or abandoned.
-	evicting map[types.UID]eviction
 }
 
 // plan is a decision being carried out for one preemptor.
@@ -65,22 +63,6 @@ type plan struct {
 	victims []*v1.Pod
 	mode    policy.Mode
 }
-
-// eviction is why one victim goes.
-type eviction struct {
-	mode      policy.Mode
-	preemptor string // namespace/name
-	queue     string // the preemptor's queue
-	victimQ   string // the victim's queue
-	since     time.Time
-	// done: the Executor made the eviction call; until then the entry is
-	// needed for the victim's Events even if the pod is already gone.
-	done bool
-}
-
-// abandonAfter forgets an eviction the Executor never made (it skips
-// victims that are already terminating) once the pod is gone.
-const abandonAfter = 2 * time.Minute
 
 var (
 	_ fwk.PostFilterPlugin  = &Reclaim{}
@@ -102,18 +84,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	c.EnableEvictions(*a.EnableReclaim, *a.EnablePreemption)
 	registerMetrics()
 	pl := &Reclaim{
-		handle:   h,
-		cache:    c,
-		opts:     policy.Options{Reclaim: *a.EnableReclaim, Preempt: *a.EnablePreemption, MinRuntime: a.minRuntime()},
-		fts:      feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
-		plans:    map[types.UID]*plan{},
-		evicting: map[types.UID]eviction{},
+		handle: h,
+		cache:  c,
+		opts:   policy.Options{Reclaim: *a.EnableReclaim, Preempt: *a.EnablePreemption, MinRuntime: a.minRuntime()},
+		fts:    feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
+		plans:  map[types.UID]*plan{},
 	}
 	pl.executor = preemption.NewExecutor(h, pl.fts)
 	evict := pl.executor.PreemptPod
 	pl.executor.PreemptPod = func(ctx context.Context, c preemption.Candidate, pre preemption.ExecutorPreemptor, victim *v1.Pod, plugin string) (bool, error) {
 		inMemory, err := evict(ctx, c, pre, victim, plugin)
-		pl.evicted(ctx, victim, err)
+		pl.evicted(ctx, pre.UID(), victim, err)
 		return inMemory, err
 	}
 	pl.evaluator = preemption.NewEvaluator(Name, h, pl, pl.executor)
@@ -145,7 +126,7 @@ func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 
 	result, status := pl.evaluator.Preempt(ctx, state, pod, m)
 	if !status.IsSuccess() {
-		pl.abandon(p)
+		pl.abandon(pod, p)
 		attempts.WithLabelValues("filtered").Inc()
 		logger.V(3).Info("Planned victims do not make room", "pod", klog.KObj(pod), "node", p.node, "status", status.Message())
 		return result, fwk.NewStatus(status.Code(), "reclaim: "+status.Message())
@@ -182,7 +163,7 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 			running = append(running, pi.GetPod())
 		}
 	}
-	leaving := pl.leaving(running)
+	leaving := pl.cache.EvictionsInFlight(running)
 	in, ok, why := pl.cache.ReclaimInput(pod, running, func(p *v1.Pod) bool { return leaving[p.UID] })
 	if !ok {
 		return nil, why
@@ -208,47 +189,34 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	if !ok {
 		return nil, why
 	}
-	p := &plan{node: decided.Node, mode: decided.Mode}
-	ids := map[string]*v1.Pod{}
-	for _, r := range running {
-		ids[r.Namespace+"/"+r.Name] = r
-	}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for _, v := range decided.Victims {
-		vp := in.Pods[v]
-		victim := ids[vp.ID]
-		p.victims = append(p.victims, victim)
-		pl.evicting[victim.UID] = eviction{mode: decided.Mode, preemptor: pod.Namespace + "/" + pod.Name,
-			queue: in.Preemptor.Queue, victimQ: vp.Queue, since: in.Options.Now}
+	p, ok := pl.start(pod, in, decided, running)
+	if !ok {
+		return nil, "the chosen victims are being evicted for another pod already"
 	}
 	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
 	return p, ""
 }
 
-// leaving returns the pods of running that earlier plans are evicting, and
-// forgets the evictions whose pods are gone. An eviction counts from the
-// plan until the pod leaves the snapshot, so a second preemptor planning
-// while the first one's evictions are in flight neither picks the same
-// victims nor counts their room twice.
-func (pl *Reclaim) leaving(running []*v1.Pod) map[types.UID]bool {
-	present := make(map[types.UID]bool, len(running))
-	for _, p := range running {
-		present[p.UID] = true
+// start records a decision's evictions in the cache, where every profile
+// sees them from now until the pods leave: a preemptor planning while they
+// are in flight neither picks the same victims nor counts their room twice.
+// It fails when another preemptor claimed one of the victims since in was
+// read.
+func (pl *Reclaim) start(pod *v1.Pod, in policy.Input, decided policy.Plan, running []*v1.Pod) (*plan, bool) {
+	p := &plan{node: decided.Node, mode: decided.Mode}
+	ids := make(map[string]*v1.Pod, len(running))
+	for _, r := range running {
+		ids[r.Namespace+"/"+r.Name] = r
 	}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	out := map[types.UID]bool{}
-	now := time.Now()
-	for uid, e := range pl.evicting {
-		switch {
-		case present[uid]:
-			out[uid] = true
-		case e.done || now.Sub(e.since) > abandonAfter:
-			delete(pl.evicting, uid)
-		}
+	evs := make([]cache.Eviction, 0, len(decided.Victims))
+	for _, v := range decided.Victims {
+		vp := in.Pods[v]
+		victim := ids[vp.ID]
+		p.victims = append(p.victims, victim)
+		evs = append(evs, cache.Eviction{Victim: victim.UID, Preemptor: pod.UID, PreemptorName: pod.Namespace + "/" + pod.Name,
+			Mode: decided.Mode, Queue: in.Preemptor.Queue, VictimQueue: vp.Queue})
 	}
-	return out
+	return p, pl.cache.StartEvictions(evs, in.Options.Now)
 }
 
 // mayPreempt applies DefaultPreemption's own eligibility: preemptionPolicy
@@ -316,38 +284,29 @@ func (pl *Reclaim) pdbs() ([]*policyv1.PodDisruptionBudget, error) {
 	return pl.evaluator.PdbLister.List(labels.Everything())
 }
 
-// abandon forgets the victims of a plan the Evaluator did not carry out.
-func (pl *Reclaim) abandon(p *plan) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for _, v := range p.victims {
-		delete(pl.evicting, v.UID)
+// abandon forgets the victims of pod's plan when the Evaluator did not
+// carry it out.
+func (pl *Reclaim) abandon(pod *v1.Pod, p *plan) {
+	uids := make([]types.UID, len(p.victims))
+	for i, v := range p.victims {
+		uids[i] = v.UID
 	}
+	pl.cache.AbandonEvictions(pod.UID, uids)
 }
 
-// evicted records the outcome of one eviction: metrics and the Events that
-// name the preemptor's queue, on the victim and on its PodGroup.
-func (pl *Reclaim) evicted(ctx context.Context, victim *v1.Pod, err error) {
-	// A successful eviction stays recorded until the pod leaves the
-	// snapshot (see leaving); a failed one is forgotten now.
-	pl.mu.Lock()
-	e, ok := pl.evicting[victim.UID]
-	switch {
-	case ok && err != nil:
-		delete(pl.evicting, victim.UID)
-	case ok:
-		e.done = true
-		pl.evicting[victim.UID] = e
-	}
-	pl.mu.Unlock()
+// evicted records the outcome of one eviction for preemptor: metrics and
+// the Events that name the preemptor's queue, on the victim and on its
+// PodGroup.
+func (pl *Reclaim) evicted(ctx context.Context, preemptor types.UID, victim *v1.Pod, err error) {
+	e, ok := pl.cache.FinishEviction(preemptor, victim.UID, err)
 	if !ok || err != nil {
 		return
 	}
-	evictions.WithLabelValues(e.mode.String(), e.victimQ).Inc()
-	reason, msg := ReasonPreempted, fmt.Sprintf("Preempted by %s, a higher-priority group of queue %q", e.preemptor, e.queue)
-	if e.mode == policy.Reclaim {
+	evictions.WithLabelValues(e.Mode.String(), e.VictimQueue).Inc()
+	reason, msg := ReasonPreempted, fmt.Sprintf("Preempted by %s, a higher-priority group of queue %q", e.PreemptorName, e.Queue)
+	if e.Mode == policy.Reclaim {
 		reason = ReasonReclaimed
-		msg = fmt.Sprintf("Reclaimed for %s of queue %q: queue %q holds more than its deserved share", e.preemptor, e.queue, e.victimQ)
+		msg = fmt.Sprintf("Reclaimed for %s of queue %q: queue %q holds more than its deserved share", e.PreemptorName, e.Queue, e.VictimQueue)
 	}
 	rec := pl.handle.EventRecorder().WithLogger(klog.FromContext(ctx))
 	rec.Eventf(victim, nil, v1.EventTypeWarning, reason, "Evicting", "%s", msg)

@@ -1,0 +1,168 @@
+package cache
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/reclaim"
+)
+
+// Eviction is one victim of a reclaim or preemption plan and why it goes:
+// what the victim's Events and the eviction metrics say.
+type Eviction struct {
+	Victim types.UID
+	// Preemptor is the pod the plan makes room for; PreemptorName is its
+	// namespace/name, for messages.
+	Preemptor     types.UID
+	PreemptorName string
+	Mode          reclaim.Mode
+	// Queue is the preemptor's queue, VictimQueue the victim's.
+	Queue, VictimQueue string
+}
+
+// abandonAfter bounds how long the book keeps an eviction whose pod left
+// before the Executor reported the call: it skips victims that are already
+// terminating, and such an entry would otherwise wait for a report that
+// never comes.
+const abandonAfter = 2 * time.Minute
+
+// evictionBook holds the evictions in flight for every profile of the
+// scheduler. It lives in the shared cache, not in a plugin instance: one
+// profile's preemptor must see the victims another profile's plan is
+// evicting, or it picks them again or counts their room twice.
+type evictionBook struct {
+	entries map[types.UID]*evictionEntry
+	// orphans are entries whose pod left before the Executor reported the
+	// eviction, oldest first; they are forgotten abandonAfter later.
+	orphans []orphan
+}
+
+type evictionEntry struct {
+	Eviction
+	// done: the Executor made the eviction call; from then on the entry
+	// only waits for the pod to leave.
+	done bool
+	// gone: the pod left before that; the entry is kept for the victim's
+	// Events until the Executor reports.
+	gone bool
+}
+
+type orphan struct {
+	at    time.Time
+	entry *evictionEntry
+}
+
+// StartEvictions records the evictions of one plan, all or none: when
+// another preemptor's eviction of one of the victims is still in flight,
+// nothing is recorded and it returns false, so two plans never evict the
+// same pod. A victim the cache no longer accounts has left already and is
+// recorded as gone. O(victims) plus the orphans it forgets.
+func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := &c.evictions
+	b.sweepLocked(now)
+	for _, e := range evs {
+		if old := b.entries[e.Victim]; old != nil && old.Preemptor != e.Preemptor {
+			return false
+		}
+	}
+	if b.entries == nil {
+		b.entries = map[types.UID]*evictionEntry{}
+	}
+	for _, e := range evs {
+		entry := &evictionEntry{Eviction: e}
+		b.entries[e.Victim] = entry
+		if c.adm == nil || c.adm.pods[e.Victim] == nil {
+			b.leftLocked(e.Victim, now)
+		}
+	}
+	return true
+}
+
+// EvictionsInFlight returns which of pods some plan, of any profile, is
+// evicting. O(pods).
+func (c *Cache) EvictionsInFlight(pods []*v1.Pod) map[types.UID]bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[types.UID]bool{}
+	if len(c.evictions.entries) == 0 {
+		return out
+	}
+	for _, p := range pods {
+		if c.evictions.entries[p.UID] != nil {
+			out[p.UID] = true
+		}
+	}
+	return out
+}
+
+// AbandonEvictions forgets preemptor's evictions of victims when its plan
+// is not carried out; another preemptor's entries stay. O(victims).
+func (c *Cache) AbandonEvictions(preemptor types.UID, victims []types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, uid := range victims {
+		if e := c.evictions.entries[uid]; e != nil && e.Preemptor == preemptor {
+			delete(c.evictions.entries, uid)
+		}
+	}
+}
+
+// FinishEviction records the outcome of preemptor's eviction call for
+// victim and returns the eviction, for its Events; ok is false when the
+// book holds no such eviction. A failed eviction is forgotten at once, so
+// the pod may be chosen again; a made one stays until the pod leaves. O(1).
+func (c *Cache) FinishEviction(preemptor, victim types.UID, err error) (Eviction, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.evictions.entries[victim]
+	if e == nil || e.Preemptor != preemptor {
+		return Eviction{}, false
+	}
+	if err != nil || e.gone {
+		delete(c.evictions.entries, victim)
+	} else {
+		e.done = true
+	}
+	return e.Eviction, true
+}
+
+// evictionLeftLocked is called when a pod leaves (deleted, or finished):
+// its eviction, if any, is over. O(1) plus the orphans it forgets.
+func (c *Cache) evictionLeftLocked(uid types.UID, now time.Time) {
+	b := &c.evictions
+	if len(b.entries) == 0 {
+		return
+	}
+	b.sweepLocked(now)
+	b.leftLocked(uid, now)
+}
+
+func (b *evictionBook) leftLocked(uid types.UID, now time.Time) {
+	e := b.entries[uid]
+	switch {
+	case e == nil || e.gone:
+	case e.done:
+		delete(b.entries, uid)
+	default:
+		e.gone = true
+		b.orphans = append(b.orphans, orphan{at: now, entry: e})
+	}
+}
+
+// sweepLocked forgets the orphans older than abandonAfter. Orphans are
+// appended in time order, so it stops at the first young one.
+func (b *evictionBook) sweepLocked(now time.Time) {
+	for len(b.orphans) > 0 && now.Sub(b.orphans[0].at) > abandonAfter {
+		o := b.orphans[0]
+		b.orphans[0] = orphan{}
+		b.orphans = b.orphans[1:]
+		// The entry may have been finished, abandoned or replaced since.
+		if b.entries[o.entry.Victim] == o.entry {
+			delete(b.entries, o.entry.Victim)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package cache
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/reclaim"
+)
+
+// evictionsOf is what a preemptor's plan records for victims.
+func evictionsOf(preemptor types.UID, victims ...*v1.Pod) []Eviction {
+	out := make([]Eviction, len(victims))
+	for i, v := range victims {
+		out[i] = Eviction{Victim: v.UID, Preemptor: preemptor, PreemptorName: "ns/" + string(preemptor), Mode: reclaim.Reclaim, Queue: "b", VictimQueue: "a"}
+	}
+	return out
+}
+
+func wantInFlight(t *testing.T, c *Cache, pods []*v1.Pod, want ...*v1.Pod) {
+	t.Helper()
+	got := c.EvictionsInFlight(pods)
+	if len(got) != len(want) {
+		t.Errorf("in flight: %v, want %d pods", got, len(want))
+	}
+	for _, p := range want {
+		if !got[p.UID] {
+			t.Errorf("%s is not in flight; in flight: %v", p.Name, got)
+		}
+	}
+}
+
+func TestEvictionBookLifecycle(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
+	all := []*v1.Pod{v1_, v2, v3}
+	for _, p := range all {
+		podEvent(c, p)
+	}
+	now := time.Now()
+
+	if !c.StartEvictions(evictionsOf("pre-a", v1_, v2), now) {
+		t.Fatal("StartEvictions for pre-a refused on an empty book")
+	}
+	wantInFlight(t, c, all, v1_, v2)
+
+	// Another preemptor may not take v2 while pre-a evicts it, and gets
+	// none of its other victims either.
+	if c.StartEvictions(evictionsOf("pre-b", v3, v2), now) {
+		t.Error("StartEvictions for pre-b took v2, which pre-a is evicting")
+	}
+	wantInFlight(t, c, all, v1_, v2)
+	// Nor may it finish or abandon pre-a's evictions.
+	if _, ok := c.FinishEviction("pre-b", v1_.UID, nil); ok {
+		t.Error("FinishEviction by pre-b reported pre-a's eviction of v1")
+	}
+	c.AbandonEvictions("pre-b", []types.UID{v1_.UID, v2.UID})
+	wantInFlight(t, c, all, v1_, v2)
+
+	// A made eviction stays in flight until the pod leaves; a failed one
+	// is forgotten, so the pod may be chosen again.
+	e, ok := c.FinishEviction("pre-a", v1_.UID, nil)
+	if !ok || e.PreemptorName != "ns/pre-a" || e.Mode != reclaim.Reclaim || e.Queue != "b" || e.VictimQueue != "a" {
+		t.Errorf("FinishEviction(pre-a, v1) = %+v, %v", e, ok)
+	}
+	if _, ok := c.FinishEviction("pre-a", v2.UID, errors.New("conflict")); !ok {
+		t.Error("FinishEviction(pre-a, v2) with an error found no eviction")
+	}
+	wantInFlight(t, c, all, v1_)
+	podEvent(c, next(v1_, phase(v1.PodRunning)))
+	wantInFlight(t, c, all, v1_)
+	podDelete(c, v1_)
+	wantInFlight(t, c, all)
+	if len(c.evictions.entries) != 0 || len(c.evictions.orphans) != 0 {
+		t.Errorf("book holds %d entries and %d orphans after every pod left or failed", len(c.evictions.entries), len(c.evictions.orphans))
+	}
+
+	// Abandoning a plan frees its victims for the next one.
+	if !c.StartEvictions(evictionsOf("pre-b", v2, v3), now) {
+		t.Fatal("StartEvictions for pre-b refused with v2 and v3 free")
+	}
+	c.AbandonEvictions("pre-b", []types.UID{v2.UID, v3.UID})
+	wantInFlight(t, c, all)
+}
+
+// A victim that leaves before the Executor reports its eviction keeps its
+// entry for the report (the victim's Events need it), and is forgotten
+// after abandonAfter when no report comes.
+func TestEvictionBookVictimLeavesFirst(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
+	for _, p := range []*v1.Pod{v1_, v2, v3} {
+		podEvent(c, p)
+	}
+	now := time.Now()
+	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	podDelete(c, v1_)
+	podEvent(c, next(v2, phase(v1.PodSucceeded)))
+	if e, ok := c.FinishEviction("pre", v1_.UID, nil); !ok || e.Victim != v1_.UID {
+		t.Errorf("FinishEviction(v1) after v1 left = %+v, %v; want its eviction", e, ok)
+	}
+	if _, ok := c.FinishEviction("pre", v1_.UID, nil); ok {
+		t.Error("v1's eviction is still recorded after it was reported and the pod left")
+	}
+	// v2 is never reported; v3's plan, well after, forgets it.
+	if !c.StartEvictions(evictionsOf("pre-2", v3), now.Add(abandonAfter+time.Minute)) {
+		t.Fatal("StartEvictions for v3 refused")
+	}
+	if _, ok := c.FinishEviction("pre", v2.UID, nil); ok {
+		t.Error("v2's eviction outlived abandonAfter after the pod left")
+	}
+	if len(c.evictions.orphans) != 0 {
+		t.Errorf("%d orphans left after the sweep", len(c.evictions.orphans))
+	}
+}
