@@ -1,0 +1,219 @@
+package faults_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const (
+	// failoverLease is the leader-election Lease of the two replicas.
+	failoverLease = "caldera-failover"
+	// takeoverTarget is issue 7's bound from the leader's death to the
+	// standby binding again, with the shipped leader-election timing.
+	takeoverTarget = 15 * time.Second
+)
+
+// replica is one scheduler process and the user it authenticates as.
+type replica struct{ user, token string }
+
+var replicas = []replica{{"caldera-a", "token-a"}, {"caldera-b", "token-b"}}
+
+// auditPolicy records the metadata of every write by the two replicas.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    users: ["caldera-a", "caldera-b"]
+    verbs: ["create", "update", "patch", "delete"]
+  - level: None
+`
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+}
+
+func (e auditEvent) String() string {
+	r := e.ObjectRef
+	return fmt.Sprintf("%s %s %s/%s %s/%s by %s at %s (%d)", e.Verb, r.APIGroup, r.Resource, r.Subresource,
+		r.Namespace, r.Name, e.User.Username, e.Received.Format("15:04:05.000"), e.ResponseStatus.Code)
+}
+
+// kind names what a replica's write is, for the leader check: "" when it
+// is none of the writes only the leader may make.
+func (e auditEvent) kind() string {
+	r := e.ObjectRef
+	switch {
+	case r.Resource == "leases" && r.Name == failoverLease:
+		return "lease"
+	case r.Resource == "podgroups" && r.Subresource == "status",
+		r.Resource == "queues" && r.Subresource == "status":
+		return "status"
+	case r.Resource == "podgroups" && e.Verb == "patch":
+		return "status" // the admitted-at annotation
+	case r.Resource == "events":
+		return "event"
+	case r.Resource == "pods" && r.Subresource == "binding":
+		return "binding"
+	case r.Resource == "pods" && r.Subresource == "status":
+		return "pod status" // nominations, conditions
+	}
+	return ""
+}
+
+// TestLeaderKilledStandbyTakesOver runs two caldera-scheduler processes with
+// leader election, each authenticating as a user of its own, SIGKILLs the
+// leader (it cannot release its Lease) and checks that the standby binds a
+// new gang within 15 s, and, from the API server's audit log, that no status
+// write, Event, binding or pod status write ever came from a replica that was
+// not the leader at that moment: replica A writes only after acquiring the
+// Lease, replica B only after acquiring it, which is after A died.
+func TestLeaderKilledStandbyTakesOver(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	var csv strings.Builder
+	for i, r := range replicas {
+		fmt.Fprintf(&csv, "%s,%s,uid-%d,\"system:masters\"\n", r.token, r.user, i)
+	}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	auditLog := filepath.Join(dir, "audit.log")
+	for path, data := range map[string]string{tokens: csv.String(), policy: auditPolicy} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := harness.StartWith(t, harness.WithAPIServerFlags(
+		"--token-auth-file="+tokens,
+		"--audit-policy-file="+policy,
+		"--audit-log-path="+auditLog,
+		"--audit-log-mode=blocking",
+	))
+	ns := env.Namespace(t)
+	env.AddNodes(t, 4, "4", "16Gi")
+
+	start := func(r replica) *harness.SchedulerProcess {
+		return env.StartSchedulerProcess(t,
+			harness.WithLeaderElection(failoverLease),
+			harness.WithKubeconfig(env.TokenKubeconfig(t, r.token)))
+	}
+	// A first, alone, so that it leads; then B as its standby.
+	leader := start(replicas[0])
+	env.CreatePodGroup(t, harness.PodGroup(ns, "before", 3))
+	env.CreatePods(t, harness.Members(ns, "before", 3, "1")...)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=before", 3, timeout)
+	env.WaitPodGroupPhase(t, ns, "before", v1alpha1.PodGroupScheduling, timeout)
+	start(replicas[1])
+	// A gang the leader schedules while the standby runs: the standby's
+	// cache sees it too, and must not write its status.
+	env.CreatePodGroup(t, harness.PodGroup(ns, "beside", 3))
+	env.CreatePods(t, harness.Members(ns, "beside", 3, "1")...)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=beside", 3, timeout)
+	env.WaitPodGroupPhase(t, ns, "beside", v1alpha1.PodGroupScheduling, timeout)
+
+	leader.Kill(t)
+	killed := time.Now()
+	env.CreatePodGroup(t, harness.PodGroup(ns, "after", 3))
+	env.CreatePods(t, harness.Members(ns, "after", 3, "1")...)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=after", 3, 2*takeoverTarget)
+	took := time.Since(killed)
+	t.Logf("the standby bound a new gang %v after the leader was killed", took.Round(time.Millisecond))
+	if took > takeoverTarget {
+		t.Errorf("the standby bound the new gang %v after the leader died, want within %v", took.Round(time.Millisecond), takeoverTarget)
+	}
+	env.WaitPodGroupPhase(t, ns, "after", v1alpha1.PodGroupScheduling, timeout)
+
+	events := readAudit(t, auditLog)
+	acquired := map[string]time.Time{}
+	for _, e := range events {
+		if e.kind() == "lease" && e.ResponseStatus.Code < 300 {
+			if _, ok := acquired[e.User.Username]; !ok {
+				acquired[e.User.Username] = e.Received.Time
+			}
+		}
+	}
+	a, b := replicas[0].user, replicas[1].user
+	if acquired[a].IsZero() || acquired[b].IsZero() {
+		t.Fatalf("Lease writes: %v; want both replicas to have written the Lease (A leading, then B)", acquired)
+	}
+	// A standby never writes the Lease while it is held: B's first write is
+	// its acquisition, after A's death.
+	if acquired[b].Before(killed) {
+		t.Errorf("%s wrote the Lease at %v, before the leader was killed at %v", b, acquired[b], killed)
+	}
+	writes := map[string]map[string]int{a: {}, b: {}}
+	for _, e := range events {
+		kind := e.kind()
+		user := e.User.Username
+		if kind == "" || kind == "lease" || writes[user] == nil {
+			continue
+		}
+		writes[user][kind]++
+		if e.Received.Time.Before(acquired[user]) {
+			t.Errorf("a write by a replica that was not the leader: %v (it acquired the Lease at %s)", e, acquired[user].Format("15:04:05.000"))
+		}
+		if user == a && e.Received.Time.After(killed) {
+			t.Errorf("a write by the killed replica: %v", e)
+		}
+	}
+	t.Logf("leader-only writes by replica: %v; Lease acquired: A %s, B %s (killed A at %s)", writes,
+		acquired[a].Format("15:04:05.000"), acquired[b].Format("15:04:05.000"), killed.Format("15:04:05.000"))
+	// Both replicas wrote status, so the check above had something to check.
+	for _, user := range []string{a, b} {
+		if writes[user]["status"] == 0 || writes[user]["binding"] == 0 {
+			t.Errorf("%s made %d status writes and %d bindings, want some of each", user, writes[user]["status"], writes[user]["binding"])
+		}
+	}
+}
+
+// readAudit returns the completed requests of the audit log.
+func readAudit(t *testing.T, path string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("opening the audit log: %v", err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit log line %q: %v", sc.Text(), err)
+		}
+		if e.Stage == "ResponseComplete" {
+			out = append(out, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
