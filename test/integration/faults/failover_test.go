@@ -137,11 +137,16 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=beside", 3, timeout)
 	env.WaitPodGroupPhase(t, ns, "beside", v1alpha1.PodGroupScheduling, timeout)
 
+	// Mid-run: a gang is submitted and the leader dies while it may be in
+	// any stage (admission, cycles, Permit, binding); another comes after.
+	env.CreatePodGroup(t, harness.PodGroup(ns, "during", 3))
+	env.CreatePods(t, harness.Members(ns, "during", 3, "1")...)
 	leader.Kill(t)
 	killed := time.Now()
 	env.CreatePodGroup(t, harness.PodGroup(ns, "after", 3))
 	env.CreatePods(t, harness.Members(ns, "after", 3, "1")...)
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=after", 3, 2*takeoverTarget)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=during", 3, timeout)
 	took := time.Since(killed)
 	t.Logf("the standby bound a new gang %v after the leader was killed", took.Round(time.Millisecond))
 	if took > takeoverTarget {
