@@ -22,10 +22,11 @@ type Eviction struct {
 	Queue, VictimQueue string
 }
 
-// abandonAfter bounds how long the book keeps an eviction whose pod left
-// before the Executor reported the call: it skips victims that are already
-// terminating, and such an entry would otherwise wait for a report that
-// never comes.
+// abandonAfter bounds how long the book keeps an eviction the Executor never
+// reported. It skips victims that are already terminating, and when one
+// eviction of a plan fails it drops the plan's last victim unreported; such
+// an entry would otherwise wait for a report that never comes and, while its
+// pod stays, mark the pod as leaving for every later plan.
 const abandonAfter = 2 * time.Minute
 
 // evictionBook holds the evictions in flight for every profile of the
@@ -34,9 +35,9 @@ const abandonAfter = 2 * time.Minute
 // evicting, or it picks them again or counts their room twice.
 type evictionBook struct {
 	entries map[types.UID]*evictionEntry
-	// orphans are entries whose pod left before the Executor reported the
-	// eviction, oldest first; they are forgotten abandonAfter later.
-	orphans []orphan
+	// started holds every entry in the order it was recorded; an entry
+	// still unreported abandonAfter later is forgotten.
+	started []startedEntry
 }
 
 type evictionEntry struct {
@@ -49,7 +50,7 @@ type evictionEntry struct {
 	gone bool
 }
 
-type orphan struct {
+type startedEntry struct {
 	at    time.Time
 	entry *evictionEntry
 }
@@ -58,7 +59,7 @@ type orphan struct {
 // another preemptor's eviction of one of the victims is still in flight,
 // nothing is recorded and it returns false, so two plans never evict the
 // same pod. A victim the cache no longer accounts has left already and is
-// recorded as gone. O(victims) plus the orphans it forgets.
+// recorded as gone. O(victims) plus the stale entries it forgets.
 func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -75,6 +76,7 @@ func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
 	for _, e := range evs {
 		entry := &evictionEntry{Eviction: e}
 		b.entries[e.Victim] = entry
+		b.started = append(b.started, startedEntry{at: now, entry: entry})
 		if c.adm == nil || c.adm.pods[e.Victim] == nil {
 			b.leftLocked(e.Victim, now)
 		}
@@ -131,7 +133,7 @@ func (c *Cache) FinishEviction(preemptor, victim types.UID, err error) (Eviction
 }
 
 // evictionLeftLocked is called when a pod leaves (deleted, or finished):
-// its eviction, if any, is over. O(1) plus the orphans it forgets.
+// its eviction, if any, is over. O(1) plus the stale entries it forgets.
 func (c *Cache) evictionLeftLocked(uid types.UID, now time.Time) {
 	b := &c.evictions
 	if len(b.entries) == 0 {
@@ -149,20 +151,23 @@ func (b *evictionBook) leftLocked(uid types.UID, now time.Time) {
 		delete(b.entries, uid)
 	default:
 		e.gone = true
-		b.orphans = append(b.orphans, orphan{at: now, entry: e})
 	}
 }
 
-// sweepLocked forgets the orphans older than abandonAfter. Orphans are
-// appended in time order, so it stops at the first young one.
+// sweepLocked forgets the entries recorded more than abandonAfter ago that
+// were never reported. Entries are appended in time order, so it stops at
+// the first young one; reported ones only leave the queue.
 func (b *evictionBook) sweepLocked(now time.Time) {
-	for len(b.orphans) > 0 && now.Sub(b.orphans[0].at) > abandonAfter {
-		o := b.orphans[0]
-		b.orphans[0] = orphan{}
-		b.orphans = b.orphans[1:]
-		// The entry may have been finished, abandoned or replaced since.
-		if b.entries[o.entry.Victim] == o.entry {
-			delete(b.entries, o.entry.Victim)
+	for len(b.started) > 0 && now.Sub(b.started[0].at) > abandonAfter {
+		s := b.started[0]
+		b.started[0] = startedEntry{}
+		b.started = b.started[1:]
+		// The entry may have been reported, abandoned or replaced since.
+		if !s.entry.done && b.entries[s.entry.Victim] == s.entry {
+			delete(b.entries, s.entry.Victim)
 		}
+	}
+	if len(b.started) == 0 {
+		b.started = nil // let the backing array go
 	}
 }

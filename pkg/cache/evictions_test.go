@@ -74,8 +74,8 @@ func TestEvictionBookLifecycle(t *testing.T) {
 	wantInFlight(t, c, all, v1_)
 	podDelete(c, v1_)
 	wantInFlight(t, c, all)
-	if len(c.evictions.entries) != 0 || len(c.evictions.orphans) != 0 {
-		t.Errorf("book holds %d entries and %d orphans after every pod left or failed", len(c.evictions.entries), len(c.evictions.orphans))
+	if len(c.evictions.entries) != 0 {
+		t.Errorf("book holds %d entries after every pod left or failed", len(c.evictions.entries))
 	}
 
 	// Abandoning a plan frees its victims for the next one.
@@ -114,7 +114,42 @@ func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 	if _, ok := c.FinishEviction("pre", v2.UID, nil); ok {
 		t.Error("v2's eviction outlived abandonAfter after the pod left")
 	}
-	if len(c.evictions.orphans) != 0 {
-		t.Errorf("%d orphans left after the sweep", len(c.evictions.orphans))
+	if len(c.evictions.started) != 1 {
+		t.Errorf("%d entries queued after the sweep, want v3's only", len(c.evictions.started))
+	}
+}
+
+// An eviction the Executor never reports while its pod stays (upstream drops
+// a plan's last victim unreported when an earlier eviction fails) marks the
+// pod as leaving only until abandonAfter; a reported one stays until the pod
+// leaves, however long its termination takes.
+func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
+	all := []*v1.Pod{v1_, v2, v3}
+	for _, p := range all {
+		podEvent(c, p)
+	}
+	now := time.Now()
+	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	if _, ok := c.FinishEviction("pre", v1_.UID, nil); !ok {
+		t.Fatal("FinishEviction(v1) found no eviction")
+	}
+	// Just before the bound both are still in flight.
+	if !c.StartEvictions(evictionsOf("pre-2", v3), now.Add(abandonAfter)) {
+		t.Fatal("StartEvictions for v3 refused")
+	}
+	wantInFlight(t, c, all, v1_, v2, v3)
+	// After it, v2 (never reported) is free again; v1 (reported, still
+	// terminating) and v3 (recent) stay.
+	c.AbandonEvictions("pre-2", []types.UID{v3.UID})
+	if !c.StartEvictions(evictionsOf("pre-3", v3), now.Add(abandonAfter+time.Second)) {
+		t.Fatal("StartEvictions for v3 refused after pre-2 abandoned it")
+	}
+	wantInFlight(t, c, all, v1_, v3)
+	if !c.StartEvictions(evictionsOf("pre-4", v2), now.Add(abandonAfter+time.Second)) {
+		t.Error("v2, never reported, is still claimed after abandonAfter")
 	}
 }
