@@ -18,6 +18,11 @@
 // Nodes are cluster-scoped and every scenario shares the same scheduler, so
 // scenarios must not run in parallel (do not call t.Parallel in them).
 //
+// StartScheduler runs the scheduler in the test process (app.Setup and
+// app.Run, wired as caldera-scheduler's command wires them);
+// StartSchedulerProcess runs caldera-scheduler's command itself as a child
+// process, for tests that kill it (see RunSchedulerProcess).
+//
 // There is no kubelet, no controller-manager and no namespace controller:
 // pods never leave Pending unless a test sets their phase (SetPodPhase), and
 // the harness deletes pods with a zero grace period.
