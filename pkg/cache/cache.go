@@ -63,9 +63,10 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 // the command creates one Provider and closes every factory over it: no global
 // state, and a test that builds two schedulers gets two caches.
 type Provider struct {
-	once  sync.Once
-	cache *Cache
-	err   error
+	once    sync.Once
+	cache   *Cache
+	err     error
+	created atomic.Pointer[Cache]
 }
 
 // NewProvider returns a Provider whose cache is created on first use.
@@ -76,9 +77,18 @@ func NewProvider() *Provider { return &Provider{} }
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.once.Do(func() {
 		p.cache, p.err = newCache(ctx, h)
+		if p.err == nil {
+			p.created.Store(p.cache)
+		}
 	})
 	return p.cache, p.err
 }
+
+// Cache returns the cache that Get created, or nil when Get has not created
+// one (yet, or because no Caldera plugin is configured). It never creates one:
+// it is how the process that built a scheduler reaches that scheduler's cache,
+// e.g. to dump it.
+func (p *Provider) Cache() *Cache { return p.created.Load() }
 
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {

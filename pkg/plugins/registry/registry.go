@@ -20,7 +20,13 @@ import (
 // creates a fresh shared cache, so a process (or a test) that builds several
 // schedulers gives each its own cache while all profiles of one scheduler share one.
 func Options() []app.Option {
-	p := cache.NewProvider()
+	return OptionsWith(cache.NewProvider())
+}
+
+// OptionsWith is Options with the plugins sharing the cache of p, so that the
+// caller can reach the scheduler's cache (p.Cache()) once the scheduler is built.
+// Give each scheduler its own Provider.
+func OptionsWith(p *cache.Provider) []app.Option {
 	with := func(newFn func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			return newFn(ctx, obj, h, p)

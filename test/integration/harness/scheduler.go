@@ -25,6 +25,7 @@ import (
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/localscheduler"
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
@@ -157,6 +158,7 @@ type Scheduler struct {
 	cancelled bool  // set before done is closed: Run returned after cancel
 	endpoints kubernetes.Interface
 	stopOnce  sync.Once
+	provider  *cache.Provider // nil when WithRegistry replaced Caldera's plugins
 }
 
 // StartScheduler starts the real kube-scheduler in-process and waits until it
@@ -199,8 +201,10 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		}
 	}
 	registryOptions := settings.registry
+	var provider *cache.Provider
 	if !settings.registrySet {
-		registryOptions = registry.Options()
+		provider = cache.NewProvider()
+		registryOptions = registry.OptionsWith(provider)
 	}
 
 	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
@@ -220,6 +224,7 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		t:          t,
 		cancel:     cancel,
 		done:       make(chan struct{}),
+		provider:   provider,
 	}
 
 	began := time.Now()
@@ -355,6 +360,16 @@ func (s *Scheduler) Stop() {
 
 // Done is closed when app.Run has returned.
 func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
+// CalderaCache returns the scheduler's shared Caldera cache (pkg/cache), the
+// one its SIGUSR1 dump would show, or nil when it has none: no Caldera plugin
+// in its configuration, or WithRegistry replaced Caldera's plugins.
+func (s *Scheduler) CalderaCache() *cache.Cache {
+	if s.provider == nil {
+		return nil
+	}
+	return s.provider.Cache()
+}
 
 // Identity is the scheduler's leader-election identity, or "" when leader
 // election is off.
