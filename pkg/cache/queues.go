@@ -80,6 +80,10 @@ type podAcct struct {
 	queue string
 	req   resources.List
 	bound bool
+	// followsNS: the queue was resolved without a unit for a pod with no
+	// queue label of its own, so it is the namespace's (or the default);
+	// such accounts are indexed in nsPods and move when the label does.
+	followsNS bool
 	// prio is the pod's priority, for the per-priority allocated amounts.
 	prio int32
 }
@@ -112,7 +116,12 @@ type admissionState struct {
 	// a relabelled pod independently, so a gang's members and the pods
 	// accounted to its unit can differ for a while.
 	unitPods map[string]map[types.UID]*podAcct
-	usage    map[string]*queueUsage
+	// nsPods indexes, per namespace, the accounts whose queue follows the
+	// namespace's label (podAcct.followsNS): pods accounted without a unit,
+	// e.g. the members of a PodGroup that does not exist. onNamespace moves
+	// them; their units move the others.
+	nsPods map[string]map[types.UID]*podAcct
+	usage  map[string]*queueUsage
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
 	byPrio  map[string]map[int32]resources.List
@@ -235,6 +244,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		units:    map[string]*unit{},
 		pods:     map[types.UID]*podAcct{},
 		unitPods: map[string]map[types.UID]*podAcct{},
+		nsPods:   map[string]map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
 		byPrio:   map[string]map[int32]resources.List{},
 		used:     resources.List{},
@@ -715,6 +725,42 @@ func (a *admissionState) unindexPodLocked(uid types.UID, unit string) {
 	}
 }
 
+// indexNSLocked records that pod uid's account follows namespace ns.
+func (a *admissionState) indexNSLocked(ns string, uid types.UID, p *podAcct) {
+	m := a.nsPods[ns]
+	if m == nil {
+		m = map[types.UID]*podAcct{}
+		a.nsPods[ns] = m
+	}
+	m[uid] = p
+}
+
+// unindexNSLocked forgets that pod uid's account follows namespace ns.
+func (a *admissionState) unindexNSLocked(ns string, uid types.UID) {
+	m := a.nsPods[ns]
+	delete(m, uid)
+	if len(m) == 0 {
+		delete(a.nsPods, ns)
+	}
+}
+
+// moveAcctLocked moves one pod's account, with what it holds, to queue q.
+// Accounts of a unit move with it (moveUnitLocked); this is for the others.
+func (a *admissionState) moveAcctLocked(p *podAcct, q string) {
+	if p.queue == q {
+		return
+	}
+	if p.bound {
+		if old := a.usage[p.queue]; old != nil && p.queue != "" {
+			old.allocated.Sub(p.req)
+		}
+		if q != "" {
+			a.usageLocked(q).allocated.Add(p.req)
+		}
+	}
+	a.retagLocked(p, q)
+}
+
 // retagLocked moves one pod's accounting to queue q.
 func (a *admissionState) retagLocked(p *podAcct, q string) {
 	if p.bound {
@@ -822,6 +868,9 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			a.kickLocked() // room was freed
 		}
 		a.unindexPodLocked(pod.UID, old.unit)
+		if old.followsNS {
+			a.unindexNSLocked(pod.Namespace, pod.UID)
+		}
 		delete(a.pods, pod.UID)
 	}
 	gk, labelled := GroupKeyOf(pod)
@@ -893,9 +942,13 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		acct.queue = u.queue
 	} else if acct.unit != "" || a.ours(pod) {
 		acct.queue = c.resolveQueueLocked(nil, pod, pod.Namespace)
+		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.pods[pod.UID] = acct
 	a.indexPodLocked(pod.UID, acct)
+	if acct.followsNS {
+		a.indexNSLocked(pod.Namespace, pod.UID, acct)
+	}
 	if acct.bound {
 		a.used.Add(acct.req)
 		if acct.queue != "" {
@@ -1037,7 +1090,15 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	} else {
 		a.nsQueue[ns.Name] = q
 	}
-	// Rare: re-resolve the namespace's units.
+	// Rare: re-resolve the namespace's units, and the accounts without one
+	// (their pods have no queue label, or they would not follow it).
+	nsQ := c.resolveQueueLocked(nil, nil, ns.Name)
+	for _, p := range a.nsPods[ns.Name] {
+		if p.unit != "" && a.units[p.unit] != nil {
+			continue // created since: the unit decides, and moves it below
+		}
+		a.moveAcctLocked(p, nsQ)
+	}
 	for _, u := range a.units {
 		switch {
 		case u.gang != nil && u.gang.key.Namespace == ns.Name:

@@ -1312,3 +1312,56 @@ func TestAdmissionConcurrent(t *testing.T) {
 	}
 	t.Logf("%d units (%d admitted), %d pods accounted", nUnits, admittedUnits, nPods)
 }
+
+// Pods accounted without a unit take their queue from their namespace's label
+// too: the members of a PodGroup that no longer exists (deleted before this
+// scheduler started), and plain pods when singletons bypass admission. Their
+// accounts must follow the label when it arrives or changes. The pod and the
+// namespace informers deliver in any order, so a scheduler that starts (or
+// relists) and sees the pods first would otherwise charge them to the default
+// queue for good, and the labelled queue could admit past its capability.
+func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts AdmissionOptions
+		pods func() []*v1.Pod
+	}{
+		{"members of a missing PodGroup", singletons, func() []*v1.Pod {
+			return []*v1.Pod{memberOf("ns", "m0", "gone"), memberOf("ns", "m1", "gone")}
+		}},
+		{"plain pods without singleton admission", AdmissionOptions{StarvationThreshold: -1}, func() []*v1.Pod {
+			return []*v1.Pod{single("ns", "p0"), single("ns", "p1")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := newAdmissionCache(t, tc.opts, mkQueue("default"), mkQueue("team"), mkQueue("other"))
+			c.onNode(logger, mkNode("n1", "16"))
+			pods := tc.pods()
+			// A pod with a queue label of its own is not the namespace's.
+			pinned := memberOf("ns", "pinned", "gone", inQueue("other"))
+			for _, p := range append(pods, pinned) {
+				podEvent(c, next(p, boundTo("n1")))
+			}
+			wantUsage(t, c, "default", 2, 0)
+			wantUsage(t, c, "other", 1, 0)
+
+			// The namespace's label arrives after its pods.
+			c.onNamespace(mkNamespace("ns", "team"), false)
+			wantUsage(t, c, "team", 2, 0)
+			wantUsage(t, c, "default", 0, 0)
+			wantUsage(t, c, "other", 1, 0)
+			wantConsistent(t, c, "after the namespace was labelled")
+
+			// Later events subtract from the queue the pods moved to.
+			podDelete(c, next(pods[0], boundTo("n1")))
+			wantUsage(t, c, "team", 1, 0)
+			c.onNamespace(mkNamespace("ns", "other"), false)
+			wantUsage(t, c, "other", 2, 0)
+			wantUsage(t, c, "team", 0, 0)
+			c.onNamespace(mkNamespace("ns", ""), true)
+			wantUsage(t, c, "default", 1, 0)
+			wantUsage(t, c, "other", 1, 0)
+			wantConsistent(t, c, "after the namespace was deleted")
+		})
+	}
+}

@@ -52,12 +52,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	kubetesting "k8s.io/kubernetes/test/utils/ktesting"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
 )
@@ -103,6 +105,18 @@ type Env struct {
 
 	mu      sync.Mutex
 	running map[*Scheduler]struct{} // schedulers started and not yet stopped
+
+	// The control plane, kept so that the kube-apiserver can be restarted
+	// (apiserver.go).
+	tctx        kubetesting.TContext // the test that started the Env, as StartTestServer takes it
+	etcd        *etcd3testing.EtcdTestServer
+	storage     *storagebackend.Config
+	flags       []string
+	restartable bool
+	apiMu       sync.Mutex
+	server      *kubeapiservertesting.TestServer // nil while stopped
+	front       *Proxy                           // the stable address of a restartable apiserver
+	servingCert []byte                           // what a restartable apiserver serves
 }
 
 // Start starts etcd and a kube-apiserver in-process, installs every CRD in
@@ -122,6 +136,7 @@ type envSettings struct {
 	apiserverFlags []string
 	qps            float32
 	burst          int
+	restartable    bool
 }
 
 // WithAPIServerFlags passes extra flags to the test kube-apiserver, after the
@@ -165,13 +180,33 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 		}
 	})
 
-	server, err := kubeapiservertesting.StartTestServer(t, nil, flags, storageConfig)
+	env := &Env{
+		RepoRoot:    root,
+		running:     map[*Scheduler]struct{}{},
+		tctx:        kubetesting.Init(t),
+		etcd:        etcd,
+		storage:     storageConfig,
+		restartable: settings.restartable,
+	}
+	var stable *rest.Config
+	if settings.restartable {
+		var extra []string
+		stable, extra = env.prepareRestartable(t)
+		flags = append(flags, extra...)
+	}
+	env.flags = flags
+	// Whichever kube-apiserver runs when the test ends is torn down.
+	t.Cleanup(env.stopServer)
+	server, err := env.startServer()
 	if err != nil {
 		t.Fatalf("starting kube-apiserver: %v", err)
 	}
-	t.Cleanup(server.TearDownFn)
 
 	cfg := rest.CopyConfig(server.ClientConfig)
+	if stable != nil {
+		cfg = stable
+		cfg.CAData = env.servingCert
+	}
 	// The test server's loopback config asks for protobuf, which clients of
 	// custom resources (PodGroup) cannot encode: writes would fail with
 	// "does not implement the protobuf marshalling interface". Use JSON.
@@ -186,11 +221,7 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 	if settings.qps > 0 {
 		cfg.QPS, cfg.Burst = settings.qps, settings.burst
 	}
-	env := &Env{
-		Config:   cfg,
-		RepoRoot: root,
-		running:  map[*Scheduler]struct{}{},
-	}
+	env.Config = cfg
 	env.Client = kubernetes.NewForConfigOrDie(cfg)
 	env.PGClient = pgclientset.NewForConfigOrDie(cfg)
 	env.Dynamic = dynamic.NewForConfigOrDie(cfg)

@@ -363,9 +363,10 @@ func (s *Scheduler) Stop() {
 	})
 }
 
-// Cache returns the scheduler's Caldera cache, or nil when the scheduler was
-// started WithRegistry (or no Caldera plugin is enabled).
-func (s *Scheduler) Cache() *cache.Cache {
+// CalderaCache returns the scheduler's shared Caldera cache (pkg/cache), the
+// one its SIGUSR1 dump would show, or nil when it has none: no Caldera plugin
+// in its configuration, or WithRegistry replaced Caldera's plugins.
+func (s *Scheduler) CalderaCache() *cache.Cache {
 	if s.plugins == nil {
 		return nil
 	}

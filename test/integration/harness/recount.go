@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
+)
+
+// RecountCache starts a fresh Caldera cache, the "recount" of s's cache: built
+// now from the objects the apiserver holds, with s's admission options for
+// the profiles of s that run CalderaEnqueue, but without a scheduler. Its
+// history-independent aggregates (see docs/reliability.md) must equal those of
+// s's cache once both have seen the same objects.
+//
+// It reaches the apiserver through Env.Config, not through s's kubeconfig
+// (which a test may have cut), with informers of its own, including a pod
+// informer built like the scheduler's (scheduler.NewInformerFactory). It runs
+// admission passes in memory but writes nothing: no status reconciler runs,
+// and pods are never activated (no scheduling queue exists). The one write any
+// cache may make is creating the default queue when it is missing. It stops
+// when t ends.
+func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
+	t.Helper()
+	live := s.CalderaCache()
+	if live == nil {
+		t.Fatalf("RecountCache: the scheduler has no Caldera cache")
+	}
+	data, err := live.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d cache.CacheDump
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
+	ctx := klog.NewContext(t.Context(), logger.WithName("recount"))
+	cfg := rest.CopyConfig(s.env.Config)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &recountHandle{cfg: cfg, cs: cs, factory: scheduler.NewInformerFactory(cs, 0, nil)}
+	c, err := cache.NewProvider().Get(ctx, h)
+	if err != nil {
+		t.Fatalf("RecountCache: %v", err)
+	}
+	if d.Options != nil {
+		for _, prof := range s.Config.ComponentConfig.Profiles {
+			if prof.Plugins == nil {
+				continue
+			}
+			for _, p := range prof.Plugins.PreEnqueue.Enabled {
+				if p.Name == enqueue.Name {
+					if err := c.EnableAdmission(ctx, prof.SchedulerName, *d.Options); err != nil {
+						t.Fatalf("RecountCache: %v", err)
+					}
+				}
+			}
+		}
+	}
+	h.factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	for typ, ok := range h.factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			t.Fatalf("RecountCache: informer of %v did not sync", typ)
+		}
+	}
+	return c
+}
+
+// recountHandle is the part of fwk.Handle a cache without a scheduler uses;
+// any other method panics on the nil embedded interface.
+type recountHandle struct {
+	fwk.Handle
+	cfg     *rest.Config
+	cs      kubernetes.Interface
+	factory informers.SharedInformerFactory
+}
+
+func (h *recountHandle) KubeConfig() *rest.Config                               { return h.cfg }
+func (h *recountHandle) ClientSet() kubernetes.Interface                        { return h.cs }
+func (h *recountHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
+func (h *recountHandle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
+func (h *recountHandle) Activate(klog.Logger, map[string]*v1.Pod)               {}
