@@ -2,14 +2,9 @@ package faults_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -35,7 +30,7 @@ func TestSchedulerKilledMidReclaim(t *testing.T) {
 				Labels(map[string]string{qapi.QueueLabel: q, "queue": q}).Obj())
 		}
 	}
-	evicted := countDeletions(t, env, ns)
+	evicted := env.CountDeletions(t, ns)
 
 	first := env.StartSchedulerProcess(t)
 	singletons("team-a", 16)
@@ -63,46 +58,5 @@ func TestSchedulerKilledMidReclaim(t *testing.T) {
 	env.ConsistentlyBoundCount(t, ns, a+b, 10*time.Second)
 	if n := evicted(); n != 16-a {
 		t.Fatalf("%d evictions after convergence, want none", n-(16-a))
-	}
-}
-
-// countDeletions counts pod deletions in ns from now on. It also stands in
-// for the kubelet, which the harness does not run: a pod left terminating (its
-// deletion started but not finished: here when the API server times out a
-// victim's DELETE as its client is killed) is deleted for good, as a kubelet
-// does once the containers have stopped. Without it such a victim would block
-// its node's preemptor forever (upstream waits for terminating victims).
-func countDeletions(t *testing.T, env *harness.Env, ns string) func() int {
-	t.Helper()
-	w, err := env.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	n := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			switch ev.Type {
-			case watch.Deleted:
-				mu.Lock()
-				n++
-				mu.Unlock()
-			case watch.Modified:
-				if p, ok := ev.Object.(*v1.Pod); ok && p.DeletionTimestamp != nil {
-					err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-					if err != nil && !apierrors.IsNotFound(err) && t.Context().Err() == nil {
-						t.Errorf("finishing the deletion of %s: %v", p.Name, err)
-					}
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-done })
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
 	}
 }

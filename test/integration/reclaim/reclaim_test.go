@@ -8,14 +8,12 @@ package reclaim_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -54,7 +52,7 @@ func TestReclaim(t *testing.T) {
 		newQueue(t, "team-a", reclaimable(1))
 		newQueue(t, "team-b", reclaimable(1))
 		env.StartScheduler(t)
-		evicted := watchDeletions(t, env, ns)
+		evicted := env.CountDeletions(t, ns)
 
 		singletons(t, ns, "team-a", 16, "1")
 		env.WaitBoundCount(t, ns, "queue=team-a", 16, timeout)
@@ -108,7 +106,7 @@ func TestReclaim(t *testing.T) {
 			Guarantee: v1.ResourceList{v1.ResourceCPU: resource.MustParse("7")}})
 		newQueue(t, "late", reclaimable(1))
 		env.StartScheduler(t)
-		evicted := watchDeletions(t, env, ns)
+		evicted := env.CountDeletions(t, ns)
 
 		singletons(t, ns, "fixed", 8, "1")
 		singletons(t, ns, "guaranteed", 8, "1")
@@ -133,7 +131,7 @@ func TestReclaim(t *testing.T) {
 		env.AddNodes(t, 1, "4", "16Gi")
 		newQueue(t, "solo", reclaimable(1))
 		env.StartScheduler(t)
-		evicted := watchDeletions(t, env, ns)
+		evicted := env.CountDeletions(t, ns)
 
 		singletons(t, ns, "solo", 4, "1", func(b *harness.PodBuilder) { b.Priority(1) })
 		env.WaitBoundCount(t, ns, "queue=solo", 4, timeout)
@@ -168,7 +166,7 @@ func TestReclaim(t *testing.T) {
 		newQueue(t, "batch", reclaimable(1))
 		newQueue(t, "urgent", reclaimable(1))
 		env.StartScheduler(t)
-		evicted := watchDeletions(t, env, ns)
+		evicted := env.CountDeletions(t, ns)
 
 		// batch fills the cluster: a gang of 4 (minMember 4) on node 0,
 		// 12 singletons on the others.
@@ -212,7 +210,7 @@ func TestReclaim(t *testing.T) {
 		newQueue(t, "full", reclaimable(1))
 		newQueue(t, "big", reclaimable(1))
 		env.StartScheduler(t)
-		evicted := watchDeletions(t, env, ns)
+		evicted := env.CountDeletions(t, ns)
 
 		singletons(t, ns, "full", 16, "1")
 		env.WaitBoundCount(t, ns, "queue=full", 16, timeout)
@@ -231,34 +229,6 @@ func TestReclaim(t *testing.T) {
 			t.Fatalf("%d evictions for a gang that cannot fit, want 0", n)
 		}
 	})
-}
-
-// watchDeletions counts the pods of ns deleted from now on.
-func watchDeletions(t *testing.T, env *harness.Env, ns string) func() int {
-	t.Helper()
-	w, err := env.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	n := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted {
-				mu.Lock()
-				n++
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-done })
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
 }
 
 // eventsWithReason returns the notes of ns's Events with reason.

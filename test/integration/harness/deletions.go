@@ -1,0 +1,57 @@
+package harness
+
+import (
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// CountDeletions counts the pods of ns deleted from now on (evictions, in
+// reclaim tests) and returns the running count. It also stands in for the
+// kubelet, which the harness does not run: a pod left terminating (its
+// deletion started but never finished, e.g. a victim whose DELETE the API
+// server timed out as the scheduler that sent it was killed) is deleted for
+// good, as a kubelet does once its containers stopped. Without that such a
+// pod would stay forever, and upstream preemption waits for terminating
+// victims before it evicts again for the same preemptor.
+func (e *Env) CountDeletions(t *testing.T, ns string) func() int {
+	t.Helper()
+	w, err := e.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Deleted:
+				mu.Lock()
+				n++
+				mu.Unlock()
+			case watch.Modified:
+				p, ok := ev.Object.(*v1.Pod)
+				if !ok || p.DeletionTimestamp == nil {
+					continue
+				}
+				err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+				if err != nil && !apierrors.IsNotFound(err) && t.Context().Err() == nil {
+					t.Errorf("finishing the deletion of %s/%s: %v", ns, p.Name, err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
