@@ -31,25 +31,26 @@ const timeout = 60 * time.Second
 func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 	env := harness.Start(t)
 	ns := env.Namespace(t)
-	// Three 4-cpu nodes; each gang is 3 members of 3 cpu (one per node).
-	nodes := env.AddNodes(t, 3, "4", "16Gi")
-	const rounds, members, gangTimeout = 10, 3, 30
+	// Four 4-cpu nodes; each gang is 16 members of 1 cpu, so it fills the
+	// cluster and binds 16 pods at once: a kill can land between bindings.
+	nodes := env.AddNodes(t, 4, "4", "16Gi")
+	const rounds, members, gangTimeout = 10, 16, 30
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("random moments from seed %d", seed)
 	partial := 0
 	for i := range rounds {
-		// A 2-cpu blocker on one node leaves room for two members only:
-		// they reserve and wait in Permit for the third.
+		// A 1-cpu blocker leaves room for 15 members only: they reserve
+		// and wait in Permit for the last one.
 		blocker := fmt.Sprintf("blocker-%d", i)
-		env.CreatePod(t, harness.Pod(ns, blocker).CPU("2").Scheduler("default-scheduler").Obj())
+		env.CreatePod(t, harness.Pod(ns, blocker).CPU("1").Scheduler("default-scheduler").Obj())
 		bindTo(t, env, ns, blocker, nodes[i%len(nodes)].Name)
 
 		p := env.StartSchedulerProcess(t)
 		gang := fmt.Sprintf("gang-%d", i)
 		selector := v1alpha1.PodGroupLabel + "=" + gang
 		env.CreatePodGroup(t, harness.PodGroup(ns, gang, members, harness.PGTimeout(gangTimeout)))
-		env.CreatePods(t, harness.Members(ns, gang, members, "3")...)
+		env.CreatePods(t, harness.Members(ns, gang, members, "1")...)
 		// Upstream marks a pod that will wait on Permit with its nominated
 		// node: from then on members hold nodes for the missing sibling.
 		harness.WaitFor(t, timeout, func() (bool, error) {
@@ -69,8 +70,8 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 		}, "a member of "+gang+" waiting in Permit")
 
 		// The moment of the kill, by round: while the members wait (the room
-		// is freed afterwards), at a random moment up to 3 s after the room
-		// is freed (the sibling is retried after the gang's backoff, so the
+		// is freed afterwards), at a random moment up to 1.5 s after the room
+		// is freed (the last member is retried after the gang's backoff, so the
 		// gang may be completing or binding), or as soon as the first member
 		// is seen bound (the others' bindings may be in flight).
 		var moment string
@@ -82,7 +83,7 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 			moment = fmt.Sprintf("%v into the Permit wait", wait.Round(time.Millisecond))
 		case 1:
 			deleteNow(t, env, ns, blocker)
-			wait := time.Duration(rng.Int64N(int64(3 * time.Second)))
+			wait := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
 			time.Sleep(wait) // as above
 			p.Kill(t)
 			moment = fmt.Sprintf("%v after the room was freed", wait.Round(time.Millisecond))
@@ -100,7 +101,7 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 		}
 		if i%3 == 0 {
 			if boundAtKill != 0 {
-				t.Fatalf("round %d: %d members of %s bound while the third could not fit", i, boundAtKill, gang)
+				t.Fatalf("round %d: %d members of %s bound while the last could not fit", i, boundAtKill, gang)
 			}
 			deleteNow(t, env, ns, blocker)
 		}
