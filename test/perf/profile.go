@@ -32,6 +32,11 @@ const (
 	// ProfileCalderaNoPlacement is Caldera's profile without the
 	// CalderaGangPlacement Score plugin: W2 against it prices the plugin.
 	ProfileCalderaNoPlacement = "caldera-no-placement"
+	// ProfileCalderaNoNomination is Caldera's profile with kube-scheduler's
+	// NominatedNodeNameForExpectation feature gate (beta, on since 1.35) off:
+	// it prices the nominatedNodeName write upstream makes for every pod that
+	// waits in Permit, i.e. every gang member but the last.
+	ProfileCalderaNoNomination = "caldera-no-nomination"
 	ProfileUpstream           = "upstream-gang"
 	ProfileExternal           = "external"
 )
@@ -115,6 +120,20 @@ func Profiles() []Profile {
 					harness.WithConfigEdit(raiseQPS),
 					harness.WithoutPlugin("CalderaGangPlacement"),
 				}
+			},
+		},
+		{
+			Name:          ProfileCalderaNoNomination,
+			SchedulerName: harness.DefaultSchedulerName,
+			Gang:          GangCaldera,
+			GangOnly:      true,
+			// As for upstream-gang: the apiserver copies --feature-gates into
+			// the process-wide gate the in-process scheduler reads.
+			envOptions: []harness.EnvOption{harness.WithAPIServerFlags(
+				"--feature-gates=NominatedNodeNameForExpectation=false",
+			)},
+			schedulerOptions: func(string) []harness.SchedulerOption {
+				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS)}
 			},
 		},
 		{
