@@ -37,8 +37,8 @@ const (
 	// it prices the nominatedNodeName write upstream makes for every pod that
 	// waits in Permit, i.e. every gang member but the last.
 	ProfileCalderaNoNomination = "caldera-no-nomination"
-	ProfileUpstream           = "upstream-gang"
-	ProfileExternal           = "external"
+	ProfileUpstream            = "upstream-gang"
+	ProfileExternal            = "external"
 )
 
 // schedulerQPS is the scheduler's and the workload client's API rate, as in
