@@ -161,6 +161,10 @@ func (r *Report) ComputeRatios() {
 		{"W5 first bind after start caldera / default", "W5", ProfileCaldera, "W5", ProfileDefault, seconds, "", 0, 0},
 		// CalderaGangPlacement may cost at most 5% of gang throughput.
 		{"W2 pods/s caldera / caldera without CalderaGangPlacement", "W2", ProfileCaldera, "W2", ProfileCalderaNoPlacement, podsPerSec, ">= 0.95", 0.95, 0},
+		// Informational: the share of the gap to default that is upstream's
+		// nominatedNodeName write per Permit-waiting member.
+		{"W2 pods/s caldera without nominatedNodeName writes / default", "W2", ProfileCalderaNoNomination, "W2", ProfileDefault, podsPerSec, "", 0, 0},
+		{"W3 one-gang time caldera without nominatedNodeName writes / as many plain pods default", "W3-gang", ProfileCalderaNoNomination, "W3-plain", ProfileDefault, seconds, "", 0, 0},
 	}
 	// Scheduler CPU (lower is better), informational: [workload, numerator, denominator].
 	for _, c := range [][3]string{

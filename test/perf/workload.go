@@ -59,9 +59,9 @@ func Sizes(size string) ([]Workload, error) {
 	all := []string{ProfileDefault, ProfileCaldera, ProfileUpstream}
 	return []Workload{
 		{Name: "W1", Nodes: nodes, Groups: plain, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera, ProfileCalderaGangsOnly}},
-		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: append(all, ProfileCalderaNoPlacement)},
+		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: append(all, ProfileCalderaNoPlacement, ProfileCalderaNoNomination)},
 		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
-		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream}},
+		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream, ProfileCalderaNoNomination}},
 		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, Profiles: []string{ProfileDefault, ProfileCaldera}},
 	}, nil
 }
