@@ -254,10 +254,10 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	// The scheduler's own pod informer filters out finished pods (a succeeded
 	// pod arrives as a delete), but PodGroup status counts succeeded and failed
 	// members. So members come from an informer of our own, limited by label
-	// to gang members and stripped of managedFields to keep it small.
+	// to gang members and slimmed to what the cache reads (slimPod).
 	podFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PodGroupLabel }),
-		informers.WithTransform(stripManagedFields))
+		informers.WithTransform(slimPod))
 	c.podInf = podFactory.Core().V1().Pods().Informer()
 	podReg, err := c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onPod(logger, nil, obj) },

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -15,13 +16,80 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// stripManagedFields drops the part of a pod the cache never reads and that
-// often outweighs the rest.
-func stripManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
+// slimPod is the transform of the member-pod informer: it keeps only what
+// the cache reads (identity, labels, times, scheduling fields, and every field
+// resourcehelper.PodRequests reads), so that the informer's store, which the
+// scheduler's own pod informer duplicates, holds a few hundred bytes per
+// member instead of the whole pod (env, volumes, probes, annotations and
+// managed fields often outweigh the rest many times). It is idempotent, as
+// client-go asks: a slim pod slims to itself.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		if a, err := meta.Accessor(obj); err == nil {
+			a.SetManagedFields(nil)
+		}
+		return obj, nil
 	}
-	return obj, nil
+	out := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       pod.Name,
+			Namespace:                  pod.Namespace,
+			UID:                        pod.UID,
+			ResourceVersion:            pod.ResourceVersion,
+			Generation:                 pod.Generation,
+			CreationTimestamp:          pod.CreationTimestamp,
+			DeletionTimestamp:          pod.DeletionTimestamp,
+			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+			Labels:                     pod.Labels,
+			OwnerReferences:            pod.OwnerReferences,
+		},
+		Spec: v1.PodSpec{
+			Containers:        slimContainers(pod.Spec.Containers),
+			InitContainers:    slimContainers(pod.Spec.InitContainers),
+			Overhead:          pod.Spec.Overhead,
+			Resources:         pod.Spec.Resources,
+			NodeName:          pod.Spec.NodeName,
+			SchedulerName:     pod.Spec.SchedulerName,
+			Priority:          pod.Spec.Priority,
+			PriorityClassName: pod.Spec.PriorityClassName,
+			PreemptionPolicy:  pod.Spec.PreemptionPolicy,
+		},
+		Status: v1.PodStatus{
+			Phase:                                pod.Status.Phase,
+			Conditions:                           pod.Status.Conditions,
+			StartTime:                            pod.Status.StartTime,
+			NominatedNodeName:                    pod.Status.NominatedNodeName,
+			Resources:                            pod.Status.Resources,
+			AllocatedResources:                   pod.Status.AllocatedResources,
+			ContainerStatuses:                    slimStatuses(pod.Status.ContainerStatuses),
+			InitContainerStatuses:                slimStatuses(pod.Status.InitContainerStatuses),
+			NodeAllocatableResourceClaimStatuses: pod.Status.NodeAllocatableResourceClaimStatuses,
+		},
+	}
+	return out, nil
+}
+
+func slimContainers(cs []v1.Container) []v1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]v1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = v1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+func slimStatuses(ss []v1.ContainerStatus) []v1.ContainerStatus {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, len(ss))
+	for i, s := range ss {
+		out[i] = v1.ContainerStatus{Name: s.Name, Resources: s.Resources, AllocatedResources: s.AllocatedResources}
+	}
+	return out
 }
 
 // ListFrom converts a v1.ResourceList to the policy packages' vector.
