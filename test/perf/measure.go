@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	goruntime "runtime"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -39,8 +40,20 @@ type bindWatcher struct {
 	firstBind time.Time
 	lastBind  time.Time
 	samples   []int // bound count at each sampling tick
-	done      chan struct{}
-	informer  cache.SharedIndexInformer
+	// bindTimes, when non-nil, collects every bind's time (churn windows).
+	bindTimes []time.Time
+	// groupsDone, when non-nil, receives each group once its last member
+	// is bound (churn finishes gangs from it); it must have room for every
+	// group, since observe sends under the lock.
+	groupsDone chan groupBound
+	done       chan struct{}
+	informer   cache.SharedIndexInformer
+}
+
+// groupBound says that group's last member was seen bound at a time.
+type groupBound struct {
+	group int
+	at    time.Time
 }
 
 // newBindWatcher watches the pods of ns; total pods in groups of groupSize.
@@ -106,10 +119,16 @@ func (w *bindWatcher) observe(obj any) {
 		w.firstBind = now
 	}
 	w.lastBind = now
+	if w.bindTimes != nil {
+		w.bindTimes = append(w.bindTimes, now)
+	}
 	if g, err := strconv.Atoi(pod.Labels[groupLabel]); err == nil && g >= 0 && g < len(w.perGroup) {
 		w.perGroup[g]++
 		if w.perGroup[g] == w.groupSize {
 			w.groupDone[g] = now
+			if w.groupsDone != nil {
+				w.groupsDone <- groupBound{group: g, at: now}
+			}
 		}
 	}
 	if len(w.bound) == w.total {
@@ -197,6 +216,49 @@ func (m *memSampler) run(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// liveHeap returns the median over n samples, gap apart, of the bytes of
+// live heap objects right after a forced collection: what the process
+// holds, without the garbage that makes the sampled peak depend on GC timing.
+func liveHeap(ctx context.Context, n int, gap time.Duration) uint64 {
+	xs := make([]float64, 0, n)
+	var ms goruntime.MemStats
+	for i := range n {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return uint64(percentile(xs, 50))
+			case <-time.After(gap):
+			}
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&ms)
+		xs = append(xs, float64(ms.HeapAlloc))
+	}
+	return uint64(percentile(xs, 50))
+}
+
+// settledHeap samples the live heap (MiB) every 2 s until it stops falling
+// (by less than 1 MiB) or maxWait passes, and returns the last sample and
+// all of them for the log: a stopped control plane's goroutines exit, and
+// its memory becomes garbage, some seconds after its cleanup returns.
+func settledHeap(ctx context.Context, maxWait time.Duration) (float64, []string) {
+	deadline := time.Now().Add(maxWait)
+	prev := mib(liveHeap(ctx, 1, 0))
+	trace := []string{fmt.Sprintf("%.0f", prev)}
+	for time.Now().Before(deadline) && sleepUntil(ctx, time.Now().Add(2*time.Second)) {
+		cur := mib(liveHeap(ctx, 1, 0))
+		trace = append(trace, fmt.Sprintf("%.0f", cur))
+		if prev-cur < 1 {
+			return cur, trace
+		}
+		prev = cur
+	}
+	return prev, trace
+}
+
+// mib converts bytes to MiB.
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 // readRSS reads VmRSS of pid (0: self) from /proc, in bytes.
 func readRSS(pid int) (uint64, error) {
