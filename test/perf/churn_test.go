@@ -132,14 +132,15 @@ func TestChurnPlan(t *testing.T) {
 
 func TestChurnReport(t *testing.T) {
 	d := func(tp, heap float64) *Decay {
-		return &Decay{FirstSteady: 2, Throughput: tp, KeptUp: tp, Heap: heap, HeapWarmMiB: 200, HeapEndMiB: 200 * heap}
+		return &Decay{FirstSteady: 2, Throughput: tp, KeptUp: tp, Heap: heap, HeapWarmMiB: 200, HeapEndMiB: 200 * heap, SteadyCreated: 1024}
 	}
 	w := []Window{{StartSeconds: 0, Created: 160, Bound: 150, BoundPerSec: 15}, {StartSeconds: 10, Created: 160, Bound: 160, BoundPerSec: 16}, {StartSeconds: 20, BoundPerSec: 16}, {StartSeconds: 30, BoundPerSec: 14}}
 	r := &Report{Results: []Result{
 		{Workload: "W6", Profile: ProfileCaldera, Bound: 100, Windows: w, Decay: d(0.95, 1.05)},
 		{Workload: "W6", Profile: ProfileCaldera, Bound: 100, Windows: w, Decay: d(0.80, 1.30)},
 		{Workload: "W6", Profile: ProfileCaldera, Bound: 100, Windows: w, Decay: d(0.99, 1.02)},
-		{Workload: "W6", Profile: ProfileDefault, Bound: 100, Windows: w, Decay: d(0.85, 1.2)},
+		{Workload: "W6", Profile: ProfileDefault, Bound: 100, Windows: w, Decay: d(0.85, 1.02)},
+		{Workload: "W6", Profile: ProfileUpstream, Bound: 100, Windows: w, Decay: d(0.95, 1.023)},
 	}}
 	r.ComputeRatios()
 	got := map[string]Ratio{}
@@ -152,9 +153,10 @@ func TestChurnReport(t *testing.T) {
 		holds bool
 	}{
 		{"W6 bound pods/s last window / first steady window, caldera", 0.95, true},
-		{"W6 live heap at end / after warm-up, caldera", 1.05, true},
 		{"W6 bound pods/s last window / first steady window, default", 0.85, false},
-		{"W6 live heap at end / after warm-up, default", 1.2, false},
+		// Median growth 10 MiB against default's 4 MiB, over 1024 pods.
+		{"W6 live-heap growth caldera - default, bytes per pod arrived (steady windows)", 6 * 1024, false},
+		{"W6 live-heap growth upstream-gang - default, bytes per pod arrived (steady windows)", 0.6 * 1024, true},
 		{"W6 pods bound / created in the steady windows, caldera", 0.95, true},
 		{"W6 pods bound / created in the steady windows, default", 0.85, false},
 	} {
@@ -162,6 +164,12 @@ func TestChurnReport(t *testing.T) {
 		if !ok || math.Abs(x.Value-tc.value) > 1e-9 || x.Holds == nil || *x.Holds != tc.holds {
 			t.Errorf("%s = %+v (present %v), want %v holding %v", tc.name, x, ok, tc.value, tc.holds)
 		}
+	}
+	if x := got["W6 live heap at end / after warm-up, caldera"]; math.Abs(x.Value-1.05) > 1e-9 || x.Holds != nil {
+		t.Errorf("whole-process heap ratio = %+v, want 1.05 without a target", x)
+	}
+	if _, ok := got["W6 live-heap growth default - default, bytes per pod arrived (steady windows)"]; ok {
+		t.Errorf("default compared with itself")
 	}
 	var md strings.Builder
 	if err := r.WriteMarkdown(&md); err != nil {

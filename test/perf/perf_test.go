@@ -105,7 +105,7 @@ func TestPerf(t *testing.T) {
 				}
 				t.Run(w.Name+"/"+p.Name, func(t *testing.T) {
 					var res Result
-					if w.LiveHeap && opts.External == nil && !*flagChild {
+					if (w.LiveHeap || w.Churn != nil) && opts.External == nil && !*flagChild {
 						res = runIsolated(t, w, p, filepath.Join(out, fmt.Sprintf("child-%s-%s-%d.log", w.Name, p.Name, run)))
 					} else {
 						res = Run(t, w, p, opts)
@@ -136,10 +136,11 @@ func TestPerf(t *testing.T) {
 }
 
 // runIsolated runs (w, p) in a new process of this test binary and returns
-// its result; the child's output goes to logFile. Live-heap workloads (M1)
-// need it: a stopped in-process scheduler stays reachable (its informers'
-// pods, 30-60 MiB a run at 10,000 pods, measured), so a second run in one
-// process would count or lose part of the first one's heap.
+// its result; the child's output goes to logFile. Workloads that sample the
+// live heap (M1, W6) need it: a stopped in-process scheduler stays reachable
+// (its informers' pods: 30-60 MiB a run at 10,000 pods, measured), so a
+// second run in one process would count or lose part of the first one's
+// heap.
 func runIsolated(t *testing.T, w Workload, p Profile, logFile string) Result {
 	dir := t.TempDir()
 	override := map[string]bool{"perf.workloads": true, "perf.profiles": true, "perf.runs": true, "perf.out": true, "perf.child": true}
@@ -176,8 +177,12 @@ func runIsolated(t *testing.T, w Workload, p Profile, logFile string) Result {
 		return fail(fmt.Errorf("child reported %d results, want 1", len(child.Results)))
 	}
 	res := child.Results[0]
-	t.Logf("%s/%s (child process, log %s): %d/%d bound, first bind %.1fs, live heap %.0f MiB held over a base of %.0f MiB %s",
-		w.Name, p.Name, logFile, res.Bound, res.Pods, res.FirstBindSeconds, heldHeap(res), res.BaseHeapMiB, res.Error)
+	detail := fmt.Sprintf("live heap %.0f MiB held over a base of %.0f MiB", heldHeap(res), res.BaseHeapMiB)
+	if len(res.Windows) > 0 {
+		detail = windowSummary(res.Windows)
+	}
+	t.Logf("%s/%s (child process, log %s): %d/%d bound, first bind %.1fs, %s %s",
+		w.Name, p.Name, logFile, res.Bound, res.Pods, res.FirstBindSeconds, detail, res.Error)
 	return res
 }
 

@@ -33,8 +33,9 @@ const (
 	// probeTimeout bounds the wait for the scheduler to bind the probe pod.
 	probeTimeout = 2 * time.Minute
 	// liveHeapSettle and liveHeapSamples: M1 waits this long after the
-	// last bind, then takes the median of this many samples a second apart.
-	liveHeapSettle  = 3 * time.Second
+	// last bind (Caldera writes the status of every PodGroup it found),
+	// then takes the least of this many samples 2 s apart.
+	liveHeapSettle  = 10 * time.Second
 	liveHeapSamples = 5
 	// baseHeapWait bounds the wait for the previous run's control plane to
 	// be collected before M1's baseline.
@@ -248,7 +249,9 @@ wait:
 		// The scheduler has listed everything (it bound the new pod);
 		// its status writes settle within a few seconds.
 		time.Sleep(liveHeapSettle)
-		res.LiveHeapMiB = mib(liveHeap(ctx, liveHeapSamples, time.Second))
+		live, trace := liveHeap(ctx, liveHeapSamples, 2*time.Second)
+		res.LiveHeapMiB = mib(live)
+		t.Logf("%s/%s: live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
 		h := after.sub(before)
