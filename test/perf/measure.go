@@ -223,21 +223,46 @@ func (m *memSampler) run(ctx context.Context, interval time.Duration) {
 // event being decoded, a burst of writes in etcd's raft log) only adds, and
 // it varied by tens of MiB between runs at 10,000 pods.
 func liveHeap(ctx context.Context, n int, gap time.Duration) (uint64, []string) {
-	var least uint64
+	return liveHeapUntil(ctx, gap, func(samples []uint64) bool { return len(samples) >= n })
+}
+
+// liveHeapStable samples like liveHeap, gap apart, until the last three of
+// at least atLeast samples are within 1% of each other or maxWait passed: after
+// Caldera's start at 50,000 pods the live heap still fell by a third over
+// the first 10 s of samples.
+func liveHeapStable(ctx context.Context, atLeast int, gap, maxWait time.Duration) (uint64, []string) {
+	deadline := time.Now().Add(maxWait)
+	return liveHeapUntil(ctx, gap, func(samples []uint64) bool {
+		return time.Now().After(deadline) || len(samples) >= atLeast && stable(samples[len(samples)-3:], 0.01)
+	})
+}
+
+// stable reports whether xs are within tolerance (a fraction) of their least.
+func stable(xs []uint64, tolerance float64) bool {
+	least, most := slices.Min(xs), slices.Max(xs)
+	return float64(most-least) <= tolerance*float64(least)
+}
+
+func liveHeapUntil(ctx context.Context, gap time.Duration, done func([]uint64) bool) (uint64, []string) {
+	var samples []uint64
 	var trace []string
 	var ms goruntime.MemStats
-	for i := range n {
-		if i > 0 && !sleepUntil(ctx, time.Now().Add(gap)) {
+	for {
+		if len(samples) > 0 && !sleepUntil(ctx, time.Now().Add(gap)) {
 			break
 		}
 		goruntime.GC()
 		goruntime.ReadMemStats(&ms)
-		if i == 0 || ms.HeapAlloc < least {
-			least = ms.HeapAlloc
-		}
+		samples = append(samples, ms.HeapAlloc)
 		trace = append(trace, fmt.Sprintf("%.0f", mib(ms.HeapAlloc)))
+		if done(samples) {
+			break
+		}
 	}
-	return least, trace
+	if len(samples) == 0 {
+		return 0, trace
+	}
+	return slices.Min(samples), trace
 }
 
 // settledHeap samples the live heap (MiB) every 2 s until it stops falling

@@ -163,3 +163,19 @@ func TestHeapPerPod(t *testing.T) {
 		})
 	}
 }
+
+func TestStable(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []uint64
+		want bool
+	}{
+		{[]uint64{1000, 1000, 1000}, true},
+		{[]uint64{1000, 1010, 1005}, true},
+		{[]uint64{1170, 973, 972}, false}, // still falling (W5 at 50,000 pods, Caldera)
+		{[]uint64{1000, 1011, 1000}, false},
+	} {
+		if got := stable(tc.xs, 0.01); got != tc.want {
+			t.Errorf("stable(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}

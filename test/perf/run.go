@@ -32,11 +32,13 @@ const (
 	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
 	// probeTimeout bounds the wait for the scheduler to bind the probe pod.
 	probeTimeout = 2 * time.Minute
-	// liveHeapSettle and liveHeapSamples: M1 waits this long after the
-	// last bind (Caldera writes the status of every PodGroup it found),
-	// then takes the least of this many samples 2 s apart.
+	// M1 waits liveHeapSettle after the last bind (Caldera writes the
+	// status of every PodGroup it found), then takes the least of at least
+	// liveHeapSamples samples 2 s apart, more while the heap still falls,
+	// up to liveHeapMaxWait.
 	liveHeapSettle  = 10 * time.Second
 	liveHeapSamples = 5
+	liveHeapMaxWait = time.Minute
 	// baseHeapWait bounds the wait for the previous run's control plane to
 	// be collected before M1's baseline.
 	baseHeapWait = time.Minute
@@ -249,7 +251,7 @@ wait:
 		// The scheduler has listed everything (it bound the new pod);
 		// its status writes settle within a few seconds.
 		time.Sleep(liveHeapSettle)
-		live, trace := liveHeap(ctx, liveHeapSamples, 2*time.Second)
+		live, trace := liveHeapStable(ctx, liveHeapSamples, 2*time.Second, liveHeapMaxWait)
 		res.LiveHeapMiB = mib(live)
 		t.Logf("%s/%s: live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
