@@ -253,6 +253,11 @@ wait:
 		time.Sleep(liveHeapSettle)
 		live, trace := liveHeapStable(ctx, liveHeapSamples, 2*time.Second, liveHeapMaxWait)
 		res.LiveHeapMiB = mib(live)
+		if opts.ProfileDir != "" {
+			// Right after a forced GC the profile's in-use figures are the
+			// live heap just measured: where it goes, by allocation site.
+			writeHeapProfile(t, filepath.Join(opts.ProfileDir, "heap-live-"+w.Name+"-"+p.Name+".pprof"))
+		}
 		t.Logf("%s/%s: live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
@@ -464,15 +469,20 @@ func startCPUProfile(t *testing.T, dir, name string) func() {
 			}
 			m.Close()
 		}
-		h, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
-		if err != nil {
-			t.Logf("heap profile: %v", err)
-			return
-		}
-		defer h.Close()
-		if err := pprof.Lookup("heap").WriteTo(h, 0); err != nil {
-			t.Logf("heap profile: %v", err)
-		}
+		writeHeapProfile(t, filepath.Join(dir, "heap-"+name+".pprof"))
+	}
+}
+
+// writeHeapProfile writes the process's heap profile to path.
+func writeHeapProfile(t *testing.T, path string) {
+	h, err := os.Create(path)
+	if err != nil {
+		t.Logf("heap profile: %v", err)
+		return
+	}
+	defer h.Close()
+	if err := pprof.Lookup("heap").WriteTo(h, 0); err != nil {
+		t.Logf("heap profile: %v", err)
 	}
 }
 
