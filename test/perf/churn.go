@@ -101,6 +101,11 @@ type Decay struct {
 	// is what the churn left behind, in the cache or the control plane.
 	HeapStartMiB   float64 `json:"heapStartMiB"`
 	HeapDrainedMiB float64 `json:"heapDrainedMiB"`
+	// HeapGrowthMiB is the live heap's growth over the same span (from
+	// HeapWarmMiB's sample to HeapEndMiB's) by a least-squares line through
+	// every sample of it: one sample per window swings by 10-30 MiB, so two
+	// end points alone tell little.
+	HeapGrowthMiB float64 `json:"heapGrowthMiB"`
 	// SteadyCreated is the pods that arrived from the first steady window
 	// to the last: the churn that the heap's growth is measured over.
 	SteadyCreated int `json:"steadyCreated"`
@@ -180,6 +185,11 @@ func decayOf(ws []Window, firstSteady int) (Decay, bool) {
 	}
 	if d.HeapWarmMiB > 0 {
 		d.Heap = d.HeapEndMiB / d.HeapWarmMiB
+		heap := make([]float64, 0, len(ws)-firstSteady+1)
+		for _, w := range ws[firstSteady-1:] {
+			heap = append(heap, w.HeapMiB)
+		}
+		d.HeapGrowthMiB = slope(heap) * float64(len(heap)-1)
 	}
 	created, bound := 0, 0
 	for _, w := range ws[firstSteady:] {
@@ -191,6 +201,20 @@ func decayOf(ws []Window, firstSteady int) (Decay, bool) {
 	}
 	d.SteadyCreated = created
 	return d, true
+}
+
+// slope is the least-squares slope of ys against their index.
+func slope(ys []float64) float64 {
+	n := float64(len(ys))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i, y := range ys {
+		x := float64(i)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
 }
 
 // runChurn measures a churn workload (W6) under profile p on a fresh

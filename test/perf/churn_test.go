@@ -81,15 +81,17 @@ func TestDecayOf(t *testing.T) {
 			name:        "steady and flat",
 			windows:     ws([]float64{10, 16, 16, 15.2}, []float64{200, 220, 221, 231}),
 			firstSteady: 1,
-			want:        Decay{FirstSteady: 1, Throughput: 0.95, KeptUp: (160 + 160 + 152) / 480.0, HeapWarmMiB: 200, HeapEndMiB: 231, Heap: 1.155},
-			ok:          true,
+			// Heap 200, 220, 221, 231: least-squares slope 9.4 per window, over 3 windows.
+			want: Decay{FirstSteady: 1, Throughput: 0.95, KeptUp: (160 + 160 + 152) / 480.0, HeapWarmMiB: 200, HeapEndMiB: 231, Heap: 1.155, HeapGrowthMiB: 28.2},
+			ok:   true,
 		},
 		{
 			name:        "decay after a later warm-up",
 			windows:     ws([]float64{10, 12, 16, 16, 8}, []float64{1, 100, 200, 210, 300}),
 			firstSteady: 2,
-			want:        Decay{FirstSteady: 2, Throughput: 0.5, KeptUp: 400 / 480.0, HeapWarmMiB: 100, HeapEndMiB: 300, Heap: 3},
-			ok:          true,
+			// Heap 100, 200, 210, 300 from the warm-up: slope 61, over 3 windows.
+			want: Decay{FirstSteady: 2, Throughput: 0.5, KeptUp: 400 / 480.0, HeapWarmMiB: 100, HeapEndMiB: 300, Heap: 3, HeapGrowthMiB: 183},
+			ok:   true,
 		},
 		{
 			name:        "no heap samples (external mode)",
@@ -107,11 +109,28 @@ func TestDecayOf(t *testing.T) {
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (%+v)", ok, tc.ok, got)
 			}
-			if math.Abs(got.Throughput-tc.want.Throughput) > 1e-9 || math.Abs(got.Heap-tc.want.Heap) > 1e-9 || math.Abs(got.KeptUp-tc.want.KeptUp) > 1e-9 ||
+			if math.Abs(got.Throughput-tc.want.Throughput) > 1e-9 || math.Abs(got.Heap-tc.want.Heap) > 1e-9 || math.Abs(got.KeptUp-tc.want.KeptUp) > 1e-9 || math.Abs(got.HeapGrowthMiB-tc.want.HeapGrowthMiB) > 1e-9 ||
 				got.FirstSteady != tc.want.FirstSteady || got.HeapWarmMiB != tc.want.HeapWarmMiB || got.HeapEndMiB != tc.want.HeapEndMiB {
 				t.Fatalf("decay = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSlope(t *testing.T) {
+	for _, tc := range []struct {
+		ys   []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3}, 1},
+		{[]float64{5, 5, 5, 5}, 0},
+		{[]float64{130, 152, 142, 159}, 7.7},
+		{[]float64{7}, 0},
+		{nil, 0},
+	} {
+		if got := slope(tc.ys); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("slope(%v) = %v, want %v", tc.ys, got, tc.want)
+		}
 	}
 }
 
@@ -132,7 +151,7 @@ func TestChurnPlan(t *testing.T) {
 
 func TestChurnReport(t *testing.T) {
 	d := func(tp, heap float64) *Decay {
-		return &Decay{FirstSteady: 2, Throughput: tp, KeptUp: tp, Heap: heap, HeapWarmMiB: 200, HeapEndMiB: 200 * heap, SteadyCreated: 1024}
+		return &Decay{FirstSteady: 2, Throughput: tp, KeptUp: tp, Heap: heap, HeapWarmMiB: 200, HeapEndMiB: 200 * heap, HeapGrowthMiB: 200*heap - 200, SteadyCreated: 1024}
 	}
 	w := []Window{{StartSeconds: 0, Created: 160, Bound: 150, BoundPerSec: 15}, {StartSeconds: 10, Created: 160, Bound: 160, BoundPerSec: 16}, {StartSeconds: 20, BoundPerSec: 16}, {StartSeconds: 30, BoundPerSec: 14}}
 	r := &Report{Results: []Result{

@@ -248,7 +248,7 @@ func (r *Report) churnDecay() []Ratio {
 		if k.profile == ProfileDefault {
 			continue
 		}
-		growth := decayed(func(d Decay) float64 { return d.HeapEndMiB - d.HeapWarmMiB })
+		growth := decayed(func(d Decay) float64 { return d.HeapGrowthMiB })
 		g, ok1 := r.median(k.workload, k.profile, growth)
 		base, ok2 := r.median(k.workload, ProfileDefault, growth)
 		pods, ok3 := r.median(k.workload, k.profile, decayed(func(d Decay) float64 { return float64(d.SteadyCreated) }))
@@ -355,8 +355,8 @@ func writeWindows(b *strings.Builder, results []Result) {
 		if !header {
 			header = true
 			b.WriteString("\nChurn: one value per window, from the first arrival; * marks the first steady window.\n\n")
-			b.WriteString("| workload | profile | run | created pods/s | bound pods/s | finished pods/s | gang bind p50 s | live heap MiB | bound last / first steady | bound / created, steady | heap end / after warm-up | heap start -> drained MiB |\n")
-			b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n")
+			b.WriteString("| workload | profile | run | created pods/s | bound pods/s | finished pods/s | gang bind p50 s | live heap MiB | bound last / first steady | bound / created, steady | heap end / after warm-up | heap growth (fit) MiB | heap start -> drained MiB |\n")
+			b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 		}
 		steady := -1
 		if x.Decay != nil {
@@ -382,22 +382,23 @@ func writeWindows(b *strings.Builder, results []Result) {
 			}
 			return fmt.Sprintf("%.1f", float64(n)/window)
 		}
-		decay, keptUp, heap, drained := "-", "-", "-", "-"
+		decay, keptUp, heap, growth, drained := "-", "-", "-", "-", "-"
 		if x.Decay != nil {
 			decay, keptUp = fmt.Sprintf("%.2f", x.Decay.Throughput), fmt.Sprintf("%.2f", x.Decay.KeptUp)
 			if x.Decay.HeapDrainedMiB > 0 {
 				drained = fmt.Sprintf("%.0f -> %.0f", x.Decay.HeapStartMiB, x.Decay.HeapDrainedMiB)
 			}
 			if x.Decay.Heap > 0 {
+				growth = fmt.Sprintf("%.1f", x.Decay.HeapGrowthMiB)
 				heap = fmt.Sprintf("%.2f (%.0f -> %.0f MiB)", x.Decay.Heap, x.Decay.HeapWarmMiB, x.Decay.HeapEndMiB)
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Workload, x.Profile, x.Run,
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Workload, x.Profile, x.Run,
 			col(func(w Window) string { return perSec(w.Created) }),
 			col(func(w Window) string { return fmt.Sprintf("%.1f", w.BoundPerSec) }),
 			col(func(w Window) string { return perSec(w.Finished) }),
 			col(func(w Window) string { return fmt.Sprintf("%.2f", w.GangBindP50) }),
 			col(func(w Window) string { return fmt.Sprintf("%.0f", w.HeapMiB) }),
-			decay, keptUp, heap, drained)
+			decay, keptUp, heap, growth, drained)
 	}
 }
