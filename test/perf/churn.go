@@ -252,7 +252,7 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	match := map[string]string{"profile": p.SchedulerName}
 	scrape := metricsSource(inProcessMetrics)
 	mem := &memSampler{}
-	runtimeGC()
+	runtime.GC() // the setup's garbage must not count in the run's peak
 	stopProfile := sync.OnceFunc(startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name))
 	defer stopProfile()
 	ext, err := startScheduler(t, env, p, opts)
@@ -377,10 +377,6 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 		w.Name, p.Name, res.Bound, res.Pods, len(fin.finishTimes()), c.Window, windowSummary(res.Windows), res.Error)
 	return res
 }
-
-// runtimeGC collects before a run so that the previous run's garbage does
-// not count in this one's peak.
-func runtimeGC() { runtime.GC() }
 
 // sleepUntil waits until at; false if ctx ended first.
 func sleepUntil(ctx context.Context, at time.Time) bool {
