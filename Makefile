@@ -64,7 +64,7 @@ BENCH_ARGS ?=
 BENCH_UNIT_PKGS := ./pkg/cache/... ./pkg/queue/...
 
 ## bench: W1-W3, W5 (with M1, the live heap at 10,000 bound pods) and W6 (1 minute of
-## churn) at a quick size, default vs Caldera vs upstream GangScheduling (about 15 minutes
+## churn) at a quick size, default vs Caldera vs upstream GangScheduling (9 minutes
 ## on 2 cores); bench-results/results.{md,json}.
 bench:
 	@mkdir -p $(BENCH_OUT)
