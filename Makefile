@@ -63,8 +63,9 @@ BENCH_OUT ?= $(CURDIR)/bench-results
 BENCH_ARGS ?=
 BENCH_UNIT_PKGS := ./pkg/cache/... ./pkg/queue/...
 
-## bench: W1-W3 and W5 at a quick size, default vs Caldera vs upstream GangScheduling
-## (under 10 minutes on 2 cores); bench-results/results.{md,json}.
+## bench: W1-W3, W5 (with M1, the live heap at 10,000 bound pods) and W6 (1 minute of
+## churn) at a quick size, default vs Caldera vs upstream GangScheduling (9 minutes
+## on 2 cores); bench-results/results.{md,json}.
 bench:
 	@mkdir -p $(BENCH_OUT)
 	@echo "bench: quick workloads, log in $(BENCH_OUT)/bench.log"
@@ -73,8 +74,9 @@ bench:
 		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
 	@cat $(BENCH_OUT)/results.md
 
-## bench-full: the issue's sizes (W1-W3 at 1000 nodes, W5 over 50,000 bound pods) plus the W4 Go
-## benchmarks (cache and admission hot paths, -count=5) in bench-results/unit.txt.
+## bench-full: the issue's sizes (W1-W3 at 1000 nodes, W5 and M1 over 50,000 bound pods, W6 2
+## minutes of churn) plus the W4 Go benchmarks (cache and admission hot paths, -count=5) in
+## bench-results/unit.txt.
 bench-full:
 	@mkdir -p $(BENCH_OUT)
 	@echo "bench-full: full workloads, log in $(BENCH_OUT)/bench.log"

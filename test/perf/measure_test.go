@@ -105,3 +105,77 @@ func TestRatiosAndMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestHeapPerPod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		results []Result
+		want    float64 // bytes per pod; <0: no M1 ratio
+		holds   bool
+	}{
+		{
+			name: "within budget",
+			results: []Result{
+				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, BaseHeapMiB: 10, LiveHeapMiB: 110},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, BaseHeapMiB: 12, LiveHeapMiB: 112.5},
+			},
+			want: 512, holds: true,
+		},
+		{
+			// The baseline cancels what an earlier run left in the process.
+			name: "over budget, baseline subtracted",
+			results: []Result{
+				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, BaseHeapMiB: 10, LiveHeapMiB: 110},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, BaseHeapMiB: 50, LiveHeapMiB: 152},
+			},
+			want: 2048, holds: false,
+		},
+		{
+			name: "median over runs",
+			results: []Result{
+				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, LiveHeapMiB: 100},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 100.25},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 100.5},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 130},
+			},
+			want: 512, holds: true,
+		},
+		{
+			name: "no default run",
+			results: []Result{
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 100},
+			},
+			want: -1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Results: tc.results}
+			got := r.heapPerPod()
+			if tc.want < 0 {
+				if len(got) != 0 {
+					t.Fatalf("heapPerPod = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || math.Abs(got[0].Value-tc.want) > 1e-6 || got[0].Holds == nil || *got[0].Holds != tc.holds {
+				t.Fatalf("heapPerPod = %+v, want %v bytes, holds %v", got, tc.want, tc.holds)
+			}
+		})
+	}
+}
+
+func TestStable(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []uint64
+		want bool
+	}{
+		{[]uint64{1000, 1000, 1000}, true},
+		{[]uint64{1000, 1010, 1005}, true},
+		{[]uint64{1170, 973, 972}, false}, // still falling (W5 at 50,000 pods, Caldera)
+		{[]uint64{1000, 1011, 1000}, false},
+	} {
+		if got := stable(tc.xs, 0.01); got != tc.want {
+			t.Errorf("stable(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}

@@ -57,6 +57,15 @@ type Result struct {
 	// apiserver, scheduler, harness); external, the scheduler's RSS only.
 	PeakHeapMiB float64 `json:"peakHeapMiB"`
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
+	// BaseHeapMiB and LiveHeapMiB (workloads with LiveHeap, M1): live heap
+	// after a forced GC before the control plane started and after the
+	// run; their difference is what this run's cluster and scheduler hold.
+	BaseHeapMiB float64 `json:"baseHeapMiB,omitempty"`
+	LiveHeapMiB float64 `json:"liveHeapMiB,omitempty"`
+	// Windows and Decay (churn workloads, W6): per-interval throughput and
+	// live heap, and the last window against the first steady one.
+	Windows []Window `json:"windows,omitempty"`
+	Decay   *Decay   `json:"decay,omitempty"`
 	// Error says why the run did not finish, if it did not.
 	Error string `json:"error,omitempty"`
 }
@@ -194,6 +203,102 @@ func (r *Report) ComputeRatios() {
 		}
 		r.Ratios = append(r.Ratios, ratio)
 	}
+	r.Ratios = append(r.Ratios, r.heapPerPod()...)
+	r.Ratios = append(r.Ratios, r.churnDecay()...)
+}
+
+// churnDecay is W6's targets per (churn workload, profile), from the
+// medians over runs: throughput of the last window against the first
+// steady one, and live heap at the end against after the warm-up.
+func (r *Report) churnDecay() []Ratio {
+	type key struct{ workload, profile string }
+	var keys []key
+	seen := map[key]bool{}
+	for _, res := range r.Results {
+		k := key{res.Workload, res.Profile}
+		if res.Decay != nil && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	var out []Ratio
+	for _, k := range keys {
+		decayed := func(f func(Decay) float64) func(Result) float64 {
+			return func(res Result) float64 {
+				if res.Decay == nil {
+					return 0
+				}
+				return f(*res.Decay)
+			}
+		}
+		if v, ok := r.median(k.workload, k.profile, decayed(func(d Decay) float64 { return d.Throughput })); ok && v > 0 {
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("%s bound pods/s last window / first steady window, %s", k.workload, k.profile),
+				Value: v, Target: fmt.Sprintf(">= %.1f", minChurnThroughput), Holds: new(v >= minChurnThroughput),
+			})
+		}
+		if v, ok := r.median(k.workload, k.profile, decayed(func(d Decay) float64 { return d.KeptUp })); ok && v > 0 {
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("%s pods bound / created in the steady windows, %s", k.workload, k.profile),
+				Value: v, Target: fmt.Sprintf(">= %.1f", minChurnKeptUp), Holds: new(v >= minChurnKeptUp),
+			})
+		}
+		if v, ok := r.median(k.workload, k.profile, decayed(func(d Decay) float64 { return d.Heap })); ok && v > 0 {
+			// The whole process: etcd and the apiserver keep the churn's
+			// history (watch cache, MVCC index) for minutes, so this ratio
+			// has no target of its own; the one below subtracts it.
+			out = append(out, Ratio{Name: fmt.Sprintf("%s live heap at end / after warm-up, %s", k.workload, k.profile), Value: v})
+		}
+		if k.profile == ProfileDefault {
+			continue
+		}
+		growth := decayed(func(d Decay) float64 { return d.HeapGrowthMiB })
+		g, ok1 := r.median(k.workload, k.profile, growth)
+		base, ok2 := r.median(k.workload, ProfileDefault, growth)
+		pods, ok3 := r.median(k.workload, k.profile, decayed(func(d Decay) float64 { return float64(d.SteadyCreated) }))
+		if ok1 && ok2 && ok3 && pods > 0 && seen[key{k.workload, ProfileDefault}] {
+			v := (g - base) * (1 << 20) / pods
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("%s live-heap growth %s - default, bytes per pod arrived (steady windows)", k.workload, k.profile),
+				Value: v, Target: fmt.Sprintf("<= %d", maxChurnGrowthPerPodB), Holds: new(v <= maxChurnGrowthPerPodB),
+			})
+		}
+	}
+	return out
+}
+
+// heldHeap is the live heap a run's cluster and scheduler hold.
+func heldHeap(res Result) float64 { return res.LiveHeapMiB - res.BaseHeapMiB }
+
+// maxHeapPerPod is the issue's budget for Caldera's memory per pod.
+const maxHeapPerPod = 1024
+
+// heapPerPod is M1: for each workload with live-heap samples, Caldera's
+// held heap beyond the default profile's, in bytes per prebound pod. Both
+// profiles hold the same pods in etcd, the apiserver and the scheduler's
+// shared informers, so the difference is Caldera's informers and cache.
+func (r *Report) heapPerPod() []Ratio {
+	var out []Ratio
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		if res.LiveHeapMiB == 0 || res.Prebound == 0 || seen[res.Workload] {
+			continue
+		}
+		seen[res.Workload] = true
+		cal, ok1 := r.median(res.Workload, ProfileCaldera, heldHeap)
+		def, ok2 := r.median(res.Workload, ProfileDefault, heldHeap)
+		if !ok1 || !ok2 {
+			continue
+		}
+		v := (cal - def) * (1 << 20) / float64(res.Prebound)
+		out = append(out, Ratio{
+			Name:   fmt.Sprintf("M1 (%s, %d bound pods) held heap caldera - default, bytes per pod", res.Workload, res.Prebound),
+			Value:  v,
+			Target: fmt.Sprintf("<= %d", maxHeapPerPod),
+			Holds:  new(v <= maxHeapPerPod),
+		})
+	}
+	return out
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -209,8 +314,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	m := r.Machine
 	fmt.Fprintf(&b, "Size `%s`, started %s. Machine: %d CPUs (%s), %s RAM, kernel %s, %s; load average at start %s.\n\n",
 		r.Size, r.Started.UTC().Format(time.RFC3339), m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadAvg)
-	b.WriteString("| workload | profile | run | nodes | pods | bound | time s | created s | 1st bind s | CPU s | sched CPU s | pods/s avg | pods/s p50 | attempts | attempt p50 ms | attempt p99 ms | gang bind p50 s | p99 s | max s | peak heap MiB | peak RSS MiB | error |\n")
-	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("| workload | profile | run | nodes | pods | bound | time s | created s | 1st bind s | CPU s | sched CPU s | pods/s avg | pods/s p50 | attempts | attempt p50 ms | attempt p99 ms | gang bind p50 s | p99 s | max s | peak heap MiB | peak RSS MiB | held heap MiB | error |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, x := range r.Results {
 		gang := "| - | - | -"
 		if x.GroupSize > 1 {
@@ -220,10 +325,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if x.Prebound > 0 {
 			name = fmt.Sprintf("%s (+%d bound)", x.Workload, x.Prebound)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | %.0f | %d | %.2f | %.2f %s | %.0f | %.0f | %s |\n",
+		held := "-"
+		if x.LiveHeapMiB > 0 {
+			held = fmt.Sprintf("%.1f", heldHeap(x))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | %.0f | %d | %.2f | %.2f %s | %.0f | %.0f | %s | %s |\n",
 			name, x.Profile, x.Run, x.Nodes, x.Pods, x.Bound, x.Seconds, x.CreateSeconds, x.FirstBindSeconds, x.CPUSeconds, x.SchedulerCPUSeconds, x.PodsPerSecAvg, x.PodsPerSecP50,
-			x.Attempts, x.AttemptP50Ms, x.AttemptP99Ms, gang, x.PeakHeapMiB, x.PeakRSSMiB, x.Error)
+			x.Attempts, x.AttemptP50Ms, x.AttemptP99Ms, gang, x.PeakHeapMiB, x.PeakRSSMiB, held, x.Error)
 	}
+	writeWindows(&b, r.Results)
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n| ratio (medians over runs) | value | target | holds |\n| --- | ---: | --- | --- |\n")
 		for _, x := range r.Ratios {
@@ -236,4 +346,63 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWindows writes one row per churn run: each window's bound pods/s,
+// gang bind p50 and live heap, then the decay figures.
+func writeWindows(b *strings.Builder, results []Result) {
+	header := false
+	for _, x := range results {
+		if len(x.Windows) == 0 {
+			continue
+		}
+		if !header {
+			header = true
+			b.WriteString("\nChurn: one value per window, from the first arrival; * marks the first steady window.\n\n")
+			b.WriteString("| workload | profile | run | created pods/s | bound pods/s | finished pods/s | gang bind p50 s | live heap MiB | bound last / first steady | bound / created, steady | heap end / after warm-up | heap growth (fit) MiB | heap start -> drained MiB |\n")
+			b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+		}
+		steady := -1
+		if x.Decay != nil {
+			steady = x.Decay.FirstSteady
+		}
+		window := 0.0
+		if len(x.Windows) > 1 {
+			window = x.Windows[1].StartSeconds - x.Windows[0].StartSeconds
+		}
+		col := func(f func(Window) string) string {
+			parts := make([]string, len(x.Windows))
+			for i, w := range x.Windows {
+				parts[i] = f(w)
+				if i == steady {
+					parts[i] += "*"
+				}
+			}
+			return strings.Join(parts, " ")
+		}
+		perSec := func(n int) string {
+			if window == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", float64(n)/window)
+		}
+		decay, keptUp, heap, growth, drained := "-", "-", "-", "-", "-"
+		if x.Decay != nil {
+			decay, keptUp = fmt.Sprintf("%.2f", x.Decay.Throughput), fmt.Sprintf("%.2f", x.Decay.KeptUp)
+			if x.Decay.HeapDrainedMiB > 0 {
+				drained = fmt.Sprintf("%.0f -> %.0f", x.Decay.HeapStartMiB, x.Decay.HeapDrainedMiB)
+			}
+			if x.Decay.Heap > 0 {
+				growth = fmt.Sprintf("%.1f", x.Decay.HeapGrowthMiB)
+				heap = fmt.Sprintf("%.2f (%.0f -> %.0f MiB)", x.Decay.Heap, x.Decay.HeapWarmMiB, x.Decay.HeapEndMiB)
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Workload, x.Profile, x.Run,
+			col(func(w Window) string { return perSec(w.Created) }),
+			col(func(w Window) string { return fmt.Sprintf("%.1f", w.BoundPerSec) }),
+			col(func(w Window) string { return perSec(w.Finished) }),
+			col(func(w Window) string { return fmt.Sprintf("%.2f", w.GangBindP50) }),
+			col(func(w Window) string { return fmt.Sprintf("%.0f", w.HeapMiB) }),
+			decay, keptUp, heap, growth, drained)
+	}
 }

@@ -32,6 +32,16 @@ const (
 	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
 	// probeTimeout bounds the wait for the scheduler to bind the probe pod.
 	probeTimeout = 2 * time.Minute
+	// M1 waits liveHeapSettle after the last bind (Caldera writes the
+	// status of every PodGroup it found), then takes the least of at least
+	// liveHeapSamples samples 2 s apart, more while the heap still falls,
+	// up to liveHeapMaxWait.
+	liveHeapSettle  = 10 * time.Second
+	liveHeapSamples = 5
+	liveHeapMaxWait = time.Minute
+	// baseHeapWait bounds the wait for the previous run's control plane to
+	// be collected before M1's baseline.
+	baseHeapWait = time.Minute
 )
 
 // Options are the run-wide settings.
@@ -75,6 +85,9 @@ func inProcessMetrics(_ context.Context, match map[string]string) (histogram, er
 // pods; the clock starts when the scheduler is started. With opts.Stream the
 // scheduler runs first and the clock starts at the first create.
 func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
+	if w.Churn != nil {
+		return runChurn(t, w, p, opts)
+	}
 	res := Result{
 		Workload: w.Name, Profile: p.Name, Nodes: w.Nodes, Pods: w.Pods(),
 		Groups: w.Groups, GroupSize: w.GroupSize, Prebound: w.Prebound,
@@ -84,9 +97,16 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 		t.Logf("%s/%s: %v", w.Name, p.Name, err)
 		return res
 	}
+	ctx := t.Context()
+	if w.LiveHeap {
+		// What earlier runs left in the process (a control plane's last
+		// goroutines, caches) must not count as this profile's heap.
+		var trace []string
+		res.BaseHeapMiB, trace = settledHeap(ctx, baseHeapWait)
+		t.Logf("%s/%s: live heap before the control plane: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
+	}
 	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
 	env := harness.StartWith(t, envOpts...)
-	ctx := t.Context()
 
 	if err := createNodes(ctx, env, w.Nodes); err != nil {
 		return fail(err)
@@ -124,21 +144,11 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
 	cpuBefore := cpuSeconds(0)
 	start := time.Now()
-	if opts.External != nil {
-		ext, err := opts.External.start(t, env)
-		if err != nil {
-			stopProfile()
-			return fail(err)
-		}
+	if ext, err := startScheduler(t, env, p, opts); err != nil {
+		stopProfile()
+		return fail(err)
+	} else if ext != nil {
 		mem.pid, scrape, before = ext.pid, ext.scrape, histogram{}
-	} else {
-		// Goroutines inherit pprof labels from the goroutine that starts
-		// them: everything the scheduler starts carries component=scheduler,
-		// so `go tool pprof -tagfocus=component=scheduler` separates its CPU
-		// from the apiserver's and etcd's in the whole-process profiles.
-		pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("component", "scheduler")))
-		env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
-		pprof.SetGoroutineLabels(ctx)
 	}
 	if mem.pid != 0 {
 		cpuBefore = cpuSeconds(mem.pid)
@@ -235,8 +245,21 @@ wait:
 		res.PodsPerSecP50 = percentile(samples, 50)
 	}
 	res.GangBindP50, res.GangBindP99, res.GangBindMax = percentile(gangTimes, 50), percentile(gangTimes, 99), percentile(gangTimes, 100)
-	res.PeakHeapMiB = float64(mem.peakHeap) / (1 << 20)
-	res.PeakRSSMiB = float64(mem.peakRSS) / (1 << 20)
+	res.PeakHeapMiB = mib(mem.peakHeap)
+	res.PeakRSSMiB = mib(mem.peakRSS)
+	if w.LiveHeap && opts.External == nil && res.Error == "" {
+		// The scheduler has listed everything (it bound the new pod);
+		// its status writes settle within a few seconds.
+		time.Sleep(liveHeapSettle)
+		live, trace := liveHeapStable(ctx, liveHeapSamples, 2*time.Second, liveHeapMaxWait)
+		res.LiveHeapMiB = mib(live)
+		if opts.ProfileDir != "" {
+			// Right after a forced GC the profile's in-use figures are the
+			// live heap just measured: where it goes, by allocation site.
+			writeHeapProfile(t, filepath.Join(opts.ProfileDir, "heap-live-"+w.Name+"-"+p.Name+".pprof"))
+		}
+		t.Logf("%s/%s: live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
+	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
 		h := after.sub(before)
 		res.Attempts = int(h.total())
@@ -249,6 +272,23 @@ wait:
 		w.Name, p.Name, res.Bound, res.Pods, res.Seconds, res.CreateSeconds, res.FirstBindSeconds, res.CPUSeconds, res.PodsPerSecAvg, res.PodsPerSecP50, res.AttemptP50Ms, res.AttemptP99Ms,
 		res.GangBindP50, res.GangBindMax, res.PeakHeapMiB, res.PeakRSSMiB, res.Error)
 	return res
+}
+
+// startScheduler starts profile p's scheduler: the external command, whose
+// process it returns, or the in-process scheduler (nil).
+func startScheduler(t *testing.T, env *harness.Env, p Profile, opts Options) (*externalProc, error) {
+	if opts.External != nil {
+		return opts.External.start(t, env)
+	}
+	// Goroutines inherit pprof labels from the goroutine that starts them:
+	// everything the scheduler starts carries component=scheduler, so
+	// `go tool pprof -tagfocus=component=scheduler` separates its CPU from
+	// the apiserver's and etcd's in the whole-process profiles.
+	ctx := t.Context()
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("component", "scheduler")))
+	env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
+	pprof.SetGoroutineLabels(ctx)
+	return nil, nil
 }
 
 // parallel runs f(0..n-1) on createWorkers goroutines and returns the first
@@ -361,6 +401,18 @@ func createPrebound(ctx context.Context, env *harness.Env, w Workload, p Profile
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	if p.Gang == GangCaldera {
+		err := parallel(ctx, w.preboundGangs(), func(ctx context.Context, g int) error {
+			pg := harness.PodGroup(ns, boundGroupName(g), int32(w.PreboundGangSize))
+			if _, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating bound group %s: %w", pg.Name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return parallel(ctx, w.Prebound, func(ctx context.Context, i int) error {
 		pod := w.boundPod(ns, p, i)
 		if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -417,15 +469,20 @@ func startCPUProfile(t *testing.T, dir, name string) func() {
 			}
 			m.Close()
 		}
-		h, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
-		if err != nil {
-			t.Logf("heap profile: %v", err)
-			return
-		}
-		defer h.Close()
-		if err := pprof.Lookup("heap").WriteTo(h, 0); err != nil {
-			t.Logf("heap profile: %v", err)
-		}
+		writeHeapProfile(t, filepath.Join(dir, "heap-"+name+".pprof"))
+	}
+}
+
+// writeHeapProfile writes the process's heap profile to path.
+func writeHeapProfile(t *testing.T, path string) {
+	h, err := os.Create(path)
+	if err != nil {
+		t.Logf("heap profile: %v", err)
+		return
+	}
+	defer h.Close()
+	if err := pprof.Lookup("heap").WriteTo(h, 0); err != nil {
+		t.Logf("heap profile: %v", err)
 	}
 }
 

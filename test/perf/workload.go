@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -31,6 +32,18 @@ type Workload struct {
 	// create), exist before the scheduler starts: W5 times a restarted
 	// scheduler's first bind with that many pods to list and account.
 	Prebound int
+	// PreboundGangSize, when set, puts the first half of the prebound pods
+	// in bound gangs of this size (a PodGroup each on profiles with Caldera's
+	// gang form): a restarted Caldera rebuilds gangs, not only plain pods,
+	// and its member-pod informer holds only gang members, so the live-heap
+	// measure (M1) must include some.
+	PreboundGangSize int
+	// Churn, when set, makes the groups arrive and finish over time (W6)
+	// instead of existing at once; Groups is then the number that arrive.
+	Churn *Churn
+	// LiveHeap measures the live heap after the run (M1): forced
+	// collections, so only for workloads whose timing ends before it.
+	LiveHeap bool
 }
 
 // Pods is the workload's pod count.
@@ -48,11 +61,18 @@ const (
 // cores) or "full" (the sizes, make bench-full).
 func Sizes(size string) ([]Workload, error) {
 	nodes, plain, gangs, bigGang, prebound := 0, 0, 0, 0, 0
+	// Churn: gangs of 8 at 2-3 per second (16-24 pods/s, a tenth of what
+	// W2 binds at on a quiet machine), running 10 s, deleted 5 s after.
+	churn := Churn{GangsPerSec: 2, RunTime: 10 * time.Second, Linger: 5 * time.Second, Window: 10 * time.Second}
 	switch size {
 	case "quick":
-		nodes, plain, gangs, bigGang, prebound = 250, 1000, 100, 800, 2000
+		churn.Duration = time.Minute
+		// 10,000 bound pods: fewer would leave a 1 KiB-per-pod difference
+		// inside the noise of a whole-process heap of hundreds of MiB.
+		nodes, plain, gangs, bigGang, prebound = 250, 1000, 100, 800, 10_000
 	case "full":
 		nodes, plain, gangs, bigGang, prebound = 1000, 5000, 600, 2000, 50_000
+		churn.Duration, churn.GangsPerSec = 2*time.Minute, 3
 	default:
 		return nil, fmt.Errorf("unknown size %q (quick, full)", size)
 	}
@@ -62,7 +82,8 @@ func Sizes(size string) ([]Workload, error) {
 		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: append(all, ProfileCalderaNoPlacement, ProfileCalderaNoNomination)},
 		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
 		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream, ProfileCalderaNoNomination}},
-		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, Profiles: []string{ProfileDefault, ProfileCaldera}},
+		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, PreboundGangSize: 8, LiveHeap: true, Profiles: []string{ProfileDefault, ProfileCaldera}},
+		{Name: "W6", Nodes: nodes, Groups: churn.gangs(), GroupSize: 8, Gang: true, Churn: &churn, Profiles: all},
 	}, nil
 }
 
@@ -106,12 +127,28 @@ func (w Workload) pod(ns string, p Profile, g, m int) *v1.Pod {
 	return pod
 }
 
-// boundPod is prebound pod i, bound to a node by its spec, in namespace ns.
+// preboundGangs is the number of bound gangs among the prebound pods.
+func (w Workload) preboundGangs() int {
+	if w.PreboundGangSize <= 1 {
+		return 0
+	}
+	return w.Prebound / 2 / w.PreboundGangSize
+}
+
+// boundPod is prebound pod i, bound to a node by its spec, in namespace ns;
+// the first preboundGangs()*PreboundGangSize are gang members.
 func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
-	pod := harness.Pod(ns, fmt.Sprintf("b-%d", i)).CPU(podCPU).Mem(podMem).Scheduler(p.SchedulerName).Obj()
+	b := harness.Pod(ns, fmt.Sprintf("b-%d", i)).CPU(podCPU).Mem(podMem).Scheduler(p.SchedulerName)
+	if g := i / max(w.PreboundGangSize, 1); g < w.preboundGangs() && p.Gang == GangCaldera {
+		b.Group(boundGroupName(g))
+	}
+	pod := b.Obj()
 	pod.Spec.NodeName = node(i % w.Nodes).Name
 	return pod
 }
+
+// boundGroupName names prebound gang g.
+func boundGroupName(g int) string { return fmt.Sprintf("b-%d", g) }
 
 // calderaGroup is group g as a scheduler-plugins PodGroup.
 func (w Workload) calderaGroup(ns string, g int) *v1alpha1.PodGroup {
