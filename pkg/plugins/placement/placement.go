@@ -39,6 +39,7 @@ type Placement struct {
 var (
 	_ fwk.PreScorePlugin = &Placement{}
 	_ fwk.ScorePlugin    = &Placement{}
+	_ fwk.SignPlugin     = &Placement{}
 )
 
 // New builds the plugin for one profile; every profile shares the cache of p.
@@ -67,6 +68,20 @@ type state struct {
 
 // Clone shares the state: it is read-only after PreScore.
 func (s *state) Clone() fwk.StateData { return s }
+
+// SignPod keeps kube-scheduler's opportunistic batching (KEP-5598) for the
+// pods this plugin does not score: a Score plugin that does not sign turns
+// batching off for every pod of the profile. Pods that name no PodGroup get
+// the neutral score (PreScore skips them), so they sign with no fragment. A
+// gang member's score depends on where its siblings have just been placed,
+// which a signature of the pod cannot capture, so members refuse to be signed
+// and are scored every cycle.
+func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if group := pod.Labels[v1alpha1.PodGroupLabel]; group != "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member's placement score depends on its siblings' nodes")
+	}
+	return nil, nil
+}
 
 // PreScore summarizes every node of the snapshot for pod's gang: domains,
 // free room, siblings placed (bound or assumed). Pods outside a gang are

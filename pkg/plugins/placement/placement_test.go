@@ -220,3 +220,32 @@ func BenchmarkPreScore(b *testing.B) {
 		})
 	}
 }
+
+// Pods outside a gang keep opportunistic batching (signed, no fragment);
+// gang members refuse to be signed, so they are scored every cycle.
+func TestSignPod(t *testing.T) {
+	pl := &Placement{}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		signed bool
+	}{
+		{"plain pod", nil, true},
+		{"empty pod-group label", map[string]string{v1alpha1.PodGroupLabel: ""}, true},
+		{"gang member", map[string]string{v1alpha1.PodGroupLabel: "g"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: tc.labels}}
+			frags, st := pl.SignPod(context.Background(), pod)
+			if len(frags) != 0 {
+				t.Errorf("SignPod returned fragments %v, want none", frags)
+			}
+			if got := st.IsSuccess(); got != tc.signed {
+				t.Errorf("signed = %v (status %v), want %v", got, st, tc.signed)
+			}
+			if !tc.signed && st.Code() != fwk.Unschedulable {
+				t.Errorf("status %v, want Unschedulable (refuse to sign)", st)
+			}
+		})
+	}
+}
