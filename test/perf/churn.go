@@ -435,15 +435,8 @@ func sampleHeapAtWindowEnds(ctx context.Context, start time.Time, window time.Du
 // createGang creates gang g: its group object (on profiles with gang
 // semantics), then its pods.
 func createGang(ctx context.Context, env *harness.Env, w Workload, p Profile, ns string, g int) error {
-	var err error
-	switch p.Gang {
-	case GangCaldera:
-		_, err = env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, w.calderaGroup(ns, g), metav1.CreateOptions{})
-	case GangUpstream:
-		_, err = env.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, w.upstreamGroup(ns, g), metav1.CreateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("creating group %s: %w", groupName(g), err)
+	if err := createGroup(ctx, env, w, p, ns, g); err != nil {
+		return err
 	}
 	for m := range w.GroupSize {
 		pod := w.pod(ns, p, g, m)

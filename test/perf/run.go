@@ -377,18 +377,24 @@ func createGroups(ctx context.Context, env *harness.Env, w Workload, p Profile, 
 		return nil
 	}
 	return parallel(ctx, w.Groups, func(ctx context.Context, g int) error {
-		var err error
-		switch p.Gang {
-		case GangCaldera:
-			_, err = env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, w.calderaGroup(ns, g), metav1.CreateOptions{})
-		case GangUpstream:
-			_, err = env.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, w.upstreamGroup(ns, g), metav1.CreateOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("creating group %s: %w", groupName(g), err)
-		}
-		return nil
+		return createGroup(ctx, env, w, p, ns, g)
 	})
+}
+
+// createGroup creates gang g's group object in the form profile p expects
+// (none for profiles without gang semantics).
+func createGroup(ctx context.Context, env *harness.Env, w Workload, p Profile, ns string, g int) error {
+	var err error
+	switch p.Gang {
+	case GangCaldera:
+		_, err = env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, w.calderaGroup(ns, g), metav1.CreateOptions{})
+	case GangUpstream:
+		_, err = env.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, w.upstreamGroup(ns, g), metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("creating group %s: %w", groupName(g), err)
+	}
+	return nil
 }
 
 // createPrebound creates the workload's already-bound pods in their own
