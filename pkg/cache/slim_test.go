@@ -30,9 +30,9 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "m-0", Namespace: "ns", UID: types.UID("u"), ResourceVersion: "7", Generation: 2,
 				CreationTimestamp: now, Labels: map[string]string{PodGroupLabel: "g", "queue": "q"},
-				Annotations:       map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...a large document...}"},
-				OwnerReferences:   []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: "j"}},
-				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+				Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...a large document...}"},
+				OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: "j"}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 			},
 			Spec: v1.PodSpec{
 				SchedulerName: "caldera-scheduler", NodeName: "n1", Priority: ptr.To[int32](5),
