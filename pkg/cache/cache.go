@@ -146,7 +146,9 @@ type Cache struct {
 	// lead, when set, decides when status is written instead of the status
 	// Lease (NewLeaderProvider).
 	lead *Leadership
-	ctx  context.Context
+	// requests shares equal request lists among pods; guarded by mu.
+	requests requestInterner
+	ctx      context.Context
 }
 
 // group is one PodGroup (or a set of pods naming a PodGroup not yet seen).

@@ -172,7 +172,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	g := c.groupLocked(key)
 	m := g.members[pod.UID]
 	if m == nil {
-		m = &member{request: podRequest(pod)}
+		m = &member{request: c.requests.intern(podRequest(pod))}
 		g.members[pod.UID] = m
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
@@ -181,7 +181,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.counts.Add(m.state, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
 		if req := podRequest(pod); !req.Equal(m.request) {
-			m.request = req
+			m.request = c.requests.intern(req)
 			g.minRequestValid = false
 		}
 	}

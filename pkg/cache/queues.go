@@ -973,7 +973,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
 	spec := &pod.Spec
 	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
-		return podRequest(pod)
+		return c.requests.intern(podRequest(pod))
 	}
 	a := c.adm
 	if a.scratch == nil {
@@ -1000,7 +1000,7 @@ func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
 	if old != nil && old.req.Equal(a.scratch) {
 		return old.req
 	}
-	return a.scratch.Clone()
+	return c.requests.intern(a.scratch)
 }
 
 // isPodUnitKey reports whether a unit key is a singleton's (podUnitKey).
