@@ -623,8 +623,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	u.annotated = annotated
 	if !u.admitted {
 		u.request = c.minRequestLocked(g)
-		a.pending.Set(queue.Group{Key: uk, Queue: u.queue, Priority: u.priority, Created: u.created,
-			Request: u.request, Members: u.members, MinMember: u.min})
+		c.setPendingLocked(u)
 		a.kickLocked()
 	} else if u.request == nil {
 		u.request = c.minRequestLocked(g)
@@ -653,8 +652,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	u.notice = "" // the next admission writes its Event and annotation again
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
-	a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
-		Request: u.request, Members: u.members, MinMember: u.min})
+	c.setPendingLocked(u)
 	k := g.key
 	select {
 	case a.writes <- admissionWrite{unit: u.key, pg: &k, unadmit: true}:
@@ -840,6 +838,39 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
+	// A pending unit's request is net of what its bound members hold, which
+	// this call follows: refresh the pending entry when that changed.
+	if !u.admitted {
+		if g, ok := c.adm.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
+			c.setPendingLocked(u)
+		}
+	}
+}
+
+// setPendingLocked (re)places u among its queue's groups waiting for
+// admission.
+func (c *Cache) setPendingLocked(u *unit) {
+	c.adm.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+		Request: pendingRequest(u), Members: u.members, MinMember: u.min})
+}
+
+// pendingRequest is what admission must still find room for: u's request
+// less what its bound members already hold. Those are counted as used (and
+// in their queue's allocated) already, so a gang that had members bound
+// before it was admitted here (a scheduler killed while it bound the gang,
+// before the admission was recorded on the PodGroup) would otherwise need
+// their room twice and never be admitted.
+func pendingRequest(u *unit) resources.List {
+	if len(u.held) == 0 {
+		return u.request
+	}
+	out := make(resources.List, len(u.request))
+	for k, v := range u.request {
+		if d := v - u.held[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // onAnyPod accounts every unfinished pod from the scheduler's pod informer
@@ -933,8 +964,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			a.pending.Delete(u.key)
 		}
 		if !u.admitted {
-			a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
-				Request: u.request, Members: 1, MinMember: 1})
+			c.setPendingLocked(u)
 			a.kickLocked()
 		}
 	}
@@ -1106,8 +1136,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 		case u.pod != nil && u.pod.Namespace == ns.Name:
 			c.moveUnitLocked(u, c.resolveQueueLocked(nil, u.pod, ns.Name))
 			if !u.admitted {
-				a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
-					Request: u.request, Members: 1, MinMember: 1})
+				c.setPendingLocked(u)
 			}
 		}
 	}

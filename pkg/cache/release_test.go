@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,4 +36,33 @@ func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
 	if writes := pendingWrites(c); len(writes) > 1 {
 		t.Errorf("a started gang's release queued writes %+v, want only its admission", writes)
 	}
+}
+
+// A gang that had members bound before this cache admitted it (its
+// scheduler was killed while binding it, before the admission reached the
+// PodGroup) needs room only for its unbound members: the bound ones are
+// counted as used already. Before, admission asked for the whole gang on
+// top of them and the last member never bound.
+func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "4"))
+	addPG(c, mkPG("ns", "g", 4, pgQueue("q")))
+	var pending *v1.Pod
+	for i := range 4 {
+		m := memberOf("ns", fmt.Sprint("m", i), "g", cpu("1"))
+		if i < 3 {
+			m = next(m, boundTo("n1"), phase(v1.PodRunning))
+		} else {
+			pending = m
+		}
+		podEvent(c, m)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{ok: true}, pending)
+	wantUsage(t, c, "q", 3, 1)
+	wantConsistent(t, c, "after admitting the partly bound gang")
+
+	// Its last member binds: nothing is reserved any more.
+	podEvent(c, next(pending, boundTo("n1"), phase(v1.PodRunning)))
+	wantUsage(t, c, "q", 4, 0)
 }
