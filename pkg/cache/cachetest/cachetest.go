@@ -148,6 +148,14 @@ func validate(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) error {
 	return nil
 }
 
+// Handle returns the part of fwk.Handle a cache without a scheduler uses
+// (cache.Provider.Get): a client config and clientset, an informer factory
+// the caller starts, no waiting pods, and Activate doing nothing. Any other
+// method panics on the nil embedded interface.
+func Handle(cfg *rest.Config, cs kubernetes.Interface, factory informers.SharedInformerFactory) fwk.Handle {
+	return &handle{cfg: cfg, cs: cs, factory: factory}
+}
+
 // handle is the part of fwk.Handle that cache.Provider uses; any other method
 // panics on the nil embedded interface.
 type handle struct {

@@ -5,17 +5,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 )
 
@@ -54,8 +51,8 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &recountHandle{cfg: cfg, cs: cs, factory: scheduler.NewInformerFactory(cs, 0, nil)}
-	c, err := cache.NewProvider().Get(ctx, h)
+	factory := scheduler.NewInformerFactory(cs, 0, nil)
+	c, err := cache.NewProvider().Get(ctx, cachetest.Handle(cfg, cs, factory))
 	if err != nil {
 		t.Fatalf("RecountCache: %v", err)
 	}
@@ -73,28 +70,13 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 			}
 		}
 	}
-	h.factory.Start(ctx.Done())
+	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
-	for typ, ok := range h.factory.WaitForCacheSync(syncCtx.Done()) {
+	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
 		if !ok {
 			t.Fatalf("RecountCache: informer of %v did not sync", typ)
 		}
 	}
 	return c
 }
-
-// recountHandle is the part of fwk.Handle a cache without a scheduler uses;
-// any other method panics on the nil embedded interface.
-type recountHandle struct {
-	fwk.Handle
-	cfg     *rest.Config
-	cs      kubernetes.Interface
-	factory informers.SharedInformerFactory
-}
-
-func (h *recountHandle) KubeConfig() *rest.Config                               { return h.cfg }
-func (h *recountHandle) ClientSet() kubernetes.Interface                        { return h.cs }
-func (h *recountHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
-func (h *recountHandle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
-func (h *recountHandle) Activate(klog.Logger, map[string]*v1.Pod)               {}
