@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -40,36 +40,35 @@ rules:
   - level: None
 `
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
-type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
+// auditEvent is an audit.k8s.io/v1 Event, with the test's reading of it.
+type auditEvent struct{ auditv1.Event }
 
 func (e auditEvent) String() string {
-	r := e.ObjectRef
+	r := e.ref()
 	return fmt.Sprintf("%s %s %s/%s %s/%s by %s at %s (%d)", e.Verb, r.APIGroup, r.Resource, r.Subresource,
-		r.Namespace, r.Name, e.User.Username, e.Received.Format("15:04:05.000"), e.ResponseStatus.Code)
+		r.Namespace, r.Name, e.User.Username, e.RequestReceivedTimestamp.Format("15:04:05.000"), e.code())
+}
+
+// ref is the request's object, empty for requests without one.
+func (e auditEvent) ref() auditv1.ObjectReference {
+	if e.ObjectRef == nil {
+		return auditv1.ObjectReference{}
+	}
+	return *e.ObjectRef
+}
+
+// code is the response's HTTP status code, 0 when the event has none.
+func (e auditEvent) code() int32 {
+	if e.ResponseStatus == nil {
+		return 0
+	}
+	return e.ResponseStatus.Code
 }
 
 // kind names what a replica's write is, for the leader check: "" when it
 // is none of the writes only the leader may make.
 func (e auditEvent) kind() string {
-	r := e.ObjectRef
+	r := e.ref()
 	switch {
 	case r.Resource == "leases" && r.Name == failoverLease:
 		return "lease"
@@ -157,9 +156,9 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	events := readAudit(t, auditLog)
 	acquired := map[string]time.Time{}
 	for _, e := range events {
-		if e.kind() == "lease" && e.ResponseStatus.Code < 300 {
+		if e.kind() == "lease" && e.code() < 300 {
 			if _, ok := acquired[e.User.Username]; !ok {
-				acquired[e.User.Username] = e.Received.Time
+				acquired[e.User.Username] = e.RequestReceivedTimestamp.Time
 			}
 		}
 	}
@@ -180,10 +179,10 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 			continue
 		}
 		writes[user][kind]++
-		if e.Received.Time.Before(acquired[user]) {
+		if e.RequestReceivedTimestamp.Time.Before(acquired[user]) {
 			t.Errorf("a write by a replica that was not the leader: %v (it acquired the Lease at %s)", e, acquired[user].Format("15:04:05.000"))
 		}
-		if user == a && e.Received.Time.After(killed) {
+		if user == a && e.RequestReceivedTimestamp.Time.After(killed) {
 			t.Errorf("a write by the killed replica: %v", e)
 		}
 	}
@@ -213,7 +212,7 @@ func readAudit(t *testing.T, path string) []auditEvent {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("audit log line %q: %v", sc.Text(), err)
 		}
-		if e.Stage == "ResponseComplete" {
+		if e.Stage == auditv1.StageResponseComplete {
 			out = append(out, e)
 		}
 	}
