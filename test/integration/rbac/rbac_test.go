@@ -27,7 +27,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -232,22 +231,7 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env) string {
 	if err != nil {
 		t.Fatalf("TokenRequest for %s/%s: %v", saNamespace, saName, err)
 	}
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{
-		Server:                   cfg.Host,
-		CertificateAuthorityData: cfg.CAData,
-		CertificateAuthority:     cfg.CAFile,
-		TLSServerName:            cfg.ServerName,
-		InsecureSkipTLSVerify:    cfg.Insecure,
-	}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "sa"}
-	kc.CurrentContext = "sa"
-	path := filepath.Join(t.TempDir(), "kubeconfig-sa")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := env.TokenKubeconfig(t, tr.Status.Token)
 	// The token authenticates as the ServiceAccount.
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
