@@ -53,8 +53,11 @@ type Scorer struct {
 	maxRoom []int            // per key: the largest room of a domain
 }
 
-// NewScorer summarizes all nodes (not only the feasible ones: a domain's
-// room counts every node in it). O(nodes x keys x resources).
+// NewScorer summarizes nodes for g (more can be added with Add). For the
+// first member of a gang (no sibling placed) every node must be added, not
+// only the feasible ones: a domain's room counts every node in it. Once
+// siblings are placed, the score reads only the domains of the nodes that
+// hold them, so summarizing those nodes alone scores every node the same.
 func NewScorer(g Gang, nodes []Node, keys int, w Weights) *Scorer {
 	s := &Scorer{gang: g, w: w, keys: keys,
 		domains: make([]map[string]int, keys), room: make([]map[string]int, keys), maxRoom: make([]int, keys)}
@@ -65,19 +68,26 @@ func NewScorer(g Gang, nodes []Node, keys int, w Weights) *Scorer {
 		s.domains[i], s.room[i] = map[string]int{}, map[string]int{}
 	}
 	for _, n := range nodes {
-		s.placed += n.Siblings
-		fit := Fits(g.Request, n.Free)
-		for i := range min(keys, len(n.Domains)) {
-			d := n.Domains[i]
-			if d == "" {
-				continue
-			}
-			s.domains[i][d] += n.Siblings
-			s.room[i][d] = satAdd(s.room[i][d], fit)
-			s.maxRoom[i] = max(s.maxRoom[i], s.room[i][d])
-		}
+		s.Add(n)
 	}
 	return s
+}
+
+// Add summarizes one more node. O(keys x resources); n is not retained.
+func (s *Scorer) Add(n Node) {
+	s.placed += n.Siblings
+	fit := Fits(s.gang.Request, n.Free)
+	for i := range min(s.keys, len(n.Domains)) {
+		d := n.Domains[i]
+		if d == "" {
+			continue
+		}
+		if n.Siblings > 0 {
+			s.domains[i][d] += n.Siblings
+		}
+		s.room[i][d] = satAdd(s.room[i][d], fit)
+		s.maxRoom[i] = max(s.maxRoom[i], s.room[i][d])
+	}
 }
 
 // Score returns n's score in [0, MaxScore].

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -132,6 +134,44 @@ func TestFits(t *testing.T) {
 	} {
 		if got := Fits(tc.req, tc.free); got != tc.want {
 			t.Errorf("Fits(%v, %v) = %d, want %d", tc.req, tc.free, got, tc.want)
+		}
+	}
+}
+
+// TestSiblingNodesSuffice: once a sibling is placed, a scorer summarized from
+// only the nodes that hold siblings scores every node as one summarized from
+// all nodes; the plugin relies on it to summarize O(gang) nodes per member
+// instead of every node.
+func TestSiblingNodesSuffice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		keys := rng.IntN(3)
+		var nodes, withSiblings []Node
+		for range 1 + rng.IntN(40) {
+			n := Node{Allocatable: []int64{8000, 64}, Free: []int64{rng.Int64N(8001), rng.Int64N(65)}}
+			for k := range keys {
+				d := ""
+				if rng.IntN(5) > 0 { // some nodes lack the label
+					d = fmt.Sprint("d", k, "-", rng.IntN(4))
+				}
+				n.Domains = append(n.Domains, d)
+			}
+			if rng.IntN(3) == 0 {
+				n.Siblings = 1 + rng.IntN(3)
+				withSiblings = append(withSiblings, n)
+			}
+			nodes = append(nodes, n)
+		}
+		if len(withSiblings) == 0 {
+			continue
+		}
+		g := Gang{Request: []int64{500 + rng.Int64N(2000), rng.Int64N(4)}, Remaining: 1 + rng.IntN(10)}
+		w := Weights{Packing: rng.Float64()}
+		full, partial := NewScorer(g, nodes, keys, w), NewScorer(g, withSiblings, keys, w)
+		for i, n := range nodes {
+			if a, b := full.Score(n), partial.Score(n); a != b {
+				t.Fatalf("trial %d, node %d: score from all nodes %d, from the siblings' nodes %d", trial, i, a, b)
+			}
 		}
 	}
 }

@@ -62,8 +62,12 @@ func (pl *Placement) Name() string { return Name }
 type state struct {
 	gang   policy.Gang // what the scorer was built for
 	scorer *policy.Scorer
-	nodes  []policy.Node
-	index  map[string]int // node name -> nodes index
+	// names are the resources the member requests, in the order of
+	// gang.Request: Score reads a node's amounts of these.
+	names []string
+	// siblings counts the gang's members placed per node, for the nodes
+	// that have any.
+	siblings map[string]int
 }
 
 // Clone shares the state: it is read-only after PreScore.
@@ -83,11 +87,13 @@ func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment
 	return nil, nil
 }
 
-// PreScore summarizes every node of the snapshot for pod's gang: domains,
-// free room, siblings placed (bound or assumed). Pods outside a gang are
-// skipped. The siblings come from the cache's members of the gang, O(nodes
-// + gang) per gang member's cycle; only when the profile's CalderaGang does
-// not report reservations (so the cache misses assumed siblings) are the
+// PreScore summarizes the nodes for pod's gang: where its siblings are
+// placed (bound or assumed) and, while none is, how many members each
+// topology domain can hold. Pods outside a gang are skipped. Once a sibling
+// is placed, the score reads only the siblings' domains (policy.Scorer), so
+// only their nodes are summarized: O(gang) per member's cycle, and O(nodes)
+// for a gang's first member. Only when the profile's CalderaGang does not
+// report reservations (so the cache misses assumed siblings) are the
 // snapshot's pods scanned, O(nodes + pods).
 func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	group, ok := pod.Labels[v1alpha1.PodGroupLabel]
@@ -105,53 +111,93 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 	if !ok || max(minMember, active) <= 1 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	// One member's request as dense amounts, and every node's free and
-	// allocatable amounts of those resources and domains, in three shared
-	// arrays: PreScore runs for every gang member, over every node.
+	nodeInfos := pl.handle.SnapshotSharedLister().NodeInfos()
 	names, req := denseRequest(cache.PodRequest(pod))
-	r, k := len(names), len(pl.keys)
-	amounts := make([]int64, 2*r*len(all))
-	domains := make([]string, k*len(all))
-	list := make([]policy.Node, len(all))
-	index := make(map[string]int, len(all))
-	placed := 0
-	for i, ni := range all {
-		n := &list[i]
-		n.Free, n.Allocatable = amounts[2*r*i:2*r*i+r:2*r*i+r], amounts[2*r*i+r:2*r*(i+1)]
-		n.Domains = domains[k*i : k*(i+1)]
-		node := ni.Node()
-		for j, key := range pl.keys {
-			n.Domains[j] = node.Labels[key]
+	siblings := map[string]int{}
+	var all []fwk.NodeInfo
+	if scan {
+		var err error
+		if all, err = nodeInfos.List(); err != nil {
+			return fwk.AsStatus(err)
 		}
-		alloc, used := ni.GetAllocatable(), ni.GetRequested()
-		for j, name := range names {
-			n.Allocatable[j] = cache.AmountOf(alloc, name)
-			n.Free[j] = n.Allocatable[j] - cache.AmountOf(used, name)
-		}
-		if scan {
+		for _, ni := range all {
 			for _, pi := range ni.GetPods() {
 				if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
-					n.Siblings++
+					siblings[ni.Node().Name]++
 				}
 			}
-			placed += n.Siblings
 		}
-		index[node.Name] = i
+	} else {
+		for _, name := range placedOn {
+			// Siblings on nodes the snapshot does not list hold no room here.
+			if _, err := nodeInfos.Get(name); err == nil {
+				siblings[name]++
+			}
+		}
 	}
-	// Siblings on nodes the snapshot does not list hold no room here.
-	for _, name := range placedOn {
-		if i, ok := index[name]; ok {
-			list[i].Siblings++
-			placed++
-		}
+	placed := 0
+	for _, n := range siblings {
+		placed += n
 	}
 	g := policy.Gang{Request: req, Remaining: max(minMember, active) - placed}
-	cs.Write(stateKey, &state{gang: g, scorer: policy.NewScorer(g, list, k, pl.w), nodes: list, index: index})
+	scorer := policy.NewScorer(g, nil, len(pl.keys), pl.w)
+	var buf nodeBuf
+	if placed > 0 {
+		for name, n := range siblings {
+			ni, err := nodeInfos.Get(name)
+			if err != nil {
+				return fwk.AsStatus(err)
+			}
+			node := buf.node(ni, pl.keys, names)
+			node.Siblings = n
+			scorer.Add(node)
+		}
+	} else {
+		if all == nil {
+			var err error
+			if all, err = nodeInfos.List(); err != nil {
+				return fwk.AsStatus(err)
+			}
+		}
+		for _, ni := range all {
+			scorer.Add(buf.node(ni, pl.keys, names))
+		}
+	}
+	cs.Write(stateKey, &state{gang: g, scorer: scorer, names: names, siblings: siblings})
 	return nil
+}
+
+// nodeBuf holds one policy.Node's slices, so that summarizing a node
+// allocates nothing for the usual few keys and resources.
+type nodeBuf struct {
+	domains [8]string
+	amounts [16]int64
+}
+
+// node fills the buffer with ni's domains for keys and its free and
+// allocatable amounts of names (assumed pods included), and returns it as a
+// policy.Node with no siblings. The Node is valid until the next call.
+func (b *nodeBuf) node(ni fwk.NodeInfo, keys, names []string) policy.Node {
+	domains, amounts := b.domains[:0], b.amounts[:0]
+	if len(keys) > len(b.domains) {
+		domains = make([]string, 0, len(keys))
+	}
+	if 2*len(names) > len(b.amounts) {
+		amounts = make([]int64, 0, 2*len(names))
+	}
+	node := ni.Node()
+	for _, key := range keys {
+		domains = append(domains, node.Labels[key])
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	for _, name := range names {
+		amounts = append(amounts, cache.AmountOf(alloc, name))
+	}
+	for i, name := range names {
+		amounts = append(amounts, amounts[i]-cache.AmountOf(used, name))
+	}
+	r := len(names)
+	return policy.Node{Domains: domains, Allocatable: amounts[:r:r], Free: amounts[r:]}
 }
 
 // denseRequest splits a request into sorted names and their amounts.
@@ -170,7 +216,8 @@ func denseRequest(l resources.List) ([]string, []int64) {
 	return names, amounts
 }
 
-// Score reads the node's score from the cycle's summary.
+// Score scores the node from the cycle's summary and the node's own room.
+// O(keys + resources).
 func (pl *Placement) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := cs.Read(stateKey)
 	if err != nil {
@@ -180,11 +227,8 @@ func (pl *Placement) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni f
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("%s holds %T", stateKey, d))
 	}
-	i, ok := s.index[ni.Node().Name]
-	if !ok {
-		return 0, nil // a node the snapshot did not list: neutral
-	}
-	return s.scorer.Score(s.nodes[i]), nil
+	var buf nodeBuf
+	return s.scorer.Score(buf.node(ni, pl.keys, s.names)), nil
 }
 
 // ScoreExtensions returns the plugin itself: it normalizes its scores.

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,13 +161,7 @@ func preScore(t *testing.T, pl *Placement, pod *v1.Pod) (map[string]int, int) {
 		t.Fatal(err)
 	}
 	s := d.(*state)
-	out := map[string]int{}
-	for name, i := range s.index {
-		if n := s.nodes[i].Siblings; n > 0 {
-			out[name] = n
-		}
-	}
-	return out, s.gang.Remaining
+	return s.siblings, s.gang.Remaining
 }
 
 // BenchmarkPreScore runs PreScore for a member of a 20-pod gang, 10 of them
@@ -199,15 +194,21 @@ func BenchmarkPreScore(b *testing.B) {
 	for i := range nodes {
 		ns = append(ns, mkNode(i))
 	}
-	c, _ := cachetest.NewWithServer(b, pgs, pods)
+	first := mkMember("ns", "first-0", "first", "")
+	c, _ := cachetest.NewWithServer(b, append(pgs, mkPG("ns", "first", size)), append(pods, first))
 	c.TrackReservations("batch")
 	snap := internalcache.NewSnapshot(bound, ns)
-	pod := pods[placedN]
 	ctx := context.Background()
 	// scan: siblings counted over the snapshot's pods, as before the cache
 	// knew where members are (and still when CalderaGang does not report
-	// reservations); cache: from the gang's members in the cache.
-	for _, bc := range []struct{ name, profile string }{{"scan", "untracked"}, {"cache", "batch"}} {
+	// reservations); cache: from the gang's members in the cache, which
+	// summarizes only the siblings' nodes; first-member: a gang with no
+	// member placed yet, whose first member summarizes every node.
+	for _, bc := range []struct {
+		name, profile string
+		pod           *v1.Pod
+	}{{"scan", "untracked", pods[placedN]}, {"cache", "batch", pods[placedN]}, {"first-member", "batch", first}} {
+		pod := bc.pod
 		b.Run(bc.name, func(b *testing.B) {
 			pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: bc.profile,
 				keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
@@ -247,5 +248,68 @@ func TestSignPod(t *testing.T) {
 				t.Errorf("status %v, want Unschedulable (refuse to sign)", st)
 			}
 		})
+	}
+}
+
+// TestScoreMatchesSummaryOfAllNodes: the plugin's score of every node is the
+// policy's score from a summary of every node of the snapshot (free room
+// after bound and assumed pods, siblings per node), both for a gang's first
+// member (PreScore summarizes every node) and once siblings are placed
+// (PreScore summarizes only their nodes).
+func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
+	var nodes []*v1.Node
+	for i := range 30 {
+		nodes = append(nodes, mkNode(i))
+	}
+	var pods []*v1.Pod
+	for i := range 6 {
+		pods = append(pods, mkMember("ns", fmt.Sprint("m", i), "g", ""))
+	}
+	filler := mkMember("ns", "filler", "", "n3") // room taken on one node
+	filler.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("60")
+	c, _ := cachetest.NewWithServer(t, []*v1alpha1.PodGroup{mkPG("ns", "g", 6)}, append(pods, filler))
+	c.TrackReservations("batch")
+	keys := []string{rackKey, zoneKey}
+	w := policy.Weights{Packing: 0.5}
+	onNodes := []*v1.Pod{filler}
+	for step, at := range []string{"", "n12", "n12", "n25"} {
+		if at != "" { // one more member placed (reserved) before the next cycle
+			p := assumed(pods[step-1], at)
+			c.Reserve(p)
+			onNodes = append(onNodes, p)
+		}
+		snap := internalcache.NewSnapshot(onNodes, nodes)
+		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: "batch", keys: keys, w: w}
+		pod := pods[len(pods)-1]
+		cs := framework.NewCycleState()
+		if st := pl.PreScore(context.Background(), cs, pod, nil); !st.IsSuccess() {
+			t.Fatalf("step %d: PreScore = %v", step, st)
+		}
+		infos, err := snap.NodeInfos().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []policy.Node
+		for _, ni := range infos {
+			var buf nodeBuf
+			n := buf.node(ni, keys, []string{"cpu"})
+			n = policy.Node{Domains: slices.Clone(n.Domains), Allocatable: slices.Clone(n.Allocatable), Free: slices.Clone(n.Free)}
+			for _, pi := range ni.GetPods() {
+				if pi.GetPod().Labels[cache.PodGroupLabel] == "g" {
+					n.Siblings++
+				}
+			}
+			all = append(all, n)
+		}
+		want := policy.NewScorer(policy.Gang{Request: []int64{1000}, Remaining: 6 - step}, all, len(keys), w)
+		for i, ni := range infos {
+			got, st := pl.Score(context.Background(), cs, pod, ni)
+			if !st.IsSuccess() {
+				t.Fatalf("Score = %v", st)
+			}
+			if w := want.Score(all[i]); got != w {
+				t.Errorf("step %d, node %s: score %d, want %d (summary of every node)", step, ni.Node().Name, got, w)
+			}
+		}
 	}
 }
