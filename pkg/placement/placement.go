@@ -90,6 +90,18 @@ func (s *Scorer) Add(n Node) {
 	}
 }
 
+// ReadsDomain says whether Score reads a node's domain for key i: not when
+// no summarized node has that key's label, nor, once siblings are placed,
+// when none of them is in a domain of that key. Score gives the same for a
+// node whose domain for such a key is left "", which saves reading the
+// label on every candidate node.
+func (s *Scorer) ReadsDomain(i int) bool {
+	if s.placed > 0 {
+		return len(s.domains[i]) > 0
+	}
+	return len(s.room[i]) > 0
+}
+
 // Score returns n's score in [0, MaxScore].
 func (s *Scorer) Score(n Node) int64 {
 	p := min(max(s.w.Packing, 0), 1)

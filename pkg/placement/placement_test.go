@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -173,5 +174,53 @@ func TestSiblingNodesSuffice(t *testing.T) {
 				t.Fatalf("trial %d, node %d: score from all nodes %d, from the siblings' nodes %d", trial, i, a, b)
 			}
 		}
+	}
+}
+
+// TestUnreadDomainsDoNotMatter: a node scores the same with its domain left
+// "" for every key the scorer does not read (ReadsDomain), with and without
+// siblings placed, and with keys no node is labelled with.
+func TestUnreadDomainsDoNotMatter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	unread := 0
+	for trial := range 300 {
+		keys := 1 + rng.IntN(3)
+		labelled := rng.IntN(keys + 1) // keys from this one on label no node
+		var nodes []Node
+		for range 1 + rng.IntN(30) {
+			n := Node{Allocatable: []int64{8000}, Free: []int64{rng.Int64N(8001)}}
+			for k := range keys {
+				d := ""
+				if k < labelled && rng.IntN(4) > 0 {
+					d = fmt.Sprint("d", k, "-", rng.IntN(3))
+				}
+				n.Domains = append(n.Domains, d)
+			}
+			if rng.IntN(4) == 0 && trial%2 == 0 { // odd trials: a first member
+				n.Siblings = 1 + rng.IntN(2)
+			}
+			nodes = append(nodes, n)
+		}
+		s := NewScorer(Gang{Request: []int64{500 + rng.Int64N(2000)}, Remaining: 1 + rng.IntN(8)}, nodes, keys, Weights{Packing: rng.Float64()})
+		// A candidate node that was not summarized, in any domain.
+		cand := Node{Allocatable: []int64{8000}, Free: []int64{rng.Int64N(8001)}}
+		for k := range keys {
+			cand.Domains = append(cand.Domains, fmt.Sprint("d", k, "-", rng.IntN(3)))
+		}
+		for i, n := range append(nodes, cand) {
+			blank := Node{Domains: slices.Clone(n.Domains), Allocatable: n.Allocatable, Free: n.Free}
+			for k := range keys {
+				if !s.ReadsDomain(k) {
+					blank.Domains[k] = ""
+					unread++
+				}
+			}
+			if a, b := s.Score(n), s.Score(blank); a != b {
+				t.Fatalf("trial %d, node %d: score %d, %d with unread domains blank", trial, i, a, b)
+			}
+		}
+	}
+	if unread == 0 {
+		t.Fatal("no trial had a key the scorer does not read")
 	}
 }

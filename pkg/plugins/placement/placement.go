@@ -62,6 +62,9 @@ func (pl *Placement) Name() string { return Name }
 type state struct {
 	gang   policy.Gang // what the scorer was built for
 	scorer *policy.Scorer
+	// keys are the profile's topology keys, "" for those whose domain the
+	// scorer does not read (policy.Scorer.ReadsDomain).
+	keys []string
 	// names are the resources the member requests, in the order of
 	// gang.Request: Score reads a node's amounts of these.
 	names []string
@@ -163,7 +166,14 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 			scorer.Add(buf.node(ni, pl.keys, names))
 		}
 	}
-	cs.Write(stateKey, &state{gang: g, scorer: scorer, names: names, siblings: siblings})
+	// Score reads only the labels the scorer reads ("" stands for the rest).
+	keys := slices.Clone(pl.keys)
+	for i := range keys {
+		if !scorer.ReadsDomain(i) {
+			keys[i] = ""
+		}
+	}
+	cs.Write(stateKey, &state{gang: g, scorer: scorer, keys: keys, names: names, siblings: siblings})
 	return nil
 }
 
@@ -187,7 +197,11 @@ func (b *nodeBuf) node(ni fwk.NodeInfo, keys, names []string) policy.Node {
 	}
 	node := ni.Node()
 	for _, key := range keys {
-		domains = append(domains, node.Labels[key])
+		d := ""
+		if key != "" {
+			d = node.Labels[key]
+		}
+		domains = append(domains, d)
 	}
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	for _, name := range names {
@@ -228,7 +242,7 @@ func (pl *Placement) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni f
 		return 0, fwk.AsStatus(fmt.Errorf("%s holds %T", stateKey, d))
 	}
 	var buf nodeBuf
-	return s.scorer.Score(buf.node(ni, pl.keys, s.names)), nil
+	return s.scorer.Score(buf.node(ni, s.keys, s.names)), nil
 }
 
 // ScoreExtensions returns the plugin itself: it normalizes its scores.

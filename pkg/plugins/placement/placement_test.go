@@ -220,6 +220,27 @@ func BenchmarkPreScore(b *testing.B) {
 			}
 		})
 	}
+	// Score of every node for the placed gang's member, per op.
+	b.Run("score-all-nodes", func(b *testing.B) {
+		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: "batch",
+			keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
+		cs := framework.NewCycleState()
+		if st := pl.PreScore(ctx, cs, pods[placedN], nil); !st.IsSuccess() {
+			b.Fatalf("PreScore = %v", st)
+		}
+		infos, err := snap.NodeInfos().List()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, ni := range infos {
+				if _, st := pl.Score(ctx, cs, pods[placedN], ni); !st.IsSuccess() {
+					b.Fatalf("Score = %v", st)
+				}
+			}
+		}
+	})
 }
 
 // Pods outside a gang keep opportunistic batching (signed, no fragment);
