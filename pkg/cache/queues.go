@@ -64,9 +64,14 @@ type unit struct {
 	// nothing from then on.
 	started bool
 	// held is what the unit's bound, unfinished pods request; inflight is
-	// what it adds to its queue's inflight: request - held while admitted.
+	// what it adds to its queue's inflight: request - held while admitted
+	// (nil when nothing).
 	held     resources.List
 	inflight resources.List
+	// heldShared: held is the one bound pod's request list, which pods
+	// share (interned), so it must be copied before it is changed. A bound
+	// singleton then holds no list of its own.
+	heldShared bool
 	// notice is the last admission Event written for the unit.
 	notice string
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
@@ -86,6 +91,8 @@ type podAcct struct {
 	followsNS bool
 	// prio is the pod's priority, for the per-priority allocated amounts.
 	prio int32
+	// slot is the account's index in unitPods[unit].
+	slot int32
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -114,8 +121,10 @@ type admissionState struct {
 	// not the unit exists. Moving or re-creating a unit re-tags exactly
 	// these: the member informer and the scheduler's pod informer deliver
 	// a relabelled pod independently, so a gang's members and the pods
-	// accounted to its unit can differ for a while.
-	unitPods map[string]map[types.UID]*podAcct
+	// accounted to its unit can differ for a while. A slice (each account
+	// knows its slot) rather than a set: most units are singletons, and a
+	// one-entry map costs a few hundred bytes per pod.
+	unitPods map[string][]*podAcct
 	// nsPods indexes, per namespace, the accounts whose queue follows the
 	// namespace's label (podAcct.followsNS): pods accounted without a unit,
 	// e.g. the members of a PodGroup that does not exist. onNamespace moves
@@ -243,7 +252,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		pending:  queue.NewPending(),
 		units:    map[string]*unit{},
 		pods:     map[types.UID]*podAcct{},
-		unitPods: map[string]map[types.UID]*podAcct{},
+		unitPods: map[string][]*podAcct{},
 		nsPods:   map[string]map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
 		byPrio:   map[string]map[int32]resources.List{},
@@ -592,7 +601,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	}
 	fresh := u == nil
 	if fresh {
-		u = &unit{key: uk, gang: g, held: resources.List{}}
+		u = &unit{key: uk, gang: g}
 		a.units[uk] = u
 		// Bound pods accounted before the unit existed (its PodGroup was
 		// recreated, or came after them) are held by it from now on; the
@@ -602,7 +611,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 				if old := a.usage[p.queue]; old != nil && p.queue != "" {
 					old.allocated.Sub(p.req)
 				}
-				u.held.Add(p.req)
+				u.hold(p.req)
 			}
 		}
 	}
@@ -696,31 +705,34 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	}
 }
 
-// indexPodLocked records that pod uid is accounted to p.unit.
-func (a *admissionState) indexPodLocked(uid types.UID, p *podAcct) {
+// indexPodLocked records that p is accounted to p.unit. O(1).
+func (a *admissionState) indexPodLocked(p *podAcct) {
 	if p.unit == "" {
 		return
 	}
-	m := a.unitPods[p.unit]
-	if m == nil {
-		m = map[types.UID]*podAcct{}
-		a.unitPods[p.unit] = m
-	}
-	m[uid] = p
+	l := a.unitPods[p.unit]
+	p.slot = int32(len(l))
+	a.unitPods[p.unit] = append(l, p)
 }
 
-// unindexPodLocked forgets that pod uid is accounted to unit. The set of a
-// unit that exists is kept even when empty, so that a pod's next event
-// does not allocate it again.
-func (a *admissionState) unindexPodLocked(uid types.UID, unit string) {
-	m := a.unitPods[unit]
-	if m == nil {
+// unindexPodLocked forgets that p is accounted to p.unit, moving the last
+// account of the unit into its slot. O(1). The list of a unit that exists
+// is kept even when empty, so that a pod's next event does not allocate it
+// again.
+func (a *admissionState) unindexPodLocked(p *podAcct) {
+	l := a.unitPods[p.unit]
+	if p.unit == "" || int(p.slot) >= len(l) || l[p.slot] != p {
 		return
 	}
-	delete(m, uid)
-	if len(m) == 0 && a.units[unit] == nil {
-		delete(a.unitPods, unit)
+	last := l[len(l)-1]
+	l[p.slot], last.slot = last, p.slot
+	l[len(l)-1] = nil
+	l = l[:len(l)-1]
+	if len(l) == 0 && a.units[p.unit] == nil {
+		delete(a.unitPods, p.unit)
+		return
 	}
+	a.unitPods[p.unit] = l
 }
 
 // indexNSLocked records that pod uid's account follows namespace ns.
@@ -826,13 +838,13 @@ func (c *Cache) setInflightLocked(u *unit) {
 	q.inflight.Sub(u.inflight)
 	// Rewritten in place: this runs on every bind and unbind of a unit's
 	// pods, and u.inflight is only read under the lock (Dump clones it).
-	if u.inflight == nil {
-		u.inflight = resources.List{}
-	}
 	clear(u.inflight)
 	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
+				if u.inflight == nil {
+					u.inflight = resources.List{}
+				}
 				u.inflight[k] = d
 			}
 		}
@@ -852,6 +864,32 @@ func (c *Cache) setInflightLocked(u *unit) {
 func (c *Cache) setPendingLocked(u *unit) {
 	c.adm.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
 		Request: pendingRequest(u), Members: u.members, MinMember: u.min})
+}
+
+// hold adds a bound pod's request to what u holds. The first one is
+// shared, not copied (see heldShared).
+func (u *unit) hold(req resources.List) {
+	switch {
+	case len(u.held) == 0:
+		u.held, u.heldShared = req, true
+	case u.heldShared:
+		u.held, u.heldShared = u.held.Clone(), false
+		fallthrough
+	default:
+		u.held = u.held.Add(req)
+	}
+}
+
+// release subtracts a pod's request from what u holds.
+func (u *unit) release(req resources.List) {
+	if u.heldShared {
+		if u.held.Equal(req) {
+			u.held, u.heldShared = nil, false
+			return
+		}
+		u.held, u.heldShared = u.held.Clone(), false
+	}
+	u.held = u.held.Sub(req)
 }
 
 // pendingRequest is what admission must still find room for: u's request
@@ -893,12 +931,12 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			}
 			a.prioLocked(old.queue, old.prio, old.req, -1)
 			if u := a.units[old.unit]; u != nil {
-				u.held.Sub(old.req)
+				u.release(old.req)
 				c.setInflightLocked(u)
 			}
 			a.kickLocked() // room was freed
 		}
-		a.unindexPodLocked(pod.UID, old.unit)
+		a.unindexPodLocked(old)
 		if old.followsNS {
 			a.unindexNSLocked(pod.Namespace, pod.UID)
 		}
@@ -947,7 +985,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		}
 		u := a.units[acct.unit]
 		if u == nil {
-			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1, held: resources.List{}}
+			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
 			a.units[acct.unit] = u
 		}
 		u.pod = pod
@@ -975,7 +1013,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.pods[pod.UID] = acct
-	a.indexPodLocked(pod.UID, acct)
+	a.indexPodLocked(acct)
 	if acct.followsNS {
 		a.indexNSLocked(pod.Namespace, pod.UID, acct)
 	}
@@ -986,10 +1024,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
 		}
 		if u := a.units[acct.unit]; u != nil {
-			if u.held == nil {
-				u.held = resources.List{}
-			}
-			u.held.Add(acct.req)
+			u.hold(acct.req)
 			c.setInflightLocked(u)
 		}
 	}

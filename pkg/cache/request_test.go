@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // TestPodRequestLocked checks the allocation-free request of onAnyPod
@@ -79,4 +81,41 @@ func TestPodRequestLocked(t *testing.T) {
 // sameMap reports whether two lists are the same map object, not just equal.
 func sameMap(a, b map[string]int64) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestUnitHoldSharesNoListItChanges: a unit holds its first bound pod's
+// request list without copying it (pods share interned lists), copies it
+// before a second pod is added or a different amount taken away, and never
+// changes a list it was given.
+func TestUnitHoldSharesNoListItChanges(t *testing.T) {
+	a := resources.List{resources.CPU: 1000, "memory": 1 << 30}
+	b := resources.List{resources.CPU: 2000}
+	steps := []struct {
+		hold bool
+		req  resources.List
+		want resources.List
+	}{
+		{true, a, a},
+		{false, a, nil},
+		{true, a, a},
+		{true, b, resources.List{resources.CPU: 3000, "memory": 1 << 30}},
+		{false, a, resources.List{resources.CPU: 2000, "memory": 0}},
+		{false, b, resources.List{resources.CPU: 0, "memory": 0}},
+		{true, b, b},
+		{false, a, resources.List{resources.CPU: 1000, "memory": -1 << 30}},
+	}
+	var u unit
+	for i, s := range steps {
+		if s.hold {
+			u.hold(s.req)
+		} else {
+			u.release(s.req)
+		}
+		if !u.held.Equal(s.want) || (len(s.want) == 0) != (len(u.held) == 0) {
+			t.Fatalf("step %d: held %v, want %v", i, u.held, s.want)
+		}
+		if a[resources.CPU] != 1000 || a["memory"] != 1<<30 || len(a) != 2 || b[resources.CPU] != 2000 || len(b) != 1 {
+			t.Fatalf("step %d changed a shared request list: a=%v b=%v", i, a, b)
+		}
+	}
 }

@@ -220,17 +220,19 @@ func indexErrors(c *Cache) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var errs []string
-	n := 0
-	for unit, m := range c.adm.unitPods {
-		for uid, p := range m {
-			n++
-			if c.adm.pods[uid] != p || p.unit != unit {
-				errs = append(errs, fmt.Sprintf("pod %s is indexed under unit %s but accounted as %+v", uid, unit, c.adm.pods[uid]))
+	accounted := map[*podAcct]bool{}
+	for _, p := range c.adm.pods {
+		accounted[p] = true
+	}
+	for unit, l := range c.adm.unitPods {
+		for i, p := range l {
+			if !accounted[p] || p.unit != unit || int(p.slot) != i {
+				errs = append(errs, fmt.Sprintf("account %+v is indexed under unit %s at %d (is a pod's account: %v)", p, unit, i, accounted[p]))
 			}
 		}
 	}
 	for uid, p := range c.adm.pods {
-		if p.unit != "" && c.adm.unitPods[p.unit][uid] != p {
+		if l := c.adm.unitPods[p.unit]; p.unit != "" && (int(p.slot) >= len(l) || l[p.slot] != p) {
 			errs = append(errs, fmt.Sprintf("pod %s of unit %s is not indexed", uid, p.unit))
 		}
 	}
