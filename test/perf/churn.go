@@ -255,7 +255,7 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	runtime.GC() // the setup's garbage must not count in the run's peak
 	stopProfile := sync.OnceFunc(startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name))
 	defer stopProfile()
-	ext, err := startScheduler(t, env, p, opts)
+	ext, err := startScheduler(t, env, w, p, opts)
 	if err != nil {
 		return fail(err)
 	}

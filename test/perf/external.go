@@ -1,11 +1,7 @@
 package perf
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,16 +25,12 @@ type External struct {
 	Command string
 	// ConfigFile is the KubeSchedulerConfiguration behind {config}.
 	ConfigFile string
-	// MetricsURL is the scheduler's /metrics (attempt latency); empty skips it.
+	// MetricsURL is the scheduler's /metrics (attempt latency); empty skips
+	// it. W5 also reads the held heap from /debug/pprof/heap on its host and
+	// port, when the command lets it through.
 	MetricsURL string
 	// Profile holds the pods' schedulerName and the gang form to use.
 	Profile Profile
-}
-
-// externalProc is a started external scheduler.
-type externalProc struct {
-	pid    int
-	scrape metricsSource
 }
 
 // stopGrace is how long a stopped external scheduler may take to exit
@@ -47,7 +39,7 @@ const stopGrace = 10 * time.Second
 
 // start writes {config}, starts the command in its own process group and
 // stops that group in t.Cleanup.
-func (e *External) start(t *testing.T, env *harness.Env) (*externalProc, error) {
+func (e *External) start(t *testing.T, env *harness.Env) (*schedulerProc, error) {
 	dir := t.TempDir()
 	cmdline := strings.ReplaceAll(e.Command, "{kubeconfig}", env.Kubeconfig)
 	if strings.Contains(cmdline, "{config}") {
@@ -87,38 +79,13 @@ func (e *External) start(t *testing.T, env *harness.Env) (*externalProc, error) 
 			<-exited
 		}
 	})
-	p := &externalProc{pid: cmd.Process.Pid}
+	p := &schedulerProc{pid: cmd.Process.Pid}
 	if e.MetricsURL != "" {
-		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			// The scheduler serves a self-signed certificate.
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local benchmark only
-		}}
-		p.scrape = func(ctx context.Context, match map[string]string) (histogram, error) {
-			text, err := e.get(ctx, client)
-			if err != nil {
-				return histogram{}, err
-			}
-			return parseHistogram(text, attemptMetric, match), nil
+		if p.endpoints, err = newSchedulerEndpoints(e.MetricsURL); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil
-}
-
-// get fetches MetricsURL.
-func (e *External) get(ctx context.Context, client *http.Client) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.MetricsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", e.MetricsURL, resp.Status)
-	}
-	return io.ReadAll(resp.Body)
 }
 
 // writeExternalConfig rewrites the configuration at src to reach the

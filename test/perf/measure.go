@@ -217,22 +217,36 @@ func (m *memSampler) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// liveHeap returns the smallest of n samples, gap apart, of the bytes of
-// live heap objects right after a forced collection, and every sample (MiB,
-// for the log). Only the smallest: what is in flight at a sample (a watch
-// event being decoded, a burst of writes in etcd's raft log) only adds, and
-// it varied by tens of MiB between runs at 10,000 pods.
-func liveHeap(ctx context.Context, n int, gap time.Duration) (uint64, []string) {
-	return liveHeapUntil(ctx, gap, func(samples []uint64) bool { return len(samples) >= n })
+// heapReader takes one live-heap sample: a forced collection, then the
+// bytes of live heap objects (HeapAlloc) of some process.
+type heapReader func(ctx context.Context) (uint64, error)
+
+// selfLiveHeap reads this process's live heap.
+func selfLiveHeap(context.Context) (uint64, error) {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	return ms.HeapAlloc, nil
 }
 
-// liveHeapStable samples like liveHeap, gap apart, until the last three of
-// at least atLeast samples are within 1% of each other or maxWait passed: after
-// Caldera's start at 50,000 pods the live heap still fell by a third over
-// the first 10 s of samples.
-func liveHeapStable(ctx context.Context, atLeast int, gap, maxWait time.Duration) (uint64, []string) {
+// liveHeap returns the smallest of n samples, gap apart, of this process's
+// bytes of live heap objects right after a forced collection, and every
+// sample (MiB, for the log). Only the smallest: what is in flight at a
+// sample (a watch event being decoded, a burst of writes in etcd's raft
+// log) only adds, and it varied by tens of MiB between runs at 10,000 pods.
+func liveHeap(ctx context.Context, n int, gap time.Duration) (uint64, []string) {
+	least, trace, _ := liveHeapUntil(ctx, selfLiveHeap, gap, func(samples []uint64) bool { return len(samples) >= n })
+	return least, trace
+}
+
+// liveHeapStable samples read like liveHeap, gap apart, until the last
+// three of at least atLeast samples are within 1% of each other or maxWait
+// passed: after Caldera's start at 50,000 pods the live heap still fell by
+// a third over the first 10 s of samples. It fails only when no sample
+// could be read.
+func liveHeapStable(ctx context.Context, read heapReader, atLeast int, gap, maxWait time.Duration) (uint64, []string, error) {
 	deadline := time.Now().Add(maxWait)
-	return liveHeapUntil(ctx, gap, func(samples []uint64) bool {
+	return liveHeapUntil(ctx, read, gap, func(samples []uint64) bool {
 		return time.Now().After(deadline) || len(samples) >= atLeast && stable(samples[len(samples)-3:], 0.01)
 	})
 }
@@ -243,47 +257,32 @@ func stable(xs []uint64, tolerance float64) bool {
 	return float64(most-least) <= tolerance*float64(least)
 }
 
-func liveHeapUntil(ctx context.Context, gap time.Duration, done func([]uint64) bool) (uint64, []string) {
+func liveHeapUntil(ctx context.Context, read heapReader, gap time.Duration, done func([]uint64) bool) (uint64, []string, error) {
 	var samples []uint64
 	var trace []string
-	var ms goruntime.MemStats
+	var err error
 	for {
 		if len(samples) > 0 && !sleepUntil(ctx, time.Now().Add(gap)) {
 			break
 		}
-		goruntime.GC()
-		goruntime.ReadMemStats(&ms)
-		samples = append(samples, ms.HeapAlloc)
-		trace = append(trace, fmt.Sprintf("%.0f", mib(ms.HeapAlloc)))
+		var b uint64
+		if b, err = read(ctx); err != nil {
+			trace = append(trace, "("+err.Error()+")")
+			break
+		}
+		samples = append(samples, b)
+		trace = append(trace, fmt.Sprintf("%.0f", mib(b)))
 		if done(samples) {
 			break
 		}
 	}
 	if len(samples) == 0 {
-		return 0, trace
-	}
-	return slices.Min(samples), trace
-}
-
-// settledHeap samples the live heap (MiB) every 2 s until it stops falling
-// (by less than 1 MiB) or maxWait passes, and returns the last sample and
-// all of them for the log: a stopped control plane's goroutines exit, and
-// its memory becomes garbage, some seconds after its cleanup returns.
-func settledHeap(ctx context.Context, maxWait time.Duration) (float64, []string) {
-	deadline := time.Now().Add(maxWait)
-	first, _ := liveHeap(ctx, 1, 0)
-	prev := mib(first)
-	trace := []string{fmt.Sprintf("%.0f", prev)}
-	for time.Now().Before(deadline) && sleepUntil(ctx, time.Now().Add(2*time.Second)) {
-		b, _ := liveHeap(ctx, 1, 0)
-		cur := mib(b)
-		trace = append(trace, fmt.Sprintf("%.0f", cur))
-		if prev-cur < 1 {
-			return cur, trace
+		if err == nil {
+			err = ctx.Err()
 		}
-		prev = cur
+		return 0, trace, err
 	}
-	return prev, trace
+	return slices.Min(samples), trace, nil
 }
 
 // mib converts bytes to MiB.

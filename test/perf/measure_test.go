@@ -1,7 +1,9 @@
 package perf
 
 import (
+	"bytes"
 	"math"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -116,17 +118,16 @@ func TestHeapPerPod(t *testing.T) {
 		{
 			name: "within budget",
 			results: []Result{
-				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, BaseHeapMiB: 10, LiveHeapMiB: 110},
-				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, BaseHeapMiB: 12, LiveHeapMiB: 112.5},
+				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, LiveHeapMiB: 110},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 110.5},
 			},
 			want: 512, holds: true,
 		},
 		{
-			// The baseline cancels what an earlier run left in the process.
-			name: "over budget, baseline subtracted",
+			name: "over budget",
 			results: []Result{
-				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, BaseHeapMiB: 10, LiveHeapMiB: 110},
-				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, BaseHeapMiB: 50, LiveHeapMiB: 152},
+				{Workload: "W5", Profile: ProfileDefault, Bound: 1, Prebound: 1024, LiveHeapMiB: 110},
+				{Workload: "W5", Profile: ProfileCaldera, Bound: 1, Prebound: 1024, LiveHeapMiB: 112},
 			},
 			want: 2048, holds: false,
 		},
@@ -177,5 +178,20 @@ func TestStable(t *testing.T) {
 		if got := stable(tc.xs, 0.01); got != tc.want {
 			t.Errorf("stable(%v) = %v, want %v", tc.xs, got, tc.want)
 		}
+	}
+}
+
+func TestParseHeapAlloc(t *testing.T) {
+	// What /debug/pprof/heap?debug=1 serves: this process's own profile.
+	var b bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseHeapAlloc(&b)
+	if err != nil || got == 0 {
+		t.Fatalf("parseHeapAlloc = %d, %v; want the HeapAlloc of a debug=1 heap profile", got, err)
+	}
+	if _, err := parseHeapAlloc(strings.NewReader("heap profile: 0: 0 [0: 0] @ heap/1048576\n")); err == nil {
+		t.Errorf("parseHeapAlloc without a HeapAlloc line: want an error")
 	}
 }

@@ -32,12 +32,13 @@ type Result struct {
 	CreateSeconds    float64 `json:"createSeconds"`
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// CPUSeconds is the CPU time used meanwhile: in-process, by the whole
-	// process (apiserver, etcd, scheduler, harness); external, by the
-	// scheduler. On a shared machine it varies less than wall time.
+	// process (apiserver, etcd, scheduler, harness), plus the scheduler
+	// process's when it has its own (W5); external, by the scheduler. On a
+	// shared machine it varies less than wall time.
 	CPUSeconds float64 `json:"cpuSeconds"`
-	// SchedulerCPUSeconds is the in-process scheduler's share of CPUSeconds
-	// (goroutines labelled component=scheduler in the -perf.pprof profile),
-	// 0 without profiles.
+	// SchedulerCPUSeconds is the scheduler's share of CPUSeconds: in-process,
+	// the goroutines labelled component=scheduler in the -perf.pprof profile
+	// (0 without profiles); in W5, all of its own process's (/proc/<pid>/stat).
 	SchedulerCPUSeconds float64 `json:"schedulerCpuSeconds"`
 	// PodsPerSecAvg is Bound / Seconds; PodsPerSecP50 the median of the
 	// 1-second samples.
@@ -54,13 +55,13 @@ type Result struct {
 	GangBindP99 float64 `json:"gangBindP99s"`
 	GangBindMax float64 `json:"gangBindMaxs"`
 	// Peak memory during the run: in-process, the whole test process (etcd,
-	// apiserver, scheduler, harness); external, the scheduler's RSS only.
+	// apiserver, scheduler, harness); when the scheduler has a process of
+	// its own (W5, external), its RSS only (and no heap).
 	PeakHeapMiB float64 `json:"peakHeapMiB"`
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
-	// BaseHeapMiB and LiveHeapMiB (workloads with LiveHeap, M1): live heap
-	// after a forced GC before the control plane started and after the
-	// run; their difference is what this run's cluster and scheduler hold.
-	BaseHeapMiB float64 `json:"baseHeapMiB,omitempty"`
+	// LiveHeapMiB (workloads with LiveHeap, M1): the live heap of the
+	// scheduler's process after a forced GC, after the run: what the
+	// scheduler holds (the process is new, so it holds nothing else).
 	LiveHeapMiB float64 `json:"liveHeapMiB,omitempty"`
 	// Windows and Decay (churn workloads, W6): per-interval throughput and
 	// live heap, and the last window against the first steady one.
@@ -267,16 +268,16 @@ func (r *Report) churnDecay() []Ratio {
 	return out
 }
 
-// heldHeap is the live heap a run's cluster and scheduler hold.
-func heldHeap(res Result) float64 { return res.LiveHeapMiB - res.BaseHeapMiB }
+// heldHeap is the live heap a run's scheduler holds.
+func heldHeap(res Result) float64 { return res.LiveHeapMiB }
 
 // maxHeapPerPod is the issue's budget for Caldera's memory per pod.
 const maxHeapPerPod = 1024
 
 // heapPerPod is M1: for each workload with live-heap samples, Caldera's
-// held heap beyond the default profile's, in bytes per prebound pod. Both
-// profiles hold the same pods in etcd, the apiserver and the scheduler's
-// shared informers, so the difference is Caldera's informers and cache.
+// scheduler's held heap beyond the default profile's, in bytes per prebound
+// pod. Both schedulers hold the same pods in their shared pod informer, so
+// the difference is Caldera's informers and cache.
 func (r *Report) heapPerPod() []Ratio {
 	var out []Ratio
 	seen := map[string]bool{}

@@ -39,9 +39,6 @@ const (
 	liveHeapSettle  = 10 * time.Second
 	liveHeapSamples = 5
 	liveHeapMaxWait = time.Minute
-	// baseHeapWait bounds the wait for the previous run's control plane to
-	// be collected before M1's baseline.
-	baseHeapWait = time.Minute
 )
 
 // Options are the run-wide settings.
@@ -55,9 +52,11 @@ type Options struct {
 	// the first create) instead of before it starts.
 	Stream bool
 	// ProfileDir, when set, receives a CPU profile and a mutex-contention
-	// profile of the whole process (apiserver, etcd, scheduler, harness)
-	// from the scheduler's start to the last bind, and a heap profile at
-	// the last bind, per run.
+	// profile of the whole process (apiserver, etcd, scheduler, harness;
+	// not the scheduler when it runs in a process of its own) from the
+	// scheduler's start to the last bind, and a heap profile at the last
+	// bind, per run; W5 adds the scheduler process's heap profile when its
+	// live heap is read (heap-live-<workload>-<profile>.pprof).
 	ProfileDir string
 }
 
@@ -98,13 +97,6 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 		return res
 	}
 	ctx := t.Context()
-	if w.LiveHeap {
-		// What earlier runs left in the process (a control plane's last
-		// goroutines, caches) must not count as this profile's heap.
-		var trace []string
-		res.BaseHeapMiB, trace = settledHeap(ctx, baseHeapWait)
-		t.Logf("%s/%s: live heap before the control plane: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
-	}
 	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
 	env := harness.StartWith(t, envOpts...)
 
@@ -144,14 +136,13 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	stopProfile := startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name)
 	cpuBefore := cpuSeconds(0)
 	start := time.Now()
-	if ext, err := startScheduler(t, env, p, opts); err != nil {
+	proc, err := startScheduler(t, env, w, p, opts)
+	if err != nil {
 		stopProfile()
 		return fail(err)
-	} else if ext != nil {
-		mem.pid, scrape, before = ext.pid, ext.scrape, histogram{}
 	}
-	if mem.pid != 0 {
-		cpuBefore = cpuSeconds(mem.pid)
+	if proc != nil {
+		mem.pid, scrape, before = proc.pid, proc.scrape, histogram{}
 	}
 	memDone.Go(func() { mem.run(memCtx, memInterval) })
 	if !opts.Stream {
@@ -203,9 +194,19 @@ wait:
 			break wait
 		}
 	}
-	res.CPUSeconds = cpuSeconds(mem.pid) - cpuBefore
+	res.CPUSeconds = cpuSeconds(0) - cpuBefore
+	if proc != nil {
+		// A new process: all its CPU is this run's, start-up included.
+		procCPU := cpuSeconds(proc.pid)
+		if opts.External != nil {
+			res.CPUSeconds = procCPU
+		} else {
+			res.CPUSeconds += procCPU
+			res.SchedulerCPUSeconds = procCPU
+		}
+	}
 	stopProfile()
-	if opts.ProfileDir != "" && opts.External == nil {
+	if opts.ProfileDir != "" && proc == nil {
 		res.SchedulerCPUSeconds = schedulerCPU(t, filepath.Join(opts.ProfileDir, "cpu-"+w.Name+"-"+p.Name+".pprof"))
 	}
 	// Creation ends before the last bind; wait for it so that groupStart and
@@ -247,18 +248,26 @@ wait:
 	res.GangBindP50, res.GangBindP99, res.GangBindMax = percentile(gangTimes, 50), percentile(gangTimes, 99), percentile(gangTimes, 100)
 	res.PeakHeapMiB = mib(mem.peakHeap)
 	res.PeakRSSMiB = mib(mem.peakRSS)
-	if w.LiveHeap && opts.External == nil && res.Error == "" {
+	if w.LiveHeap && res.Error == "" && proc != nil && proc.endpoints != nil {
 		// The scheduler has listed everything (it bound the new pod);
 		// its status writes settle within a few seconds.
 		time.Sleep(liveHeapSettle)
-		live, trace := liveHeapStable(ctx, liveHeapSamples, 2*time.Second, liveHeapMaxWait)
+		live, trace, err := liveHeapStable(ctx, proc.endpoints.liveHeap, liveHeapSamples, 2*time.Second, liveHeapMaxWait)
+		if err != nil {
+			t.Logf("%s/%s: reading the scheduler's live heap: %v", w.Name, p.Name, err)
+		}
 		res.LiveHeapMiB = mib(live)
 		if opts.ProfileDir != "" {
 			// Right after a forced GC the profile's in-use figures are the
 			// live heap just measured: where it goes, by allocation site.
-			writeHeapProfile(t, filepath.Join(opts.ProfileDir, "heap-live-"+w.Name+"-"+p.Name+".pprof"))
+			path := filepath.Join(opts.ProfileDir, "heap-live-"+w.Name+"-"+p.Name+".pprof")
+			if data, err := proc.endpoints.get(ctx, "/debug/pprof/heap?gc=1"); err != nil {
+				t.Logf("scheduler heap profile: %v", err)
+			} else if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Logf("scheduler heap profile: %v", err)
+			}
 		}
-		t.Logf("%s/%s: live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
+		t.Logf("%s/%s: scheduler process's live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
 		h := after.sub(before)
@@ -274,11 +283,23 @@ wait:
 	return res
 }
 
-// startScheduler starts profile p's scheduler: the external command, whose
-// process it returns, or the in-process scheduler (nil).
-func startScheduler(t *testing.T, env *harness.Env, p Profile, opts Options) (*externalProc, error) {
+// startScheduler starts profile p's scheduler and returns its process:
+// the external command's; for workloads that measure the live heap (W5,
+// M1), the harness's scheduler process (the real command in a process of
+// its own, as a restart would run it, so that its heap is its own and not
+// shared with etcd's and the apiserver's); otherwise the in-process
+// scheduler (nil).
+func startScheduler(t *testing.T, env *harness.Env, w Workload, p Profile, opts Options) (*schedulerProc, error) {
 	if opts.External != nil {
 		return opts.External.start(t, env)
+	}
+	if w.LiveHeap {
+		sp := env.StartSchedulerProcess(t, p.schedulerOptions(env.RepoRoot)...)
+		endpoints, err := newSchedulerEndpoints(fmt.Sprintf("https://127.0.0.1:%d/metrics", sp.Port))
+		if err != nil {
+			return nil, err
+		}
+		return &schedulerProc{pid: sp.Pid(), endpoints: endpoints}, nil
 	}
 	// Goroutines inherit pprof labels from the goroutine that starts them:
 	// everything the scheduler starts carries component=scheduler, so

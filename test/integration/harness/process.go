@@ -109,11 +109,13 @@ func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *Sche
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		// Delegated authn/authz reach the test apiserver, never an in-cluster
-		// config; the probes below need no credentials.
+		// config; the probes below, /metrics and the profiles (served since
+		// enableProfiling defaults to true; test/perf reads the held heap
+		// from /debug/pprof/heap) need no credentials.
 		"--authentication-kubeconfig="+e.Kubeconfig,
 		"--authorization-kubeconfig="+e.Kubeconfig,
 		"--authentication-skip-lookup",
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 		"--v="+strconv.Itoa(schedulerVerbosity()),
 	)
 	p.cmd.Env = append(os.Environ(), processEnv+"=1", "CALDERA_DUMP_DIR="+p.DumpDir)
