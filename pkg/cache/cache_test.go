@@ -590,6 +590,26 @@ func TestMembersActivatedOnceWhenEnqueueable(t *testing.T) {
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3)) }, want: [][]string{names(p1, p2, p3)}},
 		},
 	}, {
+		// kube-scheduler does not watch PodGroups: a gang that was rejected
+		// (too large) is retried when a smaller minimum may fit, not when
+		// only its status changes.
+		name: "minMember or minResources changed on an enqueueable gang, status written",
+		steps: []step{
+			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3)); addAll(c, p1, p2, p3) }, want: [][]string{names(p1, p2, p3)}},
+			{do: func(c *Cache) { add(c, p4) }},
+			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 2)) }, want: [][]string{names(p1, p2, p3, p4)}},
+			{do: func(c *Cache) {
+				pg := mkPG("ns", "g", 2)
+				pg.Status.Phase, pg.Status.Running = v1alpha1.PodGroupScheduling, 1
+				addPG(c, pg)
+			}},
+			{do: func(c *Cache) {
+				pg := mkPG("ns", "g", 2)
+				pg.Spec.MinResources = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+				addPG(c, pg)
+			}, want: [][]string{names(p1, p2, p3, p4)}},
+		},
+	}, {
 		name: "a gang that drops below minMember is activated again when it recovers",
 		steps: []step{
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 2)); add(c, p1) }},

@@ -300,14 +300,25 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+	appeared := g.pg == nil
 	g.pg = pg
 	spec := SpecFrom(pg)
-	if spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil) {
+	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)
+	if resized {
 		g.minRequestValid = false
 	}
 	g.spec = spec
 	g.created = pg.CreationTimestamp.Time
 	act := c.refreshLocked(g)
+	if act == nil && (appeared || resized) && g.enqueueable && g.backoffTimer == nil {
+		// kube-scheduler does not watch PodGroups (CalderaGang registers no
+		// PodGroup event), so a gang refused as too large, or rejected
+		// while its PodGroup was missing, is retried here when a smaller
+		// minMember or minResources may now fit. Status writes change
+		// neither and activate nothing. A gang in backoff is retried when
+		// its backoff ends.
+		act = g.pendingPodsLocked()
+	}
 	c.mu.Unlock()
 	c.activate(logger, act)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -22,10 +21,6 @@ import (
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "CalderaGang"
-
-// PodGroupResource is the PodGroup CRD as a scheduler event resource
-// (<plural>.<version>.<group>); the scheduler watches it through a dynamic informer.
-const PodGroupResource fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
 
 // Gang implements PreEnqueue, PreFilter, PostFilter, Reserve and Permit for gangs.
 type Gang struct {
@@ -190,8 +185,12 @@ func (g *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, 
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: sameGroupPod},
 		// A bound pod going away frees room that a released gang may need.
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: queueAlways},
-		// The PodGroup appearing or changing (minMember lowered) can ungate members.
-		{Event: fwk.ClusterEvent{Resource: PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: samePodGroup},
+		// PodGroup events are not registered: the cache activates a gang's
+		// members itself when its PodGroup appears or its spec changes
+		// (Cache.onPodGroup). Registered, every PodGroup update (each
+		// status write) would make kube-scheduler keep a second, untyped
+		// copy of every PodGroup and run this plugin's hint over every
+		// unschedulable pod.
 		// More nodes or allocatable can make a too-large gang fit the cluster.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}, QueueingHintFn: queueAlways},
 	}, nil
@@ -211,21 +210,6 @@ func sameGroupPod(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingH
 		return fwk.QueueSkip, nil
 	}
 	if got, ok := cache.GroupKeyOf(added); ok && got == want {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
-}
-
-func samePodGroup(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	want, ok := cache.GroupKeyOf(pod)
-	if !ok {
-		return fwk.QueueSkip, nil
-	}
-	u, ok := newObj.(*unstructured.Unstructured)
-	if !ok {
-		return fwk.Queue, fmt.Errorf("unexpected PodGroup event object %T", newObj)
-	}
-	if u.GetNamespace() == want.Namespace && u.GetName() == want.Name {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -86,6 +86,28 @@ func TestGang(t *testing.T) {
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=huge", 6, 60*time.Second)
 	})
 
+	t.Run("lowering minMember lets a refused gang run", func(t *testing.T) {
+		// kube-scheduler does not watch PodGroups; Caldera's cache retries
+		// the members when the spec changes. Nothing else would: no node or
+		// pod event comes, and the cluster stays too small for 6.
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "2", "8Gi")
+		env.StartScheduler(t, gangOnly)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "shrinks", 6))
+		env.CreatePods(t, harness.Members(ns, "shrinks", 6, "1")...)
+		env.WaitEvent(t, ns, "shrinks", "Unschedulable", bindTimeout)
+		pgs := env.PGClient.SchedulingV1alpha1().PodGroups(ns)
+		pg, err := pgs.Get(t.Context(), "shrinks", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.Spec.MinMember = 4
+		if _, err := pgs.Update(t.Context(), pg, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=shrinks", 4, bindTimeout)
+	})
+
 	t.Run("gang waits for missing members then binds", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
