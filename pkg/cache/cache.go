@@ -149,6 +149,8 @@ type Cache struct {
 	// requests shares equal request lists among pods; guarded by mu.
 	requests requestInterner
 	ctx      context.Context
+	// bindSlots bound the binding calls in flight (CalderaBinder).
+	bindSlots Slots
 }
 
 // group is one PodGroup (or a set of pods naming a PodGroup not yet seen).

@@ -1402,3 +1402,24 @@ func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 		t.Fatalf("a gang that fits is not re-activated by more growth, got %v", got)
 	}
 }
+
+// TestBindSlotsSharedByProfiles: every profile gets the same slots; a
+// profile asking for another bound is refused.
+func TestBindSlotsSharedByProfiles(t *testing.T) {
+	c, _ := newTestCache(t)
+	a, err := c.BindSlots(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.BindSlots(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.TryAcquire() || cap(b) != 4 || len(b) != 1 {
+		t.Fatalf("the second profile's slots are not the first's: cap %d, taken %d", cap(b), len(b))
+	}
+	a.Release()
+	if _, err := c.BindSlots(8); err == nil || !strings.Contains(err.Error(), "8 differs from another profile's 4") {
+		t.Fatalf("BindSlots(8) after 4: error %v", err)
+	}
+}

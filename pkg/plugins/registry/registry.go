@@ -10,6 +10,7 @@ import (
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
 	"github.com/caldera-sched/caldera/pkg/plugins/placement"
@@ -64,5 +65,6 @@ func options(p *cache.Provider) []app.Option {
 		app.WithPlugin(enqueue.Name, with(enqueue.New)),
 		app.WithPlugin(reclaim.Name, with(reclaim.New)),
 		app.WithPlugin(placement.Name, with(placement.New)),
+		app.WithPlugin(binder.Name, with(binder.New)),
 	}
 }
