@@ -287,11 +287,13 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	// Wait for our handlers, not just the stores, to have seen the initial
-	// lists: a cache handed to plugins is then fully populated.
-	if !cache.WaitForCacheSync(syncCtx.Done(), pgReg.HasSynced) {
+	// lists: a cache handed to plugins is then fully populated. WaitFor
+	// returns as soon as they have (WaitForCacheSync polls every 100 ms,
+	// which the scheduler's start-up then waits out).
+	if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
 		return nil, fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
 	}
-	if !cache.WaitForCacheSync(syncCtx.Done(), podReg.HasSynced) {
+	if !cache.WaitFor(syncCtx, "", podReg.HasSyncedChecker()) {
 		return nil, fmt.Errorf("member pods did not sync within %v", syncTimeout)
 	}
 	c.mu.RLock()

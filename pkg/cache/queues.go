@@ -231,7 +231,7 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), qreg.HasSynced) {
+	if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
 		return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
 	}
 	go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
@@ -402,7 +402,7 @@ func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
 	// would see an empty cluster and refuse everything; wait for them (the
 	// scheduler starts its factory once every plugin is built).
 	sif := c.handle.SharedInformerFactory().Core().V1()
-	if !cache.WaitForCacheSync(ctx.Done(), sif.Nodes().Informer().HasSynced, sif.Pods().Informer().HasSynced, sif.Namespaces().Informer().HasSynced) {
+	if !cache.WaitFor(ctx, "", sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(), sif.Namespaces().Informer().HasSyncedChecker()) {
 		return
 	}
 	tick := time.NewTicker(c.adm.opts.Period)
