@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -73,8 +71,9 @@ type Window struct {
 	// GangBindP50 is the median, over the gangs whose last member was bound
 	// in the window, of their creation to that bind, in seconds.
 	GangBindP50 float64 `json:"gangBindP50s"`
-	// HeapMiB is the whole process's live heap after a forced collection at
-	// the window's end (0 in external mode, where it is not the scheduler's).
+	// HeapMiB is the scheduler process's live heap after a forced
+	// collection at the window's end, from its /debug/pprof/heap (0 in
+	// external mode without -perf.external-metrics).
 	HeapMiB float64 `json:"heapMiB"`
 }
 
@@ -95,16 +94,17 @@ type Decay struct {
 	HeapWarmMiB float64 `json:"heapWarmMiB"`
 	HeapEndMiB  float64 `json:"heapEndMiB"`
 	Heap        float64 `json:"heap"`
-	// HeapStartMiB is the live heap at the first arrival (the scheduler
-	// started, no workload pod yet), HeapDrainedMiB after the run once every
-	// gang was finished and deleted (0 if they were not): their difference
-	// is what the churn left behind, in the cache or the control plane.
+	// HeapStartMiB is the scheduler's live heap at the first arrival (the
+	// scheduler started, no workload pod yet), HeapDrainedMiB after the run
+	// once every gang was finished and deleted (0 if they were not): their
+	// difference is what the churn left behind in the scheduler.
 	HeapStartMiB   float64 `json:"heapStartMiB"`
 	HeapDrainedMiB float64 `json:"heapDrainedMiB"`
 	// HeapGrowthMiB is the live heap's growth over the same span (from
 	// HeapWarmMiB's sample to HeapEndMiB's) by a least-squares line through
-	// every sample of it: one sample per window swings by 10-30 MiB, so two
-	// end points alone tell little.
+	// every sample of it: one sample catches whatever is in flight then
+	// (the whole process's swung by 10-30 MiB), so two end points alone
+	// tell little.
 	HeapGrowthMiB float64 `json:"heapGrowthMiB"`
 	// SteadyCreated is the pods that arrived from the first steady window
 	// to the last: the churn that the heap's growth is measured over.
@@ -113,10 +113,10 @@ type Decay struct {
 
 // Churn targets (docs/performance.md): the last window binds at least this
 // share of the first steady window's rate, the steady windows bind at least
-// this share of the pods that arrive in them, and the live heap grows, over
-// the default profile's own growth (etcd's and the apiserver's history of
-// the same churn), by at most this many bytes per pod that arrived: less
-// than the cache's budget for a pod it holds, so a cache that kept
+// this share of the pods that arrive in them, and the scheduler's live heap
+// grows, over the default profile's scheduler's (its informers and queue
+// under the same pods), by at most this many bytes per pod that arrived:
+// less than the cache's budget for a pod it holds, so a cache that kept
 // finished pods would miss.
 const (
 	minChurnThroughput    = 0.9
@@ -250,17 +250,24 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	}
 
 	match := map[string]string{"profile": p.SchedulerName}
-	scrape := metricsSource(inProcessMetrics)
-	mem := &memSampler{}
-	runtime.GC() // the setup's garbage must not count in the run's peak
 	stopProfile := sync.OnceFunc(startCPUProfile(t, opts.ProfileDir, w.Name+"-"+p.Name))
 	defer stopProfile()
-	ext, err := startScheduler(t, env, w, p, opts)
+	// W6's scheduler always has a process of its own (startScheduler): its
+	// live heap is read from its /debug/pprof/heap, which an external
+	// scheduler serves only with -perf.external-metrics (readHeap nil: no
+	// heap figures).
+	proc, err := startScheduler(t, env, w, p, opts)
 	if err != nil {
 		return fail(err)
 	}
-	if ext != nil {
-		mem.pid, scrape = ext.pid, ext.scrape
+	if proc == nil {
+		return fail(fmt.Errorf("%s runs its scheduler in a process of its own", w.Name))
+	}
+	mem := &memSampler{pid: proc.pid}
+	scrape := metricsSource(proc.scrape)
+	var readHeap heapReader
+	if proc.endpoints != nil {
+		readHeap = proc.endpoints.liveHeap
 	}
 	if err := probe(ctx, env, p, w.Nodes-1); err != nil {
 		return fail(err)
@@ -272,19 +279,19 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	background.Go(func() { mem.run(runCtx, memInterval) })
 
 	var heapStart float64
-	if ext == nil {
-		b, _ := liveHeap(ctx, 1, 0)
+	if readHeap != nil {
+		b, _ := liveHeap(ctx, readHeap, 1, 0)
 		heapStart = mib(b)
 	}
-	cpuBefore := cpuSeconds(mem.pid)
+	cpuBefore, procCPUBefore := cpuSeconds(0), cpuSeconds(proc.pid)
 	start := time.Now()
 	n := c.windows()
 	heap := make([]float64, n)
 	heapDone := make(chan struct{})
-	if ext == nil {
+	if readHeap != nil {
 		background.Go(func() {
 			defer close(heapDone)
-			sampleHeapAtWindowEnds(runCtx, start, c.Window, heap)
+			sampleHeapAtWindowEnds(runCtx, readHeap, start, c.Window, heap)
 		})
 	} else {
 		close(heapDone)
@@ -321,14 +328,12 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	case <-timer.C:
 		res.Error = fmt.Sprintf("timed out %v after the last arrival: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
 	}
-	res.CPUSeconds = cpuSeconds(mem.pid) - cpuBefore
+	res.setCPU(proc, opts.External != nil, cpuBefore, procCPUBefore)
 	stopProfile()
-	if opts.ProfileDir != "" && ext == nil {
-		res.SchedulerCPUSeconds = schedulerCPU(t, filepath.Join(opts.ProfileDir, "cpu-"+w.Name+"-"+p.Name+".pprof"))
-	}
 	var heapDrained float64
-	if res.Error == "" && ext == nil {
-		heapDrained = drain(ctx, heapDone, fin, w.Groups, c)
+	if res.Error == "" && readHeap != nil {
+		heapDrained = drain(ctx, readHeap, heapDone, fin, w.Groups, c)
+		saveLiveHeapProfile(ctx, t, proc, opts.ProfileDir, w.Name+"-"+p.Name)
 	}
 	stopRun()
 	creates.Wait()
@@ -395,9 +400,10 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 }
 
 // drain waits for the last window's heap sample, then for every one of
-// gangs to be finished and deleted, and returns the live heap then (MiB;
-// 0 if the gangs were not all deleted in time).
-func drain(ctx context.Context, heapDone <-chan struct{}, fin *finisher, gangs int, c Churn) float64 {
+// gangs to be finished and deleted, and returns the least of three live
+// heap samples of read then (MiB; 0 if the gangs were not all deleted in
+// time).
+func drain(ctx context.Context, read heapReader, heapDone <-chan struct{}, fin *finisher, gangs int, c Churn) float64 {
 	select {
 	case <-heapDone:
 	case <-ctx.Done():
@@ -413,21 +419,21 @@ func drain(ctx context.Context, heapDone <-chan struct{}, fin *finisher, gangs i
 	if !sleepUntil(ctx, time.Now().Add(drainSettle)) {
 		return 0
 	}
-	b, _ := liveHeap(ctx, 3, 2*time.Second)
+	b, _ := liveHeap(ctx, read, 3, 2*time.Second)
 	return mib(b)
 }
 
 // drainSettle is the wait between the last deletion and the drained heap.
 const drainSettle = 5 * time.Second
 
-// sampleHeapAtWindowEnds fills heap[i] with the live heap (MiB) at the end
-// of window i, until ctx ends.
-func sampleHeapAtWindowEnds(ctx context.Context, start time.Time, window time.Duration, heap []float64) {
+// sampleHeapAtWindowEnds fills heap[i] with one live-heap sample of read
+// (MiB) at the end of window i, until ctx ends.
+func sampleHeapAtWindowEnds(ctx context.Context, read heapReader, start time.Time, window time.Duration, heap []float64) {
 	for i := range heap {
 		if !sleepUntil(ctx, start.Add(time.Duration(i+1)*window)) {
 			return
 		}
-		b, _ := liveHeap(ctx, 1, 0)
+		b, _ := liveHeap(ctx, read, 1, 0)
 		heap[i] = mib(b)
 	}
 }

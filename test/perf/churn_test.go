@@ -174,8 +174,8 @@ func TestChurnReport(t *testing.T) {
 		{"W6 bound pods/s last window / first steady window, caldera", 0.95, true},
 		{"W6 bound pods/s last window / first steady window, default", 0.85, false},
 		// Median growth 10 MiB against default's 4 MiB, over 1024 pods.
-		{"W6 live-heap growth caldera - default, bytes per pod arrived (steady windows)", 6 * 1024, false},
-		{"W6 live-heap growth upstream-gang - default, bytes per pod arrived (steady windows)", 0.6 * 1024, true},
+		{"W6 scheduler live-heap growth caldera - default, bytes per pod arrived (steady windows)", 6 * 1024, false},
+		{"W6 scheduler live-heap growth upstream-gang - default, bytes per pod arrived (steady windows)", 0.6 * 1024, true},
 		{"W6 pods bound / created in the steady windows, caldera", 0.95, true},
 		{"W6 pods bound / created in the steady windows, default", 0.85, false},
 	} {
@@ -184,17 +184,17 @@ func TestChurnReport(t *testing.T) {
 			t.Errorf("%s = %+v (present %v), want %v holding %v", tc.name, x, ok, tc.value, tc.holds)
 		}
 	}
-	if x := got["W6 live heap at end / after warm-up, caldera"]; math.Abs(x.Value-1.05) > 1e-9 || x.Holds != nil {
+	if x := got["W6 scheduler live heap at end / after warm-up, caldera"]; math.Abs(x.Value-1.05) > 1e-9 || x.Holds != nil {
 		t.Errorf("whole-process heap ratio = %+v, want 1.05 without a target", x)
 	}
-	if _, ok := got["W6 live-heap growth default - default, bytes per pod arrived (steady windows)"]; ok {
+	if _, ok := got["W6 scheduler live-heap growth default - default, bytes per pod arrived (steady windows)"]; ok {
 		t.Errorf("default compared with itself")
 	}
 	var md strings.Builder
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| W6 | caldera | 0 | 16.0 16.0 0.0* 0.0 |", "| 15.0 16.0 16.0* 14.0 |", "| 0.95 | 0.95 | 1.05 (200 -> 210 MiB) |"} {
+	for _, want := range []string{"| W6 | caldera | 0 | 16.0 16.0 0.0* 0.0 |", "| 15.0 16.0 16.0* 14.0 |", "| 0.95 | 0.95 | 1.05 (200.0 -> 210.0 MiB) |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

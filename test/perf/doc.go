@@ -4,7 +4,8 @@
 //
 // Each (workload, profile) pair runs on a fresh control plane from
 // test/integration/harness: an embedded etcd, a real kube-apiserver, and
-// either the real scheduler in-process or, in external mode, any scheduler
+// the real scheduler, in-process or (W5, W6, whose figures include its
+// heap) as a process of its own, or, in external mode, any scheduler
 // binary started from a command line. Nodes are API objects only (no
 // kubelets): a pod counts as scheduled when it is bound. Throughput is
 // sampled from a watch on the workload's pods; attempt latencies come from

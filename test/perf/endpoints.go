@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +107,17 @@ func (s *schedulerEndpoints) liveHeap(ctx context.Context) (uint64, error) {
 	}
 	defer body.Close()
 	return parseHeapAlloc(body)
+}
+
+// saveHeapProfile writes the process's heap profile, taken right after a
+// forced collection (gc=1), to path: its in-use figures are then the live
+// heap, by allocation site.
+func (s *schedulerEndpoints) saveHeapProfile(ctx context.Context, path string) error {
+	data, err := s.get(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // parseHeapAlloc reads "# HeapAlloc = N" from a debug=1 heap profile.

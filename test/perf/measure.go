@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	goruntime "runtime"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -221,21 +220,12 @@ func (m *memSampler) run(ctx context.Context, interval time.Duration) {
 // bytes of live heap objects (HeapAlloc) of some process.
 type heapReader func(ctx context.Context) (uint64, error)
 
-// selfLiveHeap reads this process's live heap.
-func selfLiveHeap(context.Context) (uint64, error) {
-	var ms goruntime.MemStats
-	goruntime.GC()
-	goruntime.ReadMemStats(&ms)
-	return ms.HeapAlloc, nil
-}
-
-// liveHeap returns the smallest of n samples, gap apart, of this process's
-// bytes of live heap objects right after a forced collection, and every
-// sample (MiB, for the log). Only the smallest: what is in flight at a
-// sample (a watch event being decoded, a burst of writes in etcd's raft
-// log) only adds, and it varied by tens of MiB between runs at 10,000 pods.
-func liveHeap(ctx context.Context, n int, gap time.Duration) (uint64, []string) {
-	least, trace, _ := liveHeapUntil(ctx, selfLiveHeap, gap, func(samples []uint64) bool { return len(samples) >= n })
+// liveHeap returns the smallest of n samples of read, gap apart, and every
+// sample (MiB, for the log); 0 when none could be read. Only the smallest:
+// what is in flight at a sample (a watch event being decoded, a burst of
+// status writes) only adds.
+func liveHeap(ctx context.Context, read heapReader, n int, gap time.Duration) (uint64, []string) {
+	least, trace, _ := liveHeapUntil(ctx, read, gap, func(samples []uint64) bool { return len(samples) >= n })
 	return least, trace
 }
 

@@ -3,6 +3,7 @@ package perf
 import (
 	"bytes"
 	"math"
+	"os"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -193,5 +194,24 @@ func TestParseHeapAlloc(t *testing.T) {
 	}
 	if _, err := parseHeapAlloc(strings.NewReader("heap profile: 0: 0 [0: 0] @ heap/1048576\n")); err == nil {
 		t.Errorf("parseHeapAlloc without a HeapAlloc line: want an error")
+	}
+}
+
+func TestSetCPU(t *testing.T) {
+	// This process stands for the scheduler's; readings "before" of -1 and
+	// -2 make every figure at least 1 or 2 however little CPU was used.
+	proc := &schedulerProc{pid: os.Getpid()}
+	var own, ext, inProcess Result
+	own.setCPU(proc, false, -1, -2)
+	if own.SchedulerCPUSeconds < 2 || own.CPUSeconds < own.SchedulerCPUSeconds+1 {
+		t.Errorf("own process: CPU %.2f, scheduler %.2f; want the scheduler's in both, this process's added", own.CPUSeconds, own.SchedulerCPUSeconds)
+	}
+	ext.setCPU(proc, true, -1, -2)
+	if ext.CPUSeconds < 2 || ext.SchedulerCPUSeconds != 0 {
+		t.Errorf("external: CPU %.2f, scheduler %.2f; want the scheduler process's only", ext.CPUSeconds, ext.SchedulerCPUSeconds)
+	}
+	inProcess.setCPU(nil, false, -1, -2)
+	if inProcess.CPUSeconds < 1 || inProcess.SchedulerCPUSeconds != 0 {
+		t.Errorf("in-process: CPU %.2f, scheduler %.2f; want this process's, no split", inProcess.CPUSeconds, inProcess.SchedulerCPUSeconds)
 	}
 }

@@ -136,14 +136,12 @@ func TestPerf(t *testing.T) {
 }
 
 // runIsolated runs (w, p) in a new process of this test binary and returns
-// its result; the child's output goes to logFile. W6 needs it, as it
-// samples the live heap of the process: a stopped in-process scheduler
-// stays reachable (its informers' pods: 30-60 MiB a run at 10,000 pods,
-// measured), so a second run in one process would count or lose part of
-// the first one's heap. W5 runs its scheduler in a process of its own
-// (M1 reads that process's heap), a grandchild then, but still gets a
-// fresh control plane process: its start time is not taxed by the GC of
-// what earlier runs left.
+// its result; the child's output goes to logFile. W5 and W6 run their
+// scheduler in a process of its own (M1 and W6's windows read that
+// process's heap), a grandchild then, but still get a fresh control plane
+// process: their timing is not taxed by the GC of what earlier runs left
+// (a stopped in-process control plane and scheduler stay reachable for a
+// while: 30-60 MiB a run at 10,000 pods, measured).
 func runIsolated(t *testing.T, w Workload, p Profile, logFile string) Result {
 	dir := t.TempDir()
 	override := map[string]bool{"perf.workloads": true, "perf.profiles": true, "perf.runs": true, "perf.out": true, "perf.child": true}

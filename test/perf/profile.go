@@ -41,6 +41,14 @@ const (
 	ProfileExternal            = "external"
 )
 
+// Feature gates of the profiles that change any, for the apiserver and the
+// scheduler alike: upstream's gang scheduling (its GangScheduling plugin and
+// PodGroup API) is behind GenericWorkload in 1.37.
+const (
+	upstreamGates     = "GenericWorkload=true"
+	noNominationGates = "NominatedNodeNameForExpectation=false"
+)
+
 // schedulerQPS is the scheduler's and the workload client's API rate, as in
 // upstream's scheduler_perf: the default 50/100 would cap any scheduler
 // near 50 pods/s.
@@ -58,8 +66,8 @@ type Profile struct {
 	GangOnly bool
 	// envOptions start the control plane (feature gates, API versions).
 	envOptions []harness.EnvOption
-	// schedulerOptions configure the in-process scheduler; repoRoot locates
-	// configuration files.
+	// schedulerOptions configure the scheduler, in-process or in a process
+	// of its own; repoRoot locates configuration files.
 	schedulerOptions func(repoRoot string) []harness.SchedulerOption
 }
 
@@ -127,13 +135,11 @@ func Profiles() []Profile {
 			SchedulerName: harness.DefaultSchedulerName,
 			Gang:          GangCaldera,
 			GangOnly:      true,
-			// As for upstream-gang: the apiserver copies --feature-gates into
-			// the process-wide gate the in-process scheduler reads.
-			envOptions: []harness.EnvOption{harness.WithAPIServerFlags(
-				"--feature-gates=NominatedNodeNameForExpectation=false",
-			)},
+			// As for upstream-gang: the gate for the apiserver and the
+			// scheduler alike.
+			envOptions: []harness.EnvOption{harness.WithAPIServerFlags("--feature-gates=" + noNominationGates)},
 			schedulerOptions: func(string) []harness.SchedulerOption {
-				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS)}
+				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS), harness.WithFeatureGates(noNominationGates)}
 			},
 		},
 		{
@@ -142,14 +148,18 @@ func Profiles() []Profile {
 			Gang:          GangUpstream,
 			GangOnly:      true,
 			// The apiserver copies --feature-gates into the process-wide
-			// gate for the test's duration, which the in-process scheduler
-			// reads too, so one flag turns GenericWorkload on for both.
+			// gate for the test's duration, which an in-process scheduler
+			// reads (WithFeatureGates checks it); a scheduler process (W5,
+			// W6) gets the same --feature-gates.
 			envOptions: []harness.EnvOption{harness.WithAPIServerFlags(
-				"--feature-gates=GenericWorkload=true",
+				"--feature-gates="+upstreamGates,
 				"--runtime-config=scheduling.k8s.io/v1beta1=true",
 			)},
 			schedulerOptions: func(root string) []harness.SchedulerOption {
-				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), harness.WithConfigEdit(raiseQPS)}
+				return []harness.SchedulerOption{
+					harness.WithConfigFile(defaultConfig(root)), harness.WithConfigEdit(raiseQPS),
+					harness.WithFeatureGates(upstreamGates),
+				}
 			},
 		},
 	}

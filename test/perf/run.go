@@ -194,17 +194,8 @@ wait:
 			break wait
 		}
 	}
-	res.CPUSeconds = cpuSeconds(0) - cpuBefore
-	if proc != nil {
-		// A new process: all its CPU is this run's, start-up included.
-		procCPU := cpuSeconds(proc.pid)
-		if opts.External != nil {
-			res.CPUSeconds = procCPU
-		} else {
-			res.CPUSeconds += procCPU
-			res.SchedulerCPUSeconds = procCPU
-		}
-	}
+	// A new process: all its CPU is this run's, start-up included.
+	res.setCPU(proc, opts.External != nil, cpuBefore, 0)
 	stopProfile()
 	if opts.ProfileDir != "" && proc == nil {
 		res.SchedulerCPUSeconds = schedulerCPU(t, filepath.Join(opts.ProfileDir, "cpu-"+w.Name+"-"+p.Name+".pprof"))
@@ -257,16 +248,7 @@ wait:
 			t.Logf("%s/%s: reading the scheduler's live heap: %v", w.Name, p.Name, err)
 		}
 		res.LiveHeapMiB = mib(live)
-		if opts.ProfileDir != "" {
-			// Right after a forced GC the profile's in-use figures are the
-			// live heap just measured: where it goes, by allocation site.
-			path := filepath.Join(opts.ProfileDir, "heap-live-"+w.Name+"-"+p.Name+".pprof")
-			if data, err := proc.endpoints.get(ctx, "/debug/pprof/heap?gc=1"); err != nil {
-				t.Logf("scheduler heap profile: %v", err)
-			} else if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Logf("scheduler heap profile: %v", err)
-			}
-		}
+		saveLiveHeapProfile(ctx, t, proc, opts.ProfileDir, w.Name+"-"+p.Name)
 		t.Logf("%s/%s: scheduler process's live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
@@ -283,17 +265,48 @@ wait:
 	return res
 }
 
+// setCPU sets res's CPU figures at the end of a run: this process's CPU
+// since selfBefore plus, when the scheduler has a process of its own, that
+// process's since procBefore (0 for a process started within the run),
+// which is also SchedulerCPUSeconds; in external mode only the scheduler
+// process's.
+func (res *Result) setCPU(proc *schedulerProc, external bool, selfBefore, procBefore float64) {
+	res.CPUSeconds = cpuSeconds(0) - selfBefore
+	if proc == nil {
+		return
+	}
+	procCPU := cpuSeconds(proc.pid) - procBefore
+	if external {
+		res.CPUSeconds = procCPU
+		return
+	}
+	res.CPUSeconds += procCPU
+	res.SchedulerCPUSeconds = procCPU
+}
+
+// saveLiveHeapProfile writes, when dir is set, the scheduler process's heap
+// profile after a forced collection to dir/heap-live-<name>.pprof: where the
+// live heap just measured goes, by allocation site.
+func saveLiveHeapProfile(ctx context.Context, t *testing.T, proc *schedulerProc, dir, name string) {
+	if dir == "" || proc == nil || proc.endpoints == nil {
+		return
+	}
+	if err := proc.endpoints.saveHeapProfile(ctx, filepath.Join(dir, "heap-live-"+name+".pprof")); err != nil {
+		t.Logf("scheduler heap profile: %v", err)
+	}
+}
+
 // startScheduler starts profile p's scheduler and returns its process:
-// the external command's; for workloads that measure the live heap (W5,
-// M1), the harness's scheduler process (the real command in a process of
-// its own, as a restart would run it, so that its heap is its own and not
-// shared with etcd's and the apiserver's); otherwise the in-process
-// scheduler (nil).
+// the external command's; for workloads that read the scheduler's heap
+// (W5's M1, W6's windows), the harness's scheduler process (the real
+// command in a process of its own, as a restart would run it, so that its
+// heap is its own and not shared with etcd's and the apiserver's);
+// otherwise the in-process scheduler (nil).
 func startScheduler(t *testing.T, env *harness.Env, w Workload, p Profile, opts Options) (*schedulerProc, error) {
 	if opts.External != nil {
 		return opts.External.start(t, env)
 	}
-	if w.LiveHeap {
+	if w.schedulerProcess() {
 		sp := env.StartSchedulerProcess(t, p.schedulerOptions(env.RepoRoot)...)
 		endpoints, err := newSchedulerEndpoints(fmt.Sprintf("https://127.0.0.1:%d/metrics", sp.Port))
 		if err != nil {

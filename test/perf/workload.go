@@ -46,6 +46,11 @@ type Workload struct {
 	LiveHeap bool
 }
 
+// schedulerProcess says whether the workload runs its scheduler in a
+// process of its own: those that read the scheduler's live heap, W5 (M1)
+// and W6 (per window), so that the heap read is the scheduler's alone.
+func (w Workload) schedulerProcess() bool { return w.LiveHeap || w.Churn != nil }
+
 // Pods is the workload's pod count.
 func (w Workload) Pods() int { return w.Groups * w.GroupSize }
 

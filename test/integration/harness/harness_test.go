@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -9,6 +10,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/kubernetes/pkg/features"
 	"sigs.k8s.io/yaml"
 )
 
@@ -139,5 +143,31 @@ func TestSchedulerConfigEdits(t *testing.T) {
 		if !reflect.DeepEqual(args, wantArgs[i]) {
 			t.Errorf("profile %d CalderaGang args = %v, want %v", i, args, wantArgs[i])
 		}
+	}
+}
+
+// TestFeatureGates checks WithFeatureGates' parsing and the in-process
+// check against this process's gates, without starting anything.
+func TestFeatureGates(t *testing.T) {
+	got, err := parseFeatureGates("GenericWorkload=true, NominatedNodeNameForExpectation=false")
+	want := map[featuregate.Feature]bool{"GenericWorkload": true, "NominatedNodeNameForExpectation": false}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseFeatureGates = %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"", "GenericWorkload", "GenericWorkload=yes", "=true"} {
+		if _, err := parseFeatureGates(bad); err == nil {
+			t.Errorf("parseFeatureGates(%q): want an error", bad)
+		}
+	}
+	// As this process has them (no apiserver flag changed them): holds.
+	on := utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
+	if err := checkProcessGates(fmt.Sprintf("GenericWorkload=%v", on)); err != nil {
+		t.Errorf("checkProcessGates with the process's own value: %v", err)
+	}
+	if err := checkProcessGates(fmt.Sprintf("GenericWorkload=%v", !on)); err == nil {
+		t.Errorf("checkProcessGates with the opposite value: want an error")
+	}
+	if err := checkProcessGates("NoSuchGate=true"); err == nil {
+		t.Errorf("checkProcessGates of an unknown gate: want an error")
 	}
 }

@@ -63,7 +63,8 @@ type SchedulerProcess struct {
 
 // StartSchedulerProcess starts caldera-scheduler as a child process of the
 // test binary (see RunSchedulerProcess) with the configuration StartScheduler
-// would use (the same options apply, except WithRegistry and WithRawConfigFile),
+// would use (the same options apply, except WithRegistry and WithRawConfigFile;
+// WithFeatureGates becomes the process's --feature-gates),
 // and waits until it answers /readyz. The process is killed, if still running,
 // when the test ends; its log is printed when the test failed.
 func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *SchedulerProcess {
@@ -118,6 +119,9 @@ func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *Sche
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 		"--v="+strconv.Itoa(schedulerVerbosity()),
 	)
+	if settings.gates != "" {
+		p.cmd.Args = append(p.cmd.Args, "--feature-gates="+settings.gates)
+	}
 	p.cmd.Env = append(os.Environ(), processEnv+"=1", "CALDERA_DUMP_DIR="+p.DumpDir)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	began := time.Now()

@@ -15,8 +15,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/configz"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -68,6 +70,7 @@ type schedulerSettings struct {
 	edits       []func(cfg map[string]any) error
 	kubeconfig  string
 	raw         bool
+	gates       string
 }
 
 // WithPluginArgs merges args into the pluginConfig args of pluginName in every
@@ -138,6 +141,51 @@ func WithConfigEdit(edit func(cfg map[string]any) error) SchedulerOption {
 	return func(s *schedulerSettings) { s.edits = append(s.edits, edit) }
 }
 
+// WithFeatureGates runs the scheduler with kube-scheduler's feature gates
+// set as gates says ("Name=true,Other=false", the --feature-gates syntax).
+// A scheduler process (StartSchedulerProcess) gets --feature-gates=gates.
+// An in-process scheduler reads the test process's gates, which the test
+// apiserver's --feature-gates set for the test's duration
+// (WithAPIServerFlags): StartScheduler checks that they already are as
+// gates says and refuses to start otherwise, so one profile can name its
+// gates for both kinds of start.
+func WithFeatureGates(gates string) SchedulerOption {
+	return func(s *schedulerSettings) { s.gates = gates }
+}
+
+// checkProcessGates returns an error unless every gate of gates (the
+// --feature-gates syntax) has that value in this process's feature gate.
+func checkProcessGates(gates string) error {
+	want, err := parseFeatureGates(gates)
+	if err != nil {
+		return err
+	}
+	known := utilfeature.DefaultMutableFeatureGate.GetAll()
+	for name, on := range want {
+		if _, ok := known[name]; !ok {
+			return fmt.Errorf("unknown feature gate %q", name)
+		}
+		if got := utilfeature.DefaultFeatureGate.Enabled(name); got != on {
+			return fmt.Errorf("feature gate %s is %v in the test process, want %v: an in-process scheduler reads the process's gates, which WithAPIServerFlags(\"--feature-gates=...\") sets", name, got, on)
+		}
+	}
+	return nil
+}
+
+// parseFeatureGates parses "Name=true,Other=false".
+func parseFeatureGates(gates string) (map[featuregate.Feature]bool, error) {
+	out := map[featuregate.Feature]bool{}
+	for kv := range strings.SplitSeq(gates, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		on, err := strconv.ParseBool(value)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("feature gates %q: want Name=true|false[,...]", gates)
+		}
+		out[featuregate.Feature(name)] = on
+	}
+	return out, nil
+}
+
 // Scheduler is a kube-scheduler running in-process through app.Setup and
 // app.Run.
 type Scheduler struct {
@@ -195,6 +243,11 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 	}
 	for _, o := range opts {
 		o(settings)
+	}
+	if settings.gates != "" {
+		if err := checkProcessGates(settings.gates); err != nil {
+			t.Fatalf("StartScheduler: %v", err)
+		}
 	}
 	if settings.leaseName != "" {
 		if f := flag.Lookup("test.paniconexit0"); f == nil || f.Value.String() != "true" {
