@@ -14,7 +14,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
 // clientHandle is the part of fwk.Handle that DefaultBinder uses without
@@ -135,20 +135,11 @@ func TestBindGivesUpWhenTheCycleEnds(t *testing.T) {
 }
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	for _, tt := range []struct{ name, raw, want string }{
-		{"zero", `{"maxConcurrentBinds": 0}`, "maxConcurrentBinds"},
-		{"too many", `{"maxConcurrentBinds": 10001}`, "maxConcurrentBinds"},
-		{"misspelt field", `{"maxConcurrentBind": 8}`, "maxConcurrentBind"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
-			// A nil handle: New must refuse bad args before touching it.
-			_, err := New(context.Background(), obj, nil, cache.NewProvider())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("New(%s) error = %v, want one naming %s", tt.raw, err, tt.want)
-			}
-		})
-	}
+	argstest.Refused(t, New, []argstest.Bad{
+		{Name: "zero", Raw: `{"maxConcurrentBinds": 0}`, Field: "maxConcurrentBinds"},
+		{Name: "too many", Raw: `{"maxConcurrentBinds": 10001}`, Field: "maxConcurrentBinds"},
+		{Name: "misspelt field", Raw: `{"maxConcurrentBind": 8}`, Field: "maxConcurrentBind"},
+	})
 }
 
 func TestArgsDefaults(t *testing.T) {

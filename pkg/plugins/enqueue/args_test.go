@@ -1,35 +1,20 @@
 package enqueue
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	tests := []struct {
-		name, raw, wantField string
-	}{
-		{"overcommit below 1", `{"overcommitFactor": 0.9}`, "overcommitFactor"},
-		{"negative starvation threshold", `{"starvationThresholdSeconds": -1}`, "starvationThresholdSeconds"},
-		{"zero admission period", `{"admissionPeriodSeconds": 0}`, "admissionPeriodSeconds"},
-		{"misspelt field", `{"defaultQeue": "x"}`, "defaultQeue"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
-			// A nil handle: New must refuse bad args before touching it.
-			_, err := New(context.Background(), obj, nil, cache.NewProvider())
-			if err == nil || !strings.Contains(err.Error(), tt.wantField) {
-				t.Fatalf("New(%s) error = %v, want one naming %s", tt.raw, err, tt.wantField)
-			}
-		})
-	}
+	argstest.Refused(t, New, []argstest.Bad{
+		{Name: "overcommit below 1", Raw: `{"overcommitFactor": 0.9}`, Field: "overcommitFactor"},
+		{Name: "negative starvation threshold", Raw: `{"starvationThresholdSeconds": -1}`, Field: "starvationThresholdSeconds"},
+		{Name: "zero admission period", Raw: `{"admissionPeriodSeconds": 0}`, Field: "admissionPeriodSeconds"},
+		{Name: "misspelt field", Raw: `{"defaultQeue": "x"}`, Field: "defaultQeue"},
+	})
 }
 
 func TestArgsDefaults(t *testing.T) {

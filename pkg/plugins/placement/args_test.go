@@ -1,36 +1,20 @@
 package placement
 
 import (
-	"context"
-	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	tests := []struct {
-		name, raw, want string
-	}{
-		{"packing above 1", `{"packingStrength": 1.5}`, "packingStrength"},
-		{"negative packing", `{"packingStrength": -0.1}`, "packingStrength"},
-		{"invalid label key", `{"topologyKeys": ["not a key"]}`, "topologyKeys[0]"},
-		{"duplicate key", `{"topologyKeys": ["rack", "rack"]}`, "topologyKeys[1]"},
-		{"too many keys", `{"topologyKeys": ["a","b","c","d","e","f","g","h","i"]}`, "topologyKeys"},
-		{"misspelt field", `{"topologyKey": ["rack"]}`, "topologyKey"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
-			// A nil handle: New must refuse bad args before touching it.
-			_, err := New(context.Background(), obj, nil, cache.NewProvider())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("New(%s) error = %v, want one naming %s", tt.raw, err, tt.want)
-			}
-		})
-	}
+	argstest.Refused(t, New, []argstest.Bad{
+		{Name: "packing above 1", Raw: `{"packingStrength": 1.5}`, Field: "packingStrength"},
+		{Name: "negative packing", Raw: `{"packingStrength": -0.1}`, Field: "packingStrength"},
+		{Name: "invalid label key", Raw: `{"topologyKeys": ["not a key"]}`, Field: "topologyKeys[0]"},
+		{Name: "duplicate key", Raw: `{"topologyKeys": ["rack", "rack"]}`, Field: "topologyKeys[1]"},
+		{Name: "too many keys", Raw: `{"topologyKeys": ["a","b","c","d","e","f","g","h","i"]}`, Field: "topologyKeys"},
+		{Name: "misspelt field", Raw: `{"topologyKey": ["rack"]}`, Field: "topologyKey"},
+	})
 }
 
 func TestArgsDefaults(t *testing.T) {

@@ -1,34 +1,18 @@
 package reclaim
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	tests := []struct {
-		name, raw, wantField string
-	}{
-		{"negative minimum runtime", `{"minVictimRuntimeSeconds": -1}`, "minVictimRuntimeSeconds"},
-		{"misspelt field", `{"enableReclam": false}`, "enableReclam"},
-		{"wrong type", `{"enablePreemption": "yes"}`, "enablePreemption"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
-			// A nil handle: New must refuse bad args before touching it.
-			_, err := New(context.Background(), obj, nil, cache.NewProvider())
-			if err == nil || !strings.Contains(err.Error(), tt.wantField) {
-				t.Fatalf("New(%s) error = %v, want one naming %s", tt.raw, err, tt.wantField)
-			}
-		})
-	}
+	argstest.Refused(t, New, []argstest.Bad{
+		{Name: "negative minimum runtime", Raw: `{"minVictimRuntimeSeconds": -1}`, Field: "minVictimRuntimeSeconds"},
+		{Name: "misspelt field", Raw: `{"enableReclam": false}`, Field: "enableReclam"},
+		{Name: "wrong type", Raw: `{"enablePreemption": "yes"}`, Field: "enablePreemption"},
+	})
 }
 
 func TestArgsDefaults(t *testing.T) {

@@ -1,0 +1,39 @@
+// Package argstest checks how Caldera plugins treat bad args, for the
+// plugins' own tests.
+package argstest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/caldera-sched/caldera/pkg/cache"
+)
+
+// Bad is plugin args (JSON) that New must refuse, with the field its error
+// must name.
+type Bad struct {
+	Name, Raw, Field string
+}
+
+// NewFunc is a Caldera plugin's factory.
+type NewFunc func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)
+
+// Refused checks that newFn refuses every case with an error naming its
+// field, before it touches its handle (nil here): a misconfigured profile
+// must fail at start-up, saying which setting is wrong.
+func Refused(t *testing.T, newFn NewFunc, cases []Bad) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			obj := &runtime.Unknown{Raw: []byte(tc.Raw), ContentType: runtime.ContentTypeJSON}
+			_, err := newFn(context.Background(), obj, nil, cache.NewProvider())
+			if err == nil || !strings.Contains(err.Error(), tc.Field) {
+				t.Fatalf("New(%s) error = %v, want one naming %s", tc.Raw, err, tc.Field)
+			}
+		})
+	}
+}
