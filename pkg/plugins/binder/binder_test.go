@@ -135,7 +135,7 @@ func TestBindGivesUpWhenTheCycleEnds(t *testing.T) {
 }
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	argstest.Refused(t, New, []argstest.Bad{
+	argstest.Refused(t, New, nil, []argstest.Bad{
 		{Name: "zero", Raw: `{"maxConcurrentBinds": 0}`, Field: "maxConcurrentBinds"},
 		{Name: "too many", Raw: `{"maxConcurrentBinds": 10001}`, Field: "maxConcurrentBinds"},
 		{Name: "misspelt field", Raw: `{"maxConcurrentBind": 8}`, Field: "maxConcurrentBind"},

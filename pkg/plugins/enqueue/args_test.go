@@ -9,7 +9,7 @@ import (
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	argstest.Refused(t, New, []argstest.Bad{
+	argstest.Refused(t, New, nil, []argstest.Bad{
 		{Name: "overcommit below 1", Raw: `{"overcommitFactor": 0.9}`, Field: "overcommitFactor"},
 		{Name: "negative starvation threshold", Raw: `{"starvationThresholdSeconds": -1}`, Field: "starvationThresholdSeconds"},
 		{Name: "zero admission period", Raw: `{"admissionPeriodSeconds": 0}`, Field: "admissionPeriodSeconds"},

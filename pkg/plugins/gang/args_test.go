@@ -1,14 +1,11 @@
 package gang
 
 import (
-	"context"
-	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
 // profileHandle answers only ProfileName: New must refuse bad args before it
@@ -18,26 +15,15 @@ type profileHandle struct{ fwk.Handle }
 func (profileHandle) ProfileName() string { return "caldera-scheduler" }
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	tests := []struct {
-		name, raw, wantField string
-	}{
-		{"negative permit timeout", `{"permitWaitingTimeSeconds": -1}`, "permitWaitingTimeSeconds"},
-		{"zero permit timeout", `{"permitWaitingTimeSeconds": 0}`, "permitWaitingTimeSeconds"},
-		{"negative backoff", `{"podGroupBackoffSeconds": -2}`, "podGroupBackoffSeconds"},
-		{"cap below backoff", `{"podGroupBackoffSeconds": 10, "podGroupMaxBackoffSeconds": 5}`, "podGroupMaxBackoffSeconds"},
-		{"zero sync period", `{"statusSyncPeriodSeconds": 0}`, "statusSyncPeriodSeconds"},
-		{"misspelt field", `{"permitWaitTimeSeconds": 5}`, "permitWaitTimeSeconds"},
-		{"wrong type", `{"permitWaitingTimeSeconds": "soon"}`, "permitWaitingTimeSeconds"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
-			_, err := New(context.Background(), obj, profileHandle{}, cache.NewProvider())
-			if err == nil || !strings.Contains(err.Error(), tt.wantField) {
-				t.Fatalf("New(%s) error = %v, want one naming %s", tt.raw, err, tt.wantField)
-			}
-		})
-	}
+	argstest.Refused(t, New, profileHandle{}, []argstest.Bad{
+		{Name: "negative permit timeout", Raw: `{"permitWaitingTimeSeconds": -1}`, Field: "permitWaitingTimeSeconds"},
+		{Name: "zero permit timeout", Raw: `{"permitWaitingTimeSeconds": 0}`, Field: "permitWaitingTimeSeconds"},
+		{Name: "negative backoff", Raw: `{"podGroupBackoffSeconds": -2}`, Field: "podGroupBackoffSeconds"},
+		{Name: "cap below backoff", Raw: `{"podGroupBackoffSeconds": 10, "podGroupMaxBackoffSeconds": 5}`, Field: "podGroupMaxBackoffSeconds"},
+		{Name: "zero sync period", Raw: `{"statusSyncPeriodSeconds": 0}`, Field: "statusSyncPeriodSeconds"},
+		{Name: "misspelt field", Raw: `{"permitWaitTimeSeconds": 5}`, Field: "permitWaitTimeSeconds"},
+		{Name: "wrong type", Raw: `{"permitWaitingTimeSeconds": "soon"}`, Field: "permitWaitingTimeSeconds"},
+	})
 }
 
 func TestArgsDefaults(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	argstest.Refused(t, New, []argstest.Bad{
+	argstest.Refused(t, New, nil, []argstest.Bad{
 		{Name: "packing above 1", Raw: `{"packingStrength": 1.5}`, Field: "packingStrength"},
 		{Name: "negative packing", Raw: `{"packingStrength": -0.1}`, Field: "packingStrength"},
 		{Name: "invalid label key", Raw: `{"topologyKeys": ["not a key"]}`, Field: "topologyKeys[0]"},

@@ -8,7 +8,7 @@ import (
 )
 
 func TestNewRejectsBadArgs(t *testing.T) {
-	argstest.Refused(t, New, []argstest.Bad{
+	argstest.Refused(t, New, nil, []argstest.Bad{
 		{Name: "negative minimum runtime", Raw: `{"minVictimRuntimeSeconds": -1}`, Field: "minVictimRuntimeSeconds"},
 		{Name: "misspelt field", Raw: `{"enableReclam": false}`, Field: "enableReclam"},
 		{Name: "wrong type", Raw: `{"enablePreemption": "yes"}`, Field: "enablePreemption"},
