@@ -34,12 +34,8 @@ func wantInFlight(t *testing.T, c *Cache, pods []*v1.Pod, want ...*v1.Pod) {
 }
 
 func TestEvictionBookLifecycle(t *testing.T) {
-	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
-	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
-	all := []*v1.Pod{v1_, v2, v3}
-	for _, p := range all {
-		podEvent(c, p)
-	}
+	c, all := boundVictims(t)
+	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
 
 	if !c.StartEvictions(evictionsOf("pre-a", v1_, v2), now) {
@@ -90,11 +86,8 @@ func TestEvictionBookLifecycle(t *testing.T) {
 // entry for the report (the victim's Events need it), and is forgotten
 // after abandonAfter when no report comes.
 func TestEvictionBookVictimLeavesFirst(t *testing.T) {
-	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
-	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
-	for _, p := range []*v1.Pod{v1_, v2, v3} {
-		podEvent(c, p)
-	}
+	c, all := boundVictims(t)
+	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
 	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
 		t.Fatal("StartEvictions refused on an empty book")
@@ -124,12 +117,8 @@ func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 // pod as leaving only until abandonAfter; a reported one stays until the pod
 // leaves, however long its termination takes.
 func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
-	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
-	v1_, v2, v3 := single("ns", "v1", inQueue("a"), boundTo("n1")), single("ns", "v2", inQueue("a"), boundTo("n1")), single("ns", "v3", inQueue("a"), boundTo("n1"))
-	all := []*v1.Pod{v1_, v2, v3}
-	for _, p := range all {
-		podEvent(c, p)
-	}
+	c, all := boundVictims(t)
+	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
 	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
 		t.Fatal("StartEvictions refused on an empty book")
@@ -152,4 +141,18 @@ func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
 	if !c.StartEvictions(evictionsOf("pre-4", v2), now.Add(abandonAfter+time.Second)) {
 		t.Error("v2, never reported, is still claimed after abandonAfter")
 	}
+}
+
+// boundVictims is an admission cache with three bound singletons of queue a
+// on n1, the victims the eviction-book tests evict.
+func boundVictims(t *testing.T) (*Cache, []*v1.Pod) {
+	t.Helper()
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	var all []*v1.Pod
+	for _, name := range []string{"v1", "v2", "v3"} {
+		p := single("ns", name, inQueue("a"), boundTo("n1"))
+		podEvent(c, p)
+		all = append(all, p)
+	}
+	return c, all
 }
