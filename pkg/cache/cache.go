@@ -12,6 +12,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,11 @@ type Cache struct {
 	handle   fwk.Handle
 	pgClient pgclient.Interface
 	pgLister pglisters.PodGroupLister
-	podInf   cache.SharedIndexInformer
+	// membersSynced is set once the scheduler's pod informer has delivered
+	// its initial list to the cache: until then a group's members may be
+	// missing, so gang pods wait in PreEnqueue and no status is written.
+	membersSynced *onceSignal
+	memberReg     cache.ResourceEventHandlerRegistration
 
 	mu     sync.RWMutex
 	groups map[GroupKey]*group
@@ -182,6 +187,10 @@ type group struct {
 	// lastEvent is the reason and message of the last Event written, so that
 	// one state produces one Event.
 	lastEvent string
+	// settleUntil holds the group's status and Events until then: a bound
+	// member left the scheduler's informer and may be finishing
+	// (onUnfinishedPodDelete).
+	settleUntil time.Time
 }
 
 type member struct {
@@ -227,6 +236,8 @@ func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 		dirty:    map[GroupKey]struct{}{},
 		tooLarge: map[GroupKey]struct{}{},
 		ctx:      ctx,
+
+		membersSynced: newOnceSignal("Caldera's gang members"),
 	}
 }
 
@@ -255,18 +266,32 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		return nil, err
 	}
 
-	// The scheduler's own pod informer filters out finished pods (a succeeded
-	// pod arrives as a delete), but PodGroup status counts succeeded and failed
-	// members. So members come from an informer of our own, limited by label
-	// to gang members and slimmed to what the cache reads (slimPod).
-	podFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PodGroupLabel }),
+	// Unfinished members come from the scheduler's own pod informer, which
+	// holds every unfinished pod anyway: an informer of our own would hold a
+	// second copy of each (M1 in docs/performance.md). That informer drops
+	// finished pods (a pod that succeeds arrives as a delete), but PodGroup
+	// status counts succeeded and failed members, so finished members come
+	// from an informer of our own, limited by label and phase and slimmed to
+	// what the cache reads (slimPod). handlers.go says how the two agree.
+	memberReg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onUnfinishedPod(logger, obj) },
+		UpdateFunc: func(_, obj any) { c.onUnfinishedPod(logger, obj) },
+		DeleteFunc: func(obj any) { c.onUnfinishedPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.memberReg = memberReg
+	finishedFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = PodGroupLabel
+			o.FieldSelector = finishedSelector
+		}),
 		informers.WithTransform(slimPod))
-	c.podInf = podFactory.Core().V1().Pods().Informer()
-	podReg, err := c.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onPod(logger, nil, obj) },
-		UpdateFunc: func(old, obj any) { c.onPod(logger, old, obj) },
-		DeleteFunc: func(obj any) { c.onPodDelete(logger, obj) },
+	finishedReg, err := finishedFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
+		UpdateFunc: func(_, obj any) { c.onFinishedPod(logger, obj) },
+		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
 	})
 	if err != nil {
 		return nil, err
@@ -283,7 +308,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	}
 
 	pgFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	finishedFactory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	// Wait for our handlers, not just the stores, to have seen the initial
@@ -293,16 +318,80 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
 		return nil, fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
 	}
-	if !cache.WaitFor(syncCtx, "", podReg.HasSyncedChecker()) {
-		return nil, fmt.Errorf("member pods did not sync within %v", syncTimeout)
+	if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) {
+		return nil, fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
 	}
 	c.mu.RLock()
 	groups := len(c.groups)
 	c.mu.RUnlock()
-	logger.V(2).Info("Caldera cache synced", "groups", groups)
+	logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
+	// The scheduler starts its informers once every plugin is built, so the
+	// unfinished members cannot be waited for here.
+	go c.awaitMembers(ctx, logger)
 	c.startDumpSignals(logger)
 	return c, nil
 }
+
+// finishedSelector selects pods in a terminal phase: the complement of the
+// scheduler's pod informer's status.phase!=Succeeded,status.phase!=Failed
+// (a pod without a phase matches both; onFinishedPod leaves it to the other).
+const finishedSelector = "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown)
+
+// awaitMembers waits for the scheduler's pod informer to have delivered its
+// initial list, then lets gang pods through PreEnqueue: it activates the
+// pending members of every group that was already enqueueable.
+func (c *Cache) awaitMembers(ctx context.Context, logger klog.Logger) {
+	if cache.WaitFor(ctx, "", c.memberReg.HasSyncedChecker()) {
+		c.membersListed(logger)
+	}
+}
+
+// membersListed records that every member the scheduler's pod informer
+// listed at start has been delivered.
+func (c *Cache) membersListed(logger klog.Logger) {
+	c.mu.Lock()
+	c.membersSynced.fire()
+	act := map[string]*v1.Pod{}
+	for _, g := range c.groups {
+		c.dirty[g.key] = struct{}{}
+		if g.enqueueable {
+			maps.Copy(act, g.pendingPodsLocked())
+		}
+	}
+	groups := len(c.groups)
+	c.mu.Unlock()
+	logger.V(2).Info("Caldera cache synced gang members", "groups", groups)
+	c.activate(logger, act)
+}
+
+// WaitForMembers blocks until the cache has every gang member the scheduler's
+// pod informer listed at start, or ctx ends; it reports which. For tools and
+// tests that build a cache without a scheduler and start its informer
+// factory themselves.
+func (c *Cache) WaitForMembers(ctx context.Context) bool {
+	return cache.WaitFor(ctx, "", c.membersSynced)
+}
+
+// onceSignal is a cache.DoneChecker for an event that happens once.
+type onceSignal struct {
+	name string
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newOnceSignal(name string) *onceSignal { return &onceSignal{name: name, ch: make(chan struct{})} }
+
+// Name implements cache.DoneChecker.
+func (s *onceSignal) Name() string { return s.name }
+
+// Done implements cache.DoneChecker.
+func (s *onceSignal) Done() <-chan struct{} { return s.ch }
+
+// fire marks the event as happened; later calls do nothing.
+func (s *onceSignal) fire() { s.once.Do(func() { close(s.ch) }) }
+
+// fired reports whether fire was called, without blocking.
+func (s *onceSignal) fired() bool { return cache.IsDone(s) }
 
 // groupLocked returns the group for key, creating it. Callers hold c.mu.
 func (c *Cache) groupLocked(key GroupKey) *group {

@@ -177,6 +177,7 @@ func newTestCache(tb testing.TB) (*Cache, *fakeHandle) {
 	h := newFakeHandle()
 	c := newEmpty(context.Background(), h)
 	c.queueSeen.Store(true) // as if the scheduling queue were running
+	c.membersSynced.fire()  // and the scheduler's pod informer had listed
 	tb.Cleanup(func() {
 		// Backoff timers use the wall clock; the tests never wait for them.
 		c.mu.Lock()
@@ -289,12 +290,39 @@ func mkNode(name, cpuQ string) *v1.Node {
 func key(ns, name string) GroupKey { return GroupKey{Namespace: ns, Name: name} }
 
 // Event shorthands, with the informer's signatures.
-func add(c *Cache, p *v1.Pod)               { c.onPod(logger, nil, p) }
-func update(c *Cache, old, p *v1.Pod)       { c.onPod(logger, old, p) }
-func del(c *Cache, p *v1.Pod)               { c.onPodDelete(logger, p) }
+func add(c *Cache, p *v1.Pod)               { update(c, nil, p) }
 func addPG(c *Cache, pg *v1alpha1.PodGroup) { c.onPodGroup(logger, pg) }
 func delPG(c *Cache, pg *v1alpha1.PodGroup) { c.onPodGroupDelete(logger, pg) }
 func tombstone(obj runtime.Object) any      { return cache.DeletedFinalStateUnknown{Key: "k", Obj: obj} }
+
+// update delivers p as the informer that holds it would: an unfinished pod
+// from the scheduler's, a finished one from the finished-member informer.
+// A pod that just finished is delivered there first, then leaves the
+// scheduler's informer (the other order is TestFinishBeforeFinishedInformer's).
+func update(c *Cache, old, p *v1.Pod) {
+	if !phaseOf(p).Terminal() {
+		c.onUnfinishedPod(logger, p)
+		return
+	}
+	c.onFinishedPod(logger, p)
+	if old != nil && !phaseOf(old).Terminal() {
+		c.onUnfinishedPodDelete(logger, old)
+	}
+}
+
+// del delivers p's deletion from the informer that holds it.
+func del(c *Cache, p *v1.Pod) { delObj(c, p, p) }
+
+// delTombstone delivers p's deletion as a tombstone, as after a watch gap.
+func delTombstone(c *Cache, p *v1.Pod) { delObj(c, p, tombstone(p)) }
+
+func delObj(c *Cache, p *v1.Pod, obj any) {
+	if phaseOf(p).Terminal() {
+		c.onFinishedPodDelete(logger, obj)
+	} else {
+		c.onUnfinishedPodDelete(logger, obj)
+	}
+}
 func addAll(c *Cache, pods ...*v1.Pod) {
 	for _, p := range pods {
 		add(c, p)
@@ -375,7 +403,7 @@ func TestPodEventsMaintainCounts(t *testing.T) {
 				&gang.Counts{Members: 1, Active: 1, Placed: 1, Bound: 1, Running: 1}},
 			{"succeeded", func(c *Cache) { update(c, p1, next(p1, boundTo("n1"), phase(v1.PodSucceeded))) },
 				&gang.Counts{Members: 1, Bound: 1, Succeeded: 1}},
-			{"deleted: the group without PodGroup and members goes", func(c *Cache) { del(c, p1) }, nil},
+			{"deleted: the group without PodGroup and members goes", func(c *Cache) { del(c, next(p1, boundTo("n1"), phase(v1.PodSucceeded))) }, nil},
 		},
 	}, {
 		name: "failed member and tombstone delete",
@@ -386,7 +414,7 @@ func TestPodEventsMaintainCounts(t *testing.T) {
 				&gang.Counts{Members: 2, Active: 2, Pending: 1, Placed: 1, Bound: 1, Running: 1}},
 			{"one failed unbound", func(c *Cache) { update(c, p2, next(p2, phase(v1.PodFailed))) },
 				&gang.Counts{Members: 2, Active: 1, Placed: 1, Bound: 1, Running: 1, Failed: 1}},
-			{"failed deleted through a tombstone", func(c *Cache) { c.onPodDelete(logger, tombstone(next(p2, phase(v1.PodFailed)))) },
+			{"failed deleted through a tombstone", func(c *Cache) { delTombstone(c, next(p2, phase(v1.PodFailed))) },
 				&gang.Counts{Members: 1, Active: 1, Placed: 1, Bound: 1, Running: 1}},
 			{"running deleted: the PodGroup keeps the group", func(c *Cache) { del(c, p1) }, &gang.Counts{}},
 			{"delete of an unknown pod is a no-op", func(c *Cache) { del(c, mkPod("ns", "ghost", "g")) }, &gang.Counts{}},
@@ -1267,13 +1295,16 @@ func TestConcurrentEvents(t *testing.T) {
 					if rng.intn(2) == 0 {
 						del(c, old)
 					} else {
-						c.onPodDelete(logger, tombstone(old))
+						delTombstone(c, old)
 					}
 					delete(live, p.Name)
 				default:
 					nw := next(old)
 					if rng.intn(4) != 0 {
 						randomize(nw)
+					}
+					if phaseOf(old).Terminal() && !phaseOf(nw).Terminal() {
+						nw.Status.Phase = old.Status.Phase // a finished pod stays finished
 					}
 					update(c, old, nw)
 					live[p.Name] = nw

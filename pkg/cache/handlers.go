@@ -1,9 +1,10 @@
 package cache
 
 import (
-	v1 "k8s.io/api/core/v1"
 	"maps"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,17 +145,67 @@ func asPod(obj any) *v1.Pod {
 	return p
 }
 
-func (c *Cache) onPod(logger klog.Logger, _, obj any) {
+// Gang members reach the cache from two informers (newCache): unfinished
+// pods from the scheduler's own pod informer, finished ones (Succeeded,
+// Failed) from the cache's. A member that finishes leaves the first (a delete
+// carrying its last unfinished state) and enters the second, and the two
+// deliver in either order. Since a pod never leaves a terminal phase, a
+// terminal member ignores what the unfinished side says of it; what remains
+// ambiguous is a delete of a bound member before the finished side has
+// spoken, which is applied at once but holds the group's status write for
+// finishSettle (see onUnfinishedPodDelete).
+
+// finishSettle is how long a group's status and Events wait after one of its
+// bound members left the scheduler's informer without the finished-pod
+// informer having delivered it: if the member finished, that informer
+// delivers it meanwhile, and status never shows the member missing.
+const finishSettle = 2 * time.Second
+
+// onUnfinishedPod takes an add or update from the scheduler's pod informer.
+func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 	pod := asPod(obj)
-	if pod == nil {
+	if pod == nil || phaseOf(pod).Terminal() {
+		// The scheduler's informer holds no finished pod; one that shows up
+		// anyway is the finished side's to deliver.
 		return
 	}
+	if _, labelled := GroupKeyOf(pod); !labelled {
+		c.mu.RLock()
+		_, known := c.memberOf[pod.UID]
+		c.mu.RUnlock()
+		if !known {
+			return // most pods: not a gang member, and never were
+		}
+	}
+	c.onMember(logger, pod, false)
+}
+
+// onFinishedPod takes an add or update from the finished-member informer.
+func (c *Cache) onFinishedPod(logger klog.Logger, obj any) {
+	pod := asPod(obj)
+	if pod == nil || !phaseOf(pod).Terminal() {
+		// Only a pod without a phase matches both informers' selectors; it
+		// is unfinished, so the scheduler's informer's to deliver.
+		return
+	}
+	c.onMember(logger, pod, true)
+}
+
+// onMember records pod's state; finished says which informer delivered it.
+func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	c.mu.Lock()
 	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
-	if prevKey, known := c.memberOf[pod.UID]; known && (!labelled || prevKey != key) {
-		// The label changed or went away: the pod leaves its old group.
-		c.removeMemberLocked(prevKey, pod.UID)
+	if prevKey, known := c.memberOf[pod.UID]; known {
+		if !finished && c.terminalLocked(prevKey, pod.UID) {
+			// A late event of the unfinished side: the pod has finished.
+			c.mu.Unlock()
+			return
+		}
+		if !labelled || prevKey != key {
+			// The label changed or went away: the pod leaves its old group.
+			c.removeMemberLocked(prevKey, pod.UID)
+		}
 	}
 	if labelled {
 		g, m := c.upsertMemberLocked(key, pod)
@@ -163,6 +214,57 @@ func (c *Cache) onPod(logger klog.Logger, _, obj any) {
 	}
 	c.mu.Unlock()
 	c.activate(logger, act)
+}
+
+// terminalLocked reports whether the member uid of group key has finished.
+func (c *Cache) terminalLocked(key GroupKey, uid types.UID) bool {
+	if g := c.groups[key]; g != nil {
+		if m := g.members[uid]; m != nil {
+			return m.state.Phase.Terminal()
+		}
+	}
+	return false
+}
+
+// onUnfinishedPodDelete takes a delete from the scheduler's pod informer: the
+// pod was deleted, or it finished. A finished member is then the other
+// informer's; any other leaves its group at once, so that no decision counts
+// it. A bound one may have finished, with the finished-pod informer not yet
+// caught up, so its group's status waits for finishSettle.
+func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
+	pod := asPod(obj)
+	if pod == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key, ok := c.memberOf[pod.UID]
+	if !ok {
+		return
+	}
+	if g := c.groups[key]; g != nil {
+		m := g.members[pod.UID]
+		if m != nil && m.state.Phase.Terminal() {
+			return
+		}
+		if m != nil && m.state.Assigned {
+			g.settleUntil = time.Now().Add(finishSettle)
+		}
+	}
+	c.removeMemberLocked(key, pod.UID)
+}
+
+// onFinishedPodDelete takes a delete from the finished-member informer.
+func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
+	pod := asPod(obj)
+	if pod == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if key, ok := c.memberOf[pod.UID]; ok {
+		c.removeMemberLocked(key, pod.UID)
+	}
 }
 
 // upsertMemberLocked records pod as a member of group key with the state its
@@ -247,18 +349,6 @@ func (g *group) removePriority(p int32) {
 	for _, o := range g.members {
 		g.addPriority(podPriority(o.pod))
 	}
-}
-
-func (c *Cache) onPodDelete(logger klog.Logger, obj any) {
-	pod := asPod(obj)
-	if pod == nil {
-		return
-	}
-	c.mu.Lock()
-	if key, ok := c.memberOf[pod.UID]; ok {
-		c.removeMemberLocked(key, pod.UID)
-	}
-	c.mu.Unlock()
 }
 
 func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {

@@ -402,7 +402,7 @@ func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
 	// would see an empty cluster and refuse everything; wait for them (the
 	// scheduler starts its factory once every plugin is built).
 	sif := c.handle.SharedInformerFactory().Core().V1()
-	if !cache.WaitFor(ctx, "", sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(), sif.Namespaces().Informer().HasSyncedChecker()) {
+	if !cache.WaitFor(ctx, "", sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(), sif.Namespaces().Informer().HasSyncedChecker(), c.membersSynced) {
 		return
 	}
 	tick := time.NewTicker(c.adm.opts.Period)

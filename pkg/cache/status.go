@@ -152,13 +152,22 @@ type statusWork struct {
 // SyncStatus writes status and Events for the groups that changed since the
 // last pass. Its cost is proportional to the changed groups, not to all groups.
 func (c *Cache) SyncStatus(ctx context.Context) {
+	if !c.membersSynced.fired() {
+		return // counts would miss members not yet listed; dirty stays
+	}
+	now := time.Now()
 	c.mu.Lock()
 	work := make([]statusWork, 0, len(c.dirty))
 	for key := range c.dirty {
 		g := c.groups[key]
 		if g == nil {
+			delete(c.dirty, key)
 			continue
 		}
+		if now.Before(g.settleUntil) {
+			continue // a member may be finishing (onUnfinishedPodDelete); stays dirty
+		}
+		delete(c.dirty, key)
 		w := statusWork{key: key, pg: g.pg}
 		w.notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
 		noticeID := w.notice.Reason + "\x00" + w.notice.Message
@@ -177,7 +186,6 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 		}
 		work = append(work, w)
 	}
-	clear(c.dirty)
 	c.mu.Unlock()
 
 	c.recordGroupMetrics()

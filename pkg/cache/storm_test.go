@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
@@ -308,23 +309,30 @@ func TestEventStorm(t *testing.T) {
 			defer writersWG.Done()
 			rng := newRand(uint64(w) + 1)
 			live := map[string]*v1.Pod{}
+			gen := map[string]int{}
 			for range eventsPer {
 				name := fmt.Sprintf("w%d-p%d", w, rng.intn(podsPerWriter))
-				ev := informerEvent{pod: live[name]}
-				if ev.pod != nil && rng.intn(6) == 0 {
-					ev.deleted, ev.tombstone = true, rng.intn(2) == 0
+				var in podInformers
+				if old := live[name]; old != nil && rng.intn(6) == 0 {
+					in.change(old, nil, rng.intn(2) == 0)
 					live[name] = nil
+					gen[name]++
 				} else {
-					ev.pod = stormPod(name, rng.intn(8), rng.intn(8), rng.intn(8), rng.intn(8), rng.intn(8))
-					live[name] = ev.pod
+					p := successor(old, stormPod(name, rng.intn(8), rng.intn(8), rng.intn(8), rng.intn(8), rng.intn(8)), gen[name])
+					in.change(old, p, false)
+					live[name] = p
 				}
-				// The two pod informers are independent: either delivers first.
-				in := podInformers{members: []informerEvent{ev}, sched: []informerEvent{ev}}
-				if rng.intn(2) == 0 {
-					in.deliverMember(c)
+				// The pod informers are independent: any delivers first.
+				for in.pending() > 0 {
+					switch rng.intn(3) {
+					case 0:
+						in.deliverMember(c)
+					case 1:
+						in.deliverSched(c)
+					default:
+						in.deliverFinished(c)
+					}
 				}
-				in.deliverSched(c)
-				in.deliverMember(c)
 			}
 			finalPods[w] = live
 		}()
@@ -353,16 +361,62 @@ type informerEvent struct {
 	tombstone bool
 }
 
-// podInformers are the cache's two pod informers: the member informer (onPod)
-// and the scheduler's pod informer (onAnyPod). Each delivers one object's
-// events in order, but the two are independent: either may be behind.
+// podInformers are the cache's pod informers as its three pod handlers see
+// them: the scheduler's pod informer (unfinished pods) delivers to the member
+// handler (members) and to queue accounting (sched), each on its own, and the
+// finished-member informer (finished pods with the PodGroup label) to
+// onFinishedPod. Each delivers one object's events in order, but they are
+// independent: any may be behind.
 type podInformers struct {
-	members, sched []informerEvent
+	members, sched, finished []informerEvent
 }
 
-func (in *podInformers) push(ev informerEvent) {
-	in.members = append(in.members, ev)
-	in.sched = append(in.sched, ev)
+// change queues what the informers deliver when a pod goes from old to p
+// (nil: absent; tombstone: a delete seen after a watch gap). A pod that
+// finishes leaves the scheduler's informer as a delete carrying its last
+// unfinished state, and enters the finished-member informer.
+func (in *podInformers) change(old, p *v1.Pod, tombstone bool) {
+	unfinished := func(p *v1.Pod) bool { return p != nil && !phaseOf(p).Terminal() }
+	finished := func(p *v1.Pod) bool {
+		if p == nil || !phaseOf(p).Terminal() {
+			return false
+		}
+		_, labelled := GroupKeyOf(p)
+		return labelled
+	}
+	var ev *informerEvent
+	switch {
+	case unfinished(p):
+		ev = &informerEvent{pod: p}
+	case unfinished(old):
+		ev = &informerEvent{pod: old, deleted: true, tombstone: tombstone}
+	}
+	if ev != nil {
+		in.members, in.sched = append(in.members, *ev), append(in.sched, *ev)
+	}
+	switch {
+	case finished(p):
+		in.finished = append(in.finished, informerEvent{pod: p})
+	case finished(old):
+		in.finished = append(in.finished, informerEvent{pod: old, deleted: true, tombstone: tombstone})
+	}
+}
+
+func (in *podInformers) pending() int { return len(in.members) + len(in.sched) + len(in.finished) }
+
+// successor makes p, the next state a test chose for a pod that was old (nil:
+// absent; gen: how often its name was deleted), one a cluster can show: a
+// re-created pod has a new UID, and a finished pod stays finished.
+func successor(old, p *v1.Pod, gen int) *v1.Pod {
+	if old == nil {
+		p.UID = types.UID(fmt.Sprintf("%s-%d", p.UID, gen))
+		return p
+	}
+	p.UID = old.UID
+	if phaseOf(old).Terminal() && !phaseOf(p).Terminal() {
+		p.Status.Phase = old.Status.Phase
+	}
+	return p
 }
 
 // pop takes the oldest event of an informer's queue.
@@ -378,14 +432,26 @@ func pop(q *[]informerEvent) (ev informerEvent, obj any, ok bool) {
 	return ev, obj, true
 }
 
-// deliverMember delivers the member informer's oldest event, if any.
+// deliverMember delivers the scheduler informer's oldest event to the member
+// handler, if any.
 func (in *podInformers) deliverMember(c *Cache) {
 	switch ev, obj, ok := pop(&in.members); {
 	case !ok:
 	case ev.deleted:
-		c.onPodDelete(logger, obj)
+		c.onUnfinishedPodDelete(logger, obj)
 	default:
-		update(c, nil, ev.pod)
+		c.onUnfinishedPod(logger, obj)
+	}
+}
+
+// deliverFinished delivers the finished-member informer's oldest event, if any.
+func (in *podInformers) deliverFinished(c *Cache) {
+	switch ev, obj, ok := pop(&in.finished); {
+	case !ok:
+	case ev.deleted:
+		c.onFinishedPodDelete(logger, obj)
+	default:
+		c.onFinishedPod(logger, obj)
 	}
 }
 
@@ -399,10 +465,10 @@ func (in *podInformers) deliverSched(c *Cache) {
 // FuzzCacheEvents applies a sequence of events decoded from the input to one
 // cache and compares its aggregates with a replay of the final objects. Each
 // step takes 4 bytes: the first selects what happens, the others the new
-// state. A pod change is queued on both pod informers, which deliver only
-// when a step says so, so the fuzzer chooses how far one informer runs ahead
-// of the other; PodGroup events and admission passes apply at once. Six pods
-// and the four PodGroups make a universe small enough for the fuzzer to hit
+// state. A pod change is queued on the pod informers that see it
+// (podInformers), which deliver only when a step says so, so the fuzzer
+// chooses how far one runs ahead of the others; PodGroup events and admission
+// passes apply at once. Six pods and the four PodGroups make a universe small enough for the fuzzer to hit
 // every transition (label moves, binding, finishing, deletion, a PodGroup
 // coming after its members or going before them) in a few steps.
 func FuzzCacheEvents(f *testing.F) {
@@ -417,20 +483,22 @@ func FuzzCacheEvents(f *testing.F) {
 		c := newStormCache(t)
 		var in podInformers
 		pods := map[string]*v1.Pod{}
+		gen := map[string]int{}
 		pgs := map[string]*v1alpha1.PodGroup{}
 		for i := 0; i+4 <= len(data) && i < 4*256; i += 4 {
 			op, x, y, z := int(data[i]), int(data[i+1]), int(data[i+2]), int(data[i+3])
 			switch sel := op % 24; {
 			case sel < nPods: // create or change a pod
 				name := fmt.Sprint("p", sel)
-				p := stormPod(name, x, y, z, x>>4, y>>4)
-				in.push(informerEvent{pod: p})
+				p := successor(pods[name], stormPod(name, x, y, z, x>>4, y>>4), gen[name])
+				in.change(pods[name], p, false)
 				pods[name] = p
 			case sel < 2*nPods: // delete a pod
 				name := fmt.Sprint("p", sel-nPods)
 				if old := pods[name]; old != nil {
-					in.push(informerEvent{pod: old, deleted: true, tombstone: x%2 == 1})
+					in.change(old, nil, x%2 == 1)
 					pods[name] = nil
+					gen[name]++
 				}
 			case sel < 2*nPods+len(stormGroups): // create or change a PodGroup
 				name := stormGroups[sel-2*nPods]
@@ -447,13 +515,16 @@ func FuzzCacheEvents(f *testing.F) {
 				in.deliverMember(c)
 			case sel == 21:
 				in.deliverSched(c)
+			case sel == 22:
+				in.deliverFinished(c)
 			default: // an admission pass
 				c.AdmissionPass(logger, t0.Add(time.Duration(i)*time.Second))
 			}
 		}
-		for len(in.members)+len(in.sched) > 0 {
+		for in.pending() > 0 {
 			in.deliverMember(c)
 			in.deliverSched(c)
+			in.deliverFinished(c)
 		}
 		wantReplayEqual(t, c, pgs, pods)
 	})

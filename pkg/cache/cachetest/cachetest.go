@@ -68,10 +68,18 @@ func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*ca
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
 	h := &handle{cfg: cfg, cs: cs, factory: informers.NewSharedInformerFactory(cs, 0)}
-	// Get returns once the cache's handlers have seen every listed object.
+	// Get returns once the cache's own informers have delivered every listed
+	// object; unfinished members come from the handle's factory, which a
+	// scheduler would start, as here.
 	c, err := cache.NewProvider().Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
+	}
+	h.factory.Start(ctx.Done())
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !c.WaitForMembers(syncCtx) {
+		tb.Fatalf("cachetest: gang members were not listed within a minute")
 	}
 	return c, fs
 }

@@ -78,5 +78,8 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 			t.Fatalf("RecountCache: informer of %v did not sync", typ)
 		}
 	}
+	if !c.WaitForMembers(syncCtx) {
+		t.Fatalf("RecountCache: gang members were not listed within %v", cacheTimeout)
+	}
 	return c
 }
