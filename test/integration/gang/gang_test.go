@@ -263,6 +263,57 @@ func TestGang(t *testing.T) {
 		env.WaitBound(t, ns, bindTimeout, "restart-0", "restart-1", "restart-2")
 	})
 
+	t.Run("a restarted scheduler never shows a finishing gang with members missing", func(t *testing.T) {
+		// Unfinished members come from the scheduler's own pod informer,
+		// finished ones from Caldera's: the new scheduler must not write
+		// status before both have listed, nor when a member moves between
+		// them (docs/design.md, "Where members come from").
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		s := env.StartScheduler(t, gangOnly)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "rst", 3))
+		env.CreatePods(t, harness.Members(ns, "rst", 3, "1")...)
+		env.WaitBound(t, ns, bindTimeout, "rst-0", "rst-1", "rst-2")
+		for _, name := range []string{"rst-0", "rst-1", "rst-2"} {
+			env.SetPodPhase(t, ns, name, v1.PodRunning)
+		}
+		env.SetPodPhase(t, ns, "rst-0", v1.PodSucceeded)
+		before := waitPodGroupStatus(t, env, ns, "rst", func(st v1alpha1.PodGroupStatus) bool { return st.Running == 2 && st.Succeeded == 1 })
+		s.Stop()
+
+		ctx, cancel := context.WithTimeout(t.Context(), bindTimeout)
+		defer cancel()
+		w, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Watch(ctx, metav1.ListOptions{
+			FieldSelector: "metadata.name=rst", ResourceVersion: before.ResourceVersion,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		env.StartScheduler(t, gangOnly)
+		// A change the new scheduler must write: every status it wrote
+		// before shows the gang as it was.
+		env.SetPodPhase(t, ns, "rst-1", v1.PodSucceeded)
+		written := false
+		for ev := range w.ResultChan() {
+			pg, ok := ev.Object.(*v1alpha1.PodGroup)
+			if !ok {
+				t.Fatalf("watch event %s: %T", ev.Type, ev.Object)
+			}
+			st := pg.Status
+			if st.Running == 1 && st.Succeeded == 2 {
+				written = true // the change
+				break
+			}
+			if st.Running != 2 || st.Succeeded != 1 || st.Phase != v1alpha1.PodGroupRunning {
+				t.Fatalf("the restarted scheduler wrote %+v, before it wrote the change; the gang was running 2, succeeded 1", st)
+			}
+		}
+		if !written {
+			t.Fatalf("the restarted scheduler did not write running 1, succeeded 2 within %v", bindTimeout)
+		}
+	})
+
 	t.Run("CRD rejects minMember below 1", func(t *testing.T) {
 		ns := env.Namespace(t)
 		gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
@@ -279,6 +330,19 @@ func TestGang(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitPodGroupStatus waits until PodGroup ns/name's status satisfies ok and
+// returns the PodGroup.
+func waitPodGroupStatus(t *testing.T, env *harness.Env, ns, name string, ok func(v1alpha1.PodGroupStatus) bool) *v1alpha1.PodGroup {
+	t.Helper()
+	var pg *v1alpha1.PodGroup
+	harness.WaitFor(t, bindTimeout, func() (bool, error) {
+		var err error
+		pg, err = env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && ok(pg.Status), err
+	}, "PodGroup "+ns+"/"+name+" status")
+	return pg
 }
 
 // probeFull proves that the node room is taken: a plain pod asking for cpu is
