@@ -17,13 +17,13 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// slimPod is the transform of the member-pod informer: it keeps only what
-// the cache reads (identity, labels, times, scheduling fields, and every field
-// resourcehelper.PodRequests reads), so that the informer's store, which the
-// scheduler's own pod informer duplicates, holds a few hundred bytes per
-// member instead of the whole pod (env, volumes, probes, annotations and
-// managed fields often outweigh the rest many times). It is idempotent, as
-// client-go asks: a slim pod slims to itself.
+// slimPod is the transform of the finished-member informer: it keeps only
+// what the cache reads (identity, labels, times, scheduling fields, and every
+// field resourcehelper.PodRequests reads), so that finished members, which a
+// Job may keep for days, cost a few hundred bytes each instead of the whole
+// pod (env, volumes, probes, annotations and managed fields often outweigh the
+// rest many times). It is idempotent, as client-go asks: a slim pod slims to
+// itself.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {

@@ -20,7 +20,7 @@ func rl(pairs ...string) v1.ResourceList {
 	return out
 }
 
-// TestSlimPodKeepsWhatTheCacheReads: the member informer's transform must not
+// TestSlimPodKeepsWhatTheCacheReads: the finished-member informer's transform must not
 // change a request, a phase, a priority or anything else the cache reads,
 // for every shape of pod PodRequests handles, and must be idempotent.
 func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
