@@ -20,9 +20,10 @@ func rl(pairs ...string) v1.ResourceList {
 	return out
 }
 
-// TestSlimPodKeepsWhatTheCacheReads: the finished-member informer's transform must not
-// change a request, a phase, a priority or anything else the cache reads,
-// for every shape of pod PodRequests handles, and must be idempotent.
+// TestSlimPodKeepsWhatTheCacheReads: the finished-member informer's
+// transform must not change a request, a phase, a priority or anything else
+// the cache reads, for every shape of pod PodRequests handles, and must be
+// idempotent.
 func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 	now := metav1.Now()
 	base := func() *v1.Pod {
