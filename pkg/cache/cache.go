@@ -187,10 +187,26 @@ type group struct {
 	// lastEvent is the reason and message of the last Event written, so that
 	// one state produces one Event.
 	lastEvent string
-	// settleUntil holds the group's status and Events until then: a bound
-	// member left the scheduler's informer and may be finishing
-	// (onUnfinishedPodDelete).
-	settleUntil time.Time
+	// finishing holds the bound members that left the scheduler's informer
+	// without the finished-member informer having delivered them, each until
+	// its deadline: they may be finishing, and while one may, the group's
+	// status and Events wait (onUnfinishedPodDelete). Nil when empty.
+	finishing map[types.UID]time.Time
+}
+
+// holdsStatusLocked reports whether a member of g may still be finishing at
+// now, and forgets those whose deadline has passed.
+func (g *group) holdsStatusLocked(now time.Time) bool {
+	for uid, until := range g.finishing {
+		if !now.Before(until) {
+			delete(g.finishing, uid)
+		}
+	}
+	if len(g.finishing) == 0 {
+		g.finishing = nil
+		return false
+	}
+	return true
 }
 
 type member struct {

@@ -152,13 +152,16 @@ func asPod(obj any) *v1.Pod {
 // deliver in either order. Since a pod never leaves a terminal phase, a
 // terminal member ignores what the unfinished side says of it; what remains
 // ambiguous is a delete of a bound member before the finished side has
-// spoken, which is applied at once but holds the group's status write for
-// finishSettle (see onUnfinishedPodDelete).
+// spoken, which is applied at once but holds the group's status write until
+// the finished side delivers the member or finishSettle passes (see
+// onUnfinishedPodDelete).
 
-// finishSettle is how long a group's status and Events wait after one of its
-// bound members left the scheduler's informer without the finished-pod
+// finishSettle is how long a group's status and Events wait at most after one
+// of its bound members left the scheduler's informer without the finished-pod
 // informer having delivered it: if the member finished, that informer
-// delivers it meanwhile, and status never shows the member missing.
+// delivers it meanwhile (in milliseconds, as both watch the same API server)
+// and ends the wait, so status never shows the member missing; if it was
+// deleted, status shows that finishSettle later.
 const finishSettle = 2 * time.Second
 
 // onUnfinishedPod takes an add or update from the scheduler's pod informer.
@@ -210,6 +213,9 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	if labelled {
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
+		if finished {
+			delete(g.finishing, pod.UID) // it was finishing, not deleted
+		}
 		act = c.refreshLocked(g)
 	}
 	c.mu.Unlock()
@@ -230,7 +236,8 @@ func (c *Cache) terminalLocked(key GroupKey, uid types.UID) bool {
 // pod was deleted, or it finished. A finished member is then the other
 // informer's; any other leaves its group at once, so that no decision counts
 // it. A bound one may have finished, with the finished-pod informer not yet
-// caught up, so its group's status waits for finishSettle.
+// caught up, so its group's status waits for that informer, finishSettle at
+// most.
 func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 	pod := asPod(obj)
 	if pod == nil {
@@ -248,7 +255,10 @@ func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 			return
 		}
 		if m != nil && m.state.Assigned {
-			g.settleUntil = time.Now().Add(finishSettle)
+			if g.finishing == nil {
+				g.finishing = map[types.UID]time.Time{}
+			}
+			g.finishing[pod.UID] = time.Now().Add(finishSettle)
 		}
 	}
 	c.removeMemberLocked(key, pod.UID)

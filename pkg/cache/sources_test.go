@@ -18,8 +18,8 @@ import (
 // A member that finishes leaves the scheduler's pod informer (a delete with
 // its last unfinished state) and enters the finished-member informer, in
 // either order. Both orders end with the same counts; when the scheduler's
-// informer speaks first, the group's status waits until the finish can have
-// arrived, so that no status shows the member missing.
+// informer speaks first, the group's status waits for the other, so that no
+// status shows the member missing.
 func TestFinishedMemberInEitherOrder(t *testing.T) {
 	running := gang.Counts{Members: 2, Active: 2, Placed: 2, Bound: 2, Running: 2}
 	finished := gang.Counts{Members: 2, Active: 1, Placed: 1, Bound: 2, Running: 1, Succeeded: 1}
@@ -28,15 +28,13 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 		finishedFirst bool
 		// between: the counts after the first informer spoke.
 		between gang.Counts
-		held    bool
 	}{
-		{"finished-member informer first", true, finished, false},
-		{"scheduler's informer first", false, gang.Counts{Members: 1, Active: 1, Placed: 1, Bound: 1, Running: 1}, true},
+		{"finished-member informer first", true, finished},
+		{"scheduler's informer first", false, gang.Counts{Members: 1, Active: 1, Placed: 1, Bound: 1, Running: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, pods := gangOf(t, 2, 2)
-			pg := mkPG("ns", "g", 2)
-			c.pgClient = pgfake.NewSimpleClientset(pg)
+			c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 2))
 			var live []*v1.Pod
 			for _, p := range pods {
 				r := next(p, boundTo("n1"), phase(v1.PodRunning))
@@ -51,28 +49,19 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 				c.onFinishedPod(logger, done)
 			} else {
 				c.onUnfinishedPodDelete(logger, live[0])
+				wantCounts(t, c, key("ns", "g"), &tc.between)
+				c.SyncStatus(context.Background())
+				if got := pgStatus(t, c); got.Running != 2 || got.Phase != v1alpha1.PodGroupRunning {
+					t.Errorf("status written while a member may be finishing: %+v", got)
+				}
 			}
 			wantCounts(t, c, key("ns", "g"), &tc.between)
-			c.SyncStatus(context.Background())
-			if got := pgStatus(t, c); tc.held && got.Running != 2 {
-				t.Errorf("status written while a member may be finishing: %+v", got)
-			}
 			if tc.finishedFirst {
 				c.onUnfinishedPodDelete(logger, live[0])
 			} else {
 				c.onFinishedPod(logger, done)
 			}
 			wantCounts(t, c, key("ns", "g"), &finished)
-
-			if tc.held {
-				c.SyncStatus(context.Background())
-				if got := pgStatus(t, c); got.Running != 2 || got.Succeeded != 0 {
-					t.Errorf("status written within finishSettle: %+v", got)
-				}
-				c.mu.Lock()
-				c.groups[key("ns", "g")].settleUntil = time.Now().Add(-time.Millisecond) // finishSettle has passed
-				c.mu.Unlock()
-			}
 			c.SyncStatus(context.Background())
 			if got := pgStatus(t, c); got.Running != 1 || got.Succeeded != 1 {
 				t.Errorf("status = %+v, want 1 running and 1 succeeded", got)
@@ -82,25 +71,37 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 }
 
 // A bound member deleted outright leaves at once; its group's status follows
-// after finishSettle.
+// finishSettle later, when no finish can be on its way.
 func TestDeletedBoundMemberLeavesAtOnce(t *testing.T) {
 	c, _, pods := gangOf(t, 2, 1)
 	c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 1))
 	r0 := next(pods[0], boundTo("n1"), phase(v1.PodRunning))
 	update(c, pods[0], r0)
+	c.SyncStatus(context.Background())
 	del(c, r0)
 	wantCounts(t, c, key("ns", "g"), &gang.Counts{Members: 1, Active: 1, Pending: 1})
-	c.mu.RLock()
-	until := c.groups[key("ns", "g")].settleUntil
-	c.mu.RUnlock()
-	if d := time.Until(until); d <= 0 || d > finishSettle {
-		t.Errorf("settleUntil in %v, want within (0, %v]", d, finishSettle)
+	c.SyncStatus(context.Background())
+	if got := pgStatus(t, c); got.Running != 1 {
+		t.Errorf("status written within finishSettle of the delete: %+v", got)
+	}
+	c.mu.Lock()
+	g := c.groups[key("ns", "g")]
+	if d := time.Until(g.finishing[r0.UID]); d <= 0 || d > finishSettle {
+		t.Errorf("the delete holds status for %v, want within (0, %v]", d, finishSettle)
+	}
+	g.finishing[r0.UID] = time.Now().Add(-time.Millisecond) // finishSettle has passed
+	c.mu.Unlock()
+	c.SyncStatus(context.Background())
+	if got := pgStatus(t, c); got.Running != 0 {
+		t.Errorf("status after finishSettle = %+v, want 0 running", got)
+	}
+	if g.finishing != nil {
+		t.Errorf("finishing not forgotten: %v", g.finishing)
 	}
 	// An unbound member cannot be finishing: its delete holds nothing.
-	c2, _, pods2 := gangOf(t, 2, 1)
-	del(c2, pods2[0])
-	if until := c2.groups[key("ns", "g")].settleUntil; !until.IsZero() {
-		t.Errorf("an unbound member's delete held status until %v", until)
+	del(c, pods[1])
+	if _, ok := c.groups[key("ns", "g")]; ok && c.groups[key("ns", "g")].finishing != nil {
+		t.Errorf("an unbound member's delete held status: %v", c.groups[key("ns", "g")].finishing)
 	}
 }
 

@@ -164,7 +164,7 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 			delete(c.dirty, key)
 			continue
 		}
-		if now.Before(g.settleUntil) {
+		if g.holdsStatusLocked(now) {
 			continue // a member may be finishing (onUnfinishedPodDelete); stays dirty
 		}
 		delete(c.dirty, key)
