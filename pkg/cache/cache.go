@@ -393,6 +393,9 @@ type onceSignal struct {
 	name string
 	once sync.Once
 	ch   chan struct{}
+	// done mirrors ch for fired, which PreEnqueue calls for every gang pod:
+	// an atomic load is cheaper than a receive.
+	done atomic.Bool
 }
 
 func newOnceSignal(name string) *onceSignal { return &onceSignal{name: name, ch: make(chan struct{})} }
@@ -404,10 +407,15 @@ func (s *onceSignal) Name() string { return s.name }
 func (s *onceSignal) Done() <-chan struct{} { return s.ch }
 
 // fire marks the event as happened; later calls do nothing.
-func (s *onceSignal) fire() { s.once.Do(func() { close(s.ch) }) }
+func (s *onceSignal) fire() {
+	s.once.Do(func() {
+		s.done.Store(true)
+		close(s.ch)
+	})
+}
 
 // fired reports whether fire was called, without blocking.
-func (s *onceSignal) fired() bool { return cache.IsDone(s) }
+func (s *onceSignal) fired() bool { return s.done.Load() }
 
 // groupLocked returns the group for key, creating it. Callers hold c.mu.
 func (c *Cache) groupLocked(key GroupKey) *group {

@@ -24,6 +24,7 @@ var (
 	flagPprof     = flag.String("perf.pprof", "", "directory for CPU and heap profiles of each run (whole process)")
 	flagStream    = flag.Bool("perf.stream", false, "create pods while the scheduler runs (default: all pods exist before it starts)")
 	flagPrebound  = flag.Int("perf.prebound", 0, "override the size's number of already-bound pods of W5")
+	flagChurnFor  = flag.Duration("perf.churn-for", 0, "override the size's time gangs arrive in W6 (the scheduler's Event cache keeps each Event 6-12 minutes: judge heap flatness beyond that)")
 	flagTimeout   = flag.Duration("perf.timeout", 10*time.Minute, "bound on one workload's scheduling")
 	flagChild     = flag.Bool("perf.child", false, "internal: run in the process a parent started for one (workload, profile), see runIsolated")
 
@@ -53,6 +54,16 @@ func TestPerf(t *testing.T) {
 		for i := range workloads {
 			if workloads[i].Prebound > 0 {
 				workloads[i].Prebound = *flagPrebound
+			}
+		}
+	}
+	if *flagChurnFor > 0 {
+		for i := range workloads {
+			if c := workloads[i].Churn; c != nil {
+				longer := *c
+				longer.Duration = *flagChurnFor
+				workloads[i].Churn = &longer
+				workloads[i].Groups = longer.gangs()
 			}
 		}
 	}
