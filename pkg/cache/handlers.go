@@ -200,7 +200,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
 	if prevKey, known := c.memberOf[pod.UID]; known {
-		if !finished && c.terminalLocked(prevKey, pod.UID) {
+		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
 			// A late event of the unfinished side: the pod has finished.
 			c.mu.Unlock()
 			return
@@ -222,14 +222,13 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	c.activate(logger, act)
 }
 
-// terminalLocked reports whether the member uid of group key has finished.
-func (c *Cache) terminalLocked(key GroupKey, uid types.UID) bool {
-	if g := c.groups[key]; g != nil {
-		if m := g.members[uid]; m != nil {
-			return m.state.Phase.Terminal()
-		}
+// memberLocked returns group key and its member uid; either may be nil.
+func (c *Cache) memberLocked(key GroupKey, uid types.UID) (*group, *member) {
+	g := c.groups[key]
+	if g == nil {
+		return nil, nil
 	}
-	return false
+	return g, g.members[uid]
 }
 
 // onUnfinishedPodDelete takes a delete from the scheduler's pod informer: the
@@ -249,17 +248,14 @@ func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
-	if g := c.groups[key]; g != nil {
-		m := g.members[pod.UID]
-		if m != nil && m.state.Phase.Terminal() {
-			return
+	switch g, m := c.memberLocked(key, pod.UID); {
+	case m != nil && m.state.Phase.Terminal():
+		return
+	case m != nil && m.state.Assigned:
+		if g.finishing == nil {
+			g.finishing = map[types.UID]time.Time{}
 		}
-		if m != nil && m.state.Assigned {
-			if g.finishing == nil {
-				g.finishing = map[types.UID]time.Time{}
-			}
-			g.finishing[pod.UID] = time.Now().Add(finishSettle)
-		}
+		g.finishing[pod.UID] = time.Now().Add(finishSettle)
 	}
 	c.removeMemberLocked(key, pod.UID)
 }
