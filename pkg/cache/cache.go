@@ -109,7 +109,6 @@ type Cache struct {
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
 	membersSynced *onceSignal
-	memberReg     cache.ResourceEventHandlerRegistration
 
 	mu     sync.RWMutex
 	groups map[GroupKey]*group
@@ -297,7 +296,6 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.memberReg = memberReg
 	finishedFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = PodGroupLabel
@@ -343,7 +341,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
 	// The scheduler starts its informers once every plugin is built, so the
 	// unfinished members cannot be waited for here.
-	go c.awaitMembers(ctx, logger)
+	go c.awaitMembers(ctx, logger, memberReg)
 	c.startDumpSignals(logger)
 	return c, nil
 }
@@ -356,8 +354,8 @@ const finishedSelector = "status.phase!=" + string(v1.PodPending) + ",status.pha
 // awaitMembers waits for the scheduler's pod informer to have delivered its
 // initial list, then lets gang pods through PreEnqueue: it activates the
 // pending members of every group that was already enqueueable.
-func (c *Cache) awaitMembers(ctx context.Context, logger klog.Logger) {
-	if cache.WaitFor(ctx, "", c.memberReg.HasSyncedChecker()) {
+func (c *Cache) awaitMembers(ctx context.Context, logger klog.Logger, reg cache.ResourceEventHandlerRegistration) {
+	if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
 		c.membersListed(logger)
 	}
 }

@@ -298,7 +298,7 @@ func tombstone(obj runtime.Object) any      { return cache.DeletedFinalStateUnkn
 // update delivers p as the informer that holds it would: an unfinished pod
 // from the scheduler's, a finished one from the finished-member informer.
 // A pod that just finished is delivered there first, then leaves the
-// scheduler's informer (the other order is TestFinishBeforeFinishedInformer's).
+// scheduler's informer (the other order is TestFinishedMemberInEitherOrder's).
 func update(c *Cache, old, p *v1.Pod) {
 	if !phaseOf(p).Terminal() {
 		c.onUnfinishedPod(logger, p)
