@@ -143,20 +143,22 @@ func TestReclaim(t *testing.T) {
 		}
 		env.CreatePod(t, harness.Pod(ns, "urgent").CPU("2").Priority(100).Labels(map[string]string{qapi.QueueLabel: "solo"}).Obj())
 		env.WaitBound(t, ns, converge, "urgent")
-		if n := evicted(); n != 2 {
-			t.Errorf("%d evictions, want the 2 that make room for 2 cpu", n)
-		}
+		waitEvictions(t, evicted, 2, "the 2 that make room for 2 cpu")
 		// The scheduler's own Preempted Event names the preemptor's UID;
-		// Caldera's names its queue, once per victim.
-		named := 0
-		for _, n := range eventsWithReason(t, env, ns, "Preempted") {
-			if strings.Contains(n, `a higher-priority group of queue "solo"`) {
-				named++
+		// Caldera's names its queue, once per victim. Events are written
+		// asynchronously, after the bind the wait above saw.
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			named := 0
+			for _, n := range eventsWithReason(t, env, ns, "Preempted") {
+				if strings.Contains(n, `a higher-priority group of queue "solo"`) {
+					named++
+				}
 			}
-		}
-		if named != 2 {
-			t.Errorf("%d Preempted Events name queue solo, want one per victim (2)", named)
-		}
+			if named > 2 {
+				return false, fmt.Errorf("%d Preempted Events name queue solo, want one per victim (2)", named)
+			}
+			return named == 2, nil
+		}, "a Preempted Event naming queue solo per victim (2)")
 	})
 
 	t.Run("a victim gang is taken whole, never left below minMember", func(t *testing.T) {
@@ -198,9 +200,7 @@ func TestReclaim(t *testing.T) {
 		if got := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"=train"); got != 0 {
 			t.Errorf("the gang has %d of 4 members bound, want 0 (taken whole) — never fewer than minMember", got)
 		}
-		if n := evicted(); n != 4 {
-			t.Errorf("%d evictions, want the gang's 4", n)
-		}
+		waitEvictions(t, evicted, 4, "the gang's 4")
 		env.WaitEvent(t, ns, "train", "Reclaimed", timeout)
 	})
 
@@ -229,6 +229,20 @@ func TestReclaim(t *testing.T) {
 			t.Fatalf("%d evictions for a gang that cannot fit, want 0", n)
 		}
 	})
+}
+
+// waitEvictions waits until evicted counts want deletions and fails at
+// once if it counts more. The count comes from the test's own watch, which
+// may deliver a victim's deletion after the scheduler's informer did.
+func waitEvictions(t *testing.T, evicted func() int, want int, what string) {
+	t.Helper()
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		n := evicted()
+		if n > want {
+			return false, fmt.Errorf("%d evictions, want %s", n, what)
+		}
+		return n == want, nil
+	}, fmt.Sprintf("%d evictions (%s)", want, what))
 }
 
 // eventsWithReason returns the notes of ns's Events with reason.
