@@ -570,7 +570,7 @@ func TestEnqueueable(t *testing.T) {
 	}
 }
 
-func TestMembersActivatedOnceWhenEnqueueable(t *testing.T) {
+func TestMembersActivatedWhenEnqueueable(t *testing.T) {
 	p := func(name string, opts ...podOpt) *v1.Pod { return mkPod("ns", name, "g", opts...) }
 	p1, p2, p3, p4 := p("p1"), p("p2"), p("p3"), p("p4")
 	type step struct {
@@ -586,7 +586,10 @@ func TestMembersActivatedOnceWhenEnqueueable(t *testing.T) {
 			{do: func(c *Cache) { addAll(c, p1, p2, p3) }},
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3)) }, want: [][]string{names(p1, p2, p3)}},
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3, scheduleTimeout(5))) }}, // PodGroup update
-			{do: func(c *Cache) { add(c, p4) }},
+			// A member beyond minMember: the queue may have refused it
+			// before this cache counted the others.
+			{do: func(c *Cache) { add(c, p4) }, want: [][]string{names(p4)}},
+			{do: func(c *Cache) { update(c, p4, next(p4)) }},
 			{do: func(c *Cache) { update(c, p1, next(p1, phase(v1.PodRunning), boundTo("n"))) }},
 		},
 	}, {
@@ -597,7 +600,8 @@ func TestMembersActivatedOnceWhenEnqueueable(t *testing.T) {
 			{do: func(c *Cache) { add(c, p2) }},
 			{do: func(c *Cache) { update(c, p2, next(p2)) }},
 			{do: func(c *Cache) { add(c, p3) }, want: [][]string{names(p1, p2, p3)}},
-			{do: func(c *Cache) { add(c, p4) }},
+			{do: func(c *Cache) { add(c, p4) }, want: [][]string{names(p4)}},
+			{do: func(c *Cache) { add(c, p("bound-late", boundTo("n"))) }},
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3)) }},
 		},
 	}, {
@@ -624,7 +628,7 @@ func TestMembersActivatedOnceWhenEnqueueable(t *testing.T) {
 		name: "minMember or minResources changed on an enqueueable gang, status written",
 		steps: []step{
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 3)); addAll(c, p1, p2, p3) }, want: [][]string{names(p1, p2, p3)}},
-			{do: func(c *Cache) { add(c, p4) }},
+			{do: func(c *Cache) { add(c, p4) }, want: [][]string{names(p4)}},
 			{do: func(c *Cache) { addPG(c, mkPG("ns", "g", 2)) }, want: [][]string{names(p1, p2, p3, p4)}},
 			{do: func(c *Cache) {
 				pg := mkPG("ns", "g", 2)

@@ -211,12 +211,20 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 		}
 	}
 	if labelled {
+		_, known := c.memberLocked(key, pod.UID)
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
 		if finished {
 			delete(g.finishing, pod.UID) // it was finishing, not deleted
 		}
 		act = c.refreshLocked(g)
+		if act == nil && known == nil && g.enqueueable && !m.state.Placed() && !m.state.Phase.Terminal() {
+			// The scheduling queue gets the pod from another handler of the
+			// same informer, which may have run PreEnqueue on it before this
+			// one counted it (refused: the gang lacked it, or was not yet
+			// admitted). Nothing else would move it again.
+			act = map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}
+		}
 	}
 	c.mu.Unlock()
 	c.activate(logger, act)
