@@ -199,7 +199,8 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	c.mu.Lock()
 	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
-	if prevKey, known := c.memberOf[pod.UID]; known {
+	prevKey, known := c.memberOf[pod.UID]
+	if known {
 		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
 			// A late event of the unfinished side: the pod has finished.
 			c.mu.Unlock()
@@ -211,14 +212,13 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 		}
 	}
 	if labelled {
-		_, known := c.memberLocked(key, pod.UID)
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
 		if finished {
 			delete(g.finishing, pod.UID) // it was finishing, not deleted
 		}
 		act = c.refreshLocked(g)
-		if act == nil && known == nil && g.enqueueable && !m.state.Placed() && !m.state.Phase.Terminal() {
+		if act == nil && (!known || prevKey != key) && g.enqueueable && !m.state.Placed() && !m.state.Phase.Terminal() {
 			// The scheduling queue gets the pod from another handler of the
 			// same informer, which may have run PreEnqueue on it before this
 			// one counted it (refused: the gang lacked it, or was not yet
