@@ -274,7 +274,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	c.pgLister = pgInf.Lister()
 	pgReg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onPodGroup(logger, obj) },
-		UpdateFunc: func(_, obj any) { c.onPodGroup(logger, obj) },
+		UpdateFunc: func(old, obj any) { c.onPodGroupUpdate(logger, old, obj) },
 		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, obj) },
 	})
 	if err != nil {
@@ -290,7 +290,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	// what the cache reads (slimPod). handlers.go says how the two agree.
 	memberReg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onUnfinishedPod(logger, obj) },
-		UpdateFunc: func(_, obj any) { c.onUnfinishedPod(logger, obj) },
+		UpdateFunc: func(old, obj any) { c.onUnfinishedPodUpdate(logger, old, obj) },
 		DeleteFunc: func(obj any) { c.onUnfinishedPodDelete(logger, obj) },
 	})
 	if err != nil {
@@ -304,7 +304,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		informers.WithTransform(slimPod))
 	finishedReg, err := finishedFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
-		UpdateFunc: func(_, obj any) { c.onFinishedPod(logger, obj) },
+		UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
 		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
 	})
 	if err != nil {

@@ -259,7 +259,7 @@ func minRequestRLocked(g *group) resources.List {
 	}
 	reqs := make([]resources.List, 0, g.counts.Active)
 	for _, m := range g.members {
-		if !m.state.Phase.Terminal() {
+		if m.state.Reachable() {
 			reqs = append(reqs, m.request)
 		}
 	}

@@ -132,7 +132,7 @@ func (c *Cache) minRequestLocked(g *group) resources.List {
 	if !g.minRequestValid {
 		reqs := make([]resources.List, 0, g.counts.Active)
 		for _, m := range g.members {
-			if !m.state.Phase.Terminal() {
+			if m.state.Reachable() {
 				reqs = append(reqs, m.request)
 			}
 		}
@@ -217,8 +217,17 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		c.mu.Unlock()
 		return PermitResult{Timeout: timeout, Message: msg}
 	}
-	var allow []types.UID
-	var firstWaiting time.Time
+	allow, firstWaiting := c.readyLocked(g)
+	c.mu.Unlock()
+	c.allowWaiting(at, allow, firstWaiting, pluginName)
+	logger.V(4).Info("Gang ready", "podGroup", key.String(), "allowedWaiting", len(allow))
+	return PermitResult{Allow: true}
+}
+
+// readyLocked marks g's members waiting in Permit as allowed, ends its
+// backoff and reason, and returns the members to allow and when the first
+// of them began waiting: g has its minimum placed.
+func (c *Cache) readyLocked(g *group) (allow []types.UID, firstWaiting time.Time) {
 	for uid, o := range g.members {
 		if o.state.Waiting {
 			if firstWaiting.IsZero() || o.waitingSince.Before(firstWaiting) {
@@ -232,8 +241,13 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	}
 	g.backoff = gang.BackoffState{}
 	g.unschedulable = ""
-	c.dirty[key] = struct{}{}
-	c.mu.Unlock()
+	c.dirty[g.key] = struct{}{}
+	return allow, firstWaiting
+}
+
+// allowWaiting lets the members readyLocked returned bind, through
+// pluginName's waiting-pod handle; called without c.mu held.
+func (c *Cache) allowWaiting(at time.Time, allow []types.UID, firstWaiting time.Time, pluginName string) {
 	if len(allow) > 0 {
 		observePermitWait(at.Sub(firstWaiting))
 	}
@@ -242,8 +256,6 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 			wp.Allow(pluginName)
 		}
 	}
-	logger.V(4).Info("Gang ready", "podGroup", key.String(), "allowedWaiting", len(allow))
-	return PermitResult{Allow: true}
 }
 
 // Unreserve records that a member lost its node (rejected in Permit, timed out,
@@ -378,11 +390,12 @@ func (c *Cache) endBackoff(logger klog.Logger, key GroupKey) {
 func (c *Cache) rejectWaiting(uids []types.UID, msg string) {
 	for _, uid := range uids {
 		if wp := c.handle.GetWaitingPod(uid); wp != nil {
-			wp.Reject(rejectorName, msg)
+			wp.Reject(gangPluginName, msg)
 		}
 	}
 }
 
-// rejectorName is the plugin name waiting pods are rejected under; the plugin
-// package sets its own Name on Permit, and this one matches it.
-const rejectorName = "CalderaGang"
+// gangPluginName is the plugin name waiting pods are allowed and rejected
+// under when the cache decides outside a Permit call (a release, a lowered
+// minMember); the plugin package waits under its own Name, and this matches it.
+const gangPluginName = "CalderaGang"

@@ -301,17 +301,18 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 			g.minRequestValid = false
 		}
 	}
-	wasTerminal := m.state.Phase.Terminal()
+	wasReachable := m.state.Reachable()
 	m.pod = pod
 	m.state.Phase = phaseOf(pod)
 	m.state.Assigned = pod.Spec.NodeName != ""
+	m.state.Unreachable = !c.reachableLocked(pod)
 	if m.state.Assigned || m.state.Phase.Terminal() {
 		// Binding confirmed (or the pod is done): no longer merely reserved.
 		m.state.Reserved = false
 		m.state.Waiting = false
 		m.reservedOn = ""
 	}
-	if m.state.Phase.Terminal() != wasTerminal {
+	if m.state.Reachable() != wasReachable {
 		g.minRequestValid = false
 	}
 	g.counts.Add(m.state, +1)
@@ -319,6 +320,17 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.created = pod.CreationTimestamp.Time
 	}
 	return g, m
+}
+
+// reachableLocked reports whether this scheduler can place pod: one of
+// its profiles with CalderaGang schedules it and no scheduling gate holds
+// it. A cache that no profile has registered with (TrackReservations; the
+// cache's own tests) takes every pod as its own.
+func (c *Cache) reachableLocked(pod *v1.Pod) bool {
+	if len(pod.Spec.SchedulingGates) > 0 {
+		return false
+	}
+	return len(c.reservingProfiles) == 0 || c.reservingProfiles[pod.Spec.SchedulerName]
 }
 
 // cycleMemberLocked returns pod's member for Reserve and Permit. They get the
@@ -414,6 +426,14 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	g.spec = spec
 	g.created = pg.CreationTimestamp.Time
 	act := c.refreshLocked(g)
+	var allow []types.UID
+	var firstWaiting time.Time
+	if resized && g.counts.Waiting > 0 && gang.Ready(g.spec, g.counts.Placed) {
+		// minMember was lowered to what is placed already: the members
+		// waiting in Permit would otherwise wait out their timeout and the
+		// gang would back off, though nothing more is needed.
+		allow, firstWaiting = c.readyLocked(g)
+	}
 	if act == nil && (appeared || resized) && g.enqueueable && g.backoffTimer == nil {
 		// kube-scheduler does not watch PodGroups (CalderaGang registers no
 		// PodGroup event), so a gang refused as too large, or rejected
@@ -424,6 +444,7 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 		act = g.pendingPodsLocked()
 	}
 	c.mu.Unlock()
+	c.allowWaiting(time.Now(), allow, firstWaiting, gangPluginName)
 	c.activate(logger, act)
 }
 
@@ -436,11 +457,21 @@ func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
 	c.mu.Lock()
 	g := c.groups[key]
 	var waiting []types.UID
-	if g != nil {
+	if g != nil && (g.pg == nil || g.pg.UID == pg.UID) {
 		g.pg = nil
 		g.spec = gang.Spec{}
 		g.enqueueable = false
 		g.minRequestValid = false
+		// What the group went through belongs to the deleted object: a
+		// PodGroup created under the same name (members may remain, e.g.
+		// a Job's pods) starts without its backoff, first attempt, reason
+		// or last Event.
+		g.firstAttempt, g.unschedulable, g.lastEvent = time.Time{}, "", ""
+		g.backoff = gang.BackoffState{}
+		if g.backoffTimer != nil {
+			g.backoffTimer.Stop()
+			g.backoffTimer = nil
+		}
 		for uid, m := range g.members {
 			if m.state.Waiting {
 				waiting = append(waiting, uid)

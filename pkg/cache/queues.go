@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
@@ -48,10 +49,13 @@ type AdmissionOptions struct {
 // unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
 // (key "pod:ns/name").
 type unit struct {
-	key      string
-	gang     *group  // nil for singletons
-	pod      *v1.Pod // the singleton's pod
-	queue    string
+	key   string
+	gang  *group  // nil for singletons
+	pod   *v1.Pod // the singleton's pod
+	queue string
+	// asked is the queue the unit's labels name when no Queue has that
+	// name (queue is then MissingQueue), else "".
+	asked    string
 	priority int32
 	created  time.Time
 	request  resources.List
@@ -91,6 +95,9 @@ type podAcct struct {
 	followsNS bool
 	// prio is the pod's priority, for the per-priority allocated amounts.
 	prio int32
+	// asked is the queue the pod's labels name when no Queue has that name
+	// (queue is then MissingQueue), else "".
+	asked string
 	// slot is the account's index in unitPods[unit].
 	slot int32
 }
@@ -153,6 +160,9 @@ type admissionWrite struct {
 	pg       *GroupKey
 	pod      *v1.Pod
 	admitted bool
+	// uid is the PodGroup's: a decision about one object is never written
+	// on another created under its name since.
+	uid types.UID
 	// unadmit: remove the admitted-at annotation of a released gang.
 	unadmit bool
 	message string
@@ -210,7 +220,7 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 	// the singletons that need admission.
 	if _, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onAnyPod(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onAnyPod(obj, false) },
+		UpdateFunc: func(old, obj any) { c.onAnyPodUpdate(old, obj) },
 		DeleteFunc: func(obj any) { c.onAnyPod(obj, true) },
 	}); err != nil {
 		return err
@@ -504,7 +514,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, msg string) {
 	w := admissionWrite{unit: u.key, admitted: admitted, message: msg, pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key
-		w.pg = &k
+		w.pg, w.uid = &k, u.gang.pg.UID
 	}
 	select {
 	case c.adm.writes <- w:
@@ -527,7 +537,7 @@ func (c *Cache) noticePendingLocked() {
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
 			continue
 		}
-		c.noteLocked(u, false, d.Message())
+		c.noteLocked(u, false, decisionMessage(u, d))
 	}
 }
 
@@ -560,14 +570,20 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 		return true, ""
 	}
 	if d, ok := a.pending.Decision(uk); ok {
-		return false, d.Message()
+		return false, decisionMessage(u, d)
 	}
 	return false, "waiting for admission"
 }
 
-// resolveQueueLocked names the queue of a group: the PodGroup's label, else
-// the pod's, else the namespace's, else the default queue.
-func (c *Cache) resolveQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) string {
+// resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
+// the PodGroup's label, else the pod's, else the namespace's, else the
+// default queue. asked is the name asked for when it was folded, else "".
+func (c *Cache) resolveQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) (q, asked string) {
+	return c.adm.foldQueueLocked(c.askedQueueLocked(pg, pod, ns))
+}
+
+// askedQueueLocked is the queue name a group's labels ask for.
+func (c *Cache) askedQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) string {
 	if pg != nil {
 		if q := pg.Labels[qapi.QueueLabel]; q != "" {
 			return q
@@ -620,24 +636,43 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		first = m.pod
 		break
 	}
-	c.moveUnitLocked(u, c.resolveQueueLocked(&g.pg.ObjectMeta, first, g.key.Namespace))
+	q, asked := c.resolveQueueLocked(&g.pg.ObjectMeta, first, g.key.Namespace)
+	u.asked = asked
+	c.moveUnitLocked(u, q)
 	u.priority, u.created = g.priority, g.created
-	u.members, u.min = int32(g.counts.Active), g.spec.MinMember
-	_, annotated := g.pg.Annotations[qapi.AdmittedAtAnnotation]
+	u.members, u.min = int32(g.counts.Reachable()), g.spec.MinMember
+	annotated := admittedAnnotation(g.pg)
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
 		u.admitted = true
 		a.pending.Delete(uk)
 	}
 	u.annotated = annotated
+	// The request follows the members and minMember until the gang starts
+	// (cached in the group, so this is O(1) unless they changed): a gang
+	// admitted by an earlier process is installed from its annotation
+	// before the scheduler's pod informer has delivered its members, and a
+	// request frozen then would reserve nothing.
+	u.request = c.minRequestLocked(g)
 	if !u.admitted {
-		u.request = c.minRequestLocked(g)
 		c.setPendingLocked(u)
 		a.kickLocked()
-	} else if u.request == nil {
-		u.request = c.minRequestLocked(g)
 	}
 	c.setInflightLocked(u)
+}
+
+// admittedAnnotation reports whether pg carries an admission of its own: the
+// admitted-at annotation, written no earlier than the object was created
+// (second precision, as both are). A PodGroup recreated from another's YAML
+// (kubectl get -o yaml, then apply) carries the old object's annotation and
+// is not admitted by it.
+func admittedAnnotation(pg *v1alpha1.PodGroup) bool {
+	v, ok := pg.Annotations[qapi.AdmittedAtAnnotation]
+	if !ok {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	return err != nil || !at.Before(pg.CreationTimestamp.Time.Truncate(time.Second))
 }
 
 // unadmitLocked returns a released gang to its queue's pending groups: an
@@ -664,7 +699,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	c.setPendingLocked(u)
 	k := g.key
 	select {
-	case a.writes <- admissionWrite{unit: u.key, pg: &k, unadmit: true}:
+	case a.writes <- admissionWrite{unit: u.key, pg: &k, uid: g.pg.UID, unadmit: true}:
 	default:
 	}
 	a.kickLocked()
@@ -989,7 +1024,9 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			a.units[acct.unit] = u
 		}
 		u.pod = pod
-		c.moveUnitLocked(u, c.resolveQueueLocked(nil, pod, pod.Namespace))
+		q, asked := c.resolveQueueLocked(nil, pod, pod.Namespace)
+		u.asked = asked
+		c.moveUnitLocked(u, q)
 		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
 		if !u.request.Equal(acct.req) {
 			// Resized: an admitted singleton reserves what it asks now.
@@ -1009,7 +1046,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
 	} else if acct.unit != "" || a.ours(pod) {
-		acct.queue = c.resolveQueueLocked(nil, pod, pod.Namespace)
+		acct.queue, acct.asked = c.resolveQueueLocked(nil, pod, pod.Namespace)
 		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.pods[pod.UID] = acct
@@ -1097,11 +1134,17 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
+	_, existed := a.queues[q.Name]
 	if deleted {
 		delete(a.queues, q.Name)
 		c.forgetQueueMetricsLocked(q.Name)
 	} else {
 		a.queues[q.Name] = q
+	}
+	if existed == deleted {
+		// A name came or went (not a status write): what asked for it, or
+		// was charged to it, moves.
+		defer c.refoldLocked(q.Name)
 	}
 	specs := make([]queue.Spec, 0, len(a.queues))
 	for _, q := range a.queues {
@@ -1157,19 +1200,22 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	}
 	// Rare: re-resolve the namespace's units, and the accounts without one
 	// (their pods have no queue label, or they would not follow it).
-	nsQ := c.resolveQueueLocked(nil, nil, ns.Name)
+	nsQ, nsAsked := c.resolveQueueLocked(nil, nil, ns.Name)
 	for _, p := range a.nsPods[ns.Name] {
 		if p.unit != "" && a.units[p.unit] != nil {
 			continue // created since: the unit decides, and moves it below
 		}
 		a.moveAcctLocked(p, nsQ)
+		p.asked = nsAsked
 	}
 	for _, u := range a.units {
 		switch {
 		case u.gang != nil && u.gang.key.Namespace == ns.Name:
 			c.syncGangUnitLocked(u.gang)
 		case u.pod != nil && u.pod.Namespace == ns.Name:
-			c.moveUnitLocked(u, c.resolveQueueLocked(nil, u.pod, ns.Name))
+			q, asked := c.resolveQueueLocked(nil, u.pod, ns.Name)
+			u.asked = asked
+			c.moveUnitLocked(u, q)
 			if !u.admitted {
 				c.setPendingLocked(u)
 			}
@@ -1220,6 +1266,11 @@ func (c *Cache) writeAdmissions(ctx context.Context) {
 
 func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	logger := klog.FromContext(ctx)
+	if w.pg != nil {
+		if pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name); err != nil || pg.UID != w.uid {
+			return // gone, or another object by now
+		}
+	}
 	if w.unadmit {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
 		if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(w.pg.Namespace).Patch(ctx, w.pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {

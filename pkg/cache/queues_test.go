@@ -363,7 +363,9 @@ func TestAdmissionQueueResolution(t *testing.T) {
 			for _, p := range pods {
 				podEvent(c, p)
 			}
-			if u := unitOf(c, uk); u == nil || u.queue != tc.want {
+			// A queue no Queue object has yet is folded into MissingQueue,
+			// the name it asked for kept (the default queue is not folded).
+			if u := unitOf(c, uk); u == nil || (u.queue != tc.want && (u.queue != MissingQueue || u.asked != tc.want)) {
 				t.Fatalf("unit %s: %+v, want it in queue %q", uk, u, tc.want)
 			}
 			h.activations()
@@ -376,6 +378,9 @@ func TestAdmissionQueueResolution(t *testing.T) {
 			}
 			// Created after its groups: the next pass admits them.
 			c.onQueue(mkQueue(tc.want), false)
+			if u := unitOf(c, uk); u == nil || u.queue != tc.want || u.asked != "" {
+				t.Fatalf("unit %s after its Queue was created: %+v, want it in queue %q", uk, u, tc.want)
+			}
 			pass(c, t0.Add(time.Second))
 			wantAdmitted(t, c, admission{true, ""}, pods...)
 			if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
@@ -779,12 +784,13 @@ func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
 	// pass, the other waits.
 	wantAdmitted(t, c, admission{true, ""}, done...)
 	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, fresh...)
-	wantUsage(t, c, "q", 0, 2)
+	// Until the Queue exists, its groups are charged to MissingQueue.
+	wantUsage(t, c, MissingQueue, 0, 2)
 	// The scheduler's pod informer delivers the pods: the bound one holds.
 	for _, p := range append(slices.Clone(done), fresh...) {
 		c.onAnyPod(p, false)
 	}
-	wantUsage(t, c, "q", 1, 1)
+	wantUsage(t, c, MissingQueue, 1, 1)
 	wantConsistent(t, c, "after the pods")
 
 	// Only room for one more cpu: the annotated gang's inflight counts.

@@ -102,8 +102,8 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 			}
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
-			return reclaim.Preemptor{Queue: c.resolveQueueLocked(nil, pod, pod.Namespace),
-				Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
+			q, _ := c.resolveQueueLocked(nil, pod, pod.Namespace)
+			return reclaim.Preemptor{Queue: q, Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.admitted {
 			return reclaim.Preemptor{}, false, "the pod is not admitted to queue " + u.queue

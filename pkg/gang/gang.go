@@ -42,6 +42,16 @@ type Member struct {
 	Reserved bool
 	// Waiting: the pod is parked in Permit, waiting for its siblings.
 	Waiting bool
+	// Unreachable: the pod is not bound and this scheduler cannot place it
+	// (another schedulerName, or scheduling gates): it never reaches
+	// Permit, so it must not count towards minMember until it is bound.
+	Unreachable bool
+}
+
+// Reachable reports whether the member counts towards the gang's minimum
+// before it is bound: not finished, and placed or placeable by us.
+func (m Member) Reachable() bool {
+	return !m.Phase.Terminal() && (m.Placed() || !m.Unreachable)
 }
 
 // Placed reports whether the member holds a node for the gang: reserved or bound,
@@ -57,6 +67,9 @@ type Counts struct {
 	Active int
 	// Pending counts active members that hold no node yet.
 	Pending int
+	// Unreachable counts pending members that this scheduler cannot place
+	// (Member.Unreachable): Active - Unreachable may reach Permit.
+	Unreachable int
 	// Waiting counts members parked in Permit.
 	Waiting int
 	// Placed counts active members that are reserved or bound.
@@ -76,6 +89,9 @@ func (c *Counts) Add(m Member, delta int) {
 			c.Placed += delta
 		} else {
 			c.Pending += delta
+			if m.Unreachable {
+				c.Unreachable += delta
+			}
 		}
 	}
 	if m.Waiting {
@@ -123,11 +139,26 @@ func Enqueueable(groupKey string, exists bool, spec Spec, c Counts) (bool, strin
 	if err := spec.Validate(); err != nil {
 		return false, "PodGroup " + groupKey + " is invalid: " + err.Error()
 	}
-	if int32(c.Active) < spec.MinMember {
-		return false, fmt.Sprintf("waiting for members: %d/%d", c.Active, spec.MinMember)
+	if int32(c.Reachable()) < spec.MinMember {
+		return false, waitingForMembers(spec, c)
 	}
 	return true, ""
 }
+
+// waitingForMembers says how many of minMember members may reach Permit,
+// and how many more exist that cannot.
+func waitingForMembers(spec Spec, c Counts) string {
+	if c.Unreachable > 0 {
+		return fmt.Sprintf("waiting for members: %d/%d (%d more exist but are gated or name another scheduler)", c.Reachable(), spec.MinMember, c.Unreachable)
+	}
+	return fmt.Sprintf("waiting for members: %d/%d", c.Reachable(), spec.MinMember)
+}
+
+// Reachable counts the members that count towards minMember: bound or
+// reserved ones, and pending ones this scheduler can place. A gang whose
+// other members are gated or belong to another scheduler would otherwise
+// reserve nodes, time out and back off, round after round.
+func (c Counts) Reachable() int { return c.Active - c.Unreachable }
 
 // Ready reports whether a gang with placed members holding nodes may be let
 // through Permit: the pod asking is already counted in placed (it passed Reserve).
@@ -219,14 +250,19 @@ func (b Backoff) Fail(s BackoffState, now time.Time) (BackoffState, bool) {
 // MinRequest is what a group needs before it can run: minResources when set,
 // else, per resource, the sum of the minMember smallest member requests. The
 // per-resource sum is a lower bound of every minMember-subset's need, so a check
-// against it never refuses a gang that some subset could satisfy.
+// against it never refuses a gang that some subset could satisfy. With fewer
+// members than minMember (one was deleted and its controller will create it
+// again) each missing member counts as the smallest known one: an admitted
+// gang keeps the room for its whole minimum instead of letting another gang
+// be admitted into it.
 func MinRequest(spec Spec, members []resources.List) resources.List {
 	if spec.MinResources != nil {
 		return spec.MinResources.Clone()
 	}
 	k := int(spec.MinMember)
+	missing := 0
 	if k > len(members) {
-		k = len(members)
+		k, missing = len(members), k-len(members)
 	}
 	if k < 0 { // invalid spec: nothing to sum
 		k = 0
@@ -247,6 +283,9 @@ func MinRequest(spec Spec, members []resources.List) resources.List {
 		var sum int64
 		for _, v := range vals[:k] {
 			sum += v
+		}
+		if k > 0 {
+			sum += int64(missing) * vals[0]
 		}
 		if sum != 0 {
 			out[n] = sum
@@ -328,8 +367,8 @@ func NoticeOf(groupKey string, exists bool, spec Spec, c Counts, unschedulable s
 		return Notice{Reason: ReasonScheduled, Message: fmt.Sprintf("gang scheduled: minMember %d bound", spec.MinMember)}
 	case unschedulable != "":
 		return Notice{Warning: true, Reason: ReasonUnschedulable, Message: unschedulable}
-	case c.Members > 0 && int32(c.Active) < spec.MinMember:
-		return Notice{Reason: ReasonWaiting, Message: fmt.Sprintf("waiting for members: %d/%d", c.Active, spec.MinMember)}
+	case c.Members > 0 && int32(c.Reachable()) < spec.MinMember:
+		return Notice{Reason: ReasonWaiting, Message: waitingForMembers(spec, c)}
 	}
 	return Notice{}
 }

@@ -447,10 +447,10 @@ func TestMinRequest(t *testing.T) {
 			want:    resources.List{cpu: 600, "gpu": 1},
 		},
 		{
-			name:    "fewer members than minMember sums them all",
+			name:    "fewer members than minMember: each missing one counts as the smallest",
 			spec:    Spec{MinMember: 8},
 			members: []resources.List{{cpu: 100}, {cpu: 200}},
-			want:    resources.List{cpu: 300},
+			want:    resources.List{cpu: 300 + 6*100},
 		},
 		{
 			name:    "no members",
@@ -955,12 +955,23 @@ func FuzzMinRequest(f *testing.F) {
 		}
 
 		k := min(max(int(minMember), 0), len(members))
+		missing := max(int(minMember), 0) - k
 		got := MinRequest(spec, members)
-		if want := subsetMin(members, k, names); !got.Equal(want) {
-			t.Fatalf("MinRequest(minMember=%d, %v) = %v, want the smallest %d-subset sums %v", minMember, members, got, k, want)
+		want := subsetMin(members, k, names)
+		if len(members) > 0 && missing > 0 {
+			// Each missing member counts as the smallest known one.
+			for _, n := range names {
+				if v := want[n] + int64(missing)*subsetMin(members, 1, names)[n]; v != 0 {
+					want[n] = v
+				}
+			}
 		}
-		// A lower bound of every minMember-subset's need.
-		for mask := 0; mask < 1<<len(members); mask++ {
+		if !got.Equal(want) {
+			t.Fatalf("MinRequest(minMember=%d, %v) = %v, want the smallest %d-subset sums plus %d smallest members %v", minMember, members, got, k, missing, want)
+		}
+		// A lower bound of every minMember-subset's need (with all members
+		// known).
+		for mask := 0; missing == 0 && mask < 1<<len(members); mask++ {
 			if bits.OnesCount(uint(mask)) != k {
 				continue
 			}

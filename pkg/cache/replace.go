@@ -1,0 +1,56 @@
+package cache
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// An informer update may carry a different object under the same name: a pod
+// or PodGroup deleted and recreated while the watch was broken reaches the
+// informer's relist as one update whose UID changed (client-go delivers
+// replaced objects that way). Everything the cache keeps is keyed by UID or
+// follows one object's history (a member's state, a gang's backoff and
+// admission), so such an update is the old object's delete followed by the
+// new one's add: otherwise the old UID stays counted, as a bound member or as
+// queue usage, forever.
+
+// replaced reports whether old and obj are different objects (their UIDs
+// differ). Objects without metadata are never replaced.
+func replaced(old, obj any) bool {
+	o, ok1 := old.(metav1.Object)
+	n, ok2 := obj.(metav1.Object)
+	return ok1 && ok2 && o.GetUID() != n.GetUID()
+}
+
+// onPodGroupUpdate takes a PodGroup update; a recreated PodGroup starts
+// fresh (no backoff, first attempt, last Event or admission of the old one).
+func (c *Cache) onPodGroupUpdate(logger klog.Logger, old, obj any) {
+	if replaced(old, obj) {
+		c.onPodGroupDelete(logger, old)
+	}
+	c.onPodGroup(logger, obj)
+}
+
+// onUnfinishedPodUpdate takes an update from the scheduler's pod informer.
+func (c *Cache) onUnfinishedPodUpdate(logger klog.Logger, old, obj any) {
+	if replaced(old, obj) {
+		c.onUnfinishedPodDelete(logger, old)
+	}
+	c.onUnfinishedPod(logger, obj)
+}
+
+// onFinishedPodUpdate takes an update from the finished-member informer.
+func (c *Cache) onFinishedPodUpdate(logger klog.Logger, old, obj any) {
+	if replaced(old, obj) {
+		c.onFinishedPodDelete(logger, old)
+	}
+	c.onFinishedPod(logger, obj)
+}
+
+// onAnyPodUpdate takes an update for admission's accounting of every pod.
+func (c *Cache) onAnyPodUpdate(old, obj any) {
+	if replaced(old, obj) {
+		c.onAnyPod(old, true)
+	}
+	c.onAnyPod(obj, false)
+}
