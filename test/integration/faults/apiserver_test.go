@@ -208,6 +208,16 @@ func TestWatchGapRelistConverges(t *testing.T) {
 		}
 	}
 	must("deleting bound pod a-0", podsClient.Delete(t.Context(), "a-0", now))
+	// d-0 is deleted and created again under its name (a controller's
+	// replacement): the relist delivers one update with a new UID, which
+	// must not leave the old d-0 counted as a second member. (A bound pod
+	// recreated unbound is not played: kube-scheduler 1.37's own cache
+	// exits the process on that update, "Pod updated on a different node
+	// than previously added to".)
+	must("deleting pending pod d-0", podsClient.Delete(t.Context(), "d-0", now))
+	if _, err := podsClient.Create(t.Context(), harness.Pod(ns, "d-0").CPU("1").Group("d").Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("recreating d-0: %v", err)
+	}
 	must("relabelling c-2 into d", retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := podsClient.Get(t.Context(), "c-2", metav1.GetOptions{})
 		if err != nil {

@@ -240,27 +240,34 @@ func TestGang(t *testing.T) {
 		}
 	})
 
-	t.Run("restart while members wait in Permit leaves no partial gang", func(t *testing.T) {
+	t.Run("members that cannot reach Permit do not count towards minMember", func(t *testing.T) {
+		// A gated member and one of another scheduler never reach
+		// CalderaGang's Permit: counted, the others would reserve nodes,
+		// time out, back off and start over, holding room each round.
+		// (A scheduler killed while members wait in Permit is
+		// test/integration/faults' TestSchedulerKilledWhileMembersWaitInPermit.)
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
-		s := env.StartScheduler(t, gangOnly)
-		env.CreatePodGroup(t, harness.PodGroup(ns, "restart", 3, harness.PGTimeout(600)))
-		pods := harness.Members(ns, "restart", 3, "1")
+		env.StartScheduler(t, gangOnly)
+		env.CreatePodGroup(t, harness.PodGroup(ns, "held", 3, harness.PGTimeout(600)))
+		pods := harness.Members(ns, "held", 4, "1")
 		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
+		pods[3].Spec.SchedulerName = "another-scheduler"
 		env.CreatePods(t, pods...)
-		env.WaitAttempted(t, ns, "restart", bindTimeout)
-		// Two members hold 2 of the 4 cpu while they wait: a 3-cpu pod cannot fit.
-		probe := probeFull(t, env, ns, "3")
-		s.Stop()
-		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), probe, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		ev := env.WaitEvent(t, ns, "held", "Waiting", bindTimeout)
+		if want := "waiting for members: 2/3 (2 more exist but are gated or name another scheduler)"; ev.Note != want {
+			t.Errorf("Waiting event note = %q, want %q", ev.Note, want)
+		}
+		// The two reachable members hold nothing: a 3-cpu pod fits the
+		// 4-cpu node.
+		env.CreatePod(t, harness.Pod(ns, "probe").CPU("3").Obj())
+		env.WaitBound(t, ns, bindTimeout, "probe")
+		env.ConsistentlyUnbound(t, ns, quiet, "held-0", "held-1")
+		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), "probe", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		env.StartScheduler(t, gangOnly)
-		// Waiting members were never bound, so the new scheduler starts the
-		// gang over; while the third member is gated nothing binds.
-		env.ConsistentlyUnbound(t, ns, quiet)
 		env.Ungate(t, ns, pods[2].Name)
-		env.WaitBound(t, ns, bindTimeout, "restart-0", "restart-1", "restart-2")
+		env.WaitBound(t, ns, bindTimeout, "held-0", "held-1", "held-2")
 	})
 
 	t.Run("a restarted scheduler never shows a finishing gang with members missing", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -81,6 +82,36 @@ func TestQueues(t *testing.T) {
 		// The first gang finishes; the second then fits the capability.
 		env.DeleteGroup(t, ns, "first")
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=second", 3, timeout)
+	})
+
+	t.Run("a restarted scheduler keeps an admitted gang's room at capability", func(t *testing.T) {
+		// The PodGroups are listed at start-up before the scheduler's pod
+		// informer delivers their members: an admitted gang installed from
+		// its admitted-at annotation must reserve its minimum once its
+		// members arrive, or the first pass admits the other gang too and
+		// the queue ends at twice its capability.
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		env.CreateQueue(t, "cap3", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}})
+		for _, g := range []string{"earlier", "later"} {
+			pg := harness.PodGroup(ns, g, 3)
+			pg.Labels = inQueue("cap3")
+			env.CreatePodGroup(t, pg)
+		}
+		// As the previous process left it: admitted, no member placed yet.
+		patch := `{"metadata":{"annotations":{"` + qapi.AdmittedAtAnnotation + `":"` + time.Now().UTC().Add(time.Second).Format(time.RFC3339) + `"}}}`
+		if _, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Patch(t.Context(), "earlier", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env.CreatePods(t, harness.Members(ns, "later", 3, "1")...)
+		env.CreatePods(t, harness.Members(ns, "earlier", 3, "1")...)
+		env.StartScheduler(t)
+		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=earlier", 3, timeout)
+		ev := env.WaitEvent(t, ns, "later", "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "cap3") {
+			t.Errorf("NotAdmitted note should name queue cap3: %q", ev.Note)
+		}
+		env.ConsistentlyUnbound(t, ns, quiet, "later-0", "later-1", "later-2")
 	})
 
 	t.Run("weights 1 and 3 share 16 cpu as 4 and 12", func(t *testing.T) {
