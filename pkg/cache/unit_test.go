@@ -260,4 +260,3 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 		t.Errorf("message %q does not name the queue asked for", msg)
 	}
 }
-
