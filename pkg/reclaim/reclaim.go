@@ -74,9 +74,16 @@ type Pod struct {
 	Started time.Time
 	// Request is what the pod requests; it is freed on its node when evicted.
 	Request resources.List
-	// Disruptive: evicting the pod would violate a PodDisruptionBudget. Such
-	// pods are taken last, as the default preemption does.
+	// Disruptive: evicting the pod would violate a PodDisruptionBudget
+	// whatever else is taken. Such pods are taken last, as the default
+	// preemption does.
 	Disruptive bool
+	// Budgets are the indexes in Input.Budgets of the PodDisruptionBudgets
+	// that cover the pod. Each victim spends one disruption of each; a
+	// victim that takes a budget below zero violates it, and is taken only
+	// when no plan without the violation exists (upstream's
+	// filterPodsWithPDBViolation counts the same way).
+	Budgets []int
 }
 
 // Group describes a victim gang: how many of its members must keep running.
@@ -108,6 +115,9 @@ type Preemptor struct {
 	// Members are the requests of the members that still need a node; the
 	// first is the pod being scheduled now. The whole list must fit.
 	Members []resources.List
+	// MemberIDs optionally name the pods behind Members, index for index,
+	// so that the caller can hold each member's planned node for it.
+	MemberIDs []string
 }
 
 // Options switch the actions and guard young pods.
@@ -129,7 +139,10 @@ type Input struct {
 	Groups    map[string]Group
 	Pods      []Pod
 	Nodes     []Node
-	Options   Options
+	// Budgets are the disruptions each PodDisruptionBudget still allows
+	// (status.disruptionsAllowed); Pod.Budgets index it.
+	Budgets []int32
+	Options Options
 }
 
 // Plan is a decision to evict.
@@ -140,6 +153,10 @@ type Plan struct {
 	Victims []int
 	// Node is where the preemptor's first member goes once the victims are gone.
 	Node string
+	// Placement is the node of every member, index for index with
+	// Preemptor.Members (Placement[0] == Node): the room the plan frees for
+	// each, which the caller holds for the gang until it binds.
+	Placement []string
 }
 
 // Decide returns the plan that lets the whole preemptor fit with the fewest
@@ -204,6 +221,18 @@ func WithSiblings(members, siblings []resources.List, need int) []resources.List
 	return append(members, siblings[:min(max(need, 0), len(siblings))]...)
 }
 
+// PickSiblings returns the indexes of the need largest of siblings, largest
+// first: the members WithSiblings counts, for a caller that must know which
+// pods they are. siblings is not reordered.
+func PickSiblings(siblings []resources.List, need int) []int {
+	idx := make([]int, len(siblings))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return compareRequests(siblings[b], siblings[a]) })
+	return idx[:min(max(need, 0), len(idx))]
+}
+
 // withinDeserved says why the queue may not reclaim need, or "".
 func withinDeserved(q Queue, need resources.List) string {
 	for _, k := range sortedNames(need) {
@@ -256,7 +285,11 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 			// scheduler's next attempt places it.
 			return Plan{}, false, "the group fits without evictions"
 		}
-		return Plan{Mode: mode, Victims: s.victims(), Node: node}, true, ""
+		placement := make([]string, len(s.placement))
+		for m, i := range s.placement {
+			placement[m] = s.in.Nodes[i].Name
+		}
+		return Plan{Mode: mode, Victims: s.victims(), Node: node, Placement: placement}, true, ""
 	}
 	return Plan{}, false, "the whole group does not fit even after evicting every eligible victim"
 }
@@ -310,11 +343,20 @@ func (s *state) roomFor(i int, req resources.List) bool {
 func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
 	var got []option
 	fit, n0 := false, len(s.steps)
-	for _, o := range s.byNode[i] {
-		if s.take(o) {
-			got = append(got, s.steps[len(s.steps)-1])
-			if fit = s.roomFor(i, req); fit {
-				break
+	// Options that break no disruption budget go first; those that would
+	// take a budget below zero (given what is taken by then) only when the
+	// others do not make room. So of a budget that allows one disruption,
+	// one pod goes before any other pod it covers is considered.
+	for pass := 0; pass < 2 && !fit; pass++ {
+		for _, o := range s.byNode[i] {
+			if pass == 0 && s.violations(o.pods) > 0 {
+				continue
+			}
+			if s.take(o) {
+				got = append(got, s.steps[len(s.steps)-1])
+				if fit = s.roomFor(i, req); fit {
+					break
+				}
 			}
 		}
 	}
@@ -385,6 +427,7 @@ type state struct {
 	eligibleNodes []int            // indexes of eligible nodes, in Input order
 	free          []resources.List // per node: Free + freed by taken pods
 	taken         map[int]bool     // pod index -> taken
+	spent         []int32          // per budget: disruptions the taken pods spend
 	takenQ        map[string]resources.List
 	groupPods     map[string][]int // gang key -> its candidate pods
 	running       map[string]int32 // gang key -> running members (all, not only candidates)
@@ -480,6 +523,7 @@ func (s *state) reset() {
 		s.used[i] = resources.List{}
 	}
 	s.taken = map[int]bool{}
+	s.spent = make([]int32, len(s.in.Budgets))
 	s.takenQ = map[string]resources.List{}
 	s.steps = s.steps[:0]
 }
@@ -586,16 +630,53 @@ func (s *state) take(o option) bool {
 	if len(add) == 0 || !s.affordable(add) {
 		return false
 	}
+	st := o
+	st.pods = add
+	st.disruptive = s.violations(add)
 	for _, i := range add {
 		p := s.in.Pods[i]
 		s.taken[i] = true
+		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
 		s.takenQ[p.Queue] = s.takenQ[p.Queue].Add(p.Request)
 	}
-	st := o
-	st.pods = add
 	s.steps = append(s.steps, st)
 	return true
+}
+
+// violations counts the pods that would break a disruption budget if pods
+// were taken on top of what is taken: a Disruptive pod always does, another
+// when one of its budgets has no disruption left for it.
+func (s *state) violations(pods []int) int {
+	n := 0
+	var extra map[int]int32 // budget -> spent by pods before this one
+	for _, i := range pods {
+		p := s.in.Pods[i]
+		violates := p.Disruptive
+		for _, b := range p.Budgets {
+			if b < 0 || b >= len(s.in.Budgets) {
+				continue
+			}
+			if extra == nil {
+				extra = map[int]int32{}
+			}
+			extra[b]++
+			if s.in.Budgets[b]-s.spent[b]-extra[b] < 0 {
+				violates = true
+			}
+		}
+		n += b2i(violates)
+	}
+	return n
+}
+
+// spend adds d to the disruptions p's budgets have spent.
+func (s *state) spend(p Pod, d int32) {
+	for _, b := range p.Budgets {
+		if b >= 0 && b < len(s.spent) {
+			s.spent[b] += d
+		}
+	}
 }
 
 // nodeIndexOf returns the index of a node in Input.Nodes, eligible or not;
@@ -701,6 +782,7 @@ func (s *state) untake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		delete(s.taken, i)
+		s.spend(p, -1)
 		s.free[s.nodeIndexOf(p.Node)].Sub(p.Request)
 		s.takenQ[p.Queue].Sub(p.Request)
 	}
@@ -710,6 +792,7 @@ func (s *state) retake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		s.taken[i] = true
+		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
 		s.takenQ[p.Queue].Add(p.Request)
 	}
