@@ -31,6 +31,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -219,37 +220,10 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 		return nil, why
 	}
 	pl.markBudgets(&in, running)
-	group, _ := cache.GroupKeyOf(pod)
 	in.Nodes = make([]policy.Node, len(nodes))
 	gone := map[types.UID]bool{}
 	for i, n := range nodes {
-		free := cache.FreeOf(n)
-		// Pods already leaving (terminating, or evicted for an earlier
-		// plan) free their room: it is the room of the preemptors they
-		// are evicted for, who are nominated here and subtracted below.
-		// Counted as used as well, every later preemptor would evict for
-		// it a second time.
-		for _, pi := range n.GetPods() {
-			if q := pi.GetPod(); q.DeletionTimestamp != nil || leaving[q.UID] {
-				free.Add(cache.PodRequest(q))
-				gone[q.UID] = true
-			}
-		}
-		// Room promised to pods nominated here by earlier preemptions is
-		// not free, or the next preemptor would count it and evict nothing.
-		// Like the scheduler's filters, only pods of at least pod's
-		// priority hold their nomination. The pod's own gang is not
-		// subtracted: its members are the plan's members already.
-		for _, np := range pl.handle.NominatedPodsForNode(n.Node().Name) {
-			q := np.GetPod()
-			if q.UID == pod.UID || corev1helpers.PodPriority(q) < corev1helpers.PodPriority(pod) {
-				continue
-			}
-			if k, ok := cache.GroupKeyOf(q); ok && in.Preemptor.Group != "" && k == group {
-				continue
-			}
-			free.Sub(cache.PodRequest(q))
-		}
+		free := roomFor(pod, in.Preemptor.Group != "", n, pl.handle.NominatedPodsForNode(n.Node().Name), leaving, gone)
 		in.Nodes[i] = policy.Node{Name: n.Node().Name, Free: free, Eligible: eligible[n.Node().Name]}
 	}
 	in.Options = pl.opts
@@ -265,6 +239,41 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	p.leaving = gone
 	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
 	return p, ""
+}
+
+// roomFor is the room node n offers pod's plan: its free room, plus what
+// the pods already leaving it (terminating, or in leaving: evicted for an
+// earlier plan) hold, minus what is nominated to it. The leaving pods are
+// added to gone. inGang: pod is a member of a gang, whose nominated members
+// are not subtracted.
+//
+// A leaving pod's room is the room of the preemptor it is evicted for, who
+// is nominated here and subtracted: counted as used as well, every later
+// preemptor would evict for it a second time. Room nominated to other pods
+// is not free, or the next preemptor would count it and evict nothing; like
+// the scheduler's filters, only pods of at least pod's priority hold their
+// nomination. The pod's own gang is not subtracted: its members are the
+// plan's members already.
+func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, leaving, gone map[types.UID]bool) resources.List {
+	free := cache.FreeOf(n)
+	for _, pi := range n.GetPods() {
+		if q := pi.GetPod(); q.DeletionTimestamp != nil || leaving[q.UID] {
+			free.Add(cache.PodRequest(q))
+			gone[q.UID] = true
+		}
+	}
+	group, _ := cache.GroupKeyOf(pod)
+	for _, np := range nominated {
+		q := np.GetPod()
+		if q.UID == pod.UID || corev1helpers.PodPriority(q) < corev1helpers.PodPriority(pod) {
+			continue
+		}
+		if k, ok := cache.GroupKeyOf(q); ok && inGang && k == group {
+			continue
+		}
+		free.Sub(cache.PodRequest(q))
+	}
+	return free
 }
 
 // start records a decision's evictions in the cache, where every profile
