@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -61,4 +62,32 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 		t.Errorf("a gang released with no plan in flight kept its admission")
 	}
 	wantConsistent(t, c, "after the plan")
+}
+
+// A gang's plan ends when its evictions are abandoned (the Evaluator did not
+// carry it out) or fail, not only when its victims leave: a plan that never
+// ran must not keep the gang from being released or planned for again.
+func TestGangPlanEndsWithItsEvictions(t *testing.T) {
+	c, all := boundVictims(t)
+	member := memberOf("ns", "m0", "g", cpu("1"))
+	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	evs := evictionsOf(member.UID, all[0], all[1])
+	for i := range evs {
+		evs[i].Group = group
+	}
+	if !c.StartEvictions(evs, time.Now()) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	if _, ok := c.GangPlanInFlight(member); !ok {
+		t.Fatal("no plan in flight after StartEvictions")
+	}
+	// One eviction fails: the plan still has the other in flight.
+	c.FinishEviction(member.UID, all[0].UID, errors.New("conflict"))
+	if _, ok := c.GangPlanInFlight(member); !ok {
+		t.Fatal("the plan ended with one of its two evictions still in flight")
+	}
+	c.AbandonEvictions(member.UID, []types.UID{all[1].UID})
+	if _, ok := c.GangPlanInFlight(member); ok {
+		t.Fatal("the plan is in flight after its last eviction was abandoned")
+	}
 }
