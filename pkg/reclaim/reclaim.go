@@ -11,8 +11,6 @@ package reclaim
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -212,42 +210,6 @@ func Decide(in Input) (Plan, bool, string) {
 	return Plan{}, false, strings.Join(reasons, "; ")
 }
 
-// WithSiblings appends to members the need largest of siblings (the
-// unbound members of a gang besides the pod being scheduled). Which siblings
-// will run is not known, so the largest are counted: room for them is room
-// for any. siblings is reordered.
-func WithSiblings(members, siblings []resources.List, need int) []resources.List {
-	slices.SortStableFunc(siblings, func(a, b resources.List) int { return compareRequests(b, a) })
-	return append(members, siblings[:min(max(need, 0), len(siblings))]...)
-}
-
-// PickSiblings returns the indexes of the need largest of siblings, largest
-// first: the members WithSiblings counts, for a caller that must know which
-// pods they are. siblings is not reordered.
-func PickSiblings(siblings []resources.List, need int) []int {
-	idx := make([]int, len(siblings))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return compareRequests(siblings[b], siblings[a]) })
-	return idx[:min(max(need, 0), len(idx))]
-}
-
-// withinDeserved says why the queue may not reclaim need, or "".
-func withinDeserved(q Queue, need resources.List) string {
-	for _, k := range sortedNames(need) {
-		v := need[k]
-		if v <= 0 {
-			continue
-		}
-		if q.Allocated[k]+v > q.Deserved[k] {
-			return fmt.Sprintf("would exceed its deserved %s (%s allocated + %s requested > %s)", k,
-				resources.Format(k, q.Allocated[k]), resources.Format(k, v), resources.Format(k, q.Deserved[k]))
-		}
-	}
-	return ""
-}
-
 // option is one step of the greedy search: a single pod, or a whole gang.
 type option struct {
 	pods       []int
@@ -375,46 +337,6 @@ func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
 	}
 	s.steps = s.steps[:n0]
 	return got, fit
-}
-
-// cheaper: victims a are a better choice than b: fewer disruption budget
-// violations, fewer pods, then a lower highest priority, then younger
-// (their longest-running pod started later).
-func cheaper(a, b []option) bool {
-	na, da, pa, sa := summarize(a)
-	nb, db, pb, sb := summarize(b)
-	if da != db {
-		return da < db
-	}
-	if na != nb {
-		return na < nb
-	}
-	if pa != pb {
-		return pa < pb
-	}
-	return sa.After(sb)
-}
-
-// summarize returns the pod count, disruption budget violations, highest
-// priority and earliest start of a set of options.
-func summarize(opts []option) (n, disruptive int, prio int32, earliest time.Time) {
-	prio = math.MinInt32
-	for i, o := range opts {
-		n += len(o.pods)
-		disruptive += o.disruptive
-		prio = max(prio, o.priority)
-		if i == 0 || o.earliest.Before(earliest) {
-			earliest = o.earliest
-		}
-	}
-	return n, disruptive, prio, earliest
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // state is the search's scratch: what is taken so far.
@@ -644,84 +566,9 @@ func (s *state) take(o option) bool {
 	return true
 }
 
-// violations counts the pods that would break a disruption budget if pods
-// were taken on top of what is taken: a Disruptive pod always does, another
-// when one of its budgets has no disruption left for it.
-func (s *state) violations(pods []int) int {
-	n := 0
-	var extra map[int]int32 // budget -> spent by pods before this one
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		violates := p.Disruptive
-		for _, b := range p.Budgets {
-			if b < 0 || b >= len(s.in.Budgets) {
-				continue
-			}
-			if extra == nil {
-				extra = map[int]int32{}
-			}
-			extra[b]++
-			if s.in.Budgets[b]-s.spent[b]-extra[b] < 0 {
-				violates = true
-			}
-		}
-		n += b2i(violates)
-	}
-	return n
-}
-
-// spend adds d to the disruptions p's budgets have spent.
-func (s *state) spend(p Pod, d int32) {
-	for _, b := range p.Budgets {
-		if b >= 0 && b < len(s.spent) {
-			s.spent[b] += d
-		}
-	}
-}
-
 // nodeIndexOf returns the index of a node in Input.Nodes, eligible or not;
 // room freed on an ineligible node is tracked but never used.
 func (s *state) nodeIndexOf(name string) int { return s.allNodes[name] }
-
-// affordable applies the reclaim rule to taking pods on top of what is taken:
-// each pod's queue must stay at or above its deserved share on some resource
-// the pod frees, and at or above its guarantee on every resource.
-func (s *state) affordable(pods []int) bool {
-	if s.mode != Reclaim {
-		return true
-	}
-	after := map[string]resources.List{}
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		if after[p.Queue] == nil {
-			after[p.Queue] = resources.List{}.Add(s.takenQ[p.Queue])
-		}
-		after[p.Queue].Add(p.Request)
-	}
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		q := s.in.Queues[p.Queue]
-		t := after[p.Queue]
-		over := false
-		for k, v := range p.Request {
-			// A resource the queue has no deserved amount of is one it
-			// was never given a share of: it is not over on it.
-			if d, ok := q.Deserved[k]; ok && v > 0 && q.Allocated[k]-t[k] >= d {
-				over = true
-				break
-			}
-		}
-		if !over {
-			return false
-		}
-		for k, g := range q.Guarantee {
-			if g > 0 && q.Allocated[k]-t[k] < g {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // place puts the members first-fit-decreasing and returns the first
 // member's node.
@@ -807,31 +654,4 @@ func (s *state) victims() []int {
 	}
 	slices.SortFunc(out, func(a, b int) int { return s.comparePods(b, a) })
 	return out
-}
-
-// compareRequests orders requests by cpu, then memory, then the rest by name.
-func compareRequests(a, b resources.List) int {
-	if c := cmp.Compare(a[resources.CPU], b[resources.CPU]); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a["memory"], b["memory"]); c != 0 {
-		return c
-	}
-	for _, k := range sortedNames(a, b) {
-		if c := cmp.Compare(a[k], b[k]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-func sortedNames(ls ...resources.List) []string {
-	var out []string
-	for _, l := range ls {
-		for k := range l {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
