@@ -151,7 +151,10 @@ func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		pl.abandon(pod, p)
 		attempts.WithLabelValues("filtered").Inc()
 		logger.V(3).Info("Planned victims do not make room", "pod", klog.KObj(pod), "node", p.node, "status", status.Message())
-		return result, fwk.NewStatus(status.Code(), "reclaim: "+status.Message())
+		// Unschedulable whatever the Evaluator's code: CalderaGang runs
+		// after this plugin and must still release a gang that got no
+		// plan, which an Error or UnschedulableAndUnresolvable would skip.
+		return result, fwk.NewStatus(fwk.Unschedulable, "reclaim: "+status.Message())
 	}
 	attempts.WithLabelValues(p.mode.String()).Inc()
 	logger.V(2).Info("Evicting for a group that does not fit", "pod", klog.KObj(pod), "action", p.mode.String(), "node", p.node, "victims", len(p.victims))
