@@ -17,7 +17,12 @@ type Eviction struct {
 	// namespace/name, for messages.
 	Preemptor     types.UID
 	PreemptorName string
-	Mode          reclaim.Mode
+	// Group is the preemptor's gang (its admission unit key, as in
+	// reclaim.Preemptor.Group); "" for a pod outside any gang. While any
+	// eviction of a gang's plan is in flight the gang keeps its admission
+	// through a release and is not planned for again.
+	Group string
+	Mode  reclaim.Mode
 	// Queue is the preemptor's queue, VictimQueue the victim's.
 	Queue, VictimQueue string
 }
@@ -38,6 +43,16 @@ type evictionBook struct {
 	// started holds every entry in the order it was recorded; an entry
 	// still unreported abandonAfter later is forgotten.
 	started []startedEntry
+	// gangs holds, per preemptor gang with evictions in flight, how many
+	// and the nodes its plan freed for its members.
+	gangs map[string]*gangPlan
+}
+
+// gangPlan is a gang's plan while its victims leave.
+type gangPlan struct {
+	victims int
+	// nodes: member pod -> the node the plan freed room on for it.
+	nodes map[types.UID]string
 }
 
 type evictionEntry struct {
@@ -75,7 +90,19 @@ func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
 	}
 	for _, e := range evs {
 		entry := &evictionEntry{Eviction: e}
+		b.dropLocked(e.Victim) // the same preemptor's earlier entry, if any
 		b.entries[e.Victim] = entry
+		if e.Group != "" {
+			if b.gangs == nil {
+				b.gangs = map[string]*gangPlan{}
+			}
+			gp := b.gangs[e.Group]
+			if gp == nil {
+				gp = &gangPlan{}
+				b.gangs[e.Group] = gp
+			}
+			gp.victims++
+		}
 		b.started = append(b.started, startedEntry{at: now, entry: entry})
 		if c.adm == nil || c.adm.pods[e.Victim] == nil {
 			b.leftLocked(e.Victim, now)
@@ -108,7 +135,7 @@ func (c *Cache) AbandonEvictions(preemptor types.UID, victims []types.UID) {
 	defer c.mu.Unlock()
 	for _, uid := range victims {
 		if e := c.evictions.entries[uid]; e != nil && e.Preemptor == preemptor {
-			delete(c.evictions.entries, uid)
+			c.evictions.dropLocked(uid)
 		}
 	}
 }
@@ -125,7 +152,7 @@ func (c *Cache) FinishEviction(preemptor, victim types.UID, err error) (Eviction
 		return Eviction{}, false
 	}
 	if err != nil || e.gone {
-		delete(c.evictions.entries, victim)
+		c.evictions.dropLocked(victim)
 	} else {
 		e.done = true
 	}
@@ -148,7 +175,7 @@ func (b *evictionBook) leftLocked(uid types.UID, now time.Time) {
 	switch {
 	case e == nil || e.gone:
 	case e.done:
-		delete(b.entries, uid)
+		b.dropLocked(uid)
 	default:
 		e.gone = true
 	}
@@ -164,10 +191,59 @@ func (b *evictionBook) sweepLocked(now time.Time) {
 		b.started = b.started[1:]
 		// The entry may have been reported, abandoned or replaced since.
 		if !s.entry.done && b.entries[s.entry.Victim] == s.entry {
-			delete(b.entries, s.entry.Victim)
+			b.dropLocked(s.entry.Victim)
 		}
 	}
 	if len(b.started) == 0 {
 		b.started = nil // let the backing array go
 	}
+}
+
+// dropLocked forgets the eviction of uid; the last one of a gang's plan
+// ends the plan. O(1).
+func (b *evictionBook) dropLocked(uid types.UID) {
+	e := b.entries[uid]
+	if e == nil {
+		return
+	}
+	delete(b.entries, uid)
+	if gp := b.gangs[e.Group]; gp != nil {
+		if gp.victims--; gp.victims <= 0 {
+			delete(b.gangs, e.Group)
+		}
+	}
+}
+
+// HoldForGang records the nodes a gang's plan freed for its members (pod
+// -> node), so that a member tried while the victims still leave is
+// nominated to its node instead of planning again. It does nothing when
+// the gang has no evictions in flight. O(members).
+func (c *Cache) HoldForGang(group string, nodes map[types.UID]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gp := c.evictions.gangs[group]; gp != nil {
+		gp.nodes = nodes
+	}
+}
+
+// GangPlanInFlight says whether pod's gang has a plan whose evictions are
+// still in flight, and the node that plan freed for pod ("" when it counted
+// pod among none of its members). O(1).
+func (c *Cache) GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool) {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return "", false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	gp := c.evictions.gangs[gangUnitKey(key)]
+	if gp == nil {
+		return "", false
+	}
+	return gp.nodes[pod.UID], true
+}
+
+// gangPlanLocked: the gang has evictions in flight.
+func (c *Cache) gangPlanLocked(key GroupKey) bool {
+	return c.evictions.gangs[gangUnitKey(key)] != nil
 }

@@ -316,8 +316,13 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	c.mu.Lock()
 	g := c.groups[key]
 	// A gang backing off was released already and has nothing waiting; one
-	// with its minimum placed needs no release.
-	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.Ready(g.spec, g.counts.Placed) {
+	// with its minimum placed needs no release. Nor does one whose reclaim
+	// or preemption plan is still evicting: the plan made room for exactly
+	// its members that do not hold a node, so the members waiting in Permit
+	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
+	// an unadmitted preemptor); its members fail Filter only until the
+	// victims are gone, and are retried then.
+	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.Ready(g.spec, g.counts.Placed) || c.gangPlanLocked(key) {
 		c.mu.Unlock()
 		return false
 	}

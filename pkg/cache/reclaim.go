@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/reclaim"
@@ -118,17 +119,26 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 	if !u.admitted {
 		return reclaim.Preemptor{}, false, "the PodGroup is not admitted to queue " + u.queue
 	}
-	pre := reclaim.Preemptor{Group: uk, Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}
-	// The gang needs minMember members bound; the pod is one, the rest come
-	// from its unbound siblings (reclaim.WithSiblings picks which count).
-	if need := int(u.min) - g.counts.Bound - 1; need > 0 {
+	pre := reclaim.Preemptor{Group: uk, Queue: u.queue, Priority: u.priority,
+		Members: []resources.List{first}, MemberIDs: []string{string(pod.UID)}}
+	// The gang needs minMember members placed; the pod is one, the rest
+	// come from its siblings that hold no node (reclaim.PickSiblings picks
+	// which count). Siblings bound, or reserved and waiting in Permit, are
+	// on their nodes in the scheduler's snapshot already: counted again as
+	// members to place, their room would be asked for twice.
+	if need := int(u.min) - g.counts.Placed - 1; need > 0 {
 		var rest []resources.List
+		var uids []types.UID
 		for uid, m := range g.members {
-			if uid != pod.UID && !m.state.Assigned && !m.state.Phase.Terminal() {
+			if uid != pod.UID && m.node() == "" && !m.state.Phase.Terminal() {
 				rest = append(rest, m.request)
+				uids = append(uids, uid)
 			}
 		}
-		pre.Members = reclaim.WithSiblings(pre.Members, rest, need)
+		for _, i := range reclaim.PickSiblings(rest, need) {
+			pre.Members = append(pre.Members, rest[i])
+			pre.MemberIDs = append(pre.MemberIDs, string(uids[i]))
+		}
 	}
 	return pre, true, ""
 }
@@ -157,6 +167,23 @@ func (c *Cache) PodGroupOf(pod *v1.Pod) *v1alpha1.PodGroup {
 	defer c.mu.RUnlock()
 	if g := c.groups[key]; g != nil {
 		return g.pg
+	}
+	return nil
+}
+
+// GangMemberPod returns the member uid of pod's gang as the cache last saw
+// it, or nil. O(1).
+func (c *Cache) GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if g := c.groups[key]; g != nil {
+		if m := g.members[uid]; m != nil {
+			return m.pod
+		}
 	}
 	return nil
 }

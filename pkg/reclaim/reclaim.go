@@ -11,8 +11,6 @@ package reclaim
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -74,9 +72,16 @@ type Pod struct {
 	Started time.Time
 	// Request is what the pod requests; it is freed on its node when evicted.
 	Request resources.List
-	// Disruptive: evicting the pod would violate a PodDisruptionBudget. Such
-	// pods are taken last, as the default preemption does.
+	// Disruptive: evicting the pod would violate a PodDisruptionBudget
+	// whatever else is taken. Such pods are taken last, as the default
+	// preemption does.
 	Disruptive bool
+	// Budgets are the indexes in Input.Budgets of the PodDisruptionBudgets
+	// that cover the pod. Each victim spends one disruption of each; a
+	// victim that takes a budget below zero violates it, and is taken only
+	// when no plan without the violation exists (upstream's
+	// filterPodsWithPDBViolation counts the same way).
+	Budgets []int
 }
 
 // Group describes a victim gang: how many of its members must keep running.
@@ -108,6 +113,9 @@ type Preemptor struct {
 	// Members are the requests of the members that still need a node; the
 	// first is the pod being scheduled now. The whole list must fit.
 	Members []resources.List
+	// MemberIDs optionally name the pods behind Members, index for index,
+	// so that the caller can hold each member's planned node for it.
+	MemberIDs []string
 }
 
 // Options switch the actions and guard young pods.
@@ -129,7 +137,10 @@ type Input struct {
 	Groups    map[string]Group
 	Pods      []Pod
 	Nodes     []Node
-	Options   Options
+	// Budgets are the disruptions each PodDisruptionBudget still allows
+	// (status.disruptionsAllowed); Pod.Budgets index it.
+	Budgets []int32
+	Options Options
 }
 
 // Plan is a decision to evict.
@@ -140,6 +151,10 @@ type Plan struct {
 	Victims []int
 	// Node is where the preemptor's first member goes once the victims are gone.
 	Node string
+	// Placement is the node of every member, index for index with
+	// Preemptor.Members (Placement[0] == Node): the room the plan frees for
+	// each, which the caller holds for the gang until it binds.
+	Placement []string
 }
 
 // Decide returns the plan that lets the whole preemptor fit with the fewest
@@ -195,30 +210,6 @@ func Decide(in Input) (Plan, bool, string) {
 	return Plan{}, false, strings.Join(reasons, "; ")
 }
 
-// WithSiblings appends to members the need largest of siblings (the
-// unbound members of a gang besides the pod being scheduled). Which siblings
-// will run is not known, so the largest are counted: room for them is room
-// for any. siblings is reordered.
-func WithSiblings(members, siblings []resources.List, need int) []resources.List {
-	slices.SortStableFunc(siblings, func(a, b resources.List) int { return compareRequests(b, a) })
-	return append(members, siblings[:min(max(need, 0), len(siblings))]...)
-}
-
-// withinDeserved says why the queue may not reclaim need, or "".
-func withinDeserved(q Queue, need resources.List) string {
-	for _, k := range sortedNames(need) {
-		v := need[k]
-		if v <= 0 {
-			continue
-		}
-		if q.Allocated[k]+v > q.Deserved[k] {
-			return fmt.Sprintf("would exceed its deserved %s (%s allocated + %s requested > %s)", k,
-				resources.Format(k, q.Allocated[k]), resources.Format(k, v), resources.Format(k, q.Deserved[k]))
-		}
-	}
-	return ""
-}
-
 // option is one step of the greedy search: a single pod, or a whole gang.
 type option struct {
 	pods       []int
@@ -256,7 +247,11 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 			// scheduler's next attempt places it.
 			return Plan{}, false, "the group fits without evictions"
 		}
-		return Plan{Mode: mode, Victims: s.victims(), Node: node}, true, ""
+		placement := make([]string, len(s.placement))
+		for m, i := range s.placement {
+			placement[m] = s.in.Nodes[i].Name
+		}
+		return Plan{Mode: mode, Victims: s.victims(), Node: node, Placement: placement}, true, ""
 	}
 	return Plan{}, false, "the whole group does not fit even after evicting every eligible victim"
 }
@@ -310,11 +305,20 @@ func (s *state) roomFor(i int, req resources.List) bool {
 func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
 	var got []option
 	fit, n0 := false, len(s.steps)
-	for _, o := range s.byNode[i] {
-		if s.take(o) {
-			got = append(got, s.steps[len(s.steps)-1])
-			if fit = s.roomFor(i, req); fit {
-				break
+	// Options that break no disruption budget go first; those that would
+	// take a budget below zero (given what is taken by then) only when the
+	// others do not make room. So of a budget that allows one disruption,
+	// one pod goes before any other pod it covers is considered.
+	for pass := 0; pass < 2 && !fit; pass++ {
+		for _, o := range s.byNode[i] {
+			if pass == 0 && s.violations(o.pods) > 0 {
+				continue
+			}
+			if s.take(o) {
+				got = append(got, s.steps[len(s.steps)-1])
+				if fit = s.roomFor(i, req); fit {
+					break
+				}
 			}
 		}
 	}
@@ -335,46 +339,6 @@ func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
 	return got, fit
 }
 
-// cheaper: victims a are a better choice than b: fewer disruption budget
-// violations, fewer pods, then a lower highest priority, then younger
-// (their longest-running pod started later).
-func cheaper(a, b []option) bool {
-	na, da, pa, sa := summarize(a)
-	nb, db, pb, sb := summarize(b)
-	if da != db {
-		return da < db
-	}
-	if na != nb {
-		return na < nb
-	}
-	if pa != pb {
-		return pa < pb
-	}
-	return sa.After(sb)
-}
-
-// summarize returns the pod count, disruption budget violations, highest
-// priority and earliest start of a set of options.
-func summarize(opts []option) (n, disruptive int, prio int32, earliest time.Time) {
-	prio = math.MinInt32
-	for i, o := range opts {
-		n += len(o.pods)
-		disruptive += o.disruptive
-		prio = max(prio, o.priority)
-		if i == 0 || o.earliest.Before(earliest) {
-			earliest = o.earliest
-		}
-	}
-	return n, disruptive, prio, earliest
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // state is the search's scratch: what is taken so far.
 type state struct {
 	in            Input
@@ -385,6 +349,7 @@ type state struct {
 	eligibleNodes []int            // indexes of eligible nodes, in Input order
 	free          []resources.List // per node: Free + freed by taken pods
 	taken         map[int]bool     // pod index -> taken
+	spent         []int32          // per budget: disruptions the taken pods spend
 	takenQ        map[string]resources.List
 	groupPods     map[string][]int // gang key -> its candidate pods
 	running       map[string]int32 // gang key -> running members (all, not only candidates)
@@ -480,6 +445,7 @@ func (s *state) reset() {
 		s.used[i] = resources.List{}
 	}
 	s.taken = map[int]bool{}
+	s.spent = make([]int32, len(s.in.Budgets))
 	s.takenQ = map[string]resources.List{}
 	s.steps = s.steps[:0]
 }
@@ -586,14 +552,16 @@ func (s *state) take(o option) bool {
 	if len(add) == 0 || !s.affordable(add) {
 		return false
 	}
+	st := o
+	st.pods = add
+	st.disruptive = s.violations(add)
 	for _, i := range add {
 		p := s.in.Pods[i]
 		s.taken[i] = true
+		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
 		s.takenQ[p.Queue] = s.takenQ[p.Queue].Add(p.Request)
 	}
-	st := o
-	st.pods = add
 	s.steps = append(s.steps, st)
 	return true
 }
@@ -601,46 +569,6 @@ func (s *state) take(o option) bool {
 // nodeIndexOf returns the index of a node in Input.Nodes, eligible or not;
 // room freed on an ineligible node is tracked but never used.
 func (s *state) nodeIndexOf(name string) int { return s.allNodes[name] }
-
-// affordable applies the reclaim rule to taking pods on top of what is taken:
-// each pod's queue must stay at or above its deserved share on some resource
-// the pod frees, and at or above its guarantee on every resource.
-func (s *state) affordable(pods []int) bool {
-	if s.mode != Reclaim {
-		return true
-	}
-	after := map[string]resources.List{}
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		if after[p.Queue] == nil {
-			after[p.Queue] = resources.List{}.Add(s.takenQ[p.Queue])
-		}
-		after[p.Queue].Add(p.Request)
-	}
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		q := s.in.Queues[p.Queue]
-		t := after[p.Queue]
-		over := false
-		for k, v := range p.Request {
-			// A resource the queue has no deserved amount of is one it
-			// was never given a share of: it is not over on it.
-			if d, ok := q.Deserved[k]; ok && v > 0 && q.Allocated[k]-t[k] >= d {
-				over = true
-				break
-			}
-		}
-		if !over {
-			return false
-		}
-		for k, g := range q.Guarantee {
-			if g > 0 && q.Allocated[k]-t[k] < g {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // place puts the members first-fit-decreasing and returns the first
 // member's node.
@@ -701,6 +629,7 @@ func (s *state) untake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		delete(s.taken, i)
+		s.spend(p, -1)
 		s.free[s.nodeIndexOf(p.Node)].Sub(p.Request)
 		s.takenQ[p.Queue].Sub(p.Request)
 	}
@@ -710,6 +639,7 @@ func (s *state) retake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		s.taken[i] = true
+		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
 		s.takenQ[p.Queue].Add(p.Request)
 	}
@@ -724,31 +654,4 @@ func (s *state) victims() []int {
 	}
 	slices.SortFunc(out, func(a, b int) int { return s.comparePods(b, a) })
 	return out
-}
-
-// compareRequests orders requests by cpu, then memory, then the rest by name.
-func compareRequests(a, b resources.List) int {
-	if c := cmp.Compare(a[resources.CPU], b[resources.CPU]); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a["memory"], b["memory"]); c != 0 {
-		return c
-	}
-	for _, k := range sortedNames(a, b) {
-		if c := cmp.Compare(a[k], b[k]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-func sortedNames(ls ...resources.List) []string {
-	var out []string
-	for _, l := range ls {
-		for k := range l {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -108,9 +108,11 @@ func (g *Gang) SignPod(context.Context, *v1.Pod) ([]fwk.SignFragment, *fwk.Statu
 // PreFilterExtensions returns nil: the plugin has no per-node state to update.
 func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// PostFilter runs when a member fits no node: the gang cannot complete now, so
-// its waiting members are rejected (it holds nothing) and it backs off. It never
-// nominates a node; preemption plugins after it still run.
+// PostFilter runs when a member fits no node and CalderaReclaim (configured
+// before it) made no plan: the gang cannot complete now, so its waiting
+// members are rejected (it holds nothing), it backs off and returns to its
+// queue's pending groups. It never nominates a node. While a plan of the
+// gang's is still evicting, it releases nothing.
 func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if _, ok := cache.GroupKeyOf(pod); !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -123,6 +125,13 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, st
 		// nodes until their timeout.
 		g.cache.RejectWaiting(pod, ours)
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+		// CalderaReclaim (before this plugin) is evicting for the gang:
+		// the member only waits for the victims to leave. Releasing would
+		// reject the siblings holding nodes in Permit, whose room the plan
+		// relies on, and back off the gang the room is being freed for.
+		return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for the victims of the gang's reclaim plan to leave")
 	}
 	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, summary)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "gang released")

@@ -24,12 +24,14 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -62,6 +64,14 @@ type plan struct {
 	node    string
 	victims []*v1.Pod
 	mode    policy.Mode
+	// leaving are the pods on the planned node already on their way out
+	// (terminating, or evicted for an earlier plan): the plan counted their
+	// room as becoming free, so the filters are re-run without them too.
+	leaving map[types.UID]bool
+	// group is the preemptor's gang ("" for a singleton) and members the
+	// node the plan freed for each of its members that holds none.
+	group   string
+	members map[types.UID]string
 }
 
 var (
@@ -109,6 +119,18 @@ func (pl *Reclaim) Name() string { return Name }
 // re-runs the filters on the planned node, nominates it and evicts.
 func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
+	if node, inFlight := pl.cache.GangPlanInFlight(pod); inFlight {
+		// The gang's plan is still evicting: planning again would count
+		// the room its victims are freeing as used and evict more. The
+		// member keeps (or gets) the node the plan freed for it, so that no
+		// other pod takes that room, and is retried as the victims leave.
+		attempts.WithLabelValues("waiting").Inc()
+		st := fwk.NewStatus(fwk.Unschedulable, "reclaim: waiting for the victims of the gang's plan to leave")
+		if node == "" {
+			return nil, st
+		}
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node}}, st
+	}
 	p, why := pl.plan(ctx, pod, m)
 	if p == nil {
 		attempts.WithLabelValues("none").Inc()
@@ -129,11 +151,43 @@ func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		pl.abandon(pod, p)
 		attempts.WithLabelValues("filtered").Inc()
 		logger.V(3).Info("Planned victims do not make room", "pod", klog.KObj(pod), "node", p.node, "status", status.Message())
-		return result, fwk.NewStatus(status.Code(), "reclaim: "+status.Message())
+		// Unschedulable whatever the Evaluator's code: CalderaGang runs
+		// after this plugin and must still release a gang that got no
+		// plan, which an Error or UnschedulableAndUnresolvable would skip.
+		return result, fwk.NewStatus(fwk.Unschedulable, "reclaim: "+status.Message())
 	}
 	attempts.WithLabelValues(p.mode.String()).Inc()
 	logger.V(2).Info("Evicting for a group that does not fit", "pod", klog.KObj(pod), "action", p.mode.String(), "node", p.node, "victims", len(p.victims))
+	pl.holdForGang(ctx, pod, p)
 	return result, status
+}
+
+// holdForGang gives every other member of pod's gang the room the plan
+// freed for it: the cache remembers the node (a member that fails Filter
+// while the victims leave is nominated there again, see PostFilter), and
+// the member is nominated to it in the scheduler's memory now, so that
+// until the gang binds no pod of lower or equal priority takes the room.
+// The pod itself is nominated by the Evaluator.
+func (pl *Reclaim) holdForGang(ctx context.Context, pod *v1.Pod, p *plan) {
+	if p.group == "" || len(p.members) == 0 {
+		return
+	}
+	pl.cache.HoldForGang(p.group, p.members)
+	logger := klog.FromContext(ctx)
+	for uid, node := range p.members {
+		if uid == pod.UID {
+			continue
+		}
+		sib := pl.cache.GangMemberPod(pod, uid)
+		if sib == nil || sib.Spec.NodeName != "" {
+			continue
+		}
+		pi, err := framework.NewPodInfo(sib)
+		if err != nil {
+			continue
+		}
+		pl.handle.AddNominatedPod(logger, pi, &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node})
+	}
 }
 
 // plan decides the victims for pod, or says why there are none.
@@ -168,19 +222,11 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	if !ok {
 		return nil, why
 	}
-	pl.markDisruptive(in.Pods, running)
+	pl.markBudgets(&in, running)
 	in.Nodes = make([]policy.Node, len(nodes))
+	gone := map[types.UID]bool{}
 	for i, n := range nodes {
-		free := cache.FreeOf(n)
-		// Room promised to pods nominated here by earlier preemptions is
-		// not free, or the next preemptor would count it and evict nothing.
-		// Like the scheduler's filters, only pods of at least pod's
-		// priority hold their nomination.
-		for _, np := range pl.handle.NominatedPodsForNode(n.Node().Name) {
-			if q := np.GetPod(); q.UID != pod.UID && corev1helpers.PodPriority(q) >= corev1helpers.PodPriority(pod) {
-				free.Sub(cache.PodRequest(q))
-			}
-		}
+		free := roomFor(pod, in.Preemptor.Group != "", n, pl.handle.NominatedPodsForNode(n.Node().Name), leaving, gone)
 		in.Nodes[i] = policy.Node{Name: n.Node().Name, Free: free, Eligible: eligible[n.Node().Name]}
 	}
 	in.Options = pl.opts
@@ -193,8 +239,44 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	if !ok {
 		return nil, "the chosen victims are being evicted for another pod already"
 	}
+	p.leaving = gone
 	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
 	return p, ""
+}
+
+// roomFor is the room node n offers pod's plan: its free room, plus what
+// the pods already leaving it (terminating, or in leaving: evicted for an
+// earlier plan) hold, minus what is nominated to it. The leaving pods are
+// added to gone. inGang: pod is a member of a gang, whose nominated members
+// are not subtracted.
+//
+// A leaving pod's room is the room of the preemptor it is evicted for, who
+// is nominated here and subtracted: counted as used as well, every later
+// preemptor would evict for it a second time. Room nominated to other pods
+// is not free, or the next preemptor would count it and evict nothing; like
+// the scheduler's filters, only pods of at least pod's priority hold their
+// nomination. The pod's own gang is not subtracted: its members are the
+// plan's members already.
+func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, leaving, gone map[types.UID]bool) resources.List {
+	free := cache.FreeOf(n)
+	for _, pi := range n.GetPods() {
+		if q := pi.GetPod(); q.DeletionTimestamp != nil || leaving[q.UID] {
+			free.Add(cache.PodRequest(q))
+			gone[q.UID] = true
+		}
+	}
+	group, _ := cache.GroupKeyOf(pod)
+	for _, np := range nominated {
+		q := np.GetPod()
+		if q.UID == pod.UID || corev1helpers.PodPriority(q) < corev1helpers.PodPriority(pod) {
+			continue
+		}
+		if k, ok := cache.GroupKeyOf(q); ok && inGang && k == group {
+			continue
+		}
+		free.Sub(cache.PodRequest(q))
+	}
+	return free
 }
 
 // start records a decision's evictions in the cache, where every profile
@@ -203,7 +285,15 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 // It fails when another preemptor claimed one of the victims since in was
 // read.
 func (pl *Reclaim) start(pod *v1.Pod, in policy.Input, decided policy.Plan, running []*v1.Pod) (*plan, bool) {
-	p := &plan{node: decided.Node, mode: decided.Mode}
+	p := &plan{node: decided.Node, mode: decided.Mode, group: in.Preemptor.Group}
+	if p.group != "" {
+		p.members = make(map[types.UID]string, len(in.Preemptor.MemberIDs))
+		for i, id := range in.Preemptor.MemberIDs {
+			if i < len(decided.Placement) {
+				p.members[types.UID(id)] = decided.Placement[i]
+			}
+		}
+	}
 	ids := make(map[string]*v1.Pod, len(running))
 	for _, r := range running {
 		ids[r.Namespace+"/"+r.Name] = r
@@ -214,7 +304,7 @@ func (pl *Reclaim) start(pod *v1.Pod, in policy.Input, decided policy.Plan, runn
 		victim := ids[vp.ID]
 		p.victims = append(p.victims, victim)
 		evs = append(evs, cache.Eviction{Victim: victim.UID, Preemptor: pod.UID, PreemptorName: pod.Namespace + "/" + pod.Name,
-			Mode: decided.Mode, Queue: in.Preemptor.Queue, VictimQueue: vp.Queue})
+			Group: in.Preemptor.Group, Mode: decided.Mode, Queue: in.Preemptor.Queue, VictimQueue: vp.Queue})
 	}
 	return p, pl.cache.StartEvictions(evs, in.Options.Now)
 }
@@ -240,42 +330,49 @@ func (pl *Reclaim) mayPreempt(pod *v1.Pod, nominatedStatus *fwk.Status) (bool, s
 	return true, ""
 }
 
-// markDisruptive flags the candidates whose eviction would violate a
-// PodDisruptionBudget (one with no disruptions allowed that selects them).
-func (pl *Reclaim) markDisruptive(pods []policy.Pod, running []*v1.Pod) {
+// markBudgets gives the decision the PodDisruptionBudgets: what each still
+// allows, and which budgets cover each candidate. Each victim spends one
+// disruption of every budget covering it and breaks the budget when none is
+// left, as upstream's DefaultPreemption counts (filterPodsWithPDBViolation):
+// a budget allowing one disruption protects all its pods but one. A pod the
+// budget lists as disrupted already spends nothing.
+func (pl *Reclaim) markBudgets(in *policy.Input, running []*v1.Pod) {
 	pdbs, err := pl.pdbs()
 	if err != nil || len(pdbs) == 0 {
 		return
 	}
-	// Only budgets with no disruption left protect anything; their
-	// selectors are parsed once, not once per pod.
+	// Selectors are parsed once, not once per pod.
 	type budget struct {
-		ns  string
+		pdb *policyv1.PodDisruptionBudget
 		sel labels.Selector
 	}
-	var exhausted []budget
+	var budgets []budget
 	for _, pdb := range pdbs {
-		if pdb.Status.DisruptionsAllowed > 0 {
-			continue
-		}
 		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
-			exhausted = append(exhausted, budget{pdb.Namespace, sel})
+			budgets = append(budgets, budget{pdb, sel})
+			in.Budgets = append(in.Budgets, pdb.Status.DisruptionsAllowed)
 		}
 	}
-	if len(exhausted) == 0 {
+	if len(budgets) == 0 {
 		return
 	}
 	byID := make(map[string]*v1.Pod, len(running))
 	for _, p := range running {
 		byID[p.Namespace+"/"+p.Name] = p
 	}
-	for i := range pods {
-		p := byID[pods[i].ID]
-		for _, b := range exhausted {
-			if b.ns == p.Namespace && b.sel.Matches(labels.Set(p.Labels)) {
-				pods[i].Disruptive = true
-				break
+	for i := range in.Pods {
+		p := byID[in.Pods[i].ID]
+		if p == nil || len(p.Labels) == 0 {
+			continue
+		}
+		for b, bu := range budgets {
+			if bu.pdb.Namespace != p.Namespace || !bu.sel.Matches(labels.Set(p.Labels)) {
+				continue
 			}
+			if _, done := bu.pdb.Status.DisruptedPods[p.Name]; done {
+				continue
+			}
+			in.Pods[i].Budgets = append(in.Pods[i].Budgets, b)
 		}
 	}
 }
@@ -354,6 +451,23 @@ func (pl *Reclaim) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState
 	for _, v := range p.victims {
 		if v.Spec.NodeName == p.node {
 			here[v.UID] = true
+		}
+	}
+	// The plan counted the room of pods already leaving as free; the
+	// filters must see the node the same way, or every plan that relies on
+	// a terminating victim's room fails here.
+	var leaving []fwk.PodInfo
+	for _, pi := range nodeInfo.GetPods() {
+		if p.leaving[pi.GetPod().UID] && !here[pi.GetPod().UID] {
+			leaving = append(leaving, pi)
+		}
+	}
+	for _, pi := range leaving {
+		if err := nodeInfo.RemovePod(logger, pi.GetPod()); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		if st := pl.handle.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !st.IsSuccess() {
+			return nil, 0, st
 		}
 	}
 	// RemovePod reorders the node's pod list: pick the victims first.

@@ -1,0 +1,93 @@
+package cache
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/reclaim"
+)
+
+// A gang whose reclaim or preemption plan is still evicting keeps its
+// admission when a member fails Filter meanwhile, and the cache hands each
+// member the node the plan freed for it. Before, CalderaGang's PostFilter
+// released the gang and un-admitted it (Release -> unadmitLocked), and
+// CalderaReclaim then refused the unadmitted preemptor: a gang never
+// preempted. Once the victims are gone the plan is over and a release
+// un-admits again.
+func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "4"))
+	c.onNode(logger, mkNode("n2", "4"))
+	victim := single("ns", "victim", inQueue("q"), boundTo("n1"), cpu("2"))
+	podEvent(c, victim)
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{ok: true}, m0, m1)
+
+	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	if !c.StartEvictions([]Eviction{{Victim: victim.UID, Preemptor: m0.UID, PreemptorName: "ns/m0", Group: group,
+		Mode: reclaim.Preempt, Queue: "q", VictimQueue: "q"}}, time.Now()) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	c.HoldForGang(group, map[types.UID]string{m0.UID: "n1", m1.UID: "n2"})
+	if _, ok := c.FinishEviction(m0.UID, victim.UID, nil); !ok {
+		t.Fatal("FinishEviction found no eviction")
+	}
+
+	// m1 fails Filter while the victim terminates: nothing is released.
+	c.Unschedulable(logger, m1, t0, gang.Backoff{Base: time.Hour, Max: time.Hour}, "0/2 nodes are available: 2 Insufficient cpu.")
+	wantAdmitted(t, c, admission{ok: true}, m0, m1)
+	if node, ok := c.GangPlanInFlight(m1); !ok || node != "n2" {
+		t.Errorf("GangPlanInFlight(m1) = %q, %v; want n2, true", node, ok)
+	}
+	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOK {
+		t.Errorf("the gang backs off while its plan evicts: %s", msg)
+	}
+
+	// The victim leaves: the plan is over, and a failure releases as ever.
+	podDelete(c, next(victim, phase(v1.PodRunning)))
+	if _, ok := c.GangPlanInFlight(m1); ok {
+		t.Error("the plan is still in flight after its only victim left")
+	}
+	c.Unschedulable(logger, m1, t0.Add(2*time.Hour), gang.Backoff{}, "0/2 nodes are available: 2 Insufficient cpu.")
+	if got := admitted(c, m1); got.ok {
+		t.Errorf("a gang released with no plan in flight kept its admission")
+	}
+	wantConsistent(t, c, "after the plan")
+}
+
+// A gang's plan ends when its evictions are abandoned (the Evaluator did not
+// carry it out) or fail, not only when its victims leave: a plan that never
+// ran must not keep the gang from being released or planned for again.
+func TestGangPlanEndsWithItsEvictions(t *testing.T) {
+	c, all := boundVictims(t)
+	member := memberOf("ns", "m0", "g", cpu("1"))
+	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	evs := evictionsOf(member.UID, all[0], all[1])
+	for i := range evs {
+		evs[i].Group = group
+	}
+	if !c.StartEvictions(evs, time.Now()) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	if _, ok := c.GangPlanInFlight(member); !ok {
+		t.Fatal("no plan in flight after StartEvictions")
+	}
+	// One eviction fails: the plan still has the other in flight.
+	c.FinishEviction(member.UID, all[0].UID, errors.New("conflict"))
+	if _, ok := c.GangPlanInFlight(member); !ok {
+		t.Fatal("the plan ended with one of its two evictions still in flight")
+	}
+	c.AbandonEvictions(member.UID, []types.UID{all[1].UID})
+	if _, ok := c.GangPlanInFlight(member); ok {
+		t.Fatal("the plan is in flight after its last eviction was abandoned")
+	}
+}
