@@ -2,8 +2,12 @@ package random_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Liveness at quiescence: once the generator has stopped, whatever a correct
@@ -82,8 +86,8 @@ func (r *run) quiesce(ctx context.Context, w *watcher) {
 					firstFit[n] = now
 				}
 				if since := maxTime(firstFit[n], clock); now.Sub(since) > fitBound {
-					r.trace.fail("liveness-fit", n, "%s fits the free room but stayed pending for %v with no binding: %s\n%s",
-						n, now.Sub(since).Round(time.Millisecond), groupLine(s.Groups[n]), s.state())
+					r.trace.fail("liveness-fit", n, "%s fits the free room but stayed pending for %v with no binding: %s; events: %s\n%s",
+						n, now.Sub(since).Round(time.Millisecond), groupLine(s.Groups[n]), r.events(ctx, s.Groups[n]), s.state())
 					broken = true
 				}
 			}
@@ -93,8 +97,8 @@ func (r *run) quiesce(ctx context.Context, w *watcher) {
 					r.trace.logf("  %s is feasible by %s", n, p)
 				}
 				if since := maxTime(firstPlan[n], clock); now.Sub(since) > planBound {
-					r.trace.fail("liveness-evict", n, "%s is feasible by %s, but stayed pending for %v with no binding: %s\n%s",
-						n, p, now.Sub(since).Round(time.Millisecond), groupLine(s.Groups[n]), s.state())
+					r.trace.fail("liveness-evict", n, "%s is feasible by %s, but stayed pending for %v with no binding: %s; events: %s\n%s",
+						n, p, now.Sub(since).Round(time.Millisecond), groupLine(s.Groups[n]), r.events(ctx, s.Groups[n]), s.state())
 					broken = true
 				}
 			}
@@ -133,4 +137,29 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// events are the last Events about a group (its PodGroup, else its first
+// pending pod): the scheduler's own account of why it waits.
+func (r *run) events(ctx context.Context, g *groupState) string {
+	name := g.Name
+	if !g.Gang {
+		for _, p := range g.Pods {
+			name = p.Name
+		}
+	}
+	list, err := r.env.Client.EventsV1().Events(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == name {
+			out = append(out, fmt.Sprintf("%s: %s", ev.Reason, ev.Note))
+		}
+	}
+	if len(out) > 3 {
+		out = out[len(out)-3:]
+	}
+	return "[" + strings.Join(out, " | ") + "]"
 }
