@@ -61,16 +61,22 @@ type watcher struct {
 	allUnderSince time.Time
 	last          *snapshot // the model at the last check
 	lastViews     map[string]queueView
+	// pendingSeen is, per queue and priority, when a pending pod of that
+	// priority was last seen in it (by the informer, so a preemptor that
+	// arrived and was placed between two checks is not missed).
+	pendingSeen map[string]map[int32]time.Time
 }
 
 // startWatcher starts the pod informer and the check loop; both stop with ctx.
 func startWatcher(ctx context.Context, r *run) (*watcher, <-chan struct{}) {
-	w := &watcher{r: r, gangs: map[string]*gangTrack{}, deletions: map[string]bool{}}
+	w := &watcher{r: r, gangs: map[string]*gangTrack{}, deletions: map[string]bool{}, pendingSeen: map[string]map[int32]time.Time{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.env.Client, 0, informers.WithNamespace(r.ns))
 	inf := factory.Core().V1().Pods().Informer()
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.seePending(obj.(*v1.Pod)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			old, cur := oldObj.(*v1.Pod), newObj.(*v1.Pod)
+			w.seePending(old)
 			if old.Spec.NodeName == "" && cur.Spec.NodeName != "" {
 				w.mu.Lock()
 				w.lastBind = time.Now()
@@ -108,6 +114,19 @@ func startWatcher(ctx context.Context, r *run) (*watcher, <-chan struct{}) {
 		}
 	}()
 	return w, done
+}
+
+func (w *watcher) seePending(p *v1.Pod) {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := queueOf(p)
+	if w.pendingSeen[q] == nil {
+		w.pendingSeen[q] = map[int32]time.Time{}
+	}
+	w.pendingSeen[q][prioOf(p)] = time.Now()
 }
 
 // deleted notes a pod's deletion; one the generator did not ask for is an
@@ -191,6 +210,14 @@ func (w *watcher) check(ctx context.Context) {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, p := range s.Pods {
+		if p.pending() {
+			if w.pendingSeen[p.Queue] == nil {
+				w.pendingSeen[p.Queue] = map[int32]time.Time{}
+			}
+			w.pendingSeen[p.Queue][p.Priority] = now
+		}
+	}
 	// No gang stays partially bound (0 < bound < minMember) past its
 	// timeout + 5 s before it started. A gang that reached minMember bound
 	// once has started: completions and evictions may shrink it later. The
@@ -236,7 +263,7 @@ func (w *watcher) check(ctx context.Context) {
 		if ev.under.IsZero() || ev.at.Sub(ev.under) < thrashQuiet || w.last == nil {
 			continue
 		}
-		if preemptible(w.last, ev.pod) {
+		if w.preemptible(ev) {
 			continue
 		}
 		tr.fail("no-thrash", ev.pod.Name, "%s (queue %s, priority %d) evicted while every queue had been at or under its deserved share for %v: %s",
@@ -258,11 +285,14 @@ func (w *watcher) check(ctx context.Context) {
 	w.last, w.lastViews = s, views
 }
 
-// preemptible says whether the victim's queue had pending eligible work of
-// higher priority: the one case an eviction within fair shares is right.
-func preemptible(s *snapshot, victim *v1.Pod) bool {
-	for _, g := range s.Groups {
-		if _, ok := g.eligible(); ok && g.Queue == queueOf(victim) && g.Priority > prioOf(victim) {
+// preemptible says whether the victim's queue had a pending pod of higher
+// priority within thrashQuiet before the eviction (or since): the one case
+// an eviction within fair shares is right. Rule: any such pod counts, even
+// one whose gang is not yet complete; the check gives the scheduler the
+// benefit of the doubt about which preemptor it served.
+func (w *watcher) preemptible(ev eviction) bool {
+	for prio, at := range w.pendingSeen[queueOf(ev.pod)] {
+		if prio > prioOf(ev.pod) && at.After(ev.at.Add(-thrashQuiet)) {
 			return true
 		}
 	}
