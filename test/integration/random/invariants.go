@@ -329,8 +329,9 @@ func groupLine(g *groupState) string {
 	fin := g.count(func(p *podState) bool { return p.Finished })
 	pend := g.count((*podState).pending)
 	term := g.count(func(p *podState) bool { return p.Terminating })
-	return fmt.Sprintf("%s q=%s min=%d pods=%d bound=%d pending=%d finished=%d terminating=%d prio=%d cpu=%dm",
-		g.Name, g.Queue, g.MinMember, len(g.Pods), bound, pend, fin, term, g.Priority, g.memberCPU())
+	nom := g.count(func(p *podState) bool { return p.pending() && p.Nominated != "" })
+	return fmt.Sprintf("%s q=%s min=%d pods=%d bound=%d pending=%d nominated=%d finished=%d terminating=%d prio=%d cpu=%dm",
+		g.Name, g.Queue, g.MinMember, len(g.Pods), bound, pend, nom, fin, term, g.Priority, g.memberCPU())
 }
 
 func sharesLine(views map[string]queueView) string {

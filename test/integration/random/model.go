@@ -27,8 +27,9 @@ type podState struct {
 	CPU         int64
 	Priority    int32
 	Node        string
-	Finished    bool // Succeeded or Failed: holds nothing
-	Terminating bool // deletionTimestamp set: on its way out
+	Nominated   string // status.nominatedNodeName: upstream holds room there for it
+	Finished    bool   // Succeeded or Failed: holds nothing
+	Terminating bool   // deletionTimestamp set: on its way out
 	Selector    map[string]string
 }
 
@@ -103,6 +104,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 		}
 		ps := &podState{
 			Name: p.Name, Group: g, Queue: p.Labels[qapi.QueueLabel], Node: p.Spec.NodeName,
+			Nominated:   p.Status.NominatedNodeName,
 			Finished:    p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed,
 			Terminating: p.DeletionTimestamp != nil, Selector: p.Spec.NodeSelector,
 		}
