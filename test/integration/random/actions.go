@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -54,7 +53,11 @@ func (r *run) pods(g groupSpec) []*v1.Pod {
 		if g.Selector != nil {
 			b = b.NodeSelector(g.Selector)
 		}
-		out = append(out, b.Obj())
+		pod := b.Obj()
+		if g.Gated && i == g.Members-1 {
+			pod.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "random.caldera.dev/held"}}
+		}
+		out = append(out, pod)
 	}
 	return out
 }
@@ -97,8 +100,16 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		}
 		r.trace.logf("  %d pods of %s succeeded", n, g.Name)
 	case actDelete:
+		// By UID: the group may be submitted again under the same names,
+		// and the new pods' deletions are evictions again.
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name})
+		if err != nil {
+			return err
+		}
 		r.mu.Lock()
-		r.delGroups[g.Name] = true
+		for i := range list.Items {
+			r.delUIDs[string(list.Items[i].UID)] = true
+		}
 		r.mu.Unlock()
 		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 		if err := pods.DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name}); err != nil {
@@ -111,10 +122,31 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		}
 	case actDeletePod:
 		name := fmt.Sprintf("%s-%d", g.Name, a.Arg)
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		r.mu.Lock()
-		r.delPods[name] = true
+		r.delUIDs[string(p.UID)] = true
 		r.mu.Unlock()
-		err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		err = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+	case actUngate:
+		name := fmt.Sprintf("%s-%d", g.Name, g.Members-1)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.SchedulingGates = nil
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -183,5 +215,5 @@ func (r *run) setPhase(ctx context.Context, name string, phase v1.PodPhase) erro
 func (r *run) generatorDeleted(p *v1.Pod) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.delPods[p.Name] || r.delGroups[p.Labels[groupLabel]] || p.Labels[v1alpha1.PodGroupLabel] != "" && r.delGroups[p.Labels[v1alpha1.PodGroupLabel]]
+	return r.delUIDs[string(p.UID)]
 }

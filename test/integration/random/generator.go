@@ -51,6 +51,9 @@ type groupSpec struct {
 	Priority  int32
 	Timeout   int32             // scheduleTimeoutSeconds
 	Selector  map[string]string // node selector of every member; nil for none
+	// Gated: the last member is created with a scheduling gate, removed by
+	// a later ungate action (as a job controller holding one pod back does).
+	Gated bool
 }
 
 // actionKind says what an action does.
@@ -64,6 +67,7 @@ const (
 	actMinMember actionKind = "minmember" // set the PodGroup's minMember to Arg
 	actRelabel   actionKind = "relabel"   // toggle the disk label of node Arg
 	actKill      actionKind = "kill"      // SIGKILL the scheduler and start a new one
+	actUngate    actionKind = "ungate"    // remove the scheduling gate of the group's last member
 )
 
 // action is one step of the scenario, At after the scenario's start.
@@ -223,9 +227,15 @@ func Generate(seed uint64) *scenario {
 		case 1:
 			g.Selector = map[string]string{diskLabel: diskSSD}
 		}
+		if !g.Singleton && g.Members > 1 && rng.IntN(5) == 0 {
+			g.Gated = true
+		}
 		s.Groups = append(s.Groups, g)
 		at := time.Duration(rng.Int64N(int64(timeline * 2 / 3)))
 		s.Actions = append(s.Actions, action{At: at, Kind: actSubmit, Group: i})
+		if g.Gated {
+			s.Actions = append(s.Actions, action{At: at + time.Duration(rng.Int64N(int64(timeline-at))), Kind: actUngate, Group: i})
+		}
 
 		// What happens to the group later, if anything.
 		later := func() time.Duration {
@@ -235,7 +245,13 @@ func Generate(seed uint64) *scenario {
 		case r < 4:
 			s.Actions = append(s.Actions, action{At: later(), Kind: actComplete, Group: i})
 		case r < 5:
-			s.Actions = append(s.Actions, action{At: later(), Kind: actDelete, Group: i})
+			del := later()
+			s.Actions = append(s.Actions, action{At: del, Kind: actDelete, Group: i})
+			// Half the deleted groups come back under the same names (a
+			// job resubmitted): nothing of the old one may linger.
+			if rng.IntN(2) == 0 {
+				s.Actions = append(s.Actions, action{At: del + time.Duration(rng.Int64N(int64(timeline-del)+1)), Kind: actSubmit, Group: i})
+			}
 		case r < 6 && !g.Singleton:
 			s.Actions = append(s.Actions, action{At: later(), Kind: actDeletePod, Group: i, Arg: rng.IntN(g.Members)})
 		case r < 7 && !g.Singleton:
@@ -273,5 +289,5 @@ func (s *scenario) describe() string {
 }
 
 func (g groupSpec) String() string {
-	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector)
+	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v gated=%v", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector, g.Gated)
 }

@@ -228,16 +228,16 @@ func (w *watcher) check(ctx context.Context) {
 		if !g.Gang {
 			continue
 		}
-		gt := w.gangs[g.Name]
+		gt := w.gangs[g.UID]
 		if gt == nil {
 			gt = &gangTrack{}
-			w.gangs[g.Name] = gt
+			w.gangs[g.UID] = gt
 		}
 		bound := g.count(func(p *podState) bool { return p.Node != "" })
 		if bound >= g.MinMember {
 			gt.started = true
 		}
-		members := g.count(func(p *podState) bool { return !p.Finished && !p.Terminating })
+		members := g.count(func(p *podState) bool { return !p.Finished && !p.Terminating && !p.Gated })
 		if gt.started || bound == 0 || members < g.MinMember {
 			gt.partialSince = time.Time{}
 			continue

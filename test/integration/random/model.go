@@ -30,6 +30,7 @@ type podState struct {
 	Nominated   string // status.nominatedNodeName: upstream holds room there for it
 	Finished    bool   // Succeeded or Failed: holds nothing
 	Terminating bool   // deletionTimestamp set: on its way out
+	Gated       bool   // has scheduling gates: not offered to the scheduler yet
 	Selector    map[string]string
 }
 
@@ -40,12 +41,14 @@ func (p *podState) alive() bool { return p.Node != "" && !p.Finished }
 // its queue (see the capability invariant).
 func (p *podState) holding() bool { return p.alive() && !p.Terminating }
 
-// pending is a pod the scheduler still has to place.
-func (p *podState) pending() bool { return p.Node == "" && !p.Finished && !p.Terminating }
+// pending is a pod the scheduler still has to place (a gated pod is not
+// offered to it yet).
+func (p *podState) pending() bool { return p.Node == "" && !p.Finished && !p.Terminating && !p.Gated }
 
 type groupState struct {
 	Name      string
-	Gang      bool // has a PodGroup
+	UID       string // the PodGroup's: a group submitted again is a new gang
+	Gang      bool   // has a PodGroup
 	MinMember int
 	Timeout   int32
 	Queue     string
@@ -93,7 +96,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
 	for _, pg := range pgs {
 		s.Groups[pg.Name] = &groupState{
-			Name: pg.Name, Gang: true, MinMember: int(pg.Spec.MinMember),
+			Name: pg.Name, UID: string(pg.UID), Gang: true, MinMember: int(pg.Spec.MinMember),
 			Timeout: ptrOr(pg.Spec.ScheduleTimeoutSeconds, 60), Queue: pg.Labels[qapi.QueueLabel],
 		}
 	}
@@ -107,6 +110,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 			Nominated:   p.Status.NominatedNodeName,
 			Finished:    p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed,
 			Terminating: p.DeletionTimestamp != nil, Selector: p.Spec.NodeSelector,
+			Gated: len(p.Spec.SchedulingGates) > 0,
 		}
 		for _, c := range p.Spec.Containers {
 			ps.CPU += c.Resources.Requests.Cpu().MilliValue()

@@ -55,12 +55,11 @@ type run struct {
 	nodes     []string        // created node names, by scenario index
 	nodeNames map[string]bool // the same, as a set
 
-	mu        sync.Mutex
-	proc      *harness.SchedulerProcess
-	restarts  [][2]time.Time // [kill, ready] of each restart
-	ready     time.Time      // the last scheduler start became ready
-	delPods   map[string]bool
-	delGroups map[string]bool
+	mu       sync.Mutex
+	proc     *harness.SchedulerProcess
+	restarts [][2]time.Time  // [kill, ready] of each restart
+	ready    time.Time       // the last scheduler start became ready
+	delUIDs  map[string]bool // pods the generator deleted
 }
 
 func playSeed(t *testing.T, env *harness.Env, seed uint64) {
@@ -68,7 +67,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	sc := Generate(seed)
 	r := &run{
 		env: env, sc: sc, trace: newTrace(), nodeNames: map[string]bool{},
-		delPods: map[string]bool{}, delGroups: map[string]bool{},
+		delUIDs: map[string]bool{},
 	}
 	r.trace.logf("scenario %s", sc.describe())
 	r.ns = env.Namespace(t)
