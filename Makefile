@@ -17,7 +17,7 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration crds verify clean bench-unit bench bench-full sandbox demo
+.PHONY: all build test fmt-check vet unit integration test-random crds verify clean bench-unit bench bench-full sandbox demo
 
 all: build
 
@@ -51,6 +51,19 @@ unit:
 
 integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+
+## test-random: the randomized invariant harness (test/integration/random)
+## over SEEDS seeds from SEED (default: 10 seeds from the current time; `make
+## test` plays its fixed default seeds, 1 and 2). A failure prints its replay
+## line, e.g. `make test-random SEEDS=1 SEED=1234`. About 75 s per seed.
+SEEDS ?= 10
+ifndef SEED
+SEED := $(shell date +%s)
+endif
+test-random:
+	@echo "test-random: seeds $(SEED) .. $$(( $(SEED) + $(SEEDS) - 1 ))"
+	$(GO) test -count=1 -timeout $$(( $(SEEDS) * 3 + 5 ))m -v -run '^TestRandom$$' ./test/integration/random/ \
+		-args -random.seed=$(SEED) -random.seeds=$(SEEDS)
 
 ## bench-unit: Go benchmarks of the hot paths (Less, PreEnqueue, cache events).
 bench-unit:

@@ -1,0 +1,219 @@
+package random_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+// The generator's actions against the API. They tolerate NotFound: the
+// scheduler may have evicted what an action touches, and that is part of
+// the scenario, not an error of the harness.
+
+func (q queueSpec) apiSpec() qapi.QueueSpec {
+	spec := qapi.QueueSpec{Weight: q.Weight, Reclaimable: ptr.To(q.Reclaimable), Parent: q.Parent}
+	if q.Capability > 0 {
+		spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(fmt.Sprint(q.Capability))}
+	}
+	if q.Guarantee > 0 {
+		spec.Guarantee = v1.ResourceList{v1.ResourceCPU: resource.MustParse(fmt.Sprint(q.Guarantee))}
+	}
+	return spec
+}
+
+// pods builds the group's pods. The queue label is on the pods too (and on
+// the PodGroup), so every pod's queue is unambiguous to the model, whatever
+// happens to its PodGroup.
+func (r *run) pods(g groupSpec) []*v1.Pod {
+	var out []*v1.Pod
+	for i := range g.Members {
+		name := g.Name
+		if !g.Singleton {
+			name = fmt.Sprintf("%s-%d", g.Name, i)
+		}
+		b := harness.Pod(r.ns, name).CPU(fmt.Sprint(g.CPU)).
+			Labels(map[string]string{qapi.QueueLabel: g.Queue, groupLabel: g.Name})
+		if !g.Singleton {
+			b = b.Group(g.Name)
+		}
+		if g.Priority != 0 {
+			b = b.Priority(g.Priority)
+		}
+		if g.Selector != nil {
+			b = b.NodeSelector(g.Selector)
+		}
+		pod := b.Obj()
+		if g.Gated && i == g.Members-1 {
+			pod.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "random.caldera.dev/held"}}
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+func (r *run) do(ctx context.Context, t *testing.T, a action) error {
+	r.trace.logf("%s", r.describeAction(a))
+	pods := r.env.Client.CoreV1().Pods(r.ns)
+	pgs := r.env.PGClient.SchedulingV1alpha1().PodGroups(r.ns)
+	var g groupSpec
+	if a.Group >= 0 {
+		g = r.sc.Groups[a.Group]
+	}
+	switch a.Kind {
+	case actSubmit:
+		if !g.Singleton {
+			pg := harness.PodGroup(r.ns, g.Name, int32(g.MinMember), harness.PGTimeout(g.Timeout))
+			pg.Labels = map[string]string{qapi.QueueLabel: g.Queue}
+			if _, err := pgs.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		for _, p := range r.pods(g) {
+			r.env.CreatePod(t, p)
+		}
+	case actComplete:
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded {
+				continue
+			}
+			if err := r.setPhase(ctx, p.Name, v1.PodSucceeded); err != nil {
+				return err
+			}
+			n++
+		}
+		r.trace.logf("  %d pods of %s succeeded", n, g.Name)
+	case actDelete:
+		// By UID: the group may be submitted again under the same names,
+		// and the new pods' deletions are evictions again.
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name})
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		for i := range list.Items {
+			r.delUIDs[string(list.Items[i].UID)] = true
+		}
+		r.mu.Unlock()
+		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+		if err := pods.DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name}); err != nil {
+			return err
+		}
+		if !g.Singleton {
+			if err := pgs.Delete(ctx, g.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	case actDeletePod:
+		name := fmt.Sprintf("%s-%d", g.Name, a.Arg)
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.delUIDs[string(p.UID)] = true
+		r.mu.Unlock()
+		err = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+	case actUngate:
+		name := fmt.Sprintf("%s-%d", g.Name, g.Members-1)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.SchedulingGates = nil
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	case actMinMember:
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pg, err := pgs.Get(ctx, g.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pg.Spec.MinMember = int32(a.Arg)
+			_, err = pgs.Update(ctx, pg, metav1.UpdateOptions{})
+			return err
+		})
+	case actRelabel:
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := r.env.Client.CoreV1().Nodes().Get(ctx, r.nodes[a.Arg], metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if n.Labels[diskLabel] == diskSSD {
+				delete(n.Labels, diskLabel)
+			} else {
+				n.Labels[diskLabel] = diskSSD
+			}
+			_, err = r.env.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+	case actKill:
+		r.mu.Lock()
+		old := r.proc
+		r.mu.Unlock()
+		killed := time.Now()
+		old.Kill(t)
+		r.trace.logf("  killed scheduler process %d", old.Pid())
+		p := r.env.StartSchedulerProcess(t)
+		ready := time.Now()
+		r.mu.Lock()
+		r.proc, r.ready = p, ready
+		r.restarts = append(r.restarts, [2]time.Time{killed, ready})
+		r.mu.Unlock()
+		r.trace.logf("  scheduler process %d ready, %v after the kill", p.Pid(), ready.Sub(killed).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// setPhase plays kubelet for one pod: a status update, retried on conflict.
+func (r *run) setPhase(ctx context.Context, name string, phase v1.PodPhase) error {
+	pods := r.env.Client.CoreV1().Pods(r.ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.Phase = phase
+		_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// generatorDeleted says whether the generator deleted p (so its deletion is
+// not an eviction).
+func (r *run) generatorDeleted(p *v1.Pod) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.delUIDs[string(p.UID)]
+}

@@ -1,0 +1,356 @@
+package random_test
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// groupLabel names the generator's group of every pod it creates (gang or
+// singleton), so that the model never has to guess.
+const groupLabel = "random.caldera.dev/group"
+
+// The model is the cluster as the API shows it at one moment, reduced to what
+// the invariants need: cpu only (the generator's pods request nothing else),
+// in millicores.
+
+type podState struct {
+	Name        string
+	Group       string
+	Queue       string
+	CPU         int64
+	Priority    int32
+	Node        string
+	Nominated   string // status.nominatedNodeName: upstream holds room there for it
+	Finished    bool   // Succeeded or Failed: holds nothing
+	Terminating bool   // deletionTimestamp set: on its way out
+	Gated       bool   // has scheduling gates: not offered to the scheduler yet
+	Selector    map[string]string
+}
+
+// alive is a bound pod that still holds its node's room.
+func (p *podState) alive() bool { return p.Node != "" && !p.Finished }
+
+// holding is an alive pod that is not being deleted: what counts against
+// its queue (see the capability invariant).
+func (p *podState) holding() bool { return p.alive() && !p.Terminating }
+
+// pending is a pod the scheduler still has to place (a gated pod is not
+// offered to it yet).
+func (p *podState) pending() bool { return p.Node == "" && !p.Finished && !p.Terminating && !p.Gated }
+
+type groupState struct {
+	Name      string
+	UID       string // the PodGroup's: a group submitted again is a new gang
+	Gang      bool   // has a PodGroup
+	MinMember int
+	Timeout   int32
+	Queue     string
+	Priority  int32
+	Pods      []*podState
+}
+
+func (g *groupState) count(f func(*podState) bool) int {
+	n := 0
+	for _, p := range g.Pods {
+		if f(p) {
+			n++
+		}
+	}
+	return n
+}
+
+type nodeState struct {
+	Name   string
+	Alloc  int64
+	Used   int64 // alive pods, terminating ones included
+	Labels map[string]string
+}
+
+type snapshot struct {
+	Nodes  []*nodeState // sorted by name
+	Groups map[string]*groupState
+	Pods   []*podState
+	Queues []qapi.Queue
+}
+
+// newSnapshot builds the model. Nodes are limited to names (the seed's own);
+// pods to the generator's.
+func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []*v1alpha1.PodGroup, queues []qapi.Queue) *snapshot {
+	s := &snapshot{Groups: map[string]*groupState{}, Queues: queues}
+	byName := map[string]*nodeState{}
+	for _, n := range nodes {
+		if !names[n.Name] {
+			continue
+		}
+		ns := &nodeState{Name: n.Name, Alloc: n.Status.Allocatable.Cpu().MilliValue(), Labels: n.Labels}
+		s.Nodes = append(s.Nodes, ns)
+		byName[n.Name] = ns
+	}
+	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
+	for _, pg := range pgs {
+		s.Groups[pg.Name] = &groupState{
+			Name: pg.Name, UID: string(pg.UID), Gang: true, MinMember: int(pg.Spec.MinMember),
+			Timeout: ptrOr(pg.Spec.ScheduleTimeoutSeconds, 60), Queue: pg.Labels[qapi.QueueLabel],
+		}
+	}
+	for _, p := range pods {
+		g := p.Labels[groupLabel]
+		if g == "" {
+			continue
+		}
+		ps := &podState{
+			Name: p.Name, Group: g, Queue: p.Labels[qapi.QueueLabel], Node: p.Spec.NodeName,
+			Nominated:   p.Status.NominatedNodeName,
+			Finished:    p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed,
+			Terminating: p.DeletionTimestamp != nil, Selector: p.Spec.NodeSelector,
+			Gated: len(p.Spec.SchedulingGates) > 0,
+		}
+		for _, c := range p.Spec.Containers {
+			ps.CPU += c.Resources.Requests.Cpu().MilliValue()
+		}
+		if p.Spec.Priority != nil {
+			ps.Priority = *p.Spec.Priority
+		}
+		s.Pods = append(s.Pods, ps)
+		if ps.alive() {
+			if n := byName[ps.Node]; n != nil {
+				n.Used += ps.CPU
+			}
+		}
+		gs := s.Groups[g]
+		if gs == nil {
+			if p.Labels[v1alpha1.PodGroupLabel] != "" {
+				// A member whose PodGroup is gone (deleted): no gang rules
+				// apply to it any more, and the model leaves it out of groups.
+				continue
+			}
+			gs = &groupState{Name: g, MinMember: 1, Queue: ps.Queue}
+			s.Groups[g] = gs
+		}
+		gs.Pods = append(gs.Pods, ps)
+		gs.Priority = max(gs.Priority, ps.Priority)
+	}
+	for _, g := range s.Groups {
+		sort.Slice(g.Pods, func(i, j int) bool { return g.Pods[i].Name < g.Pods[j].Name })
+	}
+	return s
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil || *p <= 0 {
+		return def // 0 and negative mean the plugin default (docs/reliability.md rows 16-17)
+	}
+	return *p
+}
+
+func (s *snapshot) node(name string) *nodeState {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// queueHolding is what each queue's own pods hold (holding pods, by the
+// pod's queue label).
+func (s *snapshot) queueHolding() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range s.Pods {
+		if p.holding() {
+			out[p.Queue] += p.CPU
+		}
+	}
+	return out
+}
+
+// subtree adds each queue's descendants' amounts to its own (one level of
+// hierarchy, but written for any depth).
+func (s *snapshot) subtree(own map[string]int64) map[string]int64 {
+	parent := map[string]string{}
+	for _, q := range s.Queues {
+		parent[q.Name] = q.Spec.Parent
+	}
+	out := map[string]int64{}
+	for name, v := range own {
+		seen := map[string]bool{}
+		for q := name; q != "" && q != queue.RootName && !seen[q]; q = parent[q] {
+			seen[q] = true
+			out[q] += v
+		}
+	}
+	return out
+}
+
+func (s *snapshot) ancestors(name string) []string {
+	parent := map[string]string{}
+	for _, q := range s.Queues {
+		parent[q.Name] = q.Spec.Parent
+	}
+	var out []string
+	seen := map[string]bool{}
+	for q := name; q != "" && q != queue.RootName && !seen[q]; q = parent[q] {
+		seen[q] = true
+		out = append(out, q)
+	}
+	return out
+}
+
+// eligible says whether a group can be scheduled at all now, and how many
+// more of its pods the scheduler must place together: minMember for a gang
+// that has not started (enough members exist, none bound), 1 for a pending
+// pod of a started gang (alive bound >= minMember: the rest are elastic
+// extras) or a singleton. Gangs in any other state (partially bound before
+// they started, or started and shrunk below minMember by completions) are
+// left out of the liveness checks: what a scheduler should do with their
+// remaining members is not pinned down.
+func (g *groupState) eligible() (need int, ok bool) {
+	pending := g.count((*podState).pending)
+	if pending == 0 {
+		return 0, false
+	}
+	if !g.Gang {
+		return 1, true
+	}
+	bound := g.count(func(p *podState) bool { return p.Node != "" })
+	alive := g.count((*podState).alive)
+	switch {
+	case bound == 0 && pending >= g.MinMember:
+		return g.MinMember, true
+	case alive >= g.MinMember && alive == bound:
+		return 1, true
+	}
+	return 0, false
+}
+
+// memberCPU is the request of the group's pending pods (all the same size).
+func (g *groupState) memberCPU() int64 {
+	for _, p := range g.Pods {
+		if p.pending() {
+			return p.CPU
+		}
+	}
+	return 0
+}
+
+func (g *groupState) selector() map[string]string {
+	for _, p := range g.Pods {
+		if p.pending() {
+			return p.Selector
+		}
+	}
+	return nil
+}
+
+// shares divides the cluster with pkg/queue.Divide (the pure weighted
+// water-filling the scheduler uses). Demand is estimated from the API: high
+// counts every pending pod of an eligible group, low only what the group
+// must place next (eligible's need). The checks use whichever estimate makes
+// them less likely to fire, so that an estimate of demand different from the
+// scheduler's own cannot produce a false alarm.
+func (s *snapshot) shares(high bool) *queue.Shares {
+	var specs []queue.Spec
+	for _, q := range s.Queues {
+		sp := queue.Spec{
+			Name: q.Name, Parent: q.Spec.Parent, Weight: q.Spec.Weight,
+			Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
+			State:       queue.StateOpen,
+		}
+		if c, ok := q.Spec.Capability[v1.ResourceCPU]; ok {
+			sp.Capability = resources.List{"cpu": c.MilliValue()}
+		}
+		if g, ok := q.Spec.Guarantee[v1.ResourceCPU]; ok {
+			sp.Guarantee = resources.List{"cpu": g.MilliValue()}
+		}
+		if q.Spec.State == qapi.QueueStateClosed {
+			sp.State = queue.StateClosed
+		}
+		specs = append(specs, sp)
+	}
+	var total int64
+	for _, n := range s.Nodes {
+		total += n.Alloc
+	}
+	usage := map[string]queue.Usage{}
+	add := func(q string, alloc, pending int64) {
+		u := usage[q]
+		if u.Allocated == nil {
+			u.Allocated, u.Pending = resources.List{"cpu": 0}, resources.List{"cpu": 0}
+		}
+		u.Allocated["cpu"] += alloc
+		u.Pending["cpu"] += pending
+		usage[q] = u
+	}
+	for q, v := range s.queueHolding() {
+		add(q, v, 0)
+	}
+	for _, g := range s.Groups {
+		need, ok := g.eligible()
+		if !ok {
+			continue
+		}
+		n := int64(need)
+		if high {
+			n = int64(g.count((*podState).pending))
+		}
+		add(g.Queue, 0, n*g.memberCPU())
+	}
+	return queue.Divide(queue.BuildTree(specs), resources.List{"cpu": total}, usage)
+}
+
+// queueView is one queue's numbers for the checks, conservative both ways.
+type queueView struct {
+	Holding     int64 // subtree
+	DeservedLo  int64 // the lower of the two estimates
+	DeservedHi  int64
+	RealCapLo   int64 // -1: unbounded
+	Guarantee   int64
+	Reclaimable bool
+}
+
+func (s *snapshot) queueViews() map[string]queueView {
+	lo, hi := s.shares(false), s.shares(true)
+	holding := s.subtree(s.queueHolding())
+	out := map[string]queueView{}
+	for _, q := range s.Queues {
+		a, okA := lo.Get(q.Name)
+		b, okB := hi.Get(q.Name)
+		if !okA || !okB {
+			continue // a broken queue: no share, no checks
+		}
+		v := queueView{
+			Holding:     holding[q.Name],
+			DeservedLo:  min(a.Deserved["cpu"], b.Deserved["cpu"]),
+			DeservedHi:  max(a.Deserved["cpu"], b.Deserved["cpu"]),
+			RealCapLo:   min(a.RealCapability["cpu"], b.RealCapability["cpu"]),
+			Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
+		}
+		if g, ok := q.Spec.Guarantee[v1.ResourceCPU]; ok {
+			v.Guarantee = g.MilliValue()
+		}
+		out[q.Name] = v
+	}
+	return out
+}
+
+// matches says whether a node satisfies a node selector.
+func matches(sel map[string]string, n *nodeState) bool {
+	return labels.SelectorFromSet(sel).Matches(labels.Set(n.Labels))
+}
+
+func (s *snapshot) children(name string) int {
+	n := 0
+	for _, q := range s.Queues {
+		if q.Spec.Parent == name {
+			n++
+		}
+	}
+	return n
+}
