@@ -124,7 +124,7 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, st
 		// siblings that got through a moment earlier, and they must not hold
 		// nodes until their timeout.
 		g.cache.RejectWaiting(pod, ours)
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return clearNomination(), fwk.NewStatus(fwk.Unschedulable)
 	}
 	if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
 		// CalderaReclaim (before this plugin) is evicting for the gang:
@@ -134,7 +134,20 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, st
 		return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for the victims of the gang's reclaim plan to leave")
 	}
 	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, summary)
-	return nil, fwk.NewStatus(fwk.Unschedulable, "gang released")
+	return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "gang released")
+}
+
+// clearNomination is the PostFilter result that drops the pod's nominated
+// node. A member of a released gang (or of one backing off) holds nothing,
+// and that includes the room a nomination holds: an earlier preemption's
+// nomination kept in the pod's status, or the plan's nominations of its
+// siblings, would otherwise keep pods of lower priority off those nodes
+// ("Insufficient cpu" on nodes the API shows free) for as long as the gang
+// cannot complete. The framework keeps the last non-noop result of the
+// PostFilter plugins, so a plan's nomination from CalderaReclaim (which runs
+// before this plugin) is only replaced when the gang is released.
+func clearNomination() *fwk.PostFilterResult {
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride}}
 }
 
 // summarize renders why the pod fit no node, like the scheduler's FitError.
