@@ -93,6 +93,8 @@ type podAcct struct {
 	prio int32
 	// slot is the account's index in unitPods[unit].
 	slot int32
+	// node is the node a bound pod is on (its room in feasibleState).
+	node string
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -140,6 +142,8 @@ type admissionState struct {
 	kick    chan struct{}
 	writes  chan admissionWrite
 	quotas  corelisters.ResourceQuotaLister
+	// feas is the cache's per-node room, which pod accounts feed.
+	feas *feasibleState
 	// scratch and scratchQ are podRequestLocked's working lists (guarded
 	// by Cache.mu).
 	scratch  resources.List
@@ -267,6 +271,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 // cache already knows become units now.
 func (c *Cache) installAdmissionLocked(a *admissionState) {
 	c.adm = a
+	a.feas = &c.feasible
 	for _, g := range c.groups {
 		c.syncGangUnitLocked(g)
 	}
@@ -450,7 +455,10 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
 	}
+	pl := c.placementLocked()
+	opts.Placement = pl
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, opts, now)
+	pl.finish()
 	act := map[string]*v1.Pod{}
 	for _, o := range res.Admitted {
 		u := a.units[o.Group.Key]
@@ -678,6 +686,7 @@ func (c *Cache) dropUnitLocked(u *unit) {
 		q.inflight.Sub(u.inflight)
 	}
 	delete(a.units, u.key)
+	c.feasible.track(u, true)
 	if len(a.unitPods[u.key]) == 0 {
 		delete(a.unitPods, u.key)
 	}
@@ -776,6 +785,7 @@ func (a *admissionState) retagLocked(p *podAcct, q string) {
 	if p.bound {
 		a.prioLocked(p.queue, p.prio, p.req, -1)
 		a.prioLocked(q, p.prio, p.req, 1)
+		a.feas.requeue(p.node, p.queue, q, p.req)
 	}
 	p.queue = q
 }
@@ -850,6 +860,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
+	c.feasible.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.
 	if !u.admitted {
@@ -926,6 +937,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	if old != nil {
 		if old.bound {
 			a.used.Sub(old.req)
+			a.feas.bind(old.node, old.queue, old.req, -1)
 			if q := a.usage[old.queue]; q != nil {
 				q.allocated.Sub(old.req)
 			}
@@ -970,7 +982,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		acct = &podAcct{}
 	}
 	prevUnit := acct.unit
-	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
+	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
 	if labelled && a.ours(pod) {
 		if isGangUnitKey(prevUnit, gk) {
 			acct.unit = prevUnit
@@ -1019,6 +1031,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	}
 	if acct.bound {
 		a.used.Add(acct.req)
+		a.feas.bind(acct.node, acct.queue, acct.req, 1)
 		if acct.queue != "" {
 			a.usageLocked(acct.queue).allocated.Add(acct.req)
 			a.prioLocked(acct.queue, acct.prio, acct.req, 1)

@@ -1,0 +1,589 @@
+package cache
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// passPlacement is queue.Placement for one admission pass: check 7 over a
+// working copy of every node's free room (allocatable minus bound pods,
+// minus what admitted groups' unbound members will take), built once per
+// pass from the incremental nodeRooms. It lives in feasibleState so its
+// slices are reused from pass to pass.
+type passPlacement struct {
+	c   *Cache
+	gen uint64
+
+	names  []string
+	rooms  []*nodeRoom
+	rindex map[string]int
+	rnames []string
+	free   placement.Room // working free room
+	placer placement.Placer
+
+	// Eligibility per constraint signature, computed at most once a pass.
+	eligible  map[string][]int32
+	untainted []int32
+	haveUnt   bool
+
+	// reservedBy names, per node, the group the node is reserved for.
+	reservedBy []string
+
+	// What the last Check found, applied to free by Commit.
+	lastKey   string
+	lastOK    bool
+	lastSteps []placement.Step
+	classes   []placement.Class
+	classKey  string
+
+	// The reclaim part of a plan's room, built on the first plan Check.
+	reclaimRoom []int64
+	haveReclaim bool
+	planFree    []int64
+}
+
+// placementLocked prepares check 7 for a pass: the nodes' free room, less
+// what the admitted groups still being placed need (their members placed
+// first, where the scheduler reserved them or first-fit), less the nodes
+// reserved for starving groups. O(nodes x resources + admitted-unplaced
+// members), never a scan of pods.
+func (c *Cache) placementLocked() *passPlacement {
+	f := &c.feasible
+	pp := &f.pass
+	pp.c = c
+	pp.gen++
+	pp.rnames = pp.rnames[:0]
+	for k := range c.total {
+		pp.rnames = append(pp.rnames, k)
+	}
+	sort.Strings(pp.rnames)
+	if pp.rindex == nil {
+		pp.rindex = map[string]int{}
+	}
+	clear(pp.rindex)
+	for j, k := range pp.rnames {
+		pp.rindex[k] = j
+	}
+	r := len(pp.rnames)
+	pp.names, pp.rooms = pp.names[:0], pp.rooms[:0]
+	for name, nr := range f.rooms {
+		if nr.node != nil {
+			pp.names = append(pp.names, name)
+		}
+	}
+	// By name: the same first-fit order every pass, so reservations and
+	// placements are stable.
+	sort.Strings(pp.names)
+	pp.free.R = r
+	pp.free.Free = growInt64(pp.free.Free, len(pp.names)*r)
+	for i, name := range pp.names {
+		nr := f.rooms[name]
+		pp.rooms = append(pp.rooms, nr)
+		for j, k := range pp.rnames {
+			pp.free.Free[i*r+j] = nr.alloc[k] - nr.used[k]
+		}
+	}
+	pp.free.Blocked = nil
+	pp.reservedBy = pp.reservedBy[:0]
+	clear(pp.eligible)
+	pp.haveUnt, pp.haveReclaim = false, false
+	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
+
+	index := make(map[string]int, len(pp.names))
+	for i, n := range pp.names {
+		index[n] = i
+	}
+	// Admitted groups not placed yet: their members' room is not free.
+	for _, u := range f.inflight {
+		pp.placeInflight(u, index)
+	}
+	// Reservations of the last pass hold until this pass renews or drops them.
+	for key, res := range f.reservations {
+		for _, n := range res.nodes {
+			if i, ok := index[n]; ok {
+				pp.block(i, key)
+			}
+		}
+	}
+	return pp
+}
+
+// placeInflight takes from the working room what an admitted, unstarted
+// unit's unbound members need: a member the scheduler has reserved a node
+// for takes it there, the others go first-fit-decreasing. A member that fits
+// nowhere is left out: it is about to fail and release its gang, and
+// counting it anywhere would keep room from others.
+func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
+	r := pp.free.R
+	if u.gang == nil {
+		if u.pod == nil || u.pod.Spec.NodeName != "" {
+			return
+		}
+		pp.placer.Place(&pp.free, []placement.Class{pp.classOf(u.pod, u.request, 1)})
+		return
+	}
+	g := u.gang
+	need := int(g.spec.MinMember) - g.counts.Bound
+	var loose []*member
+	for _, m := range g.members {
+		if m.state.Phase.Terminal() || m.state.Assigned {
+			continue
+		}
+		if n := m.node(); n != "" {
+			if i, ok := index[n]; ok && need > 0 {
+				for k, v := range m.request {
+					if j, ok := pp.rindex[k]; ok {
+						pp.free.Free[i*r+j] -= v
+					}
+				}
+				need--
+			}
+			continue
+		}
+		loose = append(loose, m)
+	}
+	if need <= 0 || len(loose) == 0 {
+		return
+	}
+	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
+	pp.classKey = ""
+	pp.placer.Place(&pp.free, pp.classes)
+}
+
+// membersClasses appends the classes of the need smallest of members.
+func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member, need int) []placement.Class {
+	slices.SortFunc(members, func(a, b *member) int { return compareReq(a.request, b.request) })
+	members = members[:min(need, len(members))]
+	start := len(dst)
+	for _, m := range members {
+		c := pp.classOf(m.pod, m.request, 1)
+		merged := false
+		for k := start; k < len(dst); k++ {
+			if slices.Equal(dst[k].Request, c.Request) && sameNodes(dst[k].Nodes, c.Nodes) {
+				dst[k].Count++
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// compareReq orders requests by cpu, then memory, then their sum.
+func compareReq(a, b resources.List) int {
+	for _, k := range []string{resources.CPU, "memory"} {
+		if a[k] != b[k] {
+			if a[k] < b[k] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// sameNodes compares eligibility lists; they come from one memo per
+// signature, so equal lists are usually the same slice.
+func sameNodes(a, b []int32) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b))
+}
+
+// classOf is one member's class: its request over the pass's resources and
+// the nodes it may use. A request for a resource no node has fits nowhere.
+func (pp *passPlacement) classOf(pod *v1.Pod, req resources.List, n int) placement.Class {
+	c := placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: pp.eligibleFor(pod)}
+	for k, v := range req {
+		if v <= 0 {
+			continue
+		}
+		j, ok := pp.rindex[k]
+		if !ok {
+			c.Nodes = []int32{}
+			continue
+		}
+		c.Request[j] = v
+	}
+	return c
+}
+
+// eligibleFor lists the nodes pod may use by its node selector, required
+// node affinity and NoSchedule/NoExecute taints (the upstream helpers the
+// NodeAffinity and TaintToleration plugins use); nil means every node. Pods
+// with the same constraints share one list per pass, so a gang made from one
+// template costs one scan of the nodes.
+func (pp *passPlacement) eligibleFor(pod *v1.Pod) []int32 {
+	f := &pp.c.feasible
+	spec := &pod.Spec
+	affine := len(spec.NodeSelector) > 0 ||
+		(spec.Affinity != nil && spec.Affinity.NodeAffinity != nil && spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
+	if !affine && f.tainted == 0 {
+		return nil
+	}
+	if !affine && len(spec.Tolerations) == 0 {
+		if !pp.haveUnt {
+			pp.untainted = pp.untainted[:0]
+			for i, nr := range pp.rooms {
+				if !nr.tainted {
+					pp.untainted = append(pp.untainted, int32(i))
+				}
+			}
+			pp.haveUnt = true
+		}
+		return pp.untainted
+	}
+	var na *v1.NodeSelector
+	if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
+		na = spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	tol := spec.Tolerations
+	if f.tainted == 0 {
+		tol = nil
+	}
+	sig, _ := json.Marshal(struct {
+		S map[string]string
+		A *v1.NodeSelector
+		T []v1.Toleration
+	}{spec.NodeSelector, na, tol})
+	if l, ok := pp.eligible[string(sig)]; ok {
+		return l
+	}
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	out := []int32{}
+	for i, nr := range pp.rooms {
+		if ok, err := aff.Match(nr.node); err != nil || !ok {
+			continue
+		}
+		if nr.tainted && !tolerated(nr.node, spec.Tolerations) {
+			continue
+		}
+		out = append(out, int32(i))
+	}
+	if pp.eligible == nil {
+		pp.eligible = map[string][]int32{}
+	}
+	pp.eligible[string(sig)] = out
+	return out
+}
+
+// unschedulableTaint is how the NodeUnschedulable plugin sees spec.unschedulable.
+var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
+
+// tolerated reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint of node (and its unschedulable mark).
+func tolerated(node *v1.Node, tolerations []v1.Toleration) bool {
+	logger := klog.Background()
+	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, tolerations, &unschedulableTaint, false) {
+		return false
+	}
+	_, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false)
+	return !bad
+}
+
+// unitClasses returns the classes of the members admission must place for
+// the unit: a singleton's pod, or a gang's minMember smallest unbound
+// members (less those already bound). Memoized for the unit last asked.
+func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
+	if pp.classKey == key {
+		return pp.classes, countOf(pp.classes)
+	}
+	pp.classKey = key
+	pp.classes = pp.classes[:0]
+	u := pp.c.adm.units[key]
+	switch {
+	case u == nil:
+	case u.gang == nil:
+		pp.classes = append(pp.classes, pp.classOf(u.pod, u.request, 1))
+	default:
+		g := u.gang
+		need := int(g.spec.MinMember) - g.counts.Bound
+		loose := make([]*member, 0, len(g.members))
+		for _, m := range g.members {
+			if !m.state.Phase.Terminal() && !m.state.Assigned {
+				loose = append(loose, m)
+			}
+		}
+		if need > 0 {
+			pp.classes = pp.membersClasses(pp.classes, loose, need)
+			if n := countOf(pp.classes); n < need {
+				// Members still missing: they cannot be placed yet.
+				pp.classes = append(pp.classes, placement.Class{Request: make([]int64, pp.free.R), Count: need - n, Nodes: []int32{}})
+			}
+		}
+	}
+	return pp.classes, countOf(pp.classes)
+}
+
+func countOf(cl []placement.Class) int {
+	n := 0
+	for _, c := range cl {
+		n += c.Count
+	}
+	return n
+}
+
+// Check implements queue.Placement.
+func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
+	classes, want := pp.unitClasses(g.Key)
+	pp.lastKey, pp.lastOK = g.Key, false
+	if want == 0 {
+		pp.lastSteps = pp.lastSteps[:0]
+		pp.lastOK = true
+		return 0, 0
+	}
+	own := pp.unblockOwn(g.Key)
+	room := &pp.free
+	if plan {
+		room = pp.planRoom(g)
+	}
+	fit, steps := pp.placer.Place(room, classes)
+	placement.Undo(room, classes, steps)
+	pp.lastSteps = append(pp.lastSteps[:0], steps...)
+	pp.lastOK = fit == want
+	pp.reblock(own, g.Key)
+	return fit, want
+}
+
+// Commit implements queue.Placement: the admitted group's members take
+// their room in the working copy (on a plan's room, the real room may go
+// negative where victims will leave: nothing else fits there).
+func (pp *passPlacement) Commit(g queue.Group) {
+	if pp.lastKey != g.Key || !pp.lastOK {
+		return
+	}
+	classes, _ := pp.unitClasses(g.Key)
+	placement.Apply(&pp.free, classes, pp.lastSteps)
+	pp.lastOK = false
+}
+
+// Reserve implements queue.Placement: the starving group gets the nodes a
+// first-fit-decreasing placement on empty nodes picks, preferring the nodes
+// with the most free room now (the least to wait for), among the nodes no
+// other group holds. Nothing new is admitted onto them while the
+// reservation is renewed.
+func (pp *passPlacement) Reserve(g queue.Group) bool {
+	classes, want := pp.unitClasses(g.Key)
+	if want == 0 {
+		return false
+	}
+	r := pp.free.R
+	n := len(pp.names)
+	// Order every class's nodes by free room, largest first.
+	byFree := make([]int32, 0, n)
+	for i := range n {
+		if pp.free.Blocked == nil || !pp.free.Blocked[i] || pp.reservedBy[i] == g.Key {
+			byFree = append(byFree, int32(i))
+		}
+	}
+	big := make([]int64, r)
+	for i := range n {
+		for j := range r {
+			big[j] = max(big[j], pp.free.Free[i*r+j], 1)
+		}
+	}
+	sort.SliceStable(byFree, func(a, b int) bool {
+		return roomScore(pp.free.Free, big, int(byFree[a])) > roomScore(pp.free.Free, big, int(byFree[b]))
+	})
+	ordered := make([]placement.Class, len(classes))
+	for k, c := range classes {
+		ordered[k] = c
+		if c.Nodes == nil {
+			ordered[k].Nodes = byFree
+			continue
+		}
+		ok := make(map[int32]bool, len(c.Nodes))
+		for _, i := range c.Nodes {
+			ok[i] = true
+		}
+		ordered[k].Nodes = nil
+		ordered[k].Nodes = make([]int32, 0, len(c.Nodes))
+		for _, i := range byFree {
+			if ok[i] {
+				ordered[k].Nodes = append(ordered[k].Nodes, i)
+			}
+		}
+	}
+	empty := placement.Room{R: r, Free: make([]int64, n*r)}
+	for i, nr := range pp.rooms {
+		for j, k := range pp.rnames {
+			empty.Free[i*r+j] = nr.alloc[k]
+		}
+	}
+	fit, steps := pp.placer.Place(&empty, ordered)
+	if fit < want {
+		return false
+	}
+	f := &pp.c.feasible
+	res := f.reservations[g.Key]
+	if res == nil {
+		res = &reservation{}
+		if f.reservations == nil {
+			f.reservations = map[string]*reservation{}
+		}
+		f.reservations[g.Key] = res
+	}
+	res.nodes, res.gen = res.nodes[:0], pp.gen
+	for _, s := range steps {
+		name := pp.names[s.Node]
+		if !slices.Contains(res.nodes, name) {
+			res.nodes = append(res.nodes, name)
+			pp.block(int(s.Node), g.Key)
+		}
+	}
+	return true
+}
+
+// roomScore is node i's free room summed over resources, each as a share
+// of the largest free amount big (so cpu and memory weigh alike).
+func roomScore(free, big []int64, i int) float64 {
+	r := len(big)
+	s := 0.0
+	for j := range r {
+		if v := free[i*r+j]; v > 0 {
+			s += float64(v) / float64(big[j])
+		}
+	}
+	return s
+}
+
+// finish drops the reservations this pass did not renew: their group was
+// admitted, left, or is no longer the starving head of its queue.
+func (pp *passPlacement) finish() {
+	f := &pp.c.feasible
+	for key, res := range f.reservations {
+		if res.gen != pp.gen {
+			delete(f.reservations, key)
+		}
+	}
+}
+
+// block marks node i reserved for key.
+func (pp *passPlacement) block(i int, key string) {
+	n := len(pp.names)
+	if pp.free.Blocked == nil {
+		pp.free.Blocked = make([]bool, n)
+		pp.reservedBy = make([]string, n)
+	}
+	pp.free.Blocked[i], pp.reservedBy[i] = true, key
+}
+
+// unblockOwn lifts, for key's own checks, the block on the nodes reserved
+// for it, and returns them.
+func (pp *passPlacement) unblockOwn(key string) []int {
+	if pp.free.Blocked == nil {
+		return nil
+	}
+	var own []int
+	for i, k := range pp.reservedBy {
+		if k == key {
+			pp.free.Blocked[i] = false
+			own = append(own, i)
+		}
+	}
+	return own
+}
+
+func (pp *passPlacement) reblock(own []int, key string) {
+	for _, i := range own {
+		pp.block(i, key)
+	}
+}
+
+// planRoom is the working room plus what a plan the group is entitled to
+// frees, approximated from the per-node, per-queue amounts: on each node,
+// what reclaimable queues above their deserved share hold there, and, with
+// preemption, what the group's own queue holds there; each queue's total
+// capped at what admission counts as freeable from it (its allocated above
+// what it keeps; the queue's preemptible amount below the group's
+// priority), taken node by node in name order. The cap keeps the room
+// added no larger than checks 3-5 assumed; per node it is optimistic (the
+// victims there may be younger, or gangs that cannot be split), which
+// CalderaReclaim's exact plan settles: a gang it cannot make room for is
+// released and backs off.
+func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
+	c := pp.c
+	a := c.adm
+	r := pp.free.R
+	n := len(pp.names)
+	if !pp.haveReclaim {
+		pp.haveReclaim = true
+		pp.reclaimRoom = growInt64(pp.reclaimRoom, n*r)
+		clear(pp.reclaimRoom)
+		if c.reclaim && a.shares != nil {
+			for name, us := range a.usage {
+				spec, ok := a.tree.Spec(name)
+				if !ok || !spec.Reclaimable {
+					continue
+				}
+				des := a.shares.Deserved(name)
+				budget := make([]int64, r)
+				anyOver := false
+				for j, k := range pp.rnames {
+					keep := max(des[k], spec.Guarantee[k])
+					if over := us.allocated[k] - keep; over > 0 {
+						budget[j], anyOver = over, true
+					}
+				}
+				if anyOver && name != g.Queue {
+					pp.spread(pp.reclaimRoom, name, budget)
+				}
+			}
+		}
+	}
+	pp.planFree = growInt64(pp.planFree, n*r)
+	copy(pp.planFree, pp.free.Free)
+	for i, v := range pp.reclaimRoom {
+		pp.planFree[i] += v
+	}
+	if c.preempt {
+		pre := c.preemptibleLocked(g.Queue, g.Priority)
+		budget := make([]int64, r)
+		for j, k := range pp.rnames {
+			budget[j] = max(pre[k], 0)
+		}
+		pp.spread(pp.planFree, g.Queue, budget)
+	}
+	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.free.Blocked}
+}
+
+// spread adds to dst, node by node, what queue holds on each node, until
+// budget (per resource) is used up.
+func (pp *passPlacement) spread(dst []int64, queueName string, budget []int64) {
+	r := pp.free.R
+	for i, nr := range pp.rooms {
+		held := nr.byQueue[queueName]
+		if held == nil {
+			continue
+		}
+		for j, k := range pp.rnames {
+			if v := min(held[k], budget[j]); v > 0 {
+				dst[i*r+j] += v
+				budget[j] -= v
+			}
+		}
+	}
+}
+
+func growInt64(s []int64, n int) []int64 {
+	if cap(s) < n {
+		return make([]int64, n)
+	}
+	return s[:n]
+}
