@@ -46,10 +46,44 @@ type passPlacement struct {
 	classes   []placement.Class
 	classKey  string
 
+	// starts remembers, per request and node list, where the last plain
+	// search found the first node with room: the working room only shrinks
+	// within a pass (a Check undoes itself, a Commit takes), so the nodes
+	// before it cannot have room later in the pass.
+	starts map[startKey]int
+	// slab holds the classes' request vectors, reused from pass to pass.
+	slab []int64
+	// loose is unitClasses' scratch list of members.
+	loose []*member
+
 	// The reclaim part of a plan's room, built on the first plan Check.
 	reclaimRoom []int64
 	haveReclaim bool
 	planFree    []int64
+}
+
+// startKey identifies a class for passPlacement.starts: its request (the
+// first four resources; classes with more are not remembered) and its
+// node list.
+type startKey struct {
+	req   [4]int64
+	nodes *int32
+	n     int
+}
+
+func (pp *passPlacement) keyOf(c placement.Class) (startKey, bool) {
+	if len(c.Request) > 4 {
+		return startKey{}, false
+	}
+	k := startKey{n: -1}
+	copy(k.req[:], c.Request)
+	if c.Nodes != nil {
+		k.n = len(c.Nodes)
+		if len(c.Nodes) > 0 {
+			k.nodes = &c.Nodes[0]
+		}
+	}
+	return k, true
 }
 
 // placementLocked prepares check 7 for a pass: the nodes' free room, less
@@ -93,9 +127,22 @@ func (c *Cache) placementLocked() *passPlacement {
 			pp.free.Free[i*r+j] = nr.alloc[k] - nr.used[k]
 		}
 	}
+	pp.free.Max = growInt64(pp.free.Max, r)
+	for j := range r {
+		m := int64(0)
+		for i := range pp.names {
+			m = max(m, pp.free.Free[i*r+j])
+		}
+		pp.free.Max[j] = m
+	}
 	pp.free.Blocked = nil
 	pp.reservedBy = pp.reservedBy[:0]
 	clear(pp.eligible)
+	if pp.starts == nil {
+		pp.starts = map[startKey]int{}
+	}
+	clear(pp.starts)
+	pp.slab = pp.slab[:0]
 	pp.haveUnt, pp.haveReclaim = false, false
 	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
 
@@ -162,10 +209,13 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 
 // membersClasses appends the classes of the need smallest of members.
 func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member, need int) []placement.Class {
-	slices.SortFunc(members, func(a, b *member) int { return compareReq(a.request, b.request) })
-	members = members[:min(need, len(members))]
+	if need < len(members) {
+		slices.SortFunc(members, func(a, b *member) int { return compareReq(a.request, b.request) })
+		members = members[:need]
+	}
 	start := len(dst)
 	for _, m := range members {
+		mark := len(pp.slab)
 		c := pp.classOf(m.pod, m.request, 1)
 		merged := false
 		for k := start; k < len(dst); k++ {
@@ -175,7 +225,9 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 				break
 			}
 		}
-		if !merged {
+		if merged && len(pp.slab) > mark {
+			pp.slab = pp.slab[:mark] // the request vector is not kept
+		} else if !merged {
 			dst = append(dst, c)
 		}
 	}
@@ -207,7 +259,14 @@ func sameNodes(a, b []int32) bool {
 // classOf is one member's class: its request over the pass's resources and
 // the nodes it may use. A request for a resource no node has fits nowhere.
 func (pp *passPlacement) classOf(pod *v1.Pod, req resources.List, n int) placement.Class {
-	c := placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: pp.eligibleFor(pod)}
+	r := pp.free.R
+	if len(pp.slab)+r > cap(pp.slab) {
+		// A new chunk: classes made so far keep pointing into the old one.
+		pp.slab = make([]int64, 0, max(4096, 2*cap(pp.slab)))
+	}
+	start := len(pp.slab)
+	pp.slab = append(pp.slab, make([]int64, r)...)
+	c := placement.Class{Request: pp.slab[start : start+r : start+r], Count: n, Nodes: pp.eligibleFor(pod)}
 	for k, v := range req {
 		if v <= 0 {
 			continue
@@ -314,14 +373,16 @@ func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
 	default:
 		g := u.gang
 		need := int(g.spec.MinMember) - g.counts.Bound
-		loose := make([]*member, 0, len(g.members))
-		for _, m := range g.members {
-			if !m.state.Phase.Terminal() && !m.state.Assigned {
-				loose = append(loose, m)
-			}
-		}
 		if need > 0 {
+			loose := pp.loose[:0]
+			for _, m := range g.members {
+				if !m.state.Phase.Terminal() && !m.state.Assigned {
+					loose = append(loose, m)
+				}
+			}
 			pp.classes = pp.membersClasses(pp.classes, loose, need)
+			clear(loose)
+			pp.loose = loose[:0]
 			if n := countOf(pp.classes); n < need {
 				// Members still missing: they cannot be placed yet.
 				pp.classes = append(pp.classes, placement.Class{Request: make([]int64, pp.free.R), Count: need - n, Nodes: []int32{}})
@@ -353,7 +414,27 @@ func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
 	if plan {
 		room = pp.planRoom(g)
 	}
+	// Remembered starts hold for the plain room, and not where the
+	// group's own reservation was just unblocked.
+	memo := !plan && len(own) == 0
+	if memo {
+		for k := range classes {
+			if key, ok := pp.keyOf(classes[k]); ok {
+				classes[k].Start = pp.starts[key]
+			}
+		}
+	}
 	fit, steps := pp.placer.Place(room, classes)
+	if memo {
+		for k := range classes {
+			if key, ok := pp.keyOf(classes[k]); ok {
+				pp.starts[key] = pp.placer.First[k]
+			}
+		}
+	}
+	for k := range classes {
+		classes[k].Start = 0
+	}
 	placement.Undo(room, classes, steps)
 	pp.lastSteps = append(pp.lastSteps[:0], steps...)
 	pp.lastOK = fit == want

@@ -19,6 +19,11 @@ type Class struct {
 	// taints, is decided by the caller: this package reads no Kubernetes
 	// objects.)
 	Nodes []int32
+	// Start is where in the node list (Nodes, or every node) the search
+	// begins: the caller knows the nodes before it have no room for
+	// Request (an earlier Place's First said so, and room has only
+	// shrunk since). 0 searches them all.
+	Start int
 }
 
 // Room is the free room of a set of nodes, dense: node i's free amount of
@@ -32,6 +37,10 @@ type Room struct {
 	// Blocked, when not nil, marks nodes reserved for another group
 	// (Blocked[i] true): nothing is placed there.
 	Blocked []bool
+	// Max, when not nil, bounds every node's free amount per resource
+	// from above (a bound that placements made since only loosen): a
+	// member asking more than Max fits nowhere, and no node is visited.
+	Max []int64
 }
 
 // Nodes returns the number of nodes in the room.
@@ -55,6 +64,11 @@ type Placer struct {
 	size  []float64
 	big   []int64
 	steps []Step
+	// First holds, after Place, per class, the position in its node list
+	// where its first member was placed (or the list's length when none
+	// fit): a later Place of the same request on the same nodes, with room
+	// only shrunk since, may Start there.
+	First []int
 }
 
 // Place puts as many of the classes' members as it can into room,
@@ -73,6 +87,10 @@ type Placer struct {
 // now), so a class costs O(nodes + members) node visits.
 func (p *Placer) Place(room *Room, classes []Class) (placed int, steps []Step) {
 	p.steps = p.steps[:0]
+	p.First = p.First[:0]
+	for _, c := range classes {
+		p.First = append(p.First, c.Start)
+	}
 	if room.R == 0 {
 		for _, c := range classes {
 			placed += c.Count
@@ -116,11 +134,15 @@ func (p *Placer) Place(room *Room, classes []Class) (placed int, steps []Step) {
 	})
 	for _, ci := range p.order {
 		c := classes[ci]
-		k := 0 // position in the class's node list
 		count := n
 		if c.Nodes != nil {
 			count = len(c.Nodes)
 		}
+		if room.Max != nil && !fitsAt(c.Request, room.Max) {
+			p.First[ci] = count
+			continue
+		}
+		k := min(max(c.Start, 0), count) // position in the class's node list
 		for m := 0; m < c.Count; m++ {
 			for ; k < count; k++ {
 				i := k
@@ -133,11 +155,17 @@ func (p *Placer) Place(room *Room, classes []Class) (placed int, steps []Step) {
 				if fitsAt(c.Request, room.Free[i*room.R:(i+1)*room.R]) {
 					take(c.Request, room.Free[i*room.R:(i+1)*room.R], -1)
 					p.steps = append(p.steps, Step{Class: int32(ci), Node: int32(i)})
+					if m == 0 {
+						p.First[ci] = k
+					}
 					placed++
 					break
 				}
 			}
 			if k == count {
+				if m == 0 {
+					p.First[ci] = count
+				}
 				break // no node left for this class: nor for its other members
 			}
 		}

@@ -49,6 +49,9 @@ func TestFeasible(t *testing.T) {
 		{"blocked node",
 			&Room{R: 1, Free: []int64{4000, 4000}, Blocked: []bool{true, false}},
 			[]Class{{Request: []int64{3000}, Count: 2}}, false, 1},
+		{"max bound: nothing visited",
+			&Room{R: 1, Free: []int64{4000, 4000}, Max: []int64{2000}},
+			[]Class{{Request: []int64{3000}, Count: 1}}, false, 0},
 		{"nothing requested", room(1, []int64{0}), []Class{{Request: []int64{0}, Count: 3}}, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
