@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -25,6 +27,11 @@ type passPlacement struct {
 	gen uint64
 
 	names  []string
+	index  map[string]int // node name -> index in names
+	// rgen counts changes of the pass's resource names (prevR), which
+	// remembered classes depend on.
+	rgen  uint64
+	prevR []string
 	rooms  []*nodeRoom
 	rindex map[string]int
 	rnames []string
@@ -101,6 +108,10 @@ func (c *Cache) placementLocked() *passPlacement {
 		pp.rnames = append(pp.rnames, k)
 	}
 	sort.Strings(pp.rnames)
+	if !slices.Equal(pp.rnames, pp.prevR) {
+		pp.rgen++
+		pp.prevR = append(pp.prevR[:0], pp.rnames...)
+	}
 	if pp.rindex == nil {
 		pp.rindex = map[string]int{}
 	}
@@ -109,15 +120,23 @@ func (c *Cache) placementLocked() *passPlacement {
 		pp.rindex[k] = j
 	}
 	r := len(pp.rnames)
-	pp.names, pp.rooms = pp.names[:0], pp.rooms[:0]
-	for name, nr := range f.rooms {
-		if nr.node != nil {
-			pp.names = append(pp.names, name)
+	if f.nodesChanged || pp.index == nil {
+		// By name: the same first-fit order every pass, so reservations
+		// and placements are stable. Sorted again only when nodes come or go.
+		pp.names = pp.names[:0]
+		for name, nr := range f.rooms {
+			if nr.node != nil {
+				pp.names = append(pp.names, name)
+			}
 		}
+		sort.Strings(pp.names)
+		pp.index = make(map[string]int, len(pp.names))
+		for i, n := range pp.names {
+			pp.index[n] = i
+		}
+		f.nodesChanged = false
 	}
-	// By name: the same first-fit order every pass, so reservations and
-	// placements are stable.
-	sort.Strings(pp.names)
+	pp.rooms = pp.rooms[:0]
 	pp.free.R = r
 	pp.free.Free = growInt64(pp.free.Free, len(pp.names)*r)
 	for i, name := range pp.names {
@@ -146,10 +165,7 @@ func (c *Cache) placementLocked() *passPlacement {
 	pp.haveUnt, pp.haveReclaim = false, false
 	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
 
-	index := make(map[string]int, len(pp.names))
-	for i, n := range pp.names {
-		index[n] = i
-	}
+	index := pp.index
 	// Admitted groups not placed yet: their members' room is not free.
 	for _, u := range f.inflight {
 		pp.placeInflight(u, index)
@@ -372,6 +388,10 @@ func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
 		pp.classes = append(pp.classes, pp.classOf(u.pod, u.request, 1))
 	default:
 		g := u.gang
+		if m := pp.memoOf(u); m != nil {
+			pp.classes = append(pp.classes, m.classes...)
+			break
+		}
 		need := int(g.spec.MinMember) - g.counts.Bound
 		if need > 0 {
 			loose := pp.loose[:0]
@@ -388,8 +408,67 @@ func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
 				pp.classes = append(pp.classes, placement.Class{Request: make([]int64, pp.free.R), Count: need - n, Nodes: []int32{}})
 			}
 		}
+		pp.remember(u, pp.classes)
 	}
 	return pp.classes, countOf(pp.classes)
+}
+
+// classMemo is a pending gang's classes kept from pass to pass, valid while
+// what they are made of is unchanged: the group's counts, its minimum
+// request (recomputed, as a new map, whenever a member comes, goes or
+// changes its request) and the pass's resource names. Only classes that
+// may use every node are kept (no selector, affinity or taint in play):
+// node indexes and eligibility are per pass. Reading every member's pod
+// and request again for every group examined was most of a pass's cost.
+type classMemo struct {
+	counts  gang.Counts
+	// minReq is the minimum request map the classes were made with; held
+	// (not only its address) so that a new map cannot reuse the address.
+	minReq  resources.List
+	min     int32
+	rgen    uint64
+	classes []placement.Class
+}
+
+func mapID(l resources.List) uintptr { return reflect.ValueOf(l).Pointer() }
+
+// memoOf returns u's remembered classes when still valid.
+func (pp *passPlacement) memoOf(u *unit) *classMemo {
+	m := pp.c.feasible.memos[u.key]
+	g := u.gang
+	if m == nil || m.counts != g.counts || mapID(m.minReq) != mapID(g.minRequest) || !g.minRequestValid ||
+		m.min != g.spec.MinMember || m.rgen != pp.rgen || pp.c.feasible.tainted > 0 {
+		return nil
+	}
+	return m
+}
+
+// remember keeps u's classes for later passes when they may use every node.
+func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
+	f := &pp.c.feasible
+	g := u.gang
+	if f.tainted > 0 || !g.minRequestValid {
+		return
+	}
+	for _, c := range classes {
+		if c.Nodes != nil {
+			return
+		}
+	}
+	m := f.memos[u.key]
+	if m == nil {
+		if f.memos == nil {
+			f.memos = map[string]*classMemo{}
+		}
+		m = &classMemo{}
+		f.memos[u.key] = m
+	}
+	m.counts, m.minReq, m.min, m.rgen = g.counts, g.minRequest, g.spec.MinMember, pp.rgen
+	m.classes = m.classes[:0]
+	for _, c := range classes {
+		c.Request = slices.Clone(c.Request) // out of the pass's slab
+		m.classes = append(m.classes, c)
+	}
 }
 
 func countOf(cl []placement.Class) int {

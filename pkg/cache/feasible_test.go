@@ -212,3 +212,26 @@ func TestNodeRoomIncremental(t *testing.T) {
 		t.Errorf("n2 after its deletion = %d, want gone", got)
 	}
 }
+
+// A pending gang's placement classes are kept between passes; a member
+// replaced by a smaller one must be seen at the next pass.
+func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "4"))
+	c.onNode(logger, mkNode("n2", "2"))
+	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3")), memberOf("ns", "g2", "g", cpu("3"))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	pass(c, t0.Add(time.Second)) // from the remembered classes
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	podDelete(c, g[2])
+	small := memberOf("ns", "g3", "g", cpu("2"))
+	podEvent(c, small)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g[0], g[1], small)
+}

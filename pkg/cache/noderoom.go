@@ -39,6 +39,11 @@ type feasibleState struct {
 	// renewed by each pass that finds them still starving.
 	reservations map[string]*reservation
 	pass         passPlacement
+	// memos keep pending gangs' placement classes between passes.
+	memos map[string]*classMemo
+	// nodesChanged: a node was added or deleted since the pass last sorted
+	// the node names.
+	nodesChanged bool
 }
 
 // reservation is the nodes held for one starving group and the pass that
@@ -63,6 +68,9 @@ func (f *feasibleState) room(name string) *nodeRoom {
 // setNode records a node's allocatable, labels and taints.
 func (f *feasibleState) setNode(n *v1.Node, alloc resources.List) {
 	r := f.room(n.Name)
+	if r.node == nil {
+		f.nodesChanged = true
+	}
 	if r.tainted {
 		f.tainted--
 	}
@@ -88,6 +96,7 @@ func (f *feasibleState) deleteNode(name string) {
 	if r.tainted {
 		f.tainted--
 	}
+	f.nodesChanged = f.nodesChanged || r.node != nil
 	r.node, r.alloc, r.tainted = nil, nil, false
 	if r.used.IsZero() {
 		delete(f.rooms, name)
@@ -147,6 +156,9 @@ func (f *feasibleState) requeue(node, from, to string, req resources.List) {
 
 // track keeps feasibleState.inflight in step with u.inflight.
 func (f *feasibleState) track(u *unit, gone bool) {
+	if gone {
+		delete(f.memos, u.key)
+	}
 	if len(u.inflight) == 0 || gone {
 		delete(f.inflight, u.key)
 		return
