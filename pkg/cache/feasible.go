@@ -26,12 +26,12 @@ type passPlacement struct {
 	c   *Cache
 	gen uint64
 
-	names  []string
-	index  map[string]int // node name -> index in names
+	names []string
+	index map[string]int // node name -> index in names
 	// rgen counts changes of the pass's resource names (prevR), which
 	// remembered classes depend on.
-	rgen  uint64
-	prevR []string
+	rgen   uint64
+	prevR  []string
 	rooms  []*nodeRoom
 	rindex map[string]int
 	rnames []string
@@ -421,7 +421,7 @@ func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
 // node indexes and eligibility are per pass. Reading every member's pod
 // and request again for every group examined was most of a pass's cost.
 type classMemo struct {
-	counts  gang.Counts
+	counts gang.Counts
 	// minReq is the minimum request map the classes were made with; held
 	// (not only its address) so that a new map cannot reuse the address.
 	minReq  resources.List
