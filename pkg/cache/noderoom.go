@@ -99,6 +99,7 @@ func (f *feasibleState) deleteNode(name string) {
 	f.nodesChanged = f.nodesChanged || r.node != nil
 	r.node, r.alloc, r.tainted = nil, nil, false
 	if r.used.IsZero() {
+		clear(r.byQueue)
 		delete(f.rooms, name)
 	}
 }
@@ -116,15 +117,16 @@ func (f *feasibleState) bind(node, queue string, req resources.List, sign int) {
 		r.used.Sub(req)
 	}
 	if queue != "" {
+		// A queue's entry stays when it drops to zero: a bind and an
+		// unbind then allocate nothing (one entry per node and queue that
+		// ever had a pod there; the node's deletion drops them).
 		if r.byQueue == nil {
 			r.byQueue = map[string]resources.List{}
 		}
 		if sign > 0 {
 			r.byQueue[queue] = r.byQueue[queue].Add(req)
-		} else if l := r.byQueue[queue].Sub(req); l.IsZero() {
-			delete(r.byQueue, queue)
 		} else {
-			r.byQueue[queue] = l
+			r.byQueue[queue] = r.byQueue[queue].Sub(req)
 		}
 	}
 	if r.node == nil && r.used.IsZero() {
@@ -140,11 +142,7 @@ func (f *feasibleState) requeue(node, from, to string, req resources.List) {
 		return
 	}
 	if from != "" {
-		if l := r.byQueue[from].Sub(req); l.IsZero() {
-			delete(r.byQueue, from)
-		} else {
-			r.byQueue[from] = l
-		}
+		r.byQueue[from] = r.byQueue[from].Sub(req)
 	}
 	if to != "" {
 		if r.byQueue == nil {
