@@ -230,7 +230,18 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 		members = members[:need]
 	}
 	start := len(dst)
+	var prevReq resources.List
+	prevFree := false // the previous member may use every node
 	for _, m := range members {
+		// Members' request lists are interned (requestInterner): a member
+		// asking the same as the previous one, with no constraint either,
+		// joins its class without building a vector.
+		free := pp.unconstrained(m.pod)
+		if free && prevFree && len(dst) > start && mapID(m.request) == mapID(prevReq) {
+			dst[len(dst)-1].Count++
+			continue
+		}
+		prevReq, prevFree = m.request, free
 		mark := len(pp.slab)
 		c := pp.classOf(m.pod, m.request, 1)
 		merged := false
@@ -245,6 +256,9 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 			pp.slab = pp.slab[:mark] // the request vector is not kept
 		} else if !merged {
 			dst = append(dst, c)
+		}
+		if merged {
+			prevFree = false // the last class is not this member's
 		}
 	}
 	return dst
@@ -283,18 +297,31 @@ func (pp *passPlacement) classOf(pod *v1.Pod, req resources.List, n int) placeme
 	start := len(pp.slab)
 	pp.slab = append(pp.slab, make([]int64, r)...)
 	c := placement.Class{Request: pp.slab[start : start+r : start+r], Count: n, Nodes: pp.eligibleFor(pod)}
-	for k, v := range req {
-		if v <= 0 {
-			continue
+	matched := 0
+	for j, k := range pp.rnames {
+		if v, ok := req[k]; ok {
+			matched++
+			c.Request[j] = max(v, 0)
 		}
-		j, ok := pp.rindex[k]
-		if !ok {
-			c.Nodes = []int32{}
-			continue
+	}
+	if matched < len(req) {
+		for k, v := range req {
+			if _, ok := pp.rindex[k]; !ok && v > 0 {
+				c.Nodes = []int32{}
+			}
 		}
-		c.Request[j] = v
 	}
 	return c
+}
+
+// unconstrained reports whether pod may use every node: no node selector,
+// no required node affinity, and no node has a taint that matters.
+func (pp *passPlacement) unconstrained(pod *v1.Pod) bool {
+	if pp.c.feasible.tainted > 0 || len(pod.Spec.NodeSelector) > 0 {
+		return false
+	}
+	a := pod.Spec.Affinity
+	return a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil
 }
 
 // eligibleFor lists the nodes pod may use by its node selector, required
