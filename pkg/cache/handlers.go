@@ -507,6 +507,9 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.total.Sub(old)
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
+	if n, _ := objectOf[*v1.Node](obj); n != nil {
+		c.feasible.setNode(n, alloc)
+	}
 	// The scheduler may requeue a gang on this node event before our total
 	// has grown, and our PreFilter then refuses it again with no further
 	// event to come: when capacity grows, the cache itself re-activates the
@@ -537,4 +540,5 @@ func (c *Cache) onNodeDelete(obj any) {
 		c.total.Sub(old)
 		delete(c.nodes, name)
 	}
+	c.feasible.deleteNode(name)
 }

@@ -100,6 +100,8 @@ type podAcct struct {
 	asked string
 	// slot is the account's index in unitPods[unit].
 	slot int32
+	// node is the node a bound pod is on (its room in feasibleState).
+	node string
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -147,6 +149,8 @@ type admissionState struct {
 	kick    chan struct{}
 	writes  chan admissionWrite
 	quotas  corelisters.ResourceQuotaLister
+	// feas is the cache's per-node room, which pod accounts feed.
+	feas *feasibleState
 	// scratch and scratchQ are podRequestLocked's working lists (guarded
 	// by Cache.mu).
 	scratch  resources.List
@@ -277,6 +281,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 // cache already knows become units now.
 func (c *Cache) installAdmissionLocked(a *admissionState) {
 	c.adm = a
+	a.feas = &c.feasible
 	for _, g := range c.groups {
 		c.syncGangUnitLocked(g)
 	}
@@ -460,7 +465,10 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
 	}
+	pl := c.placementLocked()
+	opts.Placement = pl
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, opts, now)
+	pl.finish()
 	act := map[string]*v1.Pod{}
 	for _, o := range res.Admitted {
 		u := a.units[o.Group.Key]
@@ -713,6 +721,7 @@ func (c *Cache) dropUnitLocked(u *unit) {
 		q.inflight.Sub(u.inflight)
 	}
 	delete(a.units, u.key)
+	c.feasible.track(u, true)
 	if len(a.unitPods[u.key]) == 0 {
 		delete(a.unitPods, u.key)
 	}
@@ -811,6 +820,7 @@ func (a *admissionState) retagLocked(p *podAcct, q string) {
 	if p.bound {
 		a.prioLocked(p.queue, p.prio, p.req, -1)
 		a.prioLocked(q, p.prio, p.req, 1)
+		a.feas.requeue(p.node, p.queue, q, p.req)
 	}
 	p.queue = q
 }
@@ -885,6 +895,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
+	c.feasible.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.
 	if !u.admitted {
@@ -961,6 +972,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	if old != nil {
 		if old.bound {
 			a.used.Sub(old.req)
+			a.feas.bind(old.node, old.queue, old.req, -1)
 			if q := a.usage[old.queue]; q != nil {
 				q.allocated.Sub(old.req)
 			}
@@ -1005,7 +1017,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 		acct = &podAcct{}
 	}
 	prevUnit := acct.unit
-	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod)}
+	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
 	if labelled && a.ours(pod) {
 		if isGangUnitKey(prevUnit, gk) {
 			acct.unit = prevUnit
@@ -1056,6 +1068,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	}
 	if acct.bound {
 		a.used.Add(acct.req)
+		a.feas.bind(acct.node, acct.queue, acct.req, 1)
 		if acct.queue != "" {
 			a.usageLocked(acct.queue).allocated.Add(acct.req)
 			a.prioLocked(acct.queue, acct.prio, acct.req, 1)

@@ -62,6 +62,10 @@ type Options struct {
 	// higher-priority group, and preemption within a queue never starts.
 	// It is called only for a group the plain checks refuse.
 	Preemptible func(queue string, priority int32) resources.List
+	// Placement, when set, is check 7: the group's members must be
+	// placeable on the nodes' free room (see Placement). The starvation
+	// guard then also reserves that room for a head group it refuses.
+	Placement Placement
 }
 
 // Validate reports an unusable option.
@@ -171,6 +175,9 @@ type passState struct {
 	cused    []int64 // cluster: used + every queue's inflight
 	scratch  []int64
 	pre      []int64 // what preemption frees for the group being evaluated
+	excess   []int64 // per queue: what its own groups hold above what they keep (reclaimable)
+	subEx    []int64 // per queue: excess summed over its subtree
+	freeable []int64 // per level of the group being evaluated: what reclaim frees there
 	qheap    []*pqueue
 	touched  []*pqueue
 	res      Result
@@ -366,6 +373,7 @@ func (p *Pending) prepare(c Cluster) {
 			ps.cused[j] = satAdd(ps.cused[j], s.inflightAll[sj])
 		}
 	}
+	p.prepareReclaimable()
 	ps.reclaim = growInt64s(ps.reclaim, r)
 	clear(ps.reclaim)
 	if ps.o.Reclaim {
@@ -440,6 +448,9 @@ func (p *Pending) attempt(q *pqueue) bool {
 		d, v := p.evaluate(e, q, head)
 		e.gen = ps.gen
 		if v == admit {
+			if pl := ps.o.Placement; pl != nil {
+				pl.Commit(e.g)
+			}
 			p.apply(e, q)
 			if head {
 				q.headKey = ""
@@ -467,7 +478,12 @@ func (p *Pending) attempt(q *pqueue) bool {
 			if q.headKey != e.g.Key {
 				q.headKey, q.headSince = e.g.Key, ps.now
 			}
-			if th := ps.o.StarvationThreshold; th >= 0 && ps.now.Sub(q.headSince) >= th {
+			// A head refused only because its members cannot be placed
+			// reserves its queue, and the room it needs, only when it could
+			// be placed on the cluster's empty nodes; otherwise holding
+			// anything for it would hold it for nothing.
+			if th := ps.o.StarvationThreshold; th >= 0 && ps.now.Sub(q.headSince) >= th &&
+				(d.Check != CheckPlacement || ps.o.Placement.Reserve(e.g)) {
 				q.stop = Decision{Check: CheckReserved, Queue: q.name, Behind: e.g.Key, Since: q.headSince}
 				q.stopGen = ps.gen
 				q.done = true
@@ -547,11 +563,16 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 			return refuse(CheckCapability, at, a, lim, true)
 		}
 	}
-	// (3) real capability of the queue and its ancestors.
+	// (3) real capability of the queue and its ancestors. At an ancestor,
+	// what reclaim can take back from queues off the group's path inside
+	// the ancestor's subtree counts as room (fillFreeable): otherwise a
+	// child starved under its parent's capability by a sibling above its
+	// deserved share is never admitted, and reclaim never runs for it.
+	reclaimed := p.fillFreeable(e, node)
 	for l := node; l >= 0; l = ps.parent[l] {
 		for _, a := range e.req {
 			i := l*r + int(a.r)
-			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r], 0)
+			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r]-ps.freeable[i], 0)
 			if !fits(used, a.v, ps.realCap[i]) {
 				return refuse(CheckCapability, l, a, ps.realCap[i]-used, false)
 			}
@@ -559,7 +580,7 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	}
 	// (4) deserved shares: the queue's own part, the queue, its ancestors.
 	waived := false
-	level := func(l int, des, al, in []int64) (Decision, bool) {
+	level := func(l int, des, al, in []int64, own bool) (Decision, bool) {
 		b := l * r
 		if head {
 			for _, a := range e.req {
@@ -571,7 +592,11 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 		}
 		for _, a := range e.req {
 			i := b + int(a.r)
-			used := max(satAdd(al[i], in[i])-ps.pre[a.r], 0)
+			used := satAdd(al[i], in[i]) - ps.pre[a.r]
+			if !own {
+				used -= ps.freeable[i]
+			}
+			used = max(used, 0)
 			if !fits(used, a.v, des[i]) {
 				d, _ := refuse(CheckFairness, l, a, des[i]-used, false)
 				return d, false
@@ -580,25 +605,36 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 		return Decision{}, true
 	}
 	if ps.hasKids[node] {
-		if d, ok := level(node, ps.selfDes, ps.selfAl, ps.selfIn); !ok {
+		if d, ok := level(node, ps.selfDes, ps.selfAl, ps.selfIn, true); !ok {
 			return d, transient
 		}
 	}
 	for l := node; l >= 0; l = ps.parent[l] {
-		if d, ok := level(l, ps.deserved, ps.alloc, ps.infl); !ok {
+		if d, ok := level(l, ps.deserved, ps.alloc, ps.infl, false); !ok {
 			return d, transient
 		}
 	}
 	// (5) cluster idle, on the requested resources only; a group within its
 	// deserved share may also count what reclaim can take back.
+	plan := reclaimed
 	for _, a := range e.req {
 		lim := ps.ceil[a.r]
 		if !waived {
 			lim = satAdd(lim, ps.reclaim[a.r])
+			plan = plan || ps.reclaim[a.r] > 0
 		}
 		lim = satAdd(lim, ps.pre[a.r])
+		plan = plan || ps.pre[a.r] > 0
 		if !fits(ps.cused[a.r], a.v, lim) {
 			return refuse(CheckCluster, -1, a, lim-ps.cused[a.r], false)
+		}
+	}
+	// (7, before 6: the quota callback counts what it answers yes to)
+	// the members can be placed on the nodes' free room, or on the room
+	// a plan the group is entitled to frees.
+	if ps.o.Placement != nil {
+		if d, ok := p.placeable(e, plan); !ok {
+			return d, transient
 		}
 	}
 	// (6) namespace quota.
@@ -635,91 +671,4 @@ func (p *Pending) apply(e *entry, q *pqueue) {
 	q.groups--
 	e.q = nil
 	delete(p.groups, e.g.Key)
-}
-
-// Queue heap of the pass: priority (higher first), share (lower first), name.
-func qbefore(a, b *pqueue) bool {
-	if a.prio != b.prio {
-		return a.prio > b.prio
-	}
-	if a.dyn != b.dyn {
-		return a.dyn < b.dyn
-	}
-	return a.name < b.name
-}
-
-func (p *Pending) qpush(q *pqueue) {
-	h := &p.pass.qheap
-	q.hpos = len(*h)
-	*h = append(*h, q)
-	p.qup(q.hpos)
-}
-
-func (p *Pending) qremove(i int) {
-	h := &p.pass.qheap
-	last := len(*h) - 1
-	if i != last {
-		(*h)[i] = (*h)[last]
-		(*h)[i].hpos = i
-	}
-	(*h)[last] = nil
-	*h = (*h)[:last]
-	if i != last {
-		p.qdown(i)
-		p.qup(i)
-	}
-}
-
-func (p *Pending) qup(i int) {
-	h := p.pass.qheap
-	for i > 0 {
-		par := (i - 1) / 2
-		if !qbefore(h[i], h[par]) {
-			break
-		}
-		h[i], h[par] = h[par], h[i]
-		h[i].hpos, h[par].hpos = i, par
-		i = par
-	}
-}
-
-func (p *Pending) qdown(i int) {
-	h := p.pass.qheap
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		j := l
-		if rr := l + 1; rr < len(h) && qbefore(h[rr], h[l]) {
-			j = rr
-		}
-		if !qbefore(h[j], h[i]) {
-			return
-		}
-		h[i], h[j] = h[j], h[i]
-		h[i].hpos, h[j].hpos = i, j
-		i = j
-	}
-}
-
-func growInt64s(s []int64, n int) []int64 {
-	if cap(s) < n {
-		return make([]int64, n)
-	}
-	return s[:n]
-}
-
-func growInts(s []int, n int) []int {
-	if cap(s) < n {
-		return make([]int, n)
-	}
-	return s[:n]
-}
-
-func growBools(s []bool, n int) []bool {
-	if cap(s) < n {
-		return make([]bool, n)
-	}
-	return s[:n]
 }

@@ -31,6 +31,9 @@ const (
 	CheckCluster
 	// CheckQuota (6): the namespace's ResourceQuota refuses it.
 	CheckQuota
+	// CheckPlacement (7): the members cannot be placed together on the
+	// nodes' free room (Options.Placement).
+	CheckPlacement
 	// CheckReserved: the starvation guard holds the queue for the group at its head.
 	CheckReserved
 	// CheckWaiting: the pass stopped in the queue before reaching the group.
@@ -47,6 +50,7 @@ var checkNames = [...]string{
 	CheckFairness:     "Fairness",
 	CheckCluster:      "Cluster",
 	CheckQuota:        "ResourceQuota",
+	CheckPlacement:    "Placement",
 	CheckReserved:     "Reserved",
 	CheckWaiting:      "Waiting",
 }
@@ -83,7 +87,8 @@ type Decision struct {
 	// Permanent: the request alone exceeds the limit, so only a spec or cluster
 	// change can admit the group; such a group never reserves its queue.
 	Permanent bool
-	// Members and MinMember, for CheckMembers.
+	// Members and MinMember, for CheckMembers; for CheckPlacement, how many
+	// members fit and how many must.
 	Members, MinMember int32
 	// Behind is the key of the group at the head of the queue, for CheckReserved
 	// and CheckWaiting.
@@ -136,6 +141,12 @@ func (d Decision) Message() string {
 			return "resource quota exceeded"
 		}
 		return d.Detail
+	case CheckPlacement:
+		where := "on the free nodes"
+		if d.Detail != "" {
+			where = d.Detail
+		}
+		return fmt.Sprintf("members not placeable: %d/%d fit %s", d.Members, d.MinMember, where)
 	case CheckReserved:
 		return fmt.Sprintf("queue %s is reserved for %s, at its head since %s", d.Queue, d.Behind, d.Since.UTC().Format(time.RFC3339))
 	case CheckWaiting:

@@ -71,7 +71,22 @@
 //     it is exempt from that level of the check, if every other check holds;
 //  5. for every resource it requests: cluster used + every queue's inflight +
 //     request <= allocatable x overcommit factor;
-//  6. the optional namespace quota callback agrees.
+//  6. the optional namespace quota callback agrees;
+//  7. with Options.Placement, the group's members can be placed together on
+//     the nodes' free room (evaluated before 6, whose callback counts what it
+//     agrees to). Aggregate checks cannot see fragmentation: five 3-cpu
+//     members fit 16 free cpu but not four 4-cpu nodes.
+//
+// With Options.Reclaim, a group within its own queue's deserved share counts
+// as room what reclaim can take back: in check 5 what every reclaimable queue
+// holds above what it keeps (deserved, or its guarantee), and in checks 3 and
+// 4 at each ancestor what the queues of that ancestor's subtree off the
+// group's path hold above it. Without the latter a child starved under its
+// parent's capability by a sibling above its deserved share (parent 8 cpu,
+// weights 1 and 3, 4 and 4 held) would be refused at the parent forever, and
+// since unadmitted pods never reach PostFilter, reclaim would never run.
+// Check 7 is asked about the free room first and, when the group counted
+// reclaim or preemption room, again with that room added.
 //
 // "Inflight" is what admitted groups still need beyond what they hold. An
 // admission adds the request to the inflight of its queue, its ancestors and
@@ -114,6 +129,12 @@
 // becomes the head (a higher-priority group arriving overtakes it; a group
 // ahead of it being admitted or deleted hands it the head with a new clock).
 // The guard reserves the queue, not the cluster: other queues keep admitting.
+// Except for a head refused by check 7: its queue is reserved only when
+// Placement.Reserve can place it on the cluster's empty nodes, and then the
+// nodes it needs are held for it too (nothing new, from any queue, is
+// admitted onto them) until it is admitted or its clock restarts. Before
+// that point a gang refused by check 7 holds nothing and work behind it that
+// fits is admitted (backfill).
 //
 // # Driving it from a cache
 //

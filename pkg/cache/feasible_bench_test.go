@@ -1,0 +1,74 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+)
+
+// BenchmarkAdmissionPassPlacement is one admission pass with check 7 over
+// 10,000 pending gangs (4 members each) in 100 queues on 1,000 nodes. Every
+// node runs a 2-cpu pod outside Caldera; in the "fragmented" case one node
+// (the last by name) has 3 cpu free, so every gang (4 x 3 cpu) passes the
+// aggregate checks and its placement visits every node before it fails:
+// the worst case of the check, run for every group the pass examines. In
+// "full" the aggregate checks refuse first. "fragmented-cold" is
+// "fragmented" with the remembered classes dropped before every pass (as
+// if every gang examined had changed since the last). Nothing is admitted,
+// so every iteration does the same work. Budget: 10 ms per pass.
+func BenchmarkAdmissionPassPlacement(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		foreign string // what the pod on each node requests
+	}{{"fragmented", "2"}, {"fragmented-cold", "2"}, {"full", "4"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			queues := make([]*qapi.Queue, 100)
+			for i := range queues {
+				queues[i] = mkQueue(fmt.Sprint("q", i))
+			}
+			opts := singletons
+			opts.StarvationThreshold = -1
+			c, _, _ := newAdmissionCache(b, opts, queues...)
+			for i := range 1000 {
+				n := fmt.Sprintf("n%04d", i)
+				c.onNode(logger, mkNode(n, "4"))
+				req := tc.foreign
+				if i == 999 && tc.name != "full" {
+					req = "1"
+				}
+				c.onAnyPod(mkPod("sys", "r"+n, "", cpu(req), boundTo(n)), false)
+			}
+			for g := range 10_000 {
+				name := fmt.Sprint("g", g)
+				addPG(c, mkPG("ns", name, 4, pgQueue(fmt.Sprint("q", g%100)), pgCreatedAt(t0.Add(time.Duration(g)*time.Millisecond))))
+				for m := range 4 {
+					p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu("3"))
+					add(c, p)
+					c.onAnyPod(p, false)
+				}
+			}
+			pass(c, t0)
+			if got := admitted(c, memberOf("ns", "g0-0", "g0")); got.ok {
+				b.Fatalf("g0 admitted: %+v", got)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if tc.name == "fragmented-cold" {
+					b.StopTimer()
+					c.mu.Lock()
+					clear(c.feasible.memos)
+					c.mu.Unlock()
+					b.StartTimer()
+				}
+				c.AdmissionPass(logger, t0)
+			}
+			b.StopTimer()
+			if got := admitted(c, memberOf("ns", "g0-0", "g0")); tc.name != "full" && got.msg != "members not placeable: 1/4 fit on the free nodes" {
+				b.Fatalf("g0: %+v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// fourNodes adds four 4-cpu nodes: 16 cpu in all, one 3-cpu member each.
+func fourNodes(c *Cache) {
+	for i := range 4 {
+		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
+	}
+}
+
+// A gang whose total fits (5 x 3 of 16 cpu) but whose members do not (one
+// per 4-cpu node) is not admitted, and says why; a plain 4-cpu pod that
+// fits an empty node and a gang that fits are admitted past it.
+func TestAdmissionUnplaceableGang(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	fourNodes(c)
+	addPG(c, mkPG("ns", "big", 5, pgQueue("q")))
+	var big []*v1.Pod
+	for i := range 5 {
+		p := memberOf("ns", fmt.Sprint("b", i), "big", cpu("3"))
+		big = append(big, p)
+		podEvent(c, p)
+	}
+	pod := single("ns", "plain", inQueue("q"), cpu("4"), createdAt(t0.Add(time.Second)))
+	podEvent(c, pod)
+	addPG(c, mkPG("ns", "small", 2, pgQueue("q"), pgCreatedAt(t0.Add(2*time.Second))))
+	small := []*v1.Pod{memberOf("ns", "s0", "small", cpu("3")), memberOf("ns", "s1", "small", cpu("3"))}
+	for _, p := range small {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "members not placeable: 4/5 fit on the free nodes"}, big...)
+	wantAdmitted(t, c, admission{true, ""}, pod)
+	wantAdmitted(t, c, admission{true, ""}, small...)
+	wantConsistent(t, c, "after the pass")
+
+	// The admitted pod and gang bind; the big gang waits, now for room.
+	podEvent(c, next(pod, boundTo("n0")))
+	podEvent(c, next(small[0], boundTo("n1")))
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 15 exceeds remaining capability 6"}, big...)
+}
+
+// Admitted groups not bound yet hold their room in the check: two 3-cpu
+// singletons admitted onto 2 of the 4 nodes leave room for two more 3-cpu
+// members, not four.
+func TestAdmissionInflightPlacedFirst(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	fourNodes(c)
+	a, b := single("ns", "a", inQueue("q"), cpu("3")), single("ns", "b", inQueue("q"), cpu("3"))
+	podEvent(c, a)
+	podEvent(c, b)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, a, b)
+	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	var g []*v1.Pod
+	for i := range 3 {
+		p := memberOf("ns", fmt.Sprint("g", i), "g", cpu("3"))
+		g = append(g, p)
+		podEvent(c, p)
+	}
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	// a binds, b is deleted: room for the gang.
+	podEvent(c, next(a, boundTo("n0")))
+	podDelete(c, b)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g...)
+}
+
+// Eligibility: members with a node selector only use matching nodes, and
+// NoSchedule taints keep pods without a toleration off a node.
+func TestAdmissionPlacementEligibility(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	fourNodes(c)
+	n3 := mkNode("n3", "4")
+	n3.Spec.Taints = []v1.Taint{{Key: "gpu", Effect: v1.TaintEffectNoSchedule}}
+	c.onNode(logger, n3)
+	n0 := mkNode("n0", "4")
+	n0.Labels = map[string]string{"zone": "a"}
+	c.onNode(logger, n0)
+
+	zoned := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "a"} }
+	tolerant := func(p *v1.Pod) {
+		p.Spec.Tolerations = []v1.Toleration{{Key: "gpu", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
+	}
+	addPG(c, mkPG("ns", "z", 2, pgQueue("q")))
+	z := []*v1.Pod{memberOf("ns", "z0", "z", cpu("3"), zoned), memberOf("ns", "z1", "z", cpu("3"), zoned)}
+	addPG(c, mkPG("ns", "plain", 4, pgQueue("q"), pgCreatedAt(t0.Add(-time.Minute))))
+	var plain []*v1.Pod
+	for i := range 4 {
+		plain = append(plain, memberOf("ns", fmt.Sprint("p", i), "plain", cpu("3")))
+	}
+	addPG(c, mkPG("ns", "tol", 4, pgQueue("q"), pgCreatedAt(t0.Add(-30*time.Minute))))
+	var tol []*v1.Pod
+	for i := range 4 {
+		tol = append(tol, memberOf("ns", fmt.Sprint("t", i), "tol", cpu("1"), tolerant))
+	}
+	for _, p := range append(append(z, plain...), tol...) {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "members not placeable: 1/2 fit on the free nodes"}, z...)
+	// tol's four 1-cpu members filled n0: four 3-cpu members find n1 and
+	// n2, not the tainted n3.
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/4 fit on the free nodes"}, plain...)
+	// Tolerating the taint, four 1-cpu members fit.
+	wantAdmitted(t, c, admission{true, ""}, tol...)
+}
+
+// Past the starvation threshold, a gang that could be placed on empty nodes
+// reserves them: a pod that would fit there is kept out until the gang is
+// admitted, while a pod that fits elsewhere is admitted; the gang's own
+// checks use its reserved nodes.
+func TestAdmissionPlacementReservation(t *testing.T) {
+	opts := singletons
+	opts.StarvationThreshold = time.Minute
+	c, _, _ := newAdmissionCache(t, opts, mkQueue("q"), mkQueue("other"))
+	// Each 4-cpu node runs a 2-cpu pod outside Caldera: 6 cpu free in
+	// all, 2 per node, so the 2 x 3-cpu gang fits in sum but nowhere.
+	var running []*v1.Pod
+	for i := range 3 {
+		n := fmt.Sprint("n", i)
+		c.onNode(logger, mkNode(n, "4"))
+		p := mkPod("ns", "r"+n, "", cpu("2"), boundTo(n))
+		running = append(running, p)
+		podEvent(c, p)
+	}
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3"))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "members not placeable: 0/2 fit on the free nodes"}, g...)
+
+	// Before the threshold a pod of another queue backfills.
+	early := single("ns", "early", inQueue("other"), cpu("2"))
+	podEvent(c, early)
+	pass(c, t0.Add(30*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, early)
+	podDelete(c, early)
+
+	// Past it the gang holds n0 and n1 (from the pass that finds it
+	// starving): a pod that fits n2 is admitted, one more is not (only the
+	// reserved nodes have room).
+	pass(c, t0.Add(90*time.Second))
+	late := single("ns", "late", inQueue("other"), cpu("2"))
+	late2 := single("ns", "late2", inQueue("other"), cpu("2"), createdAt(t0.Add(time.Second)))
+	podEvent(c, late)
+	podEvent(c, late2)
+	pass(c, t0.Add(2*time.Minute))
+	wantAdmitted(t, c, admission{true, ""}, late)
+	wantAdmitted(t, c, admission{false, "members not placeable: 0/1 fit on the free nodes"}, late2)
+
+	// The room drains: the gang is admitted on its reserved nodes and the
+	// reservation ends; late2 follows when n2 has room.
+	for _, p := range running {
+		podDelete(c, p)
+	}
+	pass(c, t0.Add(3*time.Minute))
+	wantAdmitted(t, c, admission{true, ""}, g...)
+	pass(c, t0.Add(4*time.Minute))
+	wantAdmitted(t, c, admission{true, ""}, late2)
+	c.mu.RLock()
+	left := len(c.feasible.reservations)
+	c.mu.RUnlock()
+	if left != 0 {
+		t.Errorf("%d reservations left after the gang was admitted", left)
+	}
+}
+
+// The per-node room follows pod events: a bind takes room on its node, a
+// delete gives it back, a node's deletion drops it.
+func TestNodeRoomIncremental(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	fourNodes(c)
+	p := single("ns", "p", inQueue("q"), cpu("3"))
+	podEvent(c, p)
+	podEvent(c, next(p, boundTo("n2")))
+	room := func(n string) int64 {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		r := c.feasible.rooms[n]
+		if r == nil {
+			return -1
+		}
+		return cpuOf(r.alloc) - cpuOf(r.used)
+	}
+	if got := room("n2"); got != 1000 {
+		t.Errorf("n2 free = %d, want 1000", got)
+	}
+	c.mu.RLock()
+	q := cpuOf(c.feasible.rooms["n2"].byQueue["q"])
+	c.mu.RUnlock()
+	if q != 3000 {
+		t.Errorf("n2 holds %d for queue q, want 3000", q)
+	}
+	podDelete(c, next(p, boundTo("n2")))
+	if got := room("n2"); got != 4000 {
+		t.Errorf("n2 free after the delete = %d, want 4000", got)
+	}
+	c.onNodeDelete(mkNode("n2", "4"))
+	if got := room("n2"); got != -1 {
+		t.Errorf("n2 after its deletion = %d, want gone", got)
+	}
+}
+
+// A pending gang's placement classes are kept between passes; a member
+// replaced by a smaller one must be seen at the next pass.
+func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "4"))
+	c.onNode(logger, mkNode("n2", "2"))
+	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3")), memberOf("ns", "g2", "g", cpu("3"))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	pass(c, t0.Add(time.Second)) // from the remembered classes
+	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	podDelete(c, g[2])
+	small := memberOf("ns", "g3", "g", cpu("2"))
+	podEvent(c, small)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g[0], g[1], small)
+}

@@ -1,0 +1,220 @@
+package cache
+
+// The starving head's reservation and the room of a reclaim or preemption
+// plan: the parts of check 7 (feasible.go) beyond the plain free room.
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// Reserve implements queue.Placement: the starving group gets the nodes a
+// first-fit-decreasing placement on empty nodes picks, preferring the nodes
+// with the most free room now (the least to wait for), among the nodes no
+// other group holds. Nothing new is admitted onto them while the
+// reservation is renewed.
+func (pp *passPlacement) Reserve(g queue.Group) bool {
+	classes, want := pp.unitClasses(g.Key)
+	if want == 0 {
+		return false
+	}
+	r := pp.free.R
+	n := len(pp.names)
+	// Order every class's nodes by free room, largest first.
+	byFree := make([]int32, 0, n)
+	for i := range n {
+		if pp.free.Blocked == nil || !pp.free.Blocked[i] || pp.reservedBy[i] == g.Key {
+			byFree = append(byFree, int32(i))
+		}
+	}
+	big := make([]int64, r)
+	for i := range n {
+		for j := range r {
+			big[j] = max(big[j], pp.free.Free[i*r+j], 1)
+		}
+	}
+	sort.SliceStable(byFree, func(a, b int) bool {
+		return roomScore(pp.free.Free, big, int(byFree[a])) > roomScore(pp.free.Free, big, int(byFree[b]))
+	})
+	ordered := make([]placement.Class, len(classes))
+	for k, c := range classes {
+		ordered[k] = c
+		if c.Nodes == nil {
+			ordered[k].Nodes = byFree
+			continue
+		}
+		ok := make(map[int32]bool, len(c.Nodes))
+		for _, i := range c.Nodes {
+			ok[i] = true
+		}
+		ordered[k].Nodes = nil
+		ordered[k].Nodes = make([]int32, 0, len(c.Nodes))
+		for _, i := range byFree {
+			if ok[i] {
+				ordered[k].Nodes = append(ordered[k].Nodes, i)
+			}
+		}
+	}
+	empty := placement.Room{R: r, Free: make([]int64, n*r)}
+	for i, nr := range pp.rooms {
+		for j, k := range pp.rnames {
+			empty.Free[i*r+j] = nr.alloc[k]
+		}
+	}
+	fit, steps := pp.placer.Place(&empty, ordered)
+	if fit < want {
+		return false
+	}
+	f := &pp.c.feasible
+	res := f.reservations[g.Key]
+	if res == nil {
+		res = &reservation{}
+		if f.reservations == nil {
+			f.reservations = map[string]*reservation{}
+		}
+		f.reservations[g.Key] = res
+	}
+	res.nodes, res.gen = res.nodes[:0], pp.gen
+	for _, s := range steps {
+		name := pp.names[s.Node]
+		if !slices.Contains(res.nodes, name) {
+			res.nodes = append(res.nodes, name)
+			pp.block(int(s.Node), g.Key)
+		}
+	}
+	return true
+}
+
+// roomScore is node i's free room summed over resources, each as a share
+// of the largest free amount big (so cpu and memory weigh alike).
+func roomScore(free, big []int64, i int) float64 {
+	r := len(big)
+	s := 0.0
+	for j := range r {
+		if v := free[i*r+j]; v > 0 {
+			s += float64(v) / float64(big[j])
+		}
+	}
+	return s
+}
+
+// finish drops the reservations this pass did not renew: their group was
+// admitted, left, or is no longer the starving head of its queue.
+func (pp *passPlacement) finish() {
+	f := &pp.c.feasible
+	for key, res := range f.reservations {
+		if res.gen != pp.gen {
+			delete(f.reservations, key)
+		}
+	}
+}
+
+// block marks node i reserved for key.
+func (pp *passPlacement) block(i int, key string) {
+	n := len(pp.names)
+	if pp.free.Blocked == nil {
+		pp.free.Blocked = make([]bool, n)
+		pp.reservedBy = make([]string, n)
+	}
+	pp.free.Blocked[i], pp.reservedBy[i] = true, key
+}
+
+// unblockOwn lifts, for key's own checks, the block on the nodes reserved
+// for it, and returns them.
+func (pp *passPlacement) unblockOwn(key string) []int {
+	if pp.free.Blocked == nil {
+		return nil
+	}
+	var own []int
+	for i, k := range pp.reservedBy {
+		if k == key {
+			pp.free.Blocked[i] = false
+			own = append(own, i)
+		}
+	}
+	return own
+}
+
+func (pp *passPlacement) reblock(own []int, key string) {
+	for _, i := range own {
+		pp.block(i, key)
+	}
+}
+
+// planRoom is the working room plus what a plan the group is entitled to
+// frees, approximated from the per-node, per-queue amounts: on each node,
+// what reclaimable queues above their deserved share hold there, and, with
+// preemption, what the group's own queue holds there; each queue's total
+// capped at what admission counts as freeable from it (its allocated above
+// what it keeps; the queue's preemptible amount below the group's
+// priority), taken node by node in name order. The cap keeps the room
+// added no larger than checks 3-5 assumed; per node it is optimistic (the
+// victims there may be younger, or gangs that cannot be split), which
+// CalderaReclaim's exact plan settles: a gang it cannot make room for is
+// released and backs off.
+func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
+	c := pp.c
+	a := c.adm
+	r := pp.free.R
+	n := len(pp.names)
+	if !pp.haveReclaim {
+		pp.haveReclaim = true
+		pp.reclaimRoom = growInt64(pp.reclaimRoom, n*r)
+		clear(pp.reclaimRoom)
+		if c.reclaim && a.shares != nil {
+			for name, us := range a.usage {
+				spec, ok := a.tree.Spec(name)
+				if !ok || !spec.Reclaimable {
+					continue
+				}
+				des := a.shares.Deserved(name)
+				budget := make([]int64, r)
+				anyOver := false
+				for j, k := range pp.rnames {
+					keep := max(des[k], spec.Guarantee[k])
+					if over := us.allocated[k] - keep; over > 0 {
+						budget[j], anyOver = over, true
+					}
+				}
+				if anyOver && name != g.Queue {
+					pp.spread(pp.reclaimRoom, name, budget)
+				}
+			}
+		}
+	}
+	pp.planFree = growInt64(pp.planFree, n*r)
+	copy(pp.planFree, pp.free.Free)
+	for i, v := range pp.reclaimRoom {
+		pp.planFree[i] += v
+	}
+	if c.preempt {
+		pre := c.preemptibleLocked(g.Queue, g.Priority)
+		budget := make([]int64, r)
+		for j, k := range pp.rnames {
+			budget[j] = max(pre[k], 0)
+		}
+		pp.spread(pp.planFree, g.Queue, budget)
+	}
+	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.free.Blocked}
+}
+
+// spread adds to dst, node by node, what queue holds on each node, until
+// budget (per resource) is used up.
+func (pp *passPlacement) spread(dst []int64, queueName string, budget []int64) {
+	r := pp.free.R
+	for i, nr := range pp.rooms {
+		held := nr.byQueue[queueName]
+		if held == nil {
+			continue
+		}
+		for j, k := range pp.rnames {
+			if v := min(held[k], budget[j]); v > 0 {
+				dst[i*r+j] += v
+				budget[j] -= v
+			}
+		}
+	}
+}

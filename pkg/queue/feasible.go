@@ -1,0 +1,138 @@
+package queue
+
+// Placement is the optional admission check 7: whether a group's members can
+// be placed together on the nodes, not only in the cluster's aggregate. The
+// aggregate checks cannot see fragmentation: five 3-cpu members fit 16 free
+// cpu in sum but not four 4-cpu nodes, and such a gang, once admitted, would
+// hold its room in every queue's and the cluster's inflight while it fails
+// to place, keeping out work that fits. The cache implements it over its
+// per-node free room with pkg/placement's first-fit-decreasing.
+//
+// Within a pass the implementation keeps its own working room: the groups
+// it is asked to Commit take their room there, so later checks of the same
+// pass see it gone.
+type Placement interface {
+	// Check reports how many of g's minMember members fit the room left
+	// (fit) out of how many it must place (want). With plan, the room a
+	// reclaim or preemption plan the group is entitled to would free counts
+	// as free too. A group is admitted only when fit == want.
+	Check(g Group, plan bool) (fit, want int)
+	// Commit takes the room of the last successful Check of g: g is admitted.
+	Commit(g Group)
+	// Reserve is called for a group at the head of its queue, refused by
+	// Check, that has waited StarvationThreshold: it holds for g the room g
+	// needs on the cluster's total (nothing else is admitted there) until a
+	// later pass stops renewing it, and reports false when g cannot be
+	// placed even on empty nodes (then nothing is reserved for it, and its
+	// queue is not held either).
+	Reserve(g Group) bool
+}
+
+// placeable runs check 7 for e. plan says the group counts room a reclaim
+// or preemption plan would free (it passed checks 3-5 only by counting it,
+// or such room exists); the plain free room is tried first.
+func (p *Pending) placeable(e *entry, plan bool) (Decision, bool) {
+	pl := p.pass.o.Placement
+	fit, want := pl.Check(e.g, false)
+	if fit >= want {
+		return Decision{}, true
+	}
+	d := Decision{Check: CheckPlacement, Queue: e.q.name, Members: int32(fit), MinMember: int32(want)}
+	if plan {
+		if fit2, want2 := pl.Check(e.g, true); fit2 >= want2 {
+			return Decision{}, true
+		} else {
+			d.Members, d.MinMember, d.Detail = int32(fit2), int32(want2), "with the room reclaim and preemption can free"
+		}
+	}
+	return d, false
+}
+
+// prepareReclaimable fills, per healthy reclaimable queue, what its own
+// groups hold above what they keep (max of their deserved part and the
+// guarantee), and per queue the sum of that over its subtree: the room a
+// reclaim plan can take back inside a parent's subtree.
+func (p *Pending) prepareReclaimable() {
+	ps := &p.pass
+	s := ps.s
+	r := ps.r
+	n := len(s.tree.specs)
+	ps.excess = growInt64s(ps.excess, n*r)
+	ps.subEx = growInt64s(ps.subEx, n*r)
+	clear(ps.excess)
+	clear(ps.subEx)
+	if !ps.o.Reclaim {
+		return
+	}
+	for _, i := range s.tree.order {
+		spec := s.tree.specs[i]
+		if !spec.Reclaimable {
+			continue
+		}
+		for j := range r {
+			keep := max(ps.selfDes[i*r+j], nn(spec.Guarantee[p.rnames[j]]))
+			if over := ps.selfAl[i*r+j] - keep; over > 0 {
+				ps.excess[i*r+j] = over
+			}
+		}
+	}
+	// order lists parents before children: sum the subtrees bottom-up.
+	for k := len(s.tree.order) - 1; k >= 0; k-- {
+		i := s.tree.order[k]
+		for j := range r {
+			ps.subEx[i*r+j] = satAdd(ps.subEx[i*r+j], ps.excess[i*r+j])
+			if par := ps.parent[i]; par >= 0 {
+				ps.subEx[par*r+j] = satAdd(ps.subEx[par*r+j], ps.subEx[i*r+j])
+			}
+		}
+	}
+}
+
+// fillFreeable sets ps.freeable[l*r+j], for each level l from e's queue up
+// to the top, to what reclaim can take back inside l's subtree from queues
+// off the group's own path: what its queue's siblings (and its ancestors'
+// siblings, and their descendants) hold above what they keep. Reclaiming it
+// lowers l's allocated, so checks 3 and 4 at l count it as room. Only a
+// group within its own queue's deserved share is entitled to it, as reclaim
+// itself requires (reclaim.Decide). The queue's own level and its path's
+// own groups are never counted: reclaim does not take from the group's own
+// queue, and whether it would take from an ancestor's own groups is not
+// assumed. Reports whether anything was counted.
+func (p *Pending) fillFreeable(e *entry, node int) bool {
+	ps := &p.pass
+	r := ps.r
+	ps.freeable = growInt64s(ps.freeable, len(ps.excess))
+	any := false
+	for _, a := range e.req {
+		ps.freeable[node*r+int(a.r)] = 0
+	}
+	if !ps.o.Reclaim {
+		for l := ps.parent[node]; l >= 0; l = ps.parent[l] {
+			for _, a := range e.req {
+				ps.freeable[l*r+int(a.r)] = 0
+			}
+		}
+		return false
+	}
+	entitled := true
+	for _, a := range e.req {
+		i := node*r + int(a.r)
+		if !fits(satAdd(ps.alloc[i], ps.infl[i]), a.v, ps.deserved[i]) {
+			entitled = false
+			break
+		}
+	}
+	prev := node
+	for l := ps.parent[node]; l >= 0; prev, l = l, ps.parent[l] {
+		for _, a := range e.req {
+			i, pi := l*r+int(a.r), prev*r+int(a.r)
+			f := int64(0)
+			if entitled {
+				f = max(ps.subEx[i]-ps.excess[i]-ps.subEx[pi]+ps.freeable[pi], 0)
+			}
+			ps.freeable[i] = f
+			any = any || f > 0
+		}
+	}
+	return any
+}
