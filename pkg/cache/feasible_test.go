@@ -235,3 +235,24 @@ func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
 	pass(c, t0.Add(2*time.Second))
 	wantAdmitted(t, c, admission{true, ""}, g[0], g[1], small)
 }
+
+// A preemptor's placement counts, on each node, what its queue's
+// lower-priority pods hold there. A budget spread in node order landed on
+// the node of the queue's higher-priority pod, and a 7-cpu preemptor that
+// fits where the priority-0 pods run was never admitted (the randomized
+// harness, seed 4).
+func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"), mkQueue("other"))
+	c.EnableEvictions(false, true)
+	c.onNode(logger, mkNode("n0", "8"))
+	c.onNode(logger, mkNode("n1", "8"))
+	podEvent(c, single("ns", "high", inQueue("q"), cpu("4"), priority(1000), boundTo("n0")))
+	podEvent(c, single("ns", "others", inQueue("other"), cpu("4"), boundTo("n0")))
+	for i := range 4 {
+		podEvent(c, single("ns", fmt.Sprint("low", i), inQueue("q"), cpu("2"), boundTo("n1")))
+	}
+	pre := single("ns", "pre", inQueue("q"), cpu("7"), priority(1000))
+	podEvent(c, pre)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pre)
+}

@@ -522,7 +522,9 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	if !freed {
 		return d, v
 	}
-	if d2, v2 := p.evaluateWith(e, q, head); v2 == admit || v2 == personal {
+	// Refused again, by placement: that is the reason the user can act on
+	// (the aggregate checks passed with what preemption frees).
+	if d2, v2 := p.evaluateWith(e, q, head); v2 == admit || v2 == personal || d2.Check == CheckPlacement {
 		return d2, v2
 	}
 	return d, v
