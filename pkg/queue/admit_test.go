@@ -933,3 +933,45 @@ func TestAdmitPreemptibleHeadroom(t *testing.T) {
 		})
 	}
 }
+
+// A queue above its deserved share (not reclaimable, so nobody takes its
+// excess) still runs its high-priority work: a group whose request what
+// preemption frees in its queue covers takes the lower-priority pods'
+// place, and the queue does not grow. Before, fairness refused it for good
+// ("remaining deserved share 0"; the randomized harness, seed 4).
+func TestAdmitPreemptorOfQueueAboveItsShare(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	for _, tc := range []struct {
+		name    string
+		request int64
+		want    []string
+	}{
+		{name: "covered by lower priorities: admitted", request: 7000, want: []string{"q/hi"}},
+		{name: "more than lower priorities hold: refused", request: 30000, want: []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := grp("q/hi", "q", 0, cpu(tc.request))
+			g.Priority = 1000
+			w := world{
+				specs: []Spec{{Name: "q", Weight: 1, Reclaimable: false}, {Name: "other", Weight: 8, Reclaimable: true}},
+				total: cpu(64000),
+				used:  cpu(64000),
+				usage: map[string]Usage{
+					"q":     {Allocated: cpu(35000)},
+					"other": {Allocated: cpu(29000), Pending: cpu(60000)},
+				},
+				groups: []Group{g},
+				opts: Options{OvercommitFactor: 1, Preemptible: func(queue string, prio int32) resources.List {
+					if queue == "q" && prio > 0 {
+						return cpu(29000)
+					}
+					return nil
+				}},
+			}
+			_, res, _ := w.run()
+			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("admitted %v, want %v (refused: %+v)", got, tc.want, res.Refused)
+			}
+		})
+	}
+}
