@@ -533,7 +533,9 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 // swap reports whether preemption within the group's queue frees at least
 // what the group asks of resource a: the group then takes the place of the
 // queue's lower-priority pods, and neither the queue nor its ancestors grow,
-// so their capability and deserved share do not stand in its way. A queue
+// so their deserved share does not stand in its way. (Capability, check 3,
+// keeps counting what preemption frees as before: a queue over its
+// capability must not admit more, swap or not.) A queue
 // above its deserved share (one that is not reclaimable, say) must still run
 // its high-priority work before its low-priority work; without this, its
 // preemptors were refused for good ("remaining deserved share 0").
@@ -582,9 +584,6 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	reclaimed := p.fillFreeable(e, node)
 	for l := node; l >= 0; l = ps.parent[l] {
 		for _, a := range e.req {
-			if swap(ps.pre, a) {
-				continue
-			}
 			i := l*r + int(a.r)
 			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r]-ps.freeable[i], 0)
 			if !fits(used, a.v, ps.realCap[i]) {
