@@ -89,10 +89,17 @@ const (
 	PreFilterTooLarge
 	// PreFilterNoGroup: the PodGroup vanished after the pod was queued.
 	PreFilterNoGroup
+	// PreFilterOverCapability: a member beyond the gang's minimum would take
+	// its queue or an ancestor past its capability.
+	PreFilterOverCapability
+	// PreFilterExtraEarly: a member beyond the gang's minimum waits for the
+	// minimum to bind before it is checked against capability.
+	PreFilterExtraEarly
 )
 
 // PreFilter records the group's first scheduling attempt and checks that it is
-// neither backing off nor larger than the cluster.
+// neither backing off nor larger than the cluster, and that a member beyond
+// the gang's minimum fits its queues' capabilities (extraFitsLocked).
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
 	if !member {
@@ -125,7 +132,8 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 		return true, PreFilterTooLarge, msg
 	}
 	delete(c.tooLarge, key)
-	return true, PreFilterOK, ""
+	code, msg = c.extraFitsLocked(g, pod)
+	return true, code, msg
 }
 
 func (c *Cache) minRequestLocked(g *group) resources.List {
@@ -168,6 +176,7 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
 		g.counts.Add(m.state, +1)
+		c.reserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
 }
@@ -268,6 +277,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	reason, why := "a member failed to bind", RejectBindFailure
 	echo := false
 	c.mu.Lock()
+	c.dropExtraLocked(pod.UID)
 	if g := c.groups[key]; g != nil {
 		if m := g.members[pod.UID]; m != nil {
 			// A member that a release rejected: its Unreserve is that release's

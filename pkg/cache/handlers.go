@@ -212,6 +212,8 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 		}
 	}
 	if labelled {
+		_, prev := c.memberLocked(key, pod.UID)
+		wasBound := prev != nil && prev.state.Assigned
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
 		if finished {
@@ -224,6 +226,14 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 			// one counted it (refused: the gang lacked it, or was not yet
 			// admitted). Nothing else would move it again.
 			act = map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}
+		}
+		if act == nil && !wasBound && m.state.Assigned && c.adm.on() && g.enqueueable &&
+			g.counts.Bound == int(g.spec.MinMember) && g.counts.Pending > 0 {
+			// The gang just started: the members beyond its minimum that
+			// PreFilter held back (earlyExtra) may be placed now. The
+			// scheduler's own hint for this bind may have run before this
+			// handler counted it, and then nothing else would move them.
+			act = g.pendingPodsLocked()
 		}
 	}
 	c.mu.Unlock()

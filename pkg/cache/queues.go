@@ -140,6 +140,9 @@ type admissionState struct {
 	// them; their units move the others.
 	nsPods map[string]map[types.UID]*podAcct
 	usage  map[string]*queueUsage
+	// extras counts members beyond their gang's minimum that are reserved
+	// but not bound (extras.go).
+	extras extraBook
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
 	byPrio  map[string]map[int32]resources.List
@@ -968,6 +971,10 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
+	if pod.Spec.NodeName != "" || deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		// Bound (added to allocated below, under the same lock) or gone.
+		a.extras.drop(pod.UID)
+	}
 	old := a.pods[pod.UID]
 	if old != nil {
 		if old.bound {

@@ -86,14 +86,33 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 
 // PreFilter rejects members of a group that is backing off or that needs more
 // than the whole cluster's allocatable.
-func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+//
+// A member beyond its gang's minimum is also refused while its queue or an
+// ancestor has no room left under its capability, or while the gang's
+// minimum is not bound yet. UnschedulableAndUnresolvable: evicting pods on
+// a node cannot help, so neither preemption nor reclaim plans for it; the
+// pod is retried when an assigned pod goes away or a sibling binds (see
+// EventsToRegister), and PostFilter does not release its gang.
+func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	member, code, msg := g.cache.PreFilter(pod, time.Now())
 	if !member || code == cache.PreFilterOK {
 		return nil, nil
 	}
+	if code == cache.PreFilterOverCapability || code == cache.PreFilterExtraEarly {
+		state.Write(extraKey, extraRefused{})
+	}
 	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
+
+// extraKey marks a cycle whose member PreFilter refused as a member beyond
+// its gang's minimum: the gang has its minimum placed, so PostFilter must
+// not reject the siblings waiting in Permit.
+const extraKey fwk.StateKey = Name + "/extra"
+
+type extraRefused struct{}
+
+func (extraRefused) Clone() fwk.StateData { return extraRefused{} }
 
 // SignPod contributes nothing to the pod's scheduling signature, so the
 // profile keeps kube-scheduler's opportunistic batching (KEP-5598, on by
@@ -113,8 +132,14 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // members are rejected (it holds nothing), it backs off and returns to its
 // queue's pending groups. It never nominates a node. While a plan of the
 // gang's is still evicting, it releases nothing.
-func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if _, ok := cache.GroupKeyOf(pod); !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if _, err := state.Read(extraKey); err == nil {
+		// A member beyond the minimum waits for room under its queue's
+		// capability: the gang has started and is neither released nor
+		// backed off.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	summary, ours := g.summarize(statuses)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
@@ -212,6 +213,53 @@ func TestQueues(t *testing.T) {
 		}
 		env.WaitBoundCount(t, ns, "", 3, timeout)
 		env.ConsistentlyBoundCount(t, ns, 3, quiet)
+	})
+
+	t.Run("an elastic gang's members beyond its minimum stay within capability", func(t *testing.T) {
+		// Admission reserves the gang's minimum (2 cpu); the other six
+		// members were never admitted. Without a capability check when each
+		// is placed they all bound once the minimum had, 8 cpu in a queue
+		// of 4 (the randomized harness found it).
+		ns := env.Namespace(t)
+		env.AddNodes(t, 4, "4", "16Gi")
+		env.CreateQueue(t, "elastic4", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}})
+		env.StartScheduler(t)
+		pg := harness.PodGroup(ns, "elastic", 2)
+		pg.Labels = inQueue("elastic4")
+		env.CreatePodGroup(t, pg)
+		env.CreatePods(t, harness.Members(ns, "elastic", 8, "1")...)
+		sel := v1alpha1.PodGroupLabel + "=elastic"
+		env.WaitBoundCount(t, ns, sel, 4, timeout)
+		env.ConsistentlyBoundCount(t, ns, 4, quiet)
+		// Two bound members go: two of the waiting ones take their room.
+		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" || deleted == 2 {
+				continue
+			}
+			if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			left, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return false, err
+			}
+			bound := 0
+			for _, p := range left.Items {
+				if p.Spec.NodeName != "" {
+					bound++
+				}
+			}
+			return len(left.Items) == 6 && bound == 4, nil
+		}, "6 members left, 4 of them bound")
+		env.ConsistentlyBoundCount(t, ns, 4, quiet)
 	})
 
 	t.Run("parent cycle is refused and reported on each queue", func(t *testing.T) {

@@ -1,0 +1,167 @@
+package cache
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Members beyond a gang's minimum ("extras"). Admission reserves a gang's
+// minimum in its queue; an elastic gang's other members were never admitted,
+// so each is checked against the capability of its queue and every ancestor
+// when it is placed (Cache.PreFilter). The scheduler assumes a pod at Reserve
+// and binds it later, asynchronously: the book below counts the extras that
+// hold a node but are not bound yet, so that a burst of them cannot all pass
+// the check before the first bind is seen.
+
+// extraBook is, per queue, what reserved but unbound extras request, and per
+// such member the entry it was counted with (its presence is the member's
+// "counted" flag). The entry keeps the queue and request it was added with,
+// so that its removal is exact even if the unit moved queue or the pod was
+// resized meanwhile. Guarded by Cache.mu; O(1) per event.
+type extraBook struct {
+	holds   map[types.UID]extraHold
+	byQueue map[string]resources.List
+}
+
+type extraHold struct {
+	queue string
+	req   resources.List
+}
+
+func (b *extraBook) add(uid types.UID, q string, req resources.List) {
+	if _, ok := b.holds[uid]; ok {
+		return
+	}
+	if b.holds == nil {
+		b.holds, b.byQueue = map[types.UID]extraHold{}, map[string]resources.List{}
+	}
+	b.holds[uid] = extraHold{queue: q, req: req}
+	b.byQueue[q] = b.byQueue[q].Add(req)
+}
+
+// drop forgets uid's entry: the member is bound (its request is now in its
+// queue's allocated, in the same critical section), unreserved or deleted.
+func (b *extraBook) drop(uid types.UID) {
+	h, ok := b.holds[uid]
+	if !ok {
+		return
+	}
+	delete(b.holds, uid)
+	if l := b.byQueue[h.queue].Sub(h.req); l.IsZero() {
+		delete(b.byQueue, h.queue)
+	} else {
+		b.byQueue[h.queue] = l
+	}
+}
+
+// extraKind says how a member of g is placed.
+type extraKind int
+
+const (
+	// minimumMember: the gang has fewer than minMember placed besides it;
+	// admission reserved room for it.
+	minimumMember extraKind = iota
+	// extraMember: the gang has started (minMember bound); the member is
+	// checked against capability and counted in the book when reserved.
+	extraMember
+	// earlyExtra: the gang has minMember placed but not yet bound. Its
+	// unit's inflight is request - held, which a bound extra would lower
+	// as if it were one of the minimum, so extras wait for the minimum to
+	// bind (onMember activates them then).
+	earlyExtra
+)
+
+// extraKindLocked classifies member uid of g; only with admission on.
+func (c *Cache) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
+	u := c.adm.units[gangUnitKey(g.key)]
+	min := int(g.spec.MinMember)
+	if min <= 0 {
+		return minimumMember, u
+	}
+	if g.counts.Bound >= min || (u != nil && u.started) {
+		return extraMember, u
+	}
+	placed := g.counts.Placed
+	if m := g.members[uid]; m != nil && m.state.Placed() {
+		placed--
+	}
+	if placed >= min {
+		return earlyExtra, u
+	}
+	return minimumMember, u
+}
+
+// extraFitsLocked is PreFilter's check for a member beyond the minimum:
+// whether its queue and every ancestor stay within capability. O(depth x r)
+// plus one lookup per queue under the highest limited ancestor.
+func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
+	a := c.adm
+	if !a.on() {
+		return PreFilterOK, ""
+	}
+	kind, u := c.extraKindLocked(g, pod.UID)
+	switch {
+	case kind == earlyExtra:
+		return PreFilterExtraEarly, fmt.Sprintf("PodGroup %s has its %d minimum members placed; members beyond them wait for those to bind",
+			g.key, g.spec.MinMember)
+	case kind != extraMember || u == nil:
+		return PreFilterOK, ""
+	}
+	req := podRequest(pod)
+	if m := g.members[pod.UID]; m != nil {
+		req = m.request
+	}
+	// The member handler sees a bind before this informer's admission
+	// handler may: the unit then reserves nothing (started) while its
+	// queue's allocated lacks the member just bound. What the unit's
+	// minimum asks beyond what it is seen to hold is counted for it.
+	var own resources.List
+	if u.admitted && g.counts.Bound >= int(g.spec.MinMember) {
+		for k, v := range u.request {
+			if d := v - u.held[k] - u.inflight[k]; d > 0 {
+				if own == nil {
+					own = resources.List{}
+				}
+				own[k] = d
+			}
+		}
+	}
+	ok, msg := queue.CapabilityFit(a.tree, u.queue, req, func(q string) queue.Use {
+		var use queue.Use
+		if us := a.usage[q]; us != nil {
+			use.Allocated, use.Inflight = us.allocated, us.inflight
+		}
+		use.Extra = a.extras.byQueue[q]
+		if q == u.queue && own != nil {
+			use.Extra = own.Add(use.Extra)
+		}
+		return use
+	})
+	if !ok {
+		return PreFilterOverCapability, msg
+	}
+	return PreFilterOK, ""
+}
+
+// reserveExtraLocked counts member m of g in the book when Reserve places it
+// beyond the gang's minimum.
+func (c *Cache) reserveExtraLocked(g *group, uid types.UID, m *member) {
+	if !c.adm.on() || m.state.Assigned {
+		return
+	}
+	if kind, u := c.extraKindLocked(g, uid); kind != minimumMember && u != nil {
+		c.adm.extras.add(uid, u.queue, m.request)
+	}
+}
+
+// dropExtraLocked forgets the member's entry in the book, if any.
+func (c *Cache) dropExtraLocked(uid types.UID) {
+	if c.adm.on() {
+		c.adm.extras.drop(uid)
+	}
+}

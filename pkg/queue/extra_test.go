@@ -1,0 +1,55 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+func TestCapabilityFit(t *testing.T) {
+	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
+	tree := BuildTree([]Spec{
+		{Name: "org", Capability: cores(10)},
+		{Name: "a", Parent: "org", Capability: cores(6)},
+		{Name: "a1", Parent: "a"},
+		{Name: "b", Parent: "org"},
+		{Name: "free"},
+	})
+	tests := []struct {
+		name  string
+		queue string
+		use   map[string]Use
+		req   resources.List
+		ok    bool
+		msg   string
+	}{
+		{name: "room left", queue: "a", use: map[string]Use{"a": {Allocated: cores(2)}}, req: cores(2), ok: true},
+		{name: "exactly at the limit", queue: "a", use: map[string]Use{"a": {Allocated: cores(2), Inflight: cores(1), Extra: cores(1)}}, req: cores(2), ok: true},
+		{
+			name: "inflight and extras count as reserved", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(2), Inflight: cores(1), Extra: cores(2)}}, req: cores(2),
+			msg: "queue a: cpu capability 6, allocated 2, reserved 3, this member needs 2",
+		},
+		{
+			name: "a child's usage counts in its parent", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(1)}, "a1": {Allocated: cores(4)}}, req: cores(2),
+			msg: "queue a: cpu capability 6, allocated 5, reserved 0, this member needs 2",
+		},
+		{
+			name: "a sibling's usage counts in the parent", queue: "a1",
+			use: map[string]Use{"a1": {Allocated: cores(1)}, "b": {Allocated: cores(7), Extra: cores(1)}}, req: cores(2),
+			msg: "queue org: cpu capability 10, allocated 8, reserved 1, this member needs 2",
+		},
+		{name: "an unlimited resource", queue: "a", use: map[string]Use{"a": {Allocated: cores(6)}}, req: resources.List{"memory": 1 << 30}, ok: true},
+		{name: "no capability on the chain", queue: "free", use: map[string]Use{"free": {Allocated: cores(100)}}, req: cores(2), ok: true},
+		{name: "an unknown queue", queue: "ghost", req: cores(2), ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, msg := CapabilityFit(tree, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
+			if ok != tt.ok || msg != tt.msg {
+				t.Errorf("CapabilityFit = %v %q, want %v %q", ok, msg, tt.ok, tt.msg)
+			}
+		})
+	}
+}
