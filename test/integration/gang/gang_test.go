@@ -158,33 +158,6 @@ func TestGang(t *testing.T) {
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"="+loser, 3, 60*time.Second)
 	})
 
-	t.Run("permit timeout releases the reserved room", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		// A long group backoff keeps the released gang away while the plain
-		// pod takes the room it let go.
-		env.StartScheduler(t, gangOnly, harness.WithPluginArgs("CalderaGang", map[string]any{"podGroupBackoffSeconds": 20, "podGroupMaxBackoffSeconds": 20}))
-		env.CreatePodGroup(t, harness.PodGroup(ns, "stuck", 3, harness.PGTimeout(3)))
-		pods := harness.Members(ns, "stuck", 3, "2")
-		// The third member is held back by a scheduling gate, so the first two
-		// take the whole node and wait in Permit for a sibling that never comes.
-		// It asks for no cpu, so the gang as a whole fits the node.
-		pods[2] = harness.Pod(ns, "stuck-2").Group("stuck").Obj()
-		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
-		env.CreatePods(t, pods...)
-		env.WaitAttempted(t, ns, "stuck", bindTimeout)
-		probe := probeFull(t, env, ns, "2")
-		// After the 3 s timeout the gang lets go and the probe fits.
-		env.WaitBound(t, ns, bindTimeout, probe)
-		ev := env.WaitEvent(t, ns, "stuck", "Unschedulable", bindTimeout)
-		if !strings.Contains(ev.Note, "timed out") {
-			t.Errorf("Unschedulable event should name the Permit timeout, got %q", ev.Note)
-		}
-		if n := env.BoundPods(t, ns, v1alpha1.PodGroupLabel+"=stuck"); n != 0 {
-			t.Fatalf("timed-out gang has %d bound members, want 0", n)
-		}
-	})
-
 	t.Run("pod naming a missing PodGroup waits then binds", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
@@ -350,13 +323,4 @@ func waitPodGroupStatus(t *testing.T, env *harness.Env, ns, name string, ok func
 		return err == nil && ok(pg.Status), err
 	}, "PodGroup "+ns+"/"+name+" status")
 	return pg
-}
-
-// probeFull proves that the node room is taken: a plain pod asking for cpu is
-// found unschedulable. It returns the probe's name.
-func probeFull(t *testing.T, env *harness.Env, ns, cpu string) string {
-	t.Helper()
-	env.CreatePod(t, harness.Pod(ns, "probe").CPU(cpu).Obj())
-	env.WaitUnschedulable(t, ns, "probe", bindTimeout)
-	return "probe"
 }
