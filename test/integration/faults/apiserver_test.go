@@ -22,7 +22,6 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
-	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -398,67 +397,6 @@ func dumpOf(t *testing.T, c *cache.Cache) *cache.CacheDump {
 	return d
 }
 
-// aggregates are the history-independent parts of a cache dump: what a cache
-// started from the same objects must hold too, however the running one got
-// there (docs/reliability.md, "Any order gives the same aggregates as a
-// recount"). Left out: when the dump was taken, the last pass's deserved
-// shares, inflight reservations, admitted/pending (a fresh cache decides
-// admission anew), first attempts, backoffs and the last unschedulable reason.
-type aggregates struct {
-	Nodes       int
-	Allocatable resources.List
-	Used        resources.List
-	Queues      []queueAggregates
-	Groups      []groupAggregates
-}
-
-type queueAggregates struct {
-	Name, Parent, State   string
-	Weight, Priority      int32
-	Reclaimable           bool
-	Capability, Guarantee resources.List
-	Allocated             resources.List
-}
-
-type groupAggregates struct {
-	Key, Queue, Phase string
-	PodGroup          bool
-	MinMember         int32
-	Counts            map[string]int
-	Enqueueable       bool
-	MinRequest        resources.List
-}
-
-func aggregatesOf(d *cache.CacheDump) aggregates {
-	a := aggregates{Nodes: d.Cluster.Nodes, Allocatable: nonZero(d.Cluster.Allocatable), Used: nonZero(d.Cluster.Used)}
-	for _, q := range d.Queues {
-		a.Queues = append(a.Queues, queueAggregates{
-			Name: q.Name, Parent: q.Parent, State: q.State, Weight: q.Weight, Priority: q.Priority,
-			Reclaimable: q.Reclaimable, Capability: nonZero(q.Capability), Guarantee: nonZero(q.Guarantee),
-			Allocated: nonZero(q.Allocated),
-		})
-	}
-	for _, g := range d.Groups {
-		a.Groups = append(a.Groups, groupAggregates{
-			Key: g.Key, Queue: g.Queue, Phase: g.Phase, PodGroup: g.PodGroup, MinMember: g.MinMember,
-			Counts: g.Counts, Enqueueable: g.Enqueueable, MinRequest: nonZero(g.MinRequest),
-		})
-	}
-	return a
-}
-
-// nonZero drops zero amounts: an incremental aggregate keeps a resource at 0
-// after its last user left, a fresh one never had it.
-func nonZero(l resources.List) resources.List {
-	out := resources.List{}
-	for k, v := range l {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 func render(t *testing.T, v any) string {
 	t.Helper()
 	out, err := json.MarshalIndent(v, "", " ")
@@ -476,7 +414,7 @@ func compareWithRecount(t *testing.T, s *harness.Scheduler, live *cache.Cache) {
 	fresh := s.RecountCache(t)
 	var got, want string
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		got, want = render(t, aggregatesOf(dumpOf(t, live))), render(t, aggregatesOf(dumpOf(t, fresh)))
+		got, want = render(t, harness.AggregatesOf(dumpOf(t, live))), render(t, harness.AggregatesOf(dumpOf(t, fresh)))
 		return got == want, nil
 	})
 	if err != nil {

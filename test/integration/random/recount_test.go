@@ -19,7 +19,6 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
-	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -131,7 +130,7 @@ func (r *run) checkRecount(ctx context.Context, t *testing.T) {
 			r.trace.fail("cache-recount", "dump", "%v", err)
 			return
 		}
-		got, want = render(aggregatesOf(d)), render(aggregatesOf(fd))
+		got, want = render(harness.AggregatesOf(d)), render(harness.AggregatesOf(fd))
 		if got == want {
 			r.trace.logf("the scheduler's cache agrees with a recount (%d groups, %d queues)", len(d.Groups), len(d.Queues))
 			return
@@ -142,68 +141,6 @@ func (r *run) checkRecount(ctx context.Context, t *testing.T) {
 		sleepCtx(ctx, time.Second)
 	}
 	r.trace.fail("cache-recount", "differ", "the scheduler's cache does not agree with a recount after %v:\n%s", recountTimeout, diffLines(got, want))
-}
-
-// aggregates are the history-independent parts of a cache dump (the same
-// selection as test/integration/faults: docs/reliability.md, "Any order
-// gives the same aggregates as a recount"). Left out: the dump's time,
-// deserved shares, inflight, admitted/pending (a fresh cache decides
-// admission anew), first attempts, backoffs, the last unschedulable reason.
-type aggregates struct {
-	Nodes       int
-	Allocatable resources.List
-	Used        resources.List
-	Queues      []queueAggregates
-	Groups      []groupAggregates
-}
-
-type queueAggregates struct {
-	Name, Parent, State   string
-	Weight, Priority      int32
-	Reclaimable           bool
-	Capability, Guarantee resources.List
-	Allocated             resources.List
-}
-
-type groupAggregates struct {
-	Key, Queue, Phase string
-	PodGroup          bool
-	MinMember         int32
-	Counts            map[string]int
-	Enqueueable       bool
-	MinRequest        resources.List
-}
-
-func aggregatesOf(d *cache.CacheDump) aggregates {
-	a := aggregates{Nodes: d.Cluster.Nodes, Allocatable: nonZero(d.Cluster.Allocatable), Used: nonZero(d.Cluster.Used)}
-	for _, q := range d.Queues {
-		a.Queues = append(a.Queues, queueAggregates{
-			Name: q.Name, Parent: q.Parent, State: q.State, Weight: q.Weight, Priority: q.Priority,
-			Reclaimable: q.Reclaimable, Capability: nonZero(q.Capability), Guarantee: nonZero(q.Guarantee),
-			Allocated: nonZero(q.Allocated),
-		})
-	}
-	for _, g := range d.Groups {
-		a.Groups = append(a.Groups, groupAggregates{
-			Key: g.Key, Queue: g.Queue, Phase: g.Phase, PodGroup: g.PodGroup, MinMember: g.MinMember,
-			Counts: g.Counts, Enqueueable: g.Enqueueable, MinRequest: nonZero(g.MinRequest),
-		})
-	}
-	sort.Slice(a.Queues, func(i, j int) bool { return a.Queues[i].Name < a.Queues[j].Name })
-	sort.Slice(a.Groups, func(i, j int) bool { return a.Groups[i].Key < a.Groups[j].Key })
-	return a
-}
-
-// nonZero drops zero amounts: an incremental aggregate keeps a resource at 0
-// after its last user left, a fresh one never had it.
-func nonZero(l resources.List) resources.List {
-	out := resources.List{}
-	for k, v := range l {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func render(v any) string {
