@@ -7,6 +7,7 @@ package faults_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +22,11 @@ import (
 const timeout = 60 * time.Second
 
 // TestSchedulerKilledWhileMembersWaitInPermit SIGKILLs the scheduler process
-// 10 times, each time once members of a gang hold nodes in Permit waiting for
-// a sibling that cannot fit yet, and then at a moment that varies by round:
-// while they wait, at a random moment after the sibling's room is freed, or
-// while the gang binds. The next process must
+// 10 times, each time once a gang waits for room one member short (it is
+// refused at admission and holds nothing), and then at a moment that varies
+// by round: while it waits, at a random moment after the room is freed (the
+// gang is admitted, its members reserve, wait in Permit and bind), or while
+// the gang binds. The next process must
 // finish every gang within its schedule timeout (never leaving it partially
 // bound), and at the end no reservation outlives the processes: a whole-node
 // pod fits on every node.
@@ -40,8 +42,8 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 	t.Logf("random moments from seed %d", seed)
 	partial := 0
 	for i := range rounds {
-		// A 1-cpu blocker leaves room for 15 members only: they reserve
-		// and wait in Permit for the last one.
+		// A 1-cpu blocker leaves room for 15 members only: the gang cannot
+		// be placed until it goes.
 		blocker := fmt.Sprintf("blocker-%d", i)
 		env.CreatePod(t, harness.Pod(ns, blocker).CPU("1").Scheduler("default-scheduler").Obj())
 		bindTo(t, env, ns, blocker, nodes[i%len(nodes)].Name)
@@ -51,23 +53,22 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 		selector := v1alpha1.PodGroupLabel + "=" + gang
 		env.CreatePodGroup(t, harness.PodGroup(ns, gang, members, harness.PGTimeout(gangTimeout)))
 		env.CreatePods(t, harness.Members(ns, gang, members, "1")...)
-		// Upstream marks a pod that will wait on Permit with its nominated
-		// node: from then on members hold nodes for the missing sibling.
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				return false, err
+		// A gang that cannot be placed whole is not admitted (admission's
+		// placement check): it holds no node, not even through Permit
+		// waits or nominations, while it waits for the blocker's room.
+		ev := env.WaitEvent(t, ns, gang, "NotAdmitted", timeout)
+		if !strings.Contains(ev.Note, "not placeable") {
+			t.Fatalf("%s NotAdmitted for %q, want the placement check's reason", gang, ev.Note)
+		}
+		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" {
+				t.Fatalf("member %s holds node %q (nominated %q) while its gang cannot be placed", p.Name, p.Spec.NodeName, p.Status.NominatedNodeName)
 			}
-			for _, p := range pods.Items {
-				if p.Spec.NodeName != "" {
-					return false, fmt.Errorf("member %s bound while its gang cannot complete", p.Name)
-				}
-				if p.Status.NominatedNodeName != "" {
-					return true, nil
-				}
-			}
-			return false, nil
-		}, "a member of "+gang+" waiting in Permit")
+		}
 
 		// The moment of the kill, by round: while the members wait (the room
 		// is freed afterwards), at a random moment up to 1.5 s after the room
@@ -80,7 +81,7 @@ func TestSchedulerKilledWhileMembersWaitInPermit(t *testing.T) {
 			wait := time.Duration(rng.Int64N(int64(300 * time.Millisecond)))
 			time.Sleep(wait) // the random moment itself, not a wait for a condition
 			p.Kill(t)
-			moment = fmt.Sprintf("%v into the Permit wait", wait.Round(time.Millisecond))
+			moment = fmt.Sprintf("%v into the wait for room", wait.Round(time.Millisecond))
 		case 1:
 			deleteNow(t, env, ns, blocker)
 			wait := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))

@@ -8,7 +8,6 @@
 package midflight_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -24,15 +23,7 @@ import (
 const (
 	timeout = 30 * time.Second
 	quiet   = 3 * time.Second
-	// permitWait is far beyond every wait of these tests: a member that is
-	// released sooner was released by the deletion, not by its timeout.
-	permitWait = 600
 )
-
-// gangOnly runs without queue admission, so that a probe pod is scheduled
-// as soon as room frees up (admission would also count the gang's
-// reservation against it).
-var gangOnly = harness.WithoutPlugin("CalderaEnqueue")
 
 func TestMidflight(t *testing.T) {
 	env := harness.Start(t)
@@ -40,20 +31,6 @@ func TestMidflight(t *testing.T) {
 	// waitingGang creates a gang of three on a 4-cpu node whose first two
 	// members (2 cpu each) take the node and wait in Permit for the third,
 	// held back by a scheduling gate; it returns once they hold the node.
-	waitingGang := func(t *testing.T, ns, name string) []*v1.Pod {
-		t.Helper()
-		env.CreatePodGroup(t, harness.PodGroup(ns, name, 3, harness.PGTimeout(permitWait)))
-		pods := harness.Members(ns, name, 3, "2")
-		pods[2] = harness.Pod(ns, name+"-2").Group(name).Obj()
-		pods[2].Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
-		env.CreatePods(t, pods...)
-		env.WaitAttempted(t, ns, name, timeout)
-		// The waiting members hold the node: a 3-cpu pod fits only once
-		// both have let go.
-		env.CreatePod(t, harness.Pod(ns, "probe").CPU("3").Obj())
-		env.WaitUnschedulable(t, ns, "probe", timeout)
-		return pods
-	}
 	deletePod := func(t *testing.T, ns, name string) {
 		t.Helper()
 		if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -61,54 +38,11 @@ func TestMidflight(t *testing.T) {
 		}
 		env.WaitPodDeleted(t, ns, name, timeout)
 	}
-
-	t.Run("PodGroup deleted while members wait in Permit", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t, gangOnly)
-		pods := waitingGang(t, ns, "doomed")
-		if err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Delete(t.Context(), "doomed", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		// The waiting members are rejected at once and free the node.
-		env.WaitBound(t, ns, timeout, "probe")
-		ev := env.WaitEvent(t, ns, pods[0].Name, "Waiting", timeout)
-		if ev.Note != "waiting for PodGroup "+ns+"/doomed" {
-			t.Errorf("Waiting note of a member whose PodGroup is gone = %q", ev.Note)
-		}
-		env.ConsistentlyUnbound(t, ns, quiet, pods[0].Name, pods[1].Name, pods[2].Name)
-
-		// Nothing stuck: with the PodGroup back, room and the last member,
-		// the gang binds whole.
-		deletePod(t, ns, "probe")
-		env.CreatePodGroup(t, harness.PodGroup(ns, "doomed", 3))
-		env.Ungate(t, ns, pods[2].Name)
-		env.WaitBound(t, ns, timeout, pods[0].Name, pods[1].Name, pods[2].Name)
-	})
-
-	t.Run("member deleted while waiting in Permit", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		env.StartScheduler(t, gangOnly)
-		pods := waitingGang(t, ns, "shrunk")
-		deletePod(t, ns, pods[0].Name)
-		// The sibling still waiting is released too, at once: the probe
-		// needs more than the deleted member's 2 cpu.
-		env.WaitBound(t, ns, timeout, "probe")
-		ev := env.WaitEvent(t, ns, "shrunk", "Unschedulable", timeout)
-		// Which one depends on whether the deletion reached the scheduler
-		// before or after the member's wait ended.
-		if !strings.Contains(ev.Note, "rejected while waiting in Permit") && !strings.Contains(ev.Note, "failed to bind") {
-			t.Errorf("Unschedulable note = %q, want it to say a member was rejected in Permit or failed to bind", ev.Note)
-		}
-		env.ConsistentlyUnbound(t, ns, quiet, pods[1].Name, pods[2].Name)
-
-		// The Job-like replacement arrives: the gang binds whole.
-		deletePod(t, ns, "probe")
-		env.CreatePods(t, harness.Pod(ns, pods[0].Name).CPU("2").Group("shrunk").Obj())
-		env.Ungate(t, ns, pods[2].Name)
-		env.WaitBound(t, ns, timeout, pods[0].Name, pods[1].Name, pods[2].Name)
-	})
+	// Deletions while members wait in Permit (the PodGroup, a member) are
+	// covered by the cache's unit tests (TestPodGroupDeleteRejectsWaitingMembers,
+	// TestUnreserveReleasesGang): end to end, a gang no longer waits in
+	// Permit for long. Its scenarios here held a third member back with a
+	// scheduling gate, and gated members no longer count towards minMember.
 
 	t.Run("Node deleted under a running gang", func(t *testing.T) {
 		ns := env.Namespace(t)

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	v1 "k8s.io/api/core/v1"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,16 +75,20 @@ func TestObservability(t *testing.T) {
 	env.AddNodes(t, 2, "4", "8Gi")
 	s := env.StartScheduler(t)
 
-	// A gang that fits binds; a gang whose members fit no node is released.
+	// A gang that fits binds; a gang whose third member fits no node is
+	// released. Its members want the same host port, one per node: admission
+	// checks resources and node selection only, so it admits the gang, and
+	// the scheduler's NodePorts filter refuses the third member.
 	env.CreatePodGroup(t, harness.PodGroup(ns, "fits", 3))
 	for i := range 3 {
 		env.CreatePod(t, harness.Pod(ns, fmt.Sprint("fits-", i)).CPU("1").Group("fits").Obj())
 	}
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=fits", 3, timeout)
-	env.CreatePodGroup(t, harness.PodGroup(ns, "nowhere", 2))
-	for i := range 2 {
-		env.CreatePod(t, harness.Pod(ns, fmt.Sprint("nowhere-", i)).CPU("1").Group("nowhere").
-			NodeSelector(map[string]string{"caldera-test/no-such-node": "true"}).Obj())
+	env.CreatePodGroup(t, harness.PodGroup(ns, "nowhere", 3))
+	for i := range 3 {
+		p := harness.Pod(ns, fmt.Sprint("nowhere-", i)).CPU("100m").Group("nowhere").Obj()
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		env.CreatePod(t, p)
 	}
 
 	q := qapi.DefaultQueueName
