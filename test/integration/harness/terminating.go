@@ -76,15 +76,5 @@ func (e *Env) FinishTerminating(t *testing.T, ns string) int {
 // counts victims still on their nodes.
 func (e *Env) RunningPods(t *testing.T, ns, selector string) int {
 	t.Helper()
-	pods, err := e.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatalf("listing pods in %s: %v", ns, err)
-	}
-	n := 0
-	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName != "" && pods.Items[i].DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n
+	return e.countPods(t, ns, selector, func(p *v1.Pod) bool { return p.Spec.NodeName != "" && p.DeletionTimestamp == nil })
 }

@@ -58,13 +58,19 @@ func waitForCtx(t testing.TB, ctx context.Context, timeout time.Duration, cond f
 // selects all) that are bound to a node.
 func (e *Env) BoundPods(t *testing.T, ns, selector string) int {
 	t.Helper()
+	return e.countPods(t, ns, selector, func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
+}
+
+// countPods counts the pods in ns matching selector for which keep holds.
+func (e *Env) countPods(t *testing.T, ns, selector string, keep func(*v1.Pod) bool) int {
+	t.Helper()
 	pods, err := e.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatalf("listing pods in %s: %v", ns, err)
 	}
 	n := 0
 	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName != "" {
+		if keep(&pods.Items[i]) {
 			n++
 		}
 	}
