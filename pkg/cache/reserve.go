@@ -196,9 +196,8 @@ func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
 		// priority. Spread in node order, a budget lands on the first
 		// nodes the queue uses, which may hold its higher-priority pods,
 		// and a preemptor that fits where the lower-priority ones run is
-		// refused for good (the randomized harness, seed 4: a 7-cpu pod of
-		// priority 1000 never admitted next to a queue full of priority-0
-		// pods). So every node counts what the queue holds there, up to the
+		// refused for good (a 7-cpu pod of priority 1000 never admitted
+		// next to a queue full of priority-0 pods). So every node counts what the queue holds there, up to the
 		// total preemption can free: optimistic per node; CalderaReclaim's
 		// exact plan decides, and a gang it cannot make room for is
 		// released and backs off.
