@@ -43,8 +43,9 @@ type evictionBook struct {
 	// started holds every entry in the order it was recorded; an entry
 	// still unreported abandonAfter later is forgotten.
 	started []startedEntry
-	// gangs holds, per preemptor gang with evictions in flight, how many
-	// and the nodes its plan freed for its members.
+	// gangs holds, per preemptor with evictions in flight (its gang, or
+	// the pod itself outside any gang: planKeyOf), how many and the nodes
+	// its plan freed for its members.
 	gangs map[string]*gangPlan
 }
 
@@ -92,17 +93,16 @@ func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
 		entry := &evictionEntry{Eviction: e}
 		b.dropLocked(e.Victim) // the same preemptor's earlier entry, if any
 		b.entries[e.Victim] = entry
-		if e.Group != "" {
-			if b.gangs == nil {
-				b.gangs = map[string]*gangPlan{}
-			}
-			gp := b.gangs[e.Group]
-			if gp == nil {
-				gp = &gangPlan{}
-				b.gangs[e.Group] = gp
-			}
-			gp.victims++
+		if b.gangs == nil {
+			b.gangs = map[string]*gangPlan{}
 		}
+		key := planKeyOf(e.Group, e.Preemptor)
+		gp := b.gangs[key]
+		if gp == nil {
+			gp = &gangPlan{}
+			b.gangs[key] = gp
+		}
+		gp.victims++
 		b.started = append(b.started, startedEntry{at: now, entry: entry})
 		if c.adm == nil || c.adm.pods[e.Victim] == nil {
 			b.leftLocked(e.Victim, now)
@@ -207,9 +207,10 @@ func (b *evictionBook) dropLocked(uid types.UID) {
 		return
 	}
 	delete(b.entries, uid)
-	if gp := b.gangs[e.Group]; gp != nil {
+	key := planKeyOf(e.Group, e.Preemptor)
+	if gp := b.gangs[key]; gp != nil {
 		if gp.victims--; gp.victims <= 0 {
-			delete(b.gangs, e.Group)
+			delete(b.gangs, key)
 		}
 	}
 }
@@ -226,17 +227,21 @@ func (c *Cache) HoldForGang(group string, nodes map[types.UID]string) {
 	}
 }
 
-// GangPlanInFlight says whether pod's gang has a plan whose evictions are
-// still in flight, and the node that plan freed for pod ("" when it counted
-// pod among none of its members). O(1).
+// GangPlanInFlight says whether pod's gang (or pod, outside any gang) has a
+// plan whose evictions are still in flight, and the node that plan freed
+// for pod ("" when it counted pod among none of its members). A preemptor
+// outside any gang is not planned for again either: a plan that freed room
+// under its queue's capability may have evicted on other nodes than the
+// one it is nominated to, where upstream's check for terminating victims
+// does not look. O(1).
 func (c *Cache) GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool) {
-	key, ok := GroupKeyOf(pod)
-	if !ok {
-		return "", false
+	pk := planKeyOf("", pod.UID)
+	if key, ok := GroupKeyOf(pod); ok {
+		pk = gangUnitKey(key)
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	gp := c.evictions.gangs[gangUnitKey(key)]
+	gp := c.evictions.gangs[pk]
 	if gp == nil {
 		return "", false
 	}

@@ -109,7 +109,12 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	case kind == earlyExtra:
 		return PreFilterExtraEarly, fmt.Sprintf("PodGroup %s has its %d minimum members placed; members beyond them wait for those to bind",
 			g.key, g.spec.MinMember)
-	case kind != extraMember || u == nil:
+	case kind == minimumMember:
+		if ds := c.deficitsLocked(u); len(ds) > 0 {
+			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.key.String(), ds)
+		}
+		return PreFilterOK, ""
+	case u == nil:
 		return PreFilterOK, ""
 	}
 	req := podRequest(pod)

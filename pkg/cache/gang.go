@@ -95,15 +95,25 @@ const (
 	// PreFilterExtraEarly: a member beyond the gang's minimum waits for the
 	// minimum to bind before it is checked against capability.
 	PreFilterExtraEarly
+	// PreFilterCapabilityDeficit: the unit was admitted on room that
+	// evictions in its queue or subtree would free, and placing its minimum
+	// now would take a queue past its capability (deficit.go). Reported
+	// for pods outside any gang too.
+	PreFilterCapabilityDeficit
 )
 
 // PreFilter records the group's first scheduling attempt and checks that it is
-// neither backing off nor larger than the cluster, and that a member beyond
-// the gang's minimum fits its queues' capabilities (extraFitsLocked).
+// neither backing off nor larger than the cluster, and that its members fit
+// their queues' capabilities: a member beyond the gang's minimum on its own
+// (extraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
+// gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
 	if !member {
-		return false, PreFilterOK, ""
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		code, msg = c.singletonDeficitLocked(pod)
+		return false, code, msg
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

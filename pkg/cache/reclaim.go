@@ -48,6 +48,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		return in, false, why
 	}
 	in.Preemptor = pre
+	in.Deficits = c.reclaimDeficitsLocked(c.preemptorUnitLocked(pod))
 
 	queueOf := func(name string) reclaim.Queue {
 		q, ok := in.Queues[name]
@@ -88,6 +89,14 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		in.Pods = append(in.Pods, rp)
 	}
 	return in, true, ""
+}
+
+// preemptorUnitLocked is pod's admission unit: its gang's, or its own.
+func (c *Cache) preemptorUnitLocked(pod *v1.Pod) *unit {
+	if key, ok := GroupKeyOf(pod); ok {
+		return c.adm.units[gangUnitKey(key)]
+	}
+	return c.adm.units[podUnitKey(pod)]
 }
 
 // preemptorLocked describes pod's group as a preemptor.

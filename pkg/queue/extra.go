@@ -28,12 +28,113 @@ type Use struct {
 // resources requested. The message names the first level and resource that
 // would be exceeded.
 func CapabilityFit(t *Tree, name string, request resources.List, use func(queue string) Use) (bool, string) {
-	if t == nil {
+	s := sumCapabilityChain(t, name, request, use, false)
+	if s == nil {
 		return true, ""
+	}
+	for k := 0; k <= s.top; k++ {
+		spec := t.specs[s.chain[k]]
+		for j, n := range s.names {
+			c, ok := spec.Capability[n]
+			if !ok {
+				continue
+			}
+			al, re := max(s.alloc[k*s.r+j], 0), max(s.resv[k*s.r+j], 0)
+			if satAdd(satAdd(al, re), request[n]) > c {
+				return false, fmt.Sprintf("queue %s: %s capability %s, allocated %s, reserved %s, this member needs %s",
+					spec.Name, n, resources.Format(n, c), resources.Format(n, al), resources.Format(n, re), resources.Format(n, request[n]))
+			}
+		}
+	}
+	return true, ""
+}
+
+// Deficit is how far one level of a queue's chain would be over its
+// capability: the room that must leave the level's subtree (the queue and
+// its descendants) before the work asking for it may be placed.
+type Deficit struct {
+	// Queue is the limited level; Subtree lists it and its descendants,
+	// where a pod's leaving counts.
+	Queue   string
+	Subtree []string
+	// Over is the amount over capability, per resource (all positive).
+	Over resources.List
+}
+
+// CapabilityDeficits is the placement-time check of an admitted unit's
+// minimum: for queue name and every ancestor with a capability on what
+// request asks, what its subtree holds (allocated), reserves (inflight and
+// extra, the unit's own excluded by use) and request exceed that
+// capability. None when everything fits, which is the case for every unit
+// admitted on free room, since admission keeps allocated + inflight within
+// capability. A unit admitted on room that preemption or reclaim would free
+// (lower-priority pods of its queue, or what siblings hold above their
+// deserved share) has a deficit until those pods leave: placed on nodes
+// that happen to have room, its members would otherwise take the queue past
+// its capability without any eviction. Cost as for CapabilityFit.
+func CapabilityDeficits(t *Tree, name string, request resources.List, use func(queue string) Use) []Deficit {
+	s := sumCapabilityChain(t, name, request, use, true)
+	if s == nil {
+		return nil
+	}
+	var out []Deficit
+	for k := 0; k <= s.top; k++ {
+		spec := t.specs[s.chain[k]]
+		var over resources.List
+		for j, n := range s.names {
+			c, ok := spec.Capability[n]
+			if !ok {
+				continue
+			}
+			used := satAdd(satAdd(max(s.alloc[k*s.r+j], 0), max(s.resv[k*s.r+j], 0)), request[n])
+			if used > c {
+				if over == nil {
+					over = resources.List{}
+				}
+				over[n] = used - c
+			}
+		}
+		if over == nil {
+			continue
+		}
+		d := Deficit{Queue: spec.Name, Over: over}
+		for _, m := range s.members {
+			if m.at <= k {
+				d.Subtree = append(d.Subtree, t.specs[m.node].Name)
+			}
+		}
+		sort.Strings(d.Subtree)
+		out = append(out, d)
+	}
+	return out
+}
+
+// chainSums are the sums over a queue's chain that the capability checks
+// read: per chain level k (0 is the queue) and requested resource j,
+// alloc[k*r+j] and resv[k*r+j] over the level's subtree.
+type chainSums struct {
+	chain       []int
+	top         int
+	names       []string
+	r           int
+	alloc, resv []int64
+	// members are the queues of the top level's subtree, each with the
+	// deepest chain level it lies under (when asked for).
+	members []chainMember
+}
+
+type chainMember struct{ node, at int }
+
+// sumCapabilityChain sums, for queue name and its ancestors up to the
+// highest one limiting a resource of request, what their subtrees hold and
+// reserve; nil when no level limits request or the queue is unknown.
+func sumCapabilityChain(t *Tree, name string, request resources.List, use func(queue string) Use, keepMembers bool) *chainSums {
+	if t == nil {
+		return nil
 	}
 	i, ok := t.index[name]
 	if !ok {
-		return true, ""
+		return nil
 	}
 	names := make([]string, 0, len(request))
 	for n, v := range request {
@@ -61,52 +162,40 @@ func CapabilityFit(t *Tree, name string, request resources.List, use func(queue 
 		}
 	}
 	if top < 0 {
-		return true, ""
+		return nil
 	}
 	chain = chain[:top+1]
 	r := len(names)
-	alloc := make([]int64, len(chain)*r)
-	resv := make([]int64, len(chain)*r)
+	s := &chainSums{chain: chain, top: top, names: names, r: r,
+		alloc: make([]int64, len(chain)*r), resv: make([]int64, len(chain)*r)}
 	// Each queue of the top level's subtree is added to the deepest chain
 	// level it lies under (at); the levels are then summed upwards, so the
 	// subtree is walked once whatever the depth.
-	type frame struct{ node, at int }
-	stack := []frame{{chain[top], top}}
+	stack := []chainMember{{chain[top], top}}
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if keepMembers {
+			s.members = append(s.members, f)
+		}
 		u := use(t.specs[f.node].Name)
 		for j, n := range names {
-			alloc[f.at*r+j] += u.Allocated[n]
-			resv[f.at*r+j] += u.Inflight[n] + u.Extra[n]
+			s.alloc[f.at*r+j] += u.Allocated[n]
+			s.resv[f.at*r+j] += u.Inflight[n] + u.Extra[n]
 		}
 		for _, c := range t.children[f.node] {
 			at := f.at
 			if at > 0 && chain[at-1] == c {
 				at--
 			}
-			stack = append(stack, frame{c, at})
+			stack = append(stack, chainMember{c, at})
 		}
 	}
 	for k := 1; k <= top; k++ {
 		for j := 0; j < r; j++ {
-			alloc[k*r+j] += alloc[(k-1)*r+j]
-			resv[k*r+j] += resv[(k-1)*r+j]
+			s.alloc[k*r+j] += s.alloc[(k-1)*r+j]
+			s.resv[k*r+j] += s.resv[(k-1)*r+j]
 		}
 	}
-	for k := 0; k <= top; k++ {
-		spec := t.specs[chain[k]]
-		for j, n := range names {
-			c, ok := spec.Capability[n]
-			if !ok {
-				continue
-			}
-			al, re := max(alloc[k*r+j], 0), max(resv[k*r+j], 0)
-			if satAdd(satAdd(al, re), request[n]) > c {
-				return false, fmt.Sprintf("queue %s: %s capability %s, allocated %s, reserved %s, this member needs %s",
-					spec.Name, n, resources.Format(n, c), resources.Format(n, al), resources.Format(n, re), resources.Format(n, request[n]))
-			}
-		}
-	}
-	return true, ""
+	return s
 }

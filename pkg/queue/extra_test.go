@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -49,6 +50,53 @@ func TestCapabilityFit(t *testing.T) {
 			ok, msg := CapabilityFit(tree, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
 			if ok != tt.ok || msg != tt.msg {
 				t.Errorf("CapabilityFit = %v %q, want %v %q", ok, msg, tt.ok, tt.msg)
+			}
+		})
+	}
+}
+
+func TestCapabilityDeficits(t *testing.T) {
+	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
+	tree := BuildTree([]Spec{
+		{Name: "org", Capability: cores(10)},
+		{Name: "a", Parent: "org", Capability: cores(6)},
+		{Name: "a1", Parent: "a"},
+		{Name: "b", Parent: "org"},
+		{Name: "free"},
+	})
+	tests := []struct {
+		name  string
+		queue string
+		use   map[string]Use
+		req   resources.List
+		want  []Deficit
+	}{
+		{name: "within every capability", queue: "a1", use: map[string]Use{"a": {Allocated: cores(2)}, "b": {Inflight: cores(4)}}, req: cores(2)},
+		{name: "exactly at the limit", queue: "a", use: map[string]Use{"a": {Allocated: cores(2), Inflight: cores(1), Extra: cores(1)}}, req: cores(2)},
+		{
+			// A sibling's excess under the parent: only the parent is over,
+			// and the sibling's pods are where room can come from.
+			name: "the parent over through a sibling", queue: "a1",
+			use: map[string]Use{"a1": {Allocated: cores(1)}, "b": {Allocated: cores(8)}}, req: cores(3),
+			want: []Deficit{{Queue: "org", Subtree: []string{"a", "a1", "b", "org"}, Over: cores(2)}},
+		},
+		{
+			name: "the queue and its parent over", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(5), Inflight: cores(1)}, "b": {Allocated: cores(4)}}, req: cores(2),
+			want: []Deficit{
+				{Queue: "a", Subtree: []string{"a", "a1"}, Over: cores(2)},
+				{Queue: "org", Subtree: []string{"a", "a1", "b", "org"}, Over: cores(2)},
+			},
+		},
+		{name: "an unlimited resource", queue: "a", use: map[string]Use{"a": {Allocated: cores(6)}}, req: resources.List{"memory": 1 << 30}},
+		{name: "no capability on the chain", queue: "free", use: map[string]Use{"free": {Allocated: cores(100)}}, req: cores(2)},
+		{name: "an unknown queue", queue: "ghost", req: cores(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CapabilityDeficits(tree, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("CapabilityDeficits = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

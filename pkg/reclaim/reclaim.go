@@ -140,7 +140,12 @@ type Input struct {
 	// Budgets are the disruptions each PodDisruptionBudget still allows
 	// (status.disruptionsAllowed); Pod.Budgets index it.
 	Budgets []int32
-	Options Options
+	// Deficits are room the victims must free in given queues besides
+	// making the members fit: the preemptor was admitted on room that
+	// evictions in its queue or subtree free, and without them its
+	// members would take a queue past its capability.
+	Deficits []Deficit
+	Options  Options
 }
 
 // Plan is a decision to evict.
@@ -229,12 +234,17 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 	if len(s.candidates) == 0 {
 		return Plan{}, false, "no eligible victims"
 	}
+	failure := "the whole group does not fit even after evicting every eligible victim"
+	if len(in.Deficits) > 0 {
+		failure = "the whole group does not fit, or its queues stay over their capability, even after evicting every eligible victim"
+	}
 	// Single pods first (singletons, and gang members above minMember), so
 	// that a plan of few pods beats one that takes a whole gang.
 	for _, wholeGangs := range []bool{false, true} {
 		s.reset()
-		s.index(s.options(wholeGangs))
-		if !s.greedy() {
+		s.opts = s.options(wholeGangs)
+		s.index(s.opts)
+		if !s.greedy() || !s.cover() {
 			continue
 		}
 		node := s.in.Nodes[s.placement[0]].Name
@@ -253,7 +263,7 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 		}
 		return Plan{Mode: mode, Victims: s.victims(), Node: node, Placement: placement}, true, ""
 	}
-	return Plan{}, false, "the whole group does not fit even after evicting every eligible victim"
+	return Plan{}, false, failure
 }
 
 // greedy places every member, taking victims where needed; false when a
@@ -355,6 +365,7 @@ type state struct {
 	running       map[string]int32 // gang key -> running members (all, not only candidates)
 	spare         map[string]int32 // gang key -> members it may lose one by one
 	steps         []option         // taken options, in order
+	opts          []option         // this round's options, best first
 	byNode        map[int][]option // eligible node -> options with a pod there, best first
 	used          []resources.List // per node: what placed members use
 	placement     []int            // member -> node index (scratch)
@@ -413,7 +424,7 @@ func (s *state) eligible(p Pod) bool {
 	if p.Queue == "" || (pre.Group != "" && p.Group == pre.Group) {
 		return false
 	}
-	if _, ok := s.nodeIndex[p.Node]; !ok && !s.gangMember(p) {
+	if _, ok := s.nodeIndex[p.Node]; !ok && !s.gangMember(p) && !s.inDeficit(p) {
 		return false
 	}
 	if d := s.in.Options.MinRuntime; d > 0 && s.in.Options.Now.Sub(p.Started) < d {
@@ -460,7 +471,7 @@ func (s *state) options(wholeGangs bool) []option {
 	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
 	for _, i := range byRecency {
 		p := s.in.Pods[i]
-		if _, ok := s.nodeIndex[p.Node]; !ok {
+		if _, ok := s.nodeIndex[p.Node]; !ok && !s.inDeficit(p) {
 			continue // only reachable through its whole gang
 		}
 		if p.Group == "" || perGroup[p.Group] < s.spare[p.Group] {
@@ -602,7 +613,7 @@ func (s *state) reprieve() {
 	slices.Reverse(steps) // the greedy took the least important first
 	for _, st := range steps {
 		s.untake(st.pods)
-		if _, ok := s.place(); !ok || !s.gangsIntact() {
+		if _, ok := s.place(); !ok || !s.gangsIntact() || !s.covered() {
 			s.retake(st.pods)
 		}
 	}

@@ -93,8 +93,19 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 // a node cannot help, so neither preemption nor reclaim plans for it; the
 // pod is retried when an assigned pod goes away or a sibling binds (see
 // EventsToRegister), and PostFilter does not release its gang.
+//
+// A gang's minimum (or a pod outside any gang) admitted on room that
+// evictions in its queue or subtree would free is refused as Unschedulable
+// while placing it would take a queue past its capability: every PreFilter
+// still runs (upstream runs them all after an Unschedulable, for
+// preemption), and CalderaReclaim plans the evictions that free the room.
 func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	member, code, msg := g.cache.PreFilter(pod, time.Now())
+	if code == cache.PreFilterCapabilityDeficit {
+		state.Write(deficitKey, deficitRefused{msg: msg})
+		klog.FromContext(ctx).V(4).Info("Member waits for room under its queue's capability", "pod", klog.KObj(pod), "reason", msg)
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	}
 	if !member || code == cache.PreFilterOK {
 		return nil, nil
 	}
@@ -113,6 +124,14 @@ const extraKey fwk.StateKey = Name + "/extra"
 type extraRefused struct{}
 
 func (extraRefused) Clone() fwk.StateData { return extraRefused{} }
+
+// deficitKey marks a cycle whose pod PreFilter refused because its unit's
+// minimum would take a queue past its capability; msg says how far.
+const deficitKey fwk.StateKey = Name + "/deficit"
+
+type deficitRefused struct{ msg string }
+
+func (d deficitRefused) Clone() fwk.StateData { return d }
 
 // SignPod contributes nothing to the pod's scheduling signature, so the
 // profile keeps kube-scheduler's opportunistic batching (KEP-5598, on by
@@ -133,8 +152,27 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // queue's pending groups. It never nominates a node. While a plan of the
 // gang's is still evicting, it releases nothing.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	d, deficit := readDeficit(state)
 	if _, ok := cache.GroupKeyOf(pod); !ok {
+		if !deficit {
+			return nil, fwk.NewStatus(fwk.Unschedulable)
+		}
+		// Admitted over capability and CalderaReclaim made no plan: the
+		// pod goes back to its queue's pending units, like a released gang.
+		if _, inFlight := g.cache.GangPlanInFlight(pod); !inFlight && g.cache.ReleaseSingleton(pod) {
+			klog.FromContext(ctx).V(3).Info("Pod released to its queue: no plan frees room under its capability", "pod", klog.KObj(pod), "reason", d.msg)
+			return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "released: "+d.msg)
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if deficit {
+		if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for the victims of the gang's plan to leave its queue's capability")
+		}
+		// No plan frees the room its admission counted on: the gang holds
+		// nothing, backs off and is decided again.
+		g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, d.msg)
+		return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "gang released")
 	}
 	if _, err := state.Read(extraKey); err == nil {
 		// A member beyond the minimum waits for room under its queue's
@@ -160,6 +198,15 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	}
 	g.cache.Unschedulable(klog.FromContext(ctx), pod, time.Now(), g.backoff, summary)
 	return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "gang released")
+}
+
+func readDeficit(state fwk.CycleState) (deficitRefused, bool) {
+	v, err := state.Read(deficitKey)
+	if err != nil {
+		return deficitRefused{}, false
+	}
+	d, ok := v.(deficitRefused)
+	return d, ok
 }
 
 // clearNomination is the PostFilter result that drops the pod's nominated

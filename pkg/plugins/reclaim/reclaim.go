@@ -131,7 +131,7 @@ func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		}
 		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: node}}, st
 	}
-	p, why := pl.plan(ctx, pod, m)
+	p, why := pl.plan(ctx, state, pod, m)
 	if p == nil {
 		attempts.WithLabelValues("none").Inc()
 		logger.V(4).Info("No reclaim or preemption", "pod", klog.KObj(pod), "reason", why)
@@ -191,7 +191,7 @@ func (pl *Reclaim) holdForGang(ctx context.Context, pod *v1.Pod, p *plan) {
 }
 
 // plan decides the victims for pod, or says why there are none.
-func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusReader) (*plan, string) {
+func (pl *Reclaim) plan(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*plan, string) {
 	if ok, msg := pl.mayPreempt(pod, m.Get(pod.Status.NominatedNodeName)); !ok {
 		return nil, msg
 	}
@@ -222,6 +222,13 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	if !ok {
 		return nil, why
 	}
+	if len(in.Deficits) > 0 {
+		// CalderaGang's PreFilter failed the pod for its queue's
+		// capability, so every node carries that one status. Which nodes
+		// the pod may use (now, or once room is made) is found by running
+		// the filters on each, as upstream's dry run does.
+		eligible = pl.usable(ctx, state, pod, nodes)
+	}
 	pl.markBudgets(&in, running)
 	in.Nodes = make([]policy.Node, len(nodes))
 	gone := map[types.UID]bool{}
@@ -242,6 +249,20 @@ func (pl *Reclaim) plan(ctx context.Context, pod *v1.Pod, m fwk.NodeToStatusRead
 	p.leaving = gone
 	klog.FromContext(ctx).V(4).Info("Reclaim plan", "pod", klog.KObj(pod), "action", decided.Mode.String(), "node", decided.Node, "victims", len(p.victims))
 	return p, ""
+}
+
+// usable returns the nodes where the scheduler's filters pass for pod, or
+// fail only for a reason evictions can resolve. O(nodes x filters), as one
+// scheduling cycle; it runs in PostFilter only.
+func (pl *Reclaim) usable(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) map[string]bool {
+	out := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		st := pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, pod, n)
+		if st.IsSuccess() || st.Code() == fwk.Unschedulable {
+			out[n.Node().Name] = true
+		}
+	}
+	return out
 }
 
 // roomFor is the room node n offers pod's plan: its free room, plus what

@@ -1,0 +1,128 @@
+package cache
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/reclaim"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Capability at placement. Admission may admit a unit on room that
+// preemption or reclaim would free (lower-priority pods of its queue, or
+// what siblings under a full parent hold above their deserved share). Its
+// queue's allocated + inflight is then above capability until those pods
+// leave. If the nodes have room, its members would bind without any
+// eviction and the queue would end over its capability; so the minimum of
+// an admitted, not yet started unit is checked when a member is placed,
+// and while it is over, PreFilter fails the member as Unschedulable:
+// CalderaReclaim plans with the deficit (queue.CapabilityDeficits), and
+// without a plan the unit is released like any gang that cannot be placed.
+
+// deficitsLocked returns how far the unit's queue chain would be over
+// capability with its remaining minimum (its inflight) placed; nil for a
+// unit that is not admitted, has started, or fits. O(depth x r + subtree x r).
+func (c *Cache) deficitsLocked(u *unit) []queue.Deficit {
+	a := c.adm
+	if u == nil || !u.admitted || u.started || u.inflight.IsZero() {
+		return nil
+	}
+	return queue.CapabilityDeficits(a.tree, u.queue, u.inflight, func(q string) queue.Use {
+		var use queue.Use
+		if us := a.usage[q]; us != nil {
+			use.Allocated, use.Inflight = us.allocated, us.inflight
+		}
+		use.Extra = a.extras.byQueue[q]
+		if q == u.queue {
+			// The unit's own reservation is the request being checked.
+			use.Inflight = use.Inflight.Clone().Sub(u.inflight)
+		}
+		return use
+	})
+}
+
+// deficitMessage renders the first deficit for PreFilter's status.
+func deficitMessage(key string, ds []queue.Deficit) string {
+	d := ds[0]
+	names := make([]string, 0, len(d.Over))
+	for n := range d.Over {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = resources.Format(n, d.Over[n]) + " " + n
+	}
+	return fmt.Sprintf("%s would take queue %s %s over its capability: it was admitted on room that lower-priority or over-share pods of the queue hold, and waits for them to be evicted",
+		key, d.Queue, strings.Join(parts, ", "))
+}
+
+// singletonDeficitLocked is PreFilter's capability check for a pod outside
+// any gang that queue admission admitted as a group of one.
+func (c *Cache) singletonDeficitLocked(pod *v1.Pod) (PreFilterCode, string) {
+	if !c.adm.on() {
+		return PreFilterOK, ""
+	}
+	u := c.adm.units[podUnitKey(pod)]
+	if ds := c.deficitsLocked(u); len(ds) > 0 {
+		return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
+	}
+	return PreFilterOK, ""
+}
+
+// reclaimDeficitsLocked converts the unit's deficits for reclaim.Decide.
+func (c *Cache) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
+	ds := c.deficitsLocked(u)
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]reclaim.Deficit, len(ds))
+	for i, d := range ds {
+		qs := make(map[string]bool, len(d.Subtree))
+		for _, q := range d.Subtree {
+			qs[q] = true
+		}
+		out[i] = reclaim.Deficit{Queues: qs, Over: d.Over}
+	}
+	return out
+}
+
+// ReleaseSingleton returns an admitted pod outside any gang to its queue's
+// pending units when it was admitted over capability and no plan frees the
+// room: like a released gang, it must not keep room its queue does not
+// have. It reports whether it did. O(log pending).
+func (c *Cache) ReleaseSingleton(pod *v1.Pod) bool {
+	if _, member := GroupKeyOf(pod); member {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	if !a.on() {
+		return false
+	}
+	u := a.units[podUnitKey(pod)]
+	if u == nil || u.pod == nil || u.pod.UID != pod.UID || len(c.deficitsLocked(u)) == 0 {
+		return false
+	}
+	u.admitted = false
+	u.notice = ""
+	c.setInflightLocked(u)
+	c.setPendingLocked(u)
+	a.kickLocked()
+	return true
+}
+
+// planKeyOf is the key of the preemptor's entry in the eviction book's
+// plans: its gang's unit, or the pod itself for a pod outside any gang.
+func planKeyOf(group string, preemptor types.UID) string {
+	if group != "" {
+		return group
+	}
+	return "preemptor:" + string(preemptor)
+}

@@ -1,0 +1,85 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// TestCapabilityDeficitAtPlacement: a gang admitted into its queue's room
+// that lower-priority pods hold (preemption would free it) must not be
+// placed on the free nodes while those pods still run: its members bound
+// there without any eviction, and the queue ended over its capability (the
+// randomized harness's most frequent failure). PreFilter refuses the
+// minimum with the deficit, ReclaimInput hands the deficit to the plan, and
+// once the room has left the queue the members pass.
+func TestCapabilityDeficitAtPlacement(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
+	c.EnableEvictions(false, true)
+	c.onNode(logger, mkNode("n0", "8"))
+	c.onNode(logger, mkNode("n1", "8"))
+	var low []*v1.Pod
+	for i := range 2 {
+		p := single("ns", fmt.Sprint("low", i), inQueue("q"), cpu("4"), boundTo("n0"), phase(v1.PodRunning))
+		low = append(low, p)
+		podEvent(c, p)
+	}
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("2"), priority(1000)), memberOf("ns", "g1", "g", cpu("2"), priority(1000))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, g...)
+
+	at := t0.Add(time.Second)
+	_, code, msg := c.PreFilter(g[0], at)
+	want := "PodGroup ns/g would take queue q 4 cpu over its capability: it was admitted on room that lower-priority or over-share pods of the queue hold, and waits for them to be evicted"
+	if code != PreFilterCapabilityDeficit || msg != want {
+		t.Errorf("PreFilter = %v %q, want %v %q", code, msg, PreFilterCapabilityDeficit, want)
+	}
+	in, ok, why := c.ReclaimInput(g[0], low, func(*v1.Pod) bool { return false })
+	if !ok {
+		t.Fatalf("ReclaimInput: %s", why)
+	}
+	if len(in.Deficits) != 1 || !in.Deficits[0].Queues["q"] || in.Deficits[0].Over[resources.CPU] != 4000 {
+		t.Errorf("ReclaimInput deficits = %+v, want 4 cpu in q", in.Deficits)
+	}
+
+	// One low-priority pod leaves: the gang's minimum fits the capability.
+	podDelete(c, low[0])
+	if _, code, msg := c.PreFilter(g[0], at); code != PreFilterOK {
+		t.Errorf("PreFilter after the victim left = %v %q, want OK", code, msg)
+	}
+	wantConsistent(t, c, "after the victim left")
+}
+
+// TestCapabilityDeficitSingleton: the same for a pod outside any gang, which
+// is released back to its queue's pending units when no plan frees the room.
+func TestCapabilityDeficitSingleton(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
+	c.EnableEvictions(false, true)
+	c.onNode(logger, mkNode("n0", "8"))
+	c.onNode(logger, mkNode("n1", "8"))
+	podEvent(c, single("ns", "low", inQueue("q"), cpu("8"), boundTo("n0"), phase(v1.PodRunning)))
+	pre := single("ns", "pre", inQueue("q"), cpu("4"), priority(1000))
+	podEvent(c, pre)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pre)
+	member, code, _ := c.PreFilter(pre, t0)
+	if member || code != PreFilterCapabilityDeficit {
+		t.Fatalf("PreFilter = %v %v, want a non-member refused with PreFilterCapabilityDeficit", member, code)
+	}
+	if !c.ReleaseSingleton(pre) {
+		t.Fatal("ReleaseSingleton did not release the pod admitted over capability")
+	}
+	if _, code, _ := c.PreFilter(pre, t0); code != PreFilterOK {
+		t.Errorf("PreFilter after the release = %v, want OK (the pod is not admitted, so nothing is checked)", code)
+	}
+	wantUsage(t, c, "q", 8, 0)
+	wantConsistent(t, c, "after the release")
+}
