@@ -123,6 +123,9 @@ type Cache struct {
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
+	// deficitRefused holds the admission units PreFilter refused for a
+	// capability deficit (deficit.go), activated when a bound pod leaves.
+	deficitRefused map[string]struct{}
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -62,6 +63,40 @@ func deficitMessage(key string, ds []queue.Deficit) string {
 		key, d.Queue, strings.Join(parts, ", "))
 }
 
+// refuseDeficitLocked remembers that PreFilter refused unit key for a
+// deficit. The scheduler may requeue the pod on a victim's deletion before
+// this cache has seen it leave, and PreFilter then refuses it again with no
+// further event to come; so when a bound pod leaves, the cache activates
+// the refused units' pending pods itself (takeDeficitRefusedLocked).
+func (c *Cache) refuseDeficitLocked(key string) {
+	if c.deficitRefused == nil {
+		c.deficitRefused = map[string]struct{}{}
+	}
+	c.deficitRefused[key] = struct{}{}
+}
+
+// takeDeficitRefusedLocked returns the pending pods of the units refused
+// for a deficit, and forgets them: each is refused, and remembered, again
+// if it is still over. O(refused units x members).
+func (c *Cache) takeDeficitRefusedLocked() map[string]*v1.Pod {
+	if len(c.deficitRefused) == 0 {
+		return nil
+	}
+	act := map[string]*v1.Pod{}
+	for key := range c.deficitRefused {
+		u := c.adm.units[key]
+		switch {
+		case u == nil:
+		case u.gang != nil:
+			maps.Copy(act, u.gang.pendingPodsLocked())
+		case u.pod != nil && u.pod.Spec.NodeName == "":
+			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
+		}
+	}
+	clear(c.deficitRefused)
+	return act
+}
+
 // singletonDeficitLocked is PreFilter's capability check for a pod outside
 // any gang that queue admission admitted as a group of one.
 func (c *Cache) singletonDeficitLocked(pod *v1.Pod) (PreFilterCode, string) {
@@ -70,6 +105,7 @@ func (c *Cache) singletonDeficitLocked(pod *v1.Pod) (PreFilterCode, string) {
 	}
 	u := c.adm.units[podUnitKey(pod)]
 	if ds := c.deficitsLocked(u); len(ds) > 0 {
+		c.refuseDeficitLocked(u.key)
 		return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
 	}
 	return PreFilterOK, ""

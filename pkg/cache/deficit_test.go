@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // minimum with the deficit, ReclaimInput hands the deficit to the plan, and
 // once the room has left the queue the members pass.
 func TestCapabilityDeficitAtPlacement(t *testing.T) {
-	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
 	c.EnableEvictions(false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	c.onNode(logger, mkNode("n1", "8"))
@@ -51,7 +52,13 @@ func TestCapabilityDeficitAtPlacement(t *testing.T) {
 	}
 
 	// One low-priority pod leaves: the gang's minimum fits the capability.
+	// The cache activates the refused members itself: the scheduler may
+	// have requeued them on the deletion before the cache saw it.
+	activatedPods(h)
 	podDelete(c, low[0])
+	if got, want := activatedPods(h), []string{"ns/g0", "ns/g1"}; !slices.Equal(got, want) {
+		t.Errorf("activated %v when the victim left, want %v", got, want)
+	}
 	if _, code, msg := c.PreFilter(g[0], at); code != PreFilterOK {
 		t.Errorf("PreFilter after the victim left = %v %q, want OK", code, msg)
 	}

@@ -110,8 +110,8 @@ const (
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
 	if !member {
-		c.mu.RLock()
-		defer c.mu.RUnlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		code, msg = c.singletonDeficitLocked(pod)
 		return false, code, msg
 	}

@@ -962,11 +962,17 @@ func pendingRequest(u *unit) resources.List {
 
 // onAnyPod accounts every unfinished pod from the scheduler's pod informer
 // (finished pods arrive as deletes): what nodes hold, per queue and in all,
-// and the singletons waiting for admission. O(1) per event.
+// and the singletons waiting for admission. O(1) per event, plus the units
+// refused for a capability deficit when a bound pod leaves.
 func (c *Cache) onAnyPod(obj any, deleted bool) {
+	c.activate(klog.Background(), c.accountPod(obj, deleted))
+}
+
+// accountPod is onAnyPod's accounting; it returns the pods to activate.
+func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	pod := asPod(obj)
 	if pod == nil {
-		return
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -989,6 +995,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 				c.setInflightLocked(u)
 			}
 			a.kickLocked() // room was freed
+			act = c.takeDeficitRefusedLocked()
 		}
 		a.unindexPodLocked(old)
 		if old.followsNS {
@@ -1015,7 +1022,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 				c.dropUnitLocked(u)
 			}
 		}
-		return
+		return act
 	}
 	// The pod's previous account is rewritten in place: a bind or unbind is
 	// then free of allocations (no new account, key or request list).
@@ -1085,6 +1092,7 @@ func (c *Cache) onAnyPod(obj any, deleted bool) {
 			c.setInflightLocked(u)
 		}
 	}
+	return act
 }
 
 // podRequestLocked is podRequest(pod), reusing the previous account's list

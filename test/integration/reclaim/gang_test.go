@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -130,6 +131,68 @@ func TestGangReclaim(t *testing.T) {
 		if n := env.RunningPods(t, ns, sel("elastic")); n != 4 {
 			t.Errorf("the elastic gang runs %d members, want its minMember 4", n)
 		}
+	})
+
+	// within watches, until the condition holds, that ns never has more
+	// than max pods bound (terminating ones included: they still hold
+	// their room), which is how a queue's capability shows when every pod
+	// asks the same.
+	within := func(t *testing.T, ns string, max int, cond func() bool, what string) {
+		t.Helper()
+		harness.WaitFor(t, converge, func() (bool, error) {
+			if n := env.BoundPods(t, ns, ""); n > max {
+				return false, fmt.Errorf("%d pods bound, more than the %d the queue's capability allows", n, max)
+			}
+			return cond(), nil
+		}, what)
+	}
+	capped := func(cores string) qapi.QueueSpec {
+		q := reclaimable
+		q.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cores)}
+		return q
+	}
+
+	t.Run("a gang admitted on room of its queue's lower priorities keeps the capability", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 3, "4", "16Gi")
+		env.CreateQueue(t, "capped", capped("8"))
+		env.StartScheduler(t)
+		evicted := env.CountDeletions(t, ns)
+
+		// The queue is at its capability on two nodes; the third is free.
+		for i := range 4 {
+			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("low-%d", i)).CPU("2").Priority(1).Labels(map[string]string{qapi.QueueLabel: "capped"}).Obj())
+		}
+		env.WaitBoundCount(t, ns, "", 4, timeout)
+		// The high-priority gang fits the free node, but only by evicting
+		// as much of the queue's lower priorities may it run.
+		gang(t, ns, "high", "capped", 2, 2, "2", 100)
+		within(t, ns, 4, func() bool { return env.RunningPods(t, ns, sel("high")) == 2 }, "the high-priority gang to run")
+		waitEvictions(t, evicted, 2, "2 low-priority pods, the room the gang needs under the capability")
+	})
+
+	t.Run("a starved child reclaims under its parent's capability while nodes are free", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 3, "4", "16Gi")
+		env.CreateQueue(t, "org", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")}})
+		for _, q := range []string{"a", "b"} {
+			spec := reclaimable
+			spec.Parent = "org"
+			env.CreateQueue(t, q, spec)
+		}
+		env.StartScheduler(t)
+		evicted := env.CountDeletions(t, ns)
+
+		// a takes the parent's whole capability while b has no demand.
+		for i := range 4 {
+			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("a-%d", i)).CPU("2").Labels(map[string]string{qapi.QueueLabel: "a"}).Obj())
+		}
+		env.WaitBoundCount(t, ns, "", 4, timeout)
+		// b's gang asks for its deserved half; a node is free, yet the
+		// room must come from a's excess.
+		gang(t, ns, "b", "b", 2, 2, "2", 0)
+		within(t, ns, 4, func() bool { return env.RunningPods(t, ns, sel("b")) == 2 }, "the starved child's gang to run")
+		waitEvictions(t, evicted, 2, "a's 2 pods above its deserved share")
 	})
 
 	t.Run("victims that take time to terminate are not evicted for twice", func(t *testing.T) {
