@@ -126,6 +126,9 @@ type Cache struct {
 	// deficitRefused holds the admission units PreFilter refused for a
 	// capability deficit (deficit.go), activated when a bound pod leaves.
 	deficitRefused map[string]struct{}
+	// freeRoomOnly holds the units admission counts no eviction room for
+	// until their freeRoomUntil, or until a bound pod leaves.
+	freeRoomOnly map[string]struct{}
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,8 +132,9 @@ func (c *Cache) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
 // ReleaseSingleton returns an admitted pod outside any gang to its queue's
 // pending units when it was admitted over capability and no plan frees the
 // room: like a released gang, it must not keep room its queue does not
-// have. It reports whether it did. O(log pending).
-func (c *Cache) ReleaseSingleton(pod *v1.Pod) bool {
+// have, and admission counts only free room for it for a while. It reports
+// whether it did. O(log pending).
+func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if _, member := GroupKeyOf(pod); member {
 		return false
 	}
@@ -146,12 +148,55 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod) bool {
 	if u == nil || u.pod == nil || u.pod.UID != pod.UID || len(c.deficitsLocked(u)) == 0 {
 		return false
 	}
+	c.markFreeRoomOnlyLocked(u, at)
 	u.admitted = false
 	u.notice = ""
 	c.setInflightLocked(u)
 	c.setPendingLocked(u)
 	a.kickLocked()
 	return true
+}
+
+// freeRoomOnlyFor is how long admission counts no eviction room for a unit
+// whose plan found no victims: a victim gang already at its minMember, a
+// disruption budget or young pods can make the aggregate room admission
+// counts impossible to free. Admitted on it again at once, the unit would
+// hold its queue's room (keeping out work that fits) for a plan that
+// cannot be made, be released, and repeat. The bound is the gang backoff's
+// default cap; a bound pod leaving ends it earlier, since the plan may
+// succeed then.
+const freeRoomOnlyFor = 30 * time.Second
+
+// markFreeRoomOnlyLocked starts u's free-room-only time at now.
+func (c *Cache) markFreeRoomOnlyLocked(u *unit, now time.Time) {
+	if u == nil {
+		return
+	}
+	u.freeRoomUntil = now.Add(freeRoomOnlyFor)
+	if c.freeRoomOnly == nil {
+		c.freeRoomOnly = map[string]struct{}{}
+	}
+	c.freeRoomOnly[u.key] = struct{}{}
+	if !u.admitted {
+		c.setPendingLocked(u)
+	}
+}
+
+// clearFreeRoomOnlyLocked ends every unit's free-room-only time: a bound pod
+// left, so a plan may find victims now. O(marked units).
+func (c *Cache) clearFreeRoomOnlyLocked() {
+	if len(c.freeRoomOnly) == 0 {
+		return
+	}
+	for key := range c.freeRoomOnly {
+		if u := c.adm.units[key]; u != nil && !u.freeRoomUntil.IsZero() {
+			u.freeRoomUntil = time.Time{}
+			if !u.admitted {
+				c.setPendingLocked(u)
+			}
+		}
+	}
+	clear(c.freeRoomOnly)
 }
 
 // planKeyOf is the key of the preemptor's entry in the eviction book's

@@ -81,7 +81,7 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	if member || code != PreFilterCapabilityDeficit {
 		t.Fatalf("PreFilter = %v %v, want a non-member refused with PreFilterCapabilityDeficit", member, code)
 	}
-	if !c.ReleaseSingleton(pre) {
+	if !c.ReleaseSingleton(pre, t0) {
 		t.Fatal("ReleaseSingleton did not release the pod admitted over capability")
 	}
 	if _, code, _ := c.PreFilter(pre, t0); code != PreFilterOK {
@@ -89,4 +89,14 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 8, 0)
 	wantConsistent(t, c, "after the release")
+
+	// No plan freed the room: admitted on it again at once, the pod would
+	// hold the queue's room for a plan that cannot be made. Admission
+	// counts free room only for it, for a while.
+	pass(c, t0.Add(time.Second))
+	if admitted(c, pre).ok {
+		t.Error("re-admitted on eviction room right after its plan failed")
+	}
+	pass(c, t0.Add(freeRoomOnlyFor+time.Second))
+	wantAdmitted(t, c, admission{true, ""}, pre)
 }

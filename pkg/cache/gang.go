@@ -320,10 +320,20 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	}
 }
 
-// Unschedulable records that a member found no node (PostFilter) and releases
-// the gang: see Release.
+// Unschedulable records that a member found no node (PostFilter) and no
+// plan to evict was made, and releases the gang: see Release. Admission then
+// counts only free room for the gang for a while (markFreeRoomOnlyLocked).
 func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, reason string) {
-	if key, ok := GroupKeyOf(pod); ok && c.Release(logger, key, at, policy, reason) {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if c.adm.on() {
+		c.markFreeRoomOnlyLocked(c.adm.units[gangUnitKey(key)], at)
+	}
+	c.mu.Unlock()
+	if c.Release(logger, key, at, policy, reason) {
 		countRejection(RejectUnschedulable)
 	}
 }

@@ -76,6 +76,9 @@ type unit struct {
 	// share (interned), so it must be copied before it is changed. A bound
 	// singleton then holds no list of its own.
 	heldShared bool
+	// freeRoomUntil: admission counts no eviction room for the unit before
+	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
+	freeRoomUntil time.Time
 	// notice is the last admission Event written for the unit.
 	notice string
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
@@ -912,7 +915,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 // admission.
 func (c *Cache) setPendingLocked(u *unit) {
 	c.adm.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
-		Request: pendingRequest(u), Members: u.members, MinMember: u.min})
+		Request: pendingRequest(u), Members: u.members, MinMember: u.min, FreeRoomUntil: u.freeRoomUntil})
 }
 
 // hold adds a bound pod's request to what u holds. The first one is
@@ -996,6 +999,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 			}
 			a.kickLocked() // room was freed
 			act = c.takeDeficitRefusedLocked()
+			c.clearFreeRoomOnlyLocked()
 		}
 		a.unindexPodLocked(old)
 		if old.followsNS {

@@ -508,7 +508,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps.pre = growInt64s(ps.pre, ps.r)
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
-	if v != transient || ps.o.Preemptible == nil {
+	if v != transient || ps.o.Preemptible == nil || e.g.freeRoomOnly(ps.now) {
 		return d, v
 	}
 	// Groups admitted earlier in the pass by counting preemption are in
@@ -633,9 +633,10 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	// (5) cluster idle, on the requested resources only; a group within its
 	// deserved share may also count what reclaim can take back.
 	plan := reclaimed
+	freeOnly := e.g.freeRoomOnly(ps.now)
 	for _, a := range e.req {
 		lim := ps.ceil[a.r]
-		if !waived {
+		if !waived && !freeOnly {
 			lim = satAdd(lim, ps.reclaim[a.r])
 			plan = plan || ps.reclaim[a.r] > 0
 		}

@@ -942,16 +942,25 @@ func TestAdmitPreemptibleHeadroom(t *testing.T) {
 func TestAdmitPreemptorOfQueueAboveItsShare(t *testing.T) {
 	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
 	for _, tc := range []struct {
-		name    string
-		request int64
-		want    []string
+		name        string
+		request     int64
+		freeOnlyFor time.Duration
+		want        []string
 	}{
 		{name: "covered by lower priorities: admitted", request: 7000, want: []string{"q/hi"}},
 		{name: "more than lower priorities hold: refused", request: 30000, want: []string{}},
+		// Its last plan found no victims: until FreeRoomUntil it counts
+		// no eviction room, so it does not hold the queue's room for a
+		// plan that cannot be made.
+		{name: "free room only after a failed plan: refused", request: 7000, freeOnlyFor: time.Minute, want: []string{}},
+		{name: "free room only no longer: admitted", request: 7000, freeOnlyFor: -time.Second, want: []string{"q/hi"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := grp("q/hi", "q", 0, cpu(tc.request))
 			g.Priority = 1000
+			if tc.freeOnlyFor != 0 {
+				g.FreeRoomUntil = t0.Add(tc.freeOnlyFor)
+			}
 			w := world{
 				specs: []Spec{{Name: "q", Weight: 1, Reclaimable: false}, {Name: "other", Weight: 8, Reclaimable: true}},
 				total: cpu(64000),

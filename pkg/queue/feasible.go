@@ -114,7 +114,7 @@ func (p *Pending) fillFreeable(e *entry, node int) bool {
 		}
 		return false
 	}
-	entitled := true
+	entitled := !e.g.freeRoomOnly(ps.now)
 	for _, a := range e.req {
 		i := node*r + int(a.r)
 		if !fits(satAdd(ps.alloc[i], ps.infl[i]), a.v, ps.deserved[i]) {

@@ -24,7 +24,16 @@ type Group struct {
 	// MinMember is how many it needs. The group is ready for admission when
 	// Members >= MinMember (check 1).
 	Members, MinMember int32
+	// FreeRoomUntil: before this time the group is admitted on free room
+	// only, counting nothing that preemption or reclaim would free. Set
+	// when the group's last plan to evict found no victims: admitted on
+	// that room again, it would hold its queue's room for a plan that
+	// cannot be made, and be released, again and again.
+	FreeRoomUntil time.Time
 }
+
+// freeRoomOnly: at now, the group may not count eviction room.
+func (g Group) freeRoomOnly(now time.Time) bool { return now.Before(g.FreeRoomUntil) }
 
 // Ready reports whether enough members exist (admission check 1).
 func (g Group) Ready() bool { return g.Members >= g.MinMember }

@@ -159,7 +159,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		}
 		// Admitted over capability and CalderaReclaim made no plan: the
 		// pod goes back to its queue's pending units, like a released gang.
-		if _, inFlight := g.cache.GangPlanInFlight(pod); !inFlight && g.cache.ReleaseSingleton(pod) {
+		if _, inFlight := g.cache.GangPlanInFlight(pod); !inFlight && g.cache.ReleaseSingleton(pod, time.Now()) {
 			klog.FromContext(ctx).V(3).Info("Pod released to its queue: no plan frees room under its capability", "pod", klog.KObj(pod), "reason", d.msg)
 			return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "released: "+d.msg)
 		}
