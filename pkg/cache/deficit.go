@@ -98,18 +98,24 @@ func (c *Cache) takeDeficitRefusedLocked() map[string]*v1.Pod {
 	return act
 }
 
-// singletonDeficitLocked is PreFilter's capability check for a pod outside
-// any gang that queue admission admitted as a group of one.
-func (c *Cache) singletonDeficitLocked(pod *v1.Pod) (PreFilterCode, string) {
-	if !c.adm.on() {
+// singletonDeficit is PreFilter's capability check for a pod outside any
+// gang that queue admission admitted as a group of one. It reads under the
+// read lock: every such pod's cycle runs it, and only a refusal writes.
+func (c *Cache) singletonDeficit(pod *v1.Pod) (PreFilterCode, string) {
+	key := podUnitKey(pod)
+	var ds []queue.Deficit
+	c.mu.RLock()
+	if c.adm.on() {
+		ds = c.deficitsLocked(c.adm.units[key])
+	}
+	c.mu.RUnlock()
+	if len(ds) == 0 {
 		return PreFilterOK, ""
 	}
-	u := c.adm.units[podUnitKey(pod)]
-	if ds := c.deficitsLocked(u); len(ds) > 0 {
-		c.refuseDeficitLocked(u.key)
-		return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
-	}
-	return PreFilterOK, ""
+	c.mu.Lock()
+	c.refuseDeficitLocked(key)
+	c.mu.Unlock()
+	return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
 }
 
 // reclaimDeficitsLocked converts the unit's deficits for reclaim.Decide.

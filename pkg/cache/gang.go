@@ -110,9 +110,7 @@ const (
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
 	if !member {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		code, msg = c.singletonDeficitLocked(pod)
+		code, msg = c.singletonDeficit(pod)
 		return false, code, msg
 	}
 	c.mu.Lock()
