@@ -28,7 +28,7 @@ type Use struct {
 // resources requested. The message names the first level and resource that
 // would be exceeded.
 func CapabilityFit(t *Tree, name string, request resources.List, use func(queue string) Use) (bool, string) {
-	s := sumCapabilityChain(t, name, request, use, false)
+	s := sumCapabilityChain(t, name, request, use)
 	if s == nil {
 		return true, ""
 	}
@@ -73,7 +73,7 @@ type Deficit struct {
 // that happen to have room, its members would otherwise take the queue past
 // its capability without any eviction. Cost as for CapabilityFit.
 func CapabilityDeficits(t *Tree, name string, request resources.List, use func(queue string) Use) []Deficit {
-	s := sumCapabilityChain(t, name, request, use, true)
+	s := sumCapabilityChain(t, name, request, use)
 	if s == nil {
 		return nil
 	}
@@ -97,12 +97,9 @@ func CapabilityDeficits(t *Tree, name string, request resources.List, use func(q
 		if over == nil {
 			continue
 		}
-		d := Deficit{Queue: spec.Name, Over: over}
-		for _, m := range s.members {
-			if m.at <= k {
-				d.Subtree = append(d.Subtree, t.specs[m.node].Name)
-			}
-		}
+		// The subtree is listed only for a deficit, the rare case: the
+		// check that passes walks the queues once, without collecting.
+		d := Deficit{Queue: spec.Name, Over: over, Subtree: t.subtree(s.chain[k])}
 		sort.Strings(d.Subtree)
 		out = append(out, d)
 	}
@@ -118,9 +115,6 @@ type chainSums struct {
 	names       []string
 	r           int
 	alloc, resv []int64
-	// members are the queues of the top level's subtree, each with the
-	// deepest chain level it lies under (when asked for).
-	members []chainMember
 }
 
 type chainMember struct{ node, at int }
@@ -128,7 +122,7 @@ type chainMember struct{ node, at int }
 // sumCapabilityChain sums, for queue name and its ancestors up to the
 // highest one limiting a resource of request, what their subtrees hold and
 // reserve; nil when no level limits request or the queue is unknown.
-func sumCapabilityChain(t *Tree, name string, request resources.List, use func(queue string) Use, keepMembers bool) *chainSums {
+func sumCapabilityChain(t *Tree, name string, request resources.List, use func(queue string) Use) *chainSums {
 	if t == nil {
 		return nil
 	}
@@ -175,9 +169,6 @@ func sumCapabilityChain(t *Tree, name string, request resources.List, use func(q
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if keepMembers {
-			s.members = append(s.members, f)
-		}
 		u := use(t.specs[f.node].Name)
 		for j, n := range names {
 			s.alloc[f.at*r+j] += u.Allocated[n]
@@ -198,4 +189,17 @@ func sumCapabilityChain(t *Tree, name string, request resources.List, use func(q
 		}
 	}
 	return s
+}
+
+// subtree lists the names of queue i and its descendants.
+func (t *Tree) subtree(i int) []string {
+	var out []string
+	stack := []int{i}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = append(out, t.specs[n].Name)
+		stack = append(stack, t.children[n]...)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -97,6 +98,36 @@ func TestCapabilityDeficits(t *testing.T) {
 			got := CapabilityDeficits(tree, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("CapabilityDeficits = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkCapabilityDeficits is the placement-time check a gang's member
+// runs in PreFilter, on a chain whose capped root has 100 children: its cost
+// is the root's subtree (queues, never pods).
+func BenchmarkCapabilityDeficits(b *testing.B) {
+	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
+	specs := []Spec{{Name: "org", Capability: cores(1100)}}
+	use := map[string]Use{}
+	for i := range 100 {
+		name := "q" + strconv.Itoa(i)
+		specs = append(specs, Spec{Name: name, Parent: "org", Capability: cores(20)})
+		use[name] = Use{Allocated: cores(9), Inflight: cores(1)}
+	}
+	tree := BuildTree(specs)
+	read := func(q string) Use { return use[q] }
+	for _, tc := range []struct {
+		name string
+		req  resources.List
+		over bool
+	}{{"fits", cores(2), false}, {"over", cores(20), true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := CapabilityDeficits(tree, "q7", tc.req, read); (len(got) > 0) != tc.over {
+					b.Fatalf("CapabilityDeficits = %+v, want over %v", got, tc.over)
+				}
 			}
 		})
 	}
