@@ -129,6 +129,9 @@ type Cache struct {
 	// freeRoomOnly holds the units admission counts no eviction room for
 	// until their freeRoomUntil, or until a bound pod leaves.
 	freeRoomOnly map[string]struct{}
+	// short holds the admitted gangs short of members, with when an
+	// admission pass first saw them so (zero until one has).
+	short map[string]time.Time
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState
@@ -379,6 +382,9 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		c.dirty[g.key] = struct{}{}
 		if g.enqueueable {
 			maps.Copy(act, g.pendingPodsLocked())
+		}
+		if c.adm.on() {
+			c.unadmitShortLocked(g, c.adm.units[gangUnitKey(g.key)])
 		}
 	}
 	groups := len(c.groups)

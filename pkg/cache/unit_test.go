@@ -260,3 +260,43 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 		t.Errorf("message %q does not name the queue asked for", msg)
 	}
 }
+
+// An admitted gang that has not started and lost members below minMember
+// cannot start; its admission kept its queue's room from work that could,
+// for good when no controller replaces the pods (the randomized harness,
+// seed 31: a gang admitted once its gated member was ungated, then a
+// member deleted, held 36 of its queue's 54 cpu). It goes back to pending
+// once it has been short for shortGrace; a member replaced within the
+// grace (a controller's replacement, a relist) keeps the admission.
+func TestShortGangReturnsToPending(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("2")), memberOf("ns", "g1", "g", cpu("2"))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, g...)
+
+	// Replaced within the grace: still admitted.
+	podDelete(c, g[1])
+	pass(c, t0.Add(time.Second))
+	again := memberOf("ns", "g1", "g", cpu("2"), withUID("uid-ns-g1-again"))
+	podEvent(c, again)
+	pass(c, t0.Add(time.Second+shortGrace))
+	wantAdmitted(t, c, admission{true, ""}, g[0], again)
+
+	// Short for longer than the grace: back to pending, its room free.
+	podDelete(c, again)
+	pass(c, t0.Add(10*time.Second))
+	if u := unitOf(c, "pg:ns/g"); u == nil || !u.admitted {
+		t.Fatalf("unit %+v: returned before its grace", u)
+	}
+	pass(c, t0.Add(10*time.Second+shortGrace))
+	if u := unitOf(c, "pg:ns/g"); u == nil || u.admitted {
+		t.Errorf("unit %+v: still admitted after %v short of members", u, shortGrace)
+	}
+	wantUsage(t, c, "q", 0, 0)
+	wantConsistent(t, c, "after the short gang went back")
+}
