@@ -168,9 +168,9 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 // disruption budget or young pods can make the aggregate room admission
 // counts impossible to free. Admitted on it again at once, the unit would
 // hold its queue's room (keeping out work that fits) for a plan that
-// cannot be made, be released, and repeat. The bound is the gang backoff's
-// default cap; a bound pod leaving ends it earlier, since the plan may
-// succeed then.
+// cannot be made, be released, and repeat. Meanwhile the unit may still be
+// admitted on free room; a bound pod leaving ends the time early, since a
+// plan may find victims then.
 const freeRoomOnlyFor = 30 * time.Second
 
 // markFreeRoomOnlyLocked starts u's free-room-only time at now.

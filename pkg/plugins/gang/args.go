@@ -14,7 +14,9 @@ type Args struct {
 	// PodGroupBackoffSeconds is how long a gang that failed waits before its
 	// next attempt; it doubles on consecutive failures. 0 disables it. Default 1.
 	PodGroupBackoffSeconds *int64 `json:"podGroupBackoffSeconds,omitempty"`
-	// PodGroupMaxBackoffSeconds caps the doubling. Default 30.
+	// PodGroupMaxBackoffSeconds caps the doubling. Default 10, as kube-scheduler
+	// caps a pod's backoff (podMaxBackoffSeconds): a gang that failed while the
+	// cluster was busy is not kept out for long once room frees.
 	PodGroupMaxBackoffSeconds *int64 `json:"podGroupMaxBackoffSeconds,omitempty"`
 	// StatusSyncPeriodSeconds is how often the leader writes changed PodGroup
 	// status. Default 1.
@@ -32,7 +34,7 @@ type Args struct {
 const (
 	DefaultPermitWaitingTimeSeconds  = 60
 	DefaultPodGroupBackoffSeconds    = 1
-	DefaultPodGroupMaxBackoffSeconds = 30
+	DefaultPodGroupMaxBackoffSeconds = 10
 	DefaultStatusSyncPeriodSeconds   = 1
 	DefaultStatusLeaseNamespace      = "kube-system"
 )

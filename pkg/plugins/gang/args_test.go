@@ -33,7 +33,7 @@ func TestArgsDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	got := []int64{*a.PermitWaitingTimeSeconds, *a.PodGroupBackoffSeconds, *a.PodGroupMaxBackoffSeconds, *a.StatusSyncPeriodSeconds}
-	want := []int64{60, 1, 30, 1}
+	want := []int64{60, 1, 10, 1}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("default %d = %d, want %d", i, got[i], want[i])
