@@ -63,8 +63,10 @@ type passPlacement struct {
 	// loose is unitClasses' scratch list of members.
 	loose []*member
 
-	// The reclaim part of a plan's room, built on the first plan Check.
+	// The reclaim part of a plan's room, built on the first plan Check:
+	// per node, and each reclaimable queue's excess (reserve.go).
 	reclaimRoom []int64
+	excess      map[string][]int64
 	haveReclaim bool
 	planFree    []int64
 }

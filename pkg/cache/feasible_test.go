@@ -256,3 +256,43 @@ func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 	pass(c, t0)
 	wantAdmitted(t, c, admission{true, ""}, pre)
 }
+
+// A reclaimer's placement counts, on each node, what a victim queue above
+// its deserved share holds there, up to the queue's excess. Spread in node
+// order, the excess landed on the first node the victim uses, one the
+// reclaimer's node selector excludes, and a pod that fits where the
+// victim's other pods run was never admitted.
+func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	n1 := mkNode("n1", "4")
+	n1.Labels = map[string]string{"zone": "a"}
+	c.onNode(logger, n1)
+	// The victim holds the whole cluster, 8 cpu; q demands 2 of it: by
+	// water-filling the victim deserves 6, and 2 are reclaimable.
+	for i, n := range []string{"n0", "n0", "n1", "n1"} {
+		podEvent(c, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("2"), boundTo(n)))
+	}
+	zoned := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "a"} }
+	r := single("ns", "r", inQueue("q"), cpu("2"), zoned)
+	podEvent(c, r)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, r)
+
+	// The room counted on a node never exceeds the victim's excess: with
+	// a third queue's demand the victim deserves 6.5 of 16 cpu, and only
+	// 1.5 of the 8 it holds on n1 are reclaimable; n0 has 2 free.
+	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("hog"))
+	c2.EnableEvictions(true, false)
+	c2.onNode(logger, mkNode("n0", "8"))
+	c2.onNode(logger, mkNode("n1", "8"))
+	podEvent(c2, mkPod("ns", "outside", "", cpu("6"), boundTo("n0")))
+	podEvent(c2, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n1")))
+	podEvent(c2, single("ns", "v1", inQueue("victim"), cpu("4"), boundTo("n1")))
+	podEvent(c2, single("ns", "hog", inQueue("hog"), cpu("8")))
+	big := single("ns", "big", inQueue("q"), cpu("3"))
+	podEvent(c2, big)
+	pass(c2, t0)
+	wantAdmitted(t, c2, admission{false, "members not placeable: 0/1 fit with the room reclaim and preemption can free"}, big)
+}

@@ -146,61 +146,48 @@ func (pp *passPlacement) reblock(own []int, key string) {
 
 // planRoom is the working room plus what a plan the group is entitled to
 // frees, approximated from the per-node, per-queue amounts: on each node,
-// what reclaimable queues above their deserved share hold there, and, with
-// preemption, what the group's own queue holds there; each queue's total
-// capped at what admission counts as freeable from it (its allocated above
-// what it keeps; the queue's preemptible amount below the group's
-// priority), taken node by node in name order. The cap keeps the room
-// added no larger than checks 3-5 assumed; per node it is optimistic (the
-// victims there may be younger, or gangs that cannot be split), which
-// CalderaReclaim's exact plan settles: a gang it cannot make room for is
-// released and backs off.
+// what reclaimable queues above their deserved share (other than the
+// group's) hold there, each up to the queue's excess (its allocated above
+// what it keeps), and, with preemption, what the group's own queue holds
+// there, up to the queue's preemptible amount below the group's priority.
+// Neither is spread over the nodes in an order: a budget spread in node
+// order lands on the first nodes the victims use, which the group may not
+// be able to use at all (a node selector, a member too large for what is
+// left there), and a group that fits where the victims' other pods run is
+// refused for good. Per node the room is bounded by what the victims hold
+// there and by what the queue can give up in all; across nodes it is
+// optimistic (checks 3-5 bound the total; the victims on a node may be
+// younger, or gangs that cannot be split), which CalderaReclaim's exact
+// plan settles: a gang it cannot make room for is released and backs off.
 func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
 	c := pp.c
-	a := c.adm
 	r := pp.free.R
-	n := len(pp.names)
 	if !pp.haveReclaim {
 		pp.haveReclaim = true
-		pp.reclaimRoom = growInt64(pp.reclaimRoom, n*r)
-		clear(pp.reclaimRoom)
-		if c.reclaim && a.shares != nil {
-			for name, us := range a.usage {
-				spec, ok := a.tree.Spec(name)
-				if !ok || !spec.Reclaimable {
-					continue
-				}
-				des := a.shares.Deserved(name)
-				budget := make([]int64, r)
-				anyOver := false
-				for j, k := range pp.rnames {
-					keep := max(des[k], spec.Guarantee[k])
-					if over := us.allocated[k] - keep; over > 0 {
-						budget[j], anyOver = over, true
-					}
-				}
-				if anyOver && name != g.Queue {
-					pp.spread(pp.reclaimRoom, name, budget)
-				}
-			}
-		}
+		pp.fillReclaimRoom()
 	}
-	pp.planFree = growInt64(pp.planFree, n*r)
+	pp.planFree = growInt64(pp.planFree, len(pp.free.Free))
 	copy(pp.planFree, pp.free.Free)
 	for i, v := range pp.reclaimRoom {
 		pp.planFree[i] += v
 	}
+	// Reclaim does not take from the group's own queue: its part, counted
+	// for every group in the pass, is taken out again.
+	if own := pp.excess[g.Queue]; own != nil {
+		for i, nr := range pp.rooms {
+			held := nr.byQueue[g.Queue]
+			for j, k := range pp.rnames {
+				if v := min(held[k], own[j]); v > 0 {
+					pp.planFree[i*r+j] -= v
+				}
+			}
+		}
+	}
 	if c.preempt {
 		// What the queue's lower-priority pods hold: checks 3-5 bound its
 		// total already, but nodes only know what the queue holds, at every
-		// priority. Spread in node order, a budget lands on the first
-		// nodes the queue uses, which may hold its higher-priority pods,
-		// and a preemptor that fits where the lower-priority ones run is
-		// refused for good (a 7-cpu pod of priority 1000 never admitted
-		// next to a queue full of priority-0 pods). So every node counts what the queue holds there, up to the
-		// total preemption can free: optimistic per node; CalderaReclaim's
-		// exact plan decides, and a gang it cannot make room for is
-		// released and backs off.
+		// priority, so every node counts what the queue holds there, up to
+		// the total preemption can free.
 		pre := c.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.rooms {
 			held := nr.byQueue[g.Queue]
@@ -214,19 +201,56 @@ func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
 	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.free.Blocked}
 }
 
-// spread adds to dst, node by node, what queue holds on each node, until
-// budget (per resource) is used up.
-func (pp *passPlacement) spread(dst []int64, queueName string, budget []int64) {
+// fillReclaimRoom computes, once a pass, each reclaimable queue's excess
+// above what it keeps (max of its deserved share and its guarantee) into
+// pp.excess, and into pp.reclaimRoom, per node, the sum over those queues
+// of what each holds there, up to its excess.
+func (pp *passPlacement) fillReclaimRoom() {
+	c := pp.c
+	a := c.adm
 	r := pp.free.R
-	for i, nr := range pp.rooms {
-		held := nr.byQueue[queueName]
-		if held == nil {
+	pp.reclaimRoom = growInt64(pp.reclaimRoom, len(pp.free.Free))
+	clear(pp.reclaimRoom)
+	if pp.excess == nil {
+		pp.excess = map[string][]int64{}
+	}
+	clear(pp.excess)
+	if !c.reclaim || a.shares == nil {
+		return
+	}
+	for name, us := range a.usage {
+		spec, ok := a.tree.Spec(name)
+		if !ok || !spec.Reclaimable {
 			continue
 		}
+		des := a.shares.Deserved(name)
+		var budget []int64
 		for j, k := range pp.rnames {
-			if v := min(held[k], budget[j]); v > 0 {
-				dst[i*r+j] += v
-				budget[j] -= v
+			keep := max(des[k], spec.Guarantee[k])
+			if over := us.allocated[k] - keep; over > 0 {
+				if budget == nil {
+					budget = make([]int64, r)
+				}
+				budget[j] = over
+			}
+		}
+		if budget != nil {
+			pp.excess[name] = budget
+		}
+	}
+	if len(pp.excess) == 0 {
+		return
+	}
+	for i, nr := range pp.rooms {
+		for name, held := range nr.byQueue {
+			budget := pp.excess[name]
+			if budget == nil {
+				continue
+			}
+			for j, k := range pp.rnames {
+				if v := min(held[k], budget[j]); v > 0 {
+					pp.reclaimRoom[i*r+j] += v
+				}
 			}
 		}
 	}
