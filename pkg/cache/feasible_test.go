@@ -296,3 +296,23 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	pass(c2, t0)
 	wantAdmitted(t, c2, admission{false, "members not placeable: 0/1 fit with the room reclaim and preemption can free"}, big)
 }
+
+// The same when the reclaimer may use every node but the first nodes the
+// victim uses are too small for it: the victim's 6-cpu excess counted on
+// the 4-cpu node left 2 on the 16-cpu node, and a 6-cpu pod that fits
+// there once 6 of the victim's 12 cpu are reclaimed was never admitted.
+func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "16"))
+	podEvent(c, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n0")))
+	for i := range 3 {
+		podEvent(c, single("ns", fmt.Sprint("v", i+1), inQueue("victim"), cpu("4"), boundTo("n1")))
+	}
+	// 16 cpu, the victim demands 16 and q 6: the victim deserves 10.
+	r := single("ns", "r", inQueue("q"), cpu("6"))
+	podEvent(c, r)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, r)
+}
