@@ -509,7 +509,7 @@ func countOf(cl []placement.Class) int {
 }
 
 // Check implements queue.Placement.
-func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
+func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	classes, want := pp.unitClasses(g.Key)
 	pp.lastKey, pp.lastOK = g.Key, false
 	if want == 0 {
@@ -519,12 +519,12 @@ func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
 	}
 	own := pp.unblockOwn(g.Key)
 	room := &pp.free
-	if plan {
-		room = pp.planRoom(g)
+	if plan != queue.PlanNone {
+		room = pp.planRoom(g, plan)
 	}
 	// Remembered starts hold for the plain room, and not where the
 	// group's own reservation was just unblocked.
-	memo := !plan && len(own) == 0
+	memo := plan == queue.PlanNone && len(own) == 0
 	if memo {
 		for k := range classes {
 			if key, ok := pp.keyOf(classes[k]); ok {

@@ -144,12 +144,13 @@ func (pp *passPlacement) reblock(own []int, key string) {
 	}
 }
 
-// planRoom is the working room plus what a plan the group is entitled to
-// frees, approximated from the per-node, per-queue amounts: on each node,
-// what reclaimable queues above their deserved share (other than the
+// planRoom is the working room plus what plan frees for the group,
+// approximated from the per-node, per-queue amounts: for reclaim, on each
+// node, what reclaimable queues above their deserved share (other than the
 // group's) hold there, each up to the queue's excess (its allocated above
-// what it keeps), and, with preemption, what the group's own queue holds
-// there, up to the queue's preemptible amount below the group's priority.
+// what it keeps); for preemption, what the group's own queue holds there,
+// up to the queue's preemptible amount below the group's priority. The two
+// are never added: CalderaReclaim runs one plan or the other for a group.
 // Neither is spread over the nodes in an order: a budget spread in node
 // order lands on the first nodes the victims use, which the group may not
 // be able to use at all (a node selector, a member too large for what is
@@ -159,31 +160,33 @@ func (pp *passPlacement) reblock(own []int, key string) {
 // optimistic (checks 3-5 bound the total; the victims on a node may be
 // younger, or gangs that cannot be split), which CalderaReclaim's exact
 // plan settles: a gang it cannot make room for is released and backs off.
-func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
+func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
 	c := pp.c
 	r := pp.free.R
-	if !pp.haveReclaim {
-		pp.haveReclaim = true
-		pp.fillReclaimRoom()
-	}
 	pp.planFree = growInt64(pp.planFree, len(pp.free.Free))
 	copy(pp.planFree, pp.free.Free)
-	for i, v := range pp.reclaimRoom {
-		pp.planFree[i] += v
-	}
-	// Reclaim does not take from the group's own queue: its part, counted
-	// for every group in the pass, is taken out again.
-	if own := pp.excess[g.Queue]; own != nil {
-		for i, nr := range pp.rooms {
-			held := nr.byQueue[g.Queue]
-			for j, k := range pp.rnames {
-				if v := min(held[k], own[j]); v > 0 {
-					pp.planFree[i*r+j] -= v
+	switch plan {
+	case queue.PlanReclaim:
+		if !pp.haveReclaim {
+			pp.haveReclaim = true
+			pp.fillReclaimRoom()
+		}
+		for i, v := range pp.reclaimRoom {
+			pp.planFree[i] += v
+		}
+		// Reclaim does not take from the group's own queue: its part,
+		// counted for every group in the pass, is taken out again.
+		if own := pp.excess[g.Queue]; own != nil {
+			for i, nr := range pp.rooms {
+				held := nr.byQueue[g.Queue]
+				for j, k := range pp.rnames {
+					if v := min(held[k], own[j]); v > 0 {
+						pp.planFree[i*r+j] -= v
+					}
 				}
 			}
 		}
-	}
-	if c.preempt {
+	case queue.PlanPreempt:
 		// What the queue's lower-priority pods hold: checks 3-5 bound its
 		// total already, but nodes only know what the queue holds, at every
 		// priority, so every node counts what the queue holds there, up to
