@@ -63,12 +63,10 @@ type passPlacement struct {
 	// loose is unitClasses' scratch list of members.
 	loose []*member
 
-	// The reclaim part of a plan's room, built on the first plan Check:
-	// per node, and each reclaimable queue's excess (reserve.go).
-	reclaimRoom []int64
-	excess      map[string][]int64
-	haveReclaim bool
-	planFree    []int64
+	// What reclaim can take back in the pass, built on the first reclaim
+	// Check (planroom.go), and the plan room's scratch space.
+	pool     reclaimPool
+	planFree []int64
 }
 
 // startKey identifies a class for passPlacement.starts: its request (the
@@ -164,7 +162,7 @@ func (c *Cache) placementLocked() *passPlacement {
 	}
 	clear(pp.starts)
 	pp.slab = pp.slab[:0]
-	pp.haveUnt, pp.haveReclaim = false, false
+	pp.haveUnt, pp.pool.ready = false, false
 	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
 
 	index := pp.index
@@ -517,6 +515,7 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 		pp.lastOK = true
 		return 0, 0
 	}
+	pp.pool.last = pp.pool.last[:0]
 	own := pp.unblockOwn(g.Key)
 	room := &pp.free
 	if plan != queue.PlanNone {
@@ -543,6 +542,11 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	for k := range classes {
 		classes[k].Start = 0
 	}
+	if plan == queue.PlanReclaim && fit == want {
+		// The room counted each victim's excess on every node it holds
+		// some: within its excess in total is checked here.
+		fit = pp.attribute(g, classes, steps)
+	}
 	placement.Undo(room, classes, steps)
 	pp.lastSteps = append(pp.lastSteps[:0], steps...)
 	pp.lastOK = fit == want
@@ -559,6 +563,7 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	}
 	classes, _ := pp.unitClasses(g.Key)
 	placement.Apply(&pp.free, classes, pp.lastSteps)
+	pp.commitDraws()
 	pp.lastOK = false
 }
 

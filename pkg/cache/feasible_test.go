@@ -316,3 +316,47 @@ func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 	pass(c, t0)
 	wantAdmitted(t, c, admission{true, ""}, r)
 }
+
+// Counted on every node it holds some, a victim's excess still bounds the
+// pass's reclaim admissions in total: two 3-cpu reclaimers of 4 cpu of
+// excess, on nodes where the victim holds 4 each (the 2 free cpu fit
+// neither), are not both admitted.
+func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("q2"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "4"))
+	c.onNode(logger, mkNode("n2", "2"))
+	for i := range 8 {
+		podEvent(c, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
+	}
+	// 10 cpu; q and q2 ask 3 each, the victim holds 8 and deserves 4.
+	a := single("ns", "a", inQueue("q"), cpu("3"))
+	b := single("ns", "b", inQueue("q2"), cpu("3"), createdAt(t0.Add(time.Second)))
+	podEvent(c, a)
+	podEvent(c, b)
+	pass(c, t0)
+	ok, _ := c.Admitted(a)
+	ok2, _ := c.Admitted(b)
+	if ok == ok2 {
+		t.Errorf("admitted a: %v, b: %v; want exactly one of them", ok, ok2)
+	}
+
+	// The same within one gang: its two 3-cpu members cannot both draw on
+	// the 4 cpu of excess.
+	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q", weight(3)))
+	c2.EnableEvictions(true, false)
+	c2.onNode(logger, mkNode("n0", "4"))
+	c2.onNode(logger, mkNode("n1", "4"))
+	c2.onNode(logger, mkNode("n2", "2"))
+	for i := range 8 {
+		podEvent(c2, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
+	}
+	addPG(c2, mkPG("ns", "g", 2, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3"))}
+	for _, p := range g {
+		podEvent(c2, p)
+	}
+	pass(c2, t0)
+	wantAdmitted(t, c2, admission{false, "members not placeable: 1/2 fit with the room reclaim and preemption can free"}, g...)
+}
