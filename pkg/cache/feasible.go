@@ -510,12 +510,12 @@ func countOf(cl []placement.Class) int {
 func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	classes, want := pp.unitClasses(g.Key)
 	pp.lastKey, pp.lastOK = g.Key, false
+	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
 	if want == 0 {
 		pp.lastSteps = pp.lastSteps[:0]
 		pp.lastOK = true
 		return 0, 0
 	}
-	pp.pool.last = pp.pool.last[:0]
 	own := pp.unblockOwn(g.Key)
 	room := &pp.free
 	if plan != queue.PlanNone {
