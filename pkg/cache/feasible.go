@@ -63,10 +63,10 @@ type passPlacement struct {
 	// loose is unitClasses' scratch list of members.
 	loose []*member
 
-	// The reclaim part of a plan's room, built on the first plan Check.
-	reclaimRoom []int64
-	haveReclaim bool
-	planFree    []int64
+	// What reclaim can take back in the pass, built on the first reclaim
+	// Check (planroom.go), and the plan room's scratch space.
+	pool     reclaimPool
+	planFree []int64
 }
 
 // startKey identifies a class for passPlacement.starts: its request (the
@@ -162,7 +162,7 @@ func (c *Cache) placementLocked() *passPlacement {
 	}
 	clear(pp.starts)
 	pp.slab = pp.slab[:0]
-	pp.haveUnt, pp.haveReclaim = false, false
+	pp.haveUnt, pp.pool.ready = false, false
 	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
 
 	index := pp.index
@@ -507,9 +507,10 @@ func countOf(cl []placement.Class) int {
 }
 
 // Check implements queue.Placement.
-func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
+func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	classes, want := pp.unitClasses(g.Key)
 	pp.lastKey, pp.lastOK = g.Key, false
+	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
 	if want == 0 {
 		pp.lastSteps = pp.lastSteps[:0]
 		pp.lastOK = true
@@ -517,12 +518,12 @@ func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
 	}
 	own := pp.unblockOwn(g.Key)
 	room := &pp.free
-	if plan {
-		room = pp.planRoom(g)
+	if plan != queue.PlanNone {
+		room = pp.planRoom(g, plan)
 	}
 	// Remembered starts hold for the plain room, and not where the
 	// group's own reservation was just unblocked.
-	memo := !plan && len(own) == 0
+	memo := plan == queue.PlanNone && len(own) == 0
 	if memo {
 		for k := range classes {
 			if key, ok := pp.keyOf(classes[k]); ok {
@@ -541,6 +542,11 @@ func (pp *passPlacement) Check(g queue.Group, plan bool) (fit, want int) {
 	for k := range classes {
 		classes[k].Start = 0
 	}
+	if plan == queue.PlanReclaim && fit == want {
+		// The room counted each victim's excess on every node it holds
+		// some: within its excess in total is checked here.
+		fit = pp.attribute(g, classes, steps)
+	}
 	placement.Undo(room, classes, steps)
 	pp.lastSteps = append(pp.lastSteps[:0], steps...)
 	pp.lastOK = fit == want
@@ -557,6 +563,7 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	}
 	classes, _ := pp.unitClasses(g.Key)
 	placement.Apply(&pp.free, classes, pp.lastSteps)
+	pp.commitDraws()
 	pp.lastOK = false
 }
 

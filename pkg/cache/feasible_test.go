@@ -256,3 +256,107 @@ func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 	pass(c, t0)
 	wantAdmitted(t, c, admission{true, ""}, pre)
 }
+
+// A reclaimer's placement counts, on each node, what a victim queue above
+// its deserved share holds there, up to the queue's excess. Spread in node
+// order, the excess landed on the first node the victim uses, one the
+// reclaimer's node selector excludes, and a pod that fits where the
+// victim's other pods run was never admitted.
+func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	n1 := mkNode("n1", "4")
+	n1.Labels = map[string]string{"zone": "a"}
+	c.onNode(logger, n1)
+	// The victim holds the whole cluster, 8 cpu; q demands 2 of it: by
+	// water-filling the victim deserves 6, and 2 are reclaimable.
+	for i, n := range []string{"n0", "n0", "n1", "n1"} {
+		podEvent(c, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("2"), boundTo(n)))
+	}
+	zoned := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "a"} }
+	r := single("ns", "r", inQueue("q"), cpu("2"), zoned)
+	podEvent(c, r)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, r)
+
+	// The room counted on a node never exceeds the victim's excess: with
+	// a third queue's demand the victim deserves 6.5 of 16 cpu, and only
+	// 1.5 of the 8 it holds on n1 are reclaimable; n0 has 2 free.
+	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("hog"))
+	c2.EnableEvictions(true, false)
+	c2.onNode(logger, mkNode("n0", "8"))
+	c2.onNode(logger, mkNode("n1", "8"))
+	podEvent(c2, mkPod("ns", "outside", "", cpu("6"), boundTo("n0")))
+	podEvent(c2, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n1")))
+	podEvent(c2, single("ns", "v1", inQueue("victim"), cpu("4"), boundTo("n1")))
+	podEvent(c2, single("ns", "hog", inQueue("hog"), cpu("8")))
+	big := single("ns", "big", inQueue("q"), cpu("3"))
+	podEvent(c2, big)
+	pass(c2, t0)
+	wantAdmitted(t, c2, admission{false, "members not placeable: 0/1 fit with the room reclaim and preemption can free"}, big)
+}
+
+// The same when the reclaimer may use every node but the first nodes the
+// victim uses are too small for it: the victim's 6-cpu excess counted on
+// the 4-cpu node left 2 on the 16-cpu node, and a 6-cpu pod that fits
+// there once 6 of the victim's 12 cpu are reclaimed was never admitted.
+func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "16"))
+	podEvent(c, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n0")))
+	for i := range 3 {
+		podEvent(c, single("ns", fmt.Sprint("v", i+1), inQueue("victim"), cpu("4"), boundTo("n1")))
+	}
+	// 16 cpu, the victim demands 16 and q 6: the victim deserves 10.
+	r := single("ns", "r", inQueue("q"), cpu("6"))
+	podEvent(c, r)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, r)
+}
+
+// Counted on every node it holds some, a victim's excess still bounds the
+// pass's reclaim admissions in total: two 3-cpu reclaimers of 4 cpu of
+// excess, on nodes where the victim holds 4 each (the 2 free cpu fit
+// neither), are not both admitted.
+func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("q2"))
+	c.EnableEvictions(true, false)
+	c.onNode(logger, mkNode("n0", "4"))
+	c.onNode(logger, mkNode("n1", "4"))
+	c.onNode(logger, mkNode("n2", "2"))
+	for i := range 8 {
+		podEvent(c, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
+	}
+	// 10 cpu; q and q2 ask 3 each, the victim holds 8 and deserves 4.
+	a := single("ns", "a", inQueue("q"), cpu("3"))
+	b := single("ns", "b", inQueue("q2"), cpu("3"), createdAt(t0.Add(time.Second)))
+	podEvent(c, a)
+	podEvent(c, b)
+	pass(c, t0)
+	ok, _ := c.Admitted(a)
+	ok2, _ := c.Admitted(b)
+	if ok == ok2 {
+		t.Errorf("admitted a: %v, b: %v; want exactly one of them", ok, ok2)
+	}
+
+	// The same within one gang: its two 3-cpu members cannot both draw on
+	// the 4 cpu of excess.
+	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q", weight(3)))
+	c2.EnableEvictions(true, false)
+	c2.onNode(logger, mkNode("n0", "4"))
+	c2.onNode(logger, mkNode("n1", "4"))
+	c2.onNode(logger, mkNode("n2", "2"))
+	for i := range 8 {
+		podEvent(c2, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
+	}
+	addPG(c2, mkPG("ns", "g", 2, pgQueue("q")))
+	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3"))}
+	for _, p := range g {
+		podEvent(c2, p)
+	}
+	pass(c2, t0)
+	wantAdmitted(t, c2, admission{false, "members not placeable: 1/2 fit with the room reclaim and preemption can free"}, g...)
+}

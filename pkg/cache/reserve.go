@@ -1,7 +1,8 @@
 package cache
 
-// The starving head's reservation and the room of a reclaim or preemption
-// plan: the parts of check 7 (feasible.go) beyond the plain free room.
+// The starving head's reservation: the part of check 7 (feasible.go) that
+// holds room for a group beyond this pass. The room of a reclaim or
+// preemption plan is in planroom.go.
 
 import (
 	"slices"
@@ -141,93 +142,5 @@ func (pp *passPlacement) unblockOwn(key string) []int {
 func (pp *passPlacement) reblock(own []int, key string) {
 	for _, i := range own {
 		pp.block(i, key)
-	}
-}
-
-// planRoom is the working room plus what a plan the group is entitled to
-// frees, approximated from the per-node, per-queue amounts: on each node,
-// what reclaimable queues above their deserved share hold there, and, with
-// preemption, what the group's own queue holds there; each queue's total
-// capped at what admission counts as freeable from it (its allocated above
-// what it keeps; the queue's preemptible amount below the group's
-// priority), taken node by node in name order. The cap keeps the room
-// added no larger than checks 3-5 assumed; per node it is optimistic (the
-// victims there may be younger, or gangs that cannot be split), which
-// CalderaReclaim's exact plan settles: a gang it cannot make room for is
-// released and backs off.
-func (pp *passPlacement) planRoom(g queue.Group) *placement.Room {
-	c := pp.c
-	a := c.adm
-	r := pp.free.R
-	n := len(pp.names)
-	if !pp.haveReclaim {
-		pp.haveReclaim = true
-		pp.reclaimRoom = growInt64(pp.reclaimRoom, n*r)
-		clear(pp.reclaimRoom)
-		if c.reclaim && a.shares != nil {
-			for name, us := range a.usage {
-				spec, ok := a.tree.Spec(name)
-				if !ok || !spec.Reclaimable {
-					continue
-				}
-				des := a.shares.Deserved(name)
-				budget := make([]int64, r)
-				anyOver := false
-				for j, k := range pp.rnames {
-					keep := max(des[k], spec.Guarantee[k])
-					if over := us.allocated[k] - keep; over > 0 {
-						budget[j], anyOver = over, true
-					}
-				}
-				if anyOver && name != g.Queue {
-					pp.spread(pp.reclaimRoom, name, budget)
-				}
-			}
-		}
-	}
-	pp.planFree = growInt64(pp.planFree, n*r)
-	copy(pp.planFree, pp.free.Free)
-	for i, v := range pp.reclaimRoom {
-		pp.planFree[i] += v
-	}
-	if c.preempt {
-		// What the queue's lower-priority pods hold: checks 3-5 bound its
-		// total already, but nodes only know what the queue holds, at every
-		// priority. Spread in node order, a budget lands on the first
-		// nodes the queue uses, which may hold its higher-priority pods,
-		// and a preemptor that fits where the lower-priority ones run is
-		// refused for good (a 7-cpu pod of priority 1000 never admitted
-		// next to a queue full of priority-0 pods). So every node counts what the queue holds there, up to the
-		// total preemption can free: optimistic per node; CalderaReclaim's
-		// exact plan decides, and a gang it cannot make room for is
-		// released and backs off.
-		pre := c.preemptibleLocked(g.Queue, g.Priority)
-		for i, nr := range pp.rooms {
-			held := nr.byQueue[g.Queue]
-			for j, k := range pp.rnames {
-				if v := min(held[k], pre[k]); v > 0 {
-					pp.planFree[i*r+j] += v
-				}
-			}
-		}
-	}
-	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.free.Blocked}
-}
-
-// spread adds to dst, node by node, what queue holds on each node, until
-// budget (per resource) is used up.
-func (pp *passPlacement) spread(dst []int64, queueName string, budget []int64) {
-	r := pp.free.R
-	for i, nr := range pp.rooms {
-		held := nr.byQueue[queueName]
-		if held == nil {
-			continue
-		}
-		for j, k := range pp.rnames {
-			if v := min(held[k], budget[j]); v > 0 {
-				dst[i*r+j] += v
-				budget[j] -= v
-			}
-		}
 	}
 }

@@ -530,19 +530,9 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	return d, v
 }
 
-// swap reports whether preemption within the group's queue frees at least
-// what the group asks of resource a: the group then takes the place of the
-// queue's lower-priority pods, and neither the queue nor its ancestors grow,
-// so their deserved share does not stand in its way. (Capability, check 3,
-// keeps counting what preemption frees as before: a queue over its
-// capability must not admit more, swap or not.) A queue
-// above its deserved share (one that is not reclaimable, say) must still run
-// its high-priority work before its low-priority work; without this, its
-// preemptors were refused for good ("remaining deserved share 0").
-func swap(pre []int64, a amount) bool { return a.v > 0 && pre[a.r] >= a.v }
-
-// evaluateWith is evaluate's one try, with ps.pre counted as free in the
-// queue, its ancestors and the cluster.
+// evaluateWith is evaluate's one try: with ps.pre counted as free in the
+// queue, its ancestors and the cluster (the preemption try), or, with ps.pre
+// empty, with what reclaim frees for a group entitled to it.
 func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps := &p.pass
 	r := ps.r
@@ -581,7 +571,11 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	// the ancestor's subtree counts as room (fillFreeable): otherwise a
 	// child starved under its parent's capability by a sibling above its
 	// deserved share is never admitted, and reclaim never runs for it.
-	reclaimed := p.fillFreeable(e, node)
+	// The preemption try (evaluate's second) counts no reclaim: CalderaReclaim
+	// runs one plan or the other, so a group passing only with both would be
+	// admitted and never placed, holding its queue's room meanwhile.
+	preempting := slices.ContainsFunc(ps.pre, func(v int64) bool { return v > 0 })
+	reclaimed := p.fillFreeable(e, node, !preempting)
 	for l := node; l >= 0; l = ps.parent[l] {
 		for _, a := range e.req {
 			i := l*r + int(a.r)
@@ -631,17 +625,27 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 		}
 	}
 	// (5) cluster idle, on the requested resources only; a group within its
-	// deserved share may also count what reclaim can take back.
-	plan := reclaimed
+	// deserved share may also count what reclaim can take back, or, in the
+	// preemption try, what preemption frees.
+	plan := PlanNone
+	if reclaimed {
+		plan = PlanReclaim
+	}
 	freeOnly := e.g.freeRoomOnly(ps.now)
 	for _, a := range e.req {
 		lim := ps.ceil[a.r]
-		if !waived && !freeOnly {
+		switch {
+		case preempting:
+			lim = satAdd(lim, ps.pre[a.r])
+			if ps.pre[a.r] > 0 {
+				plan = PlanPreempt
+			}
+		case !waived && !freeOnly:
 			lim = satAdd(lim, ps.reclaim[a.r])
-			plan = plan || ps.reclaim[a.r] > 0
+			if ps.reclaim[a.r] > 0 {
+				plan = PlanReclaim
+			}
 		}
-		lim = satAdd(lim, ps.pre[a.r])
-		plan = plan || ps.pre[a.r] > 0
 		if !fits(ps.cused[a.r], a.v, lim) {
 			return refuse(CheckCluster, -1, a, lim-ps.cused[a.r], false)
 		}

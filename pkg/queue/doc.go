@@ -85,8 +85,11 @@
 // parent's capability by a sibling above its deserved share (parent 8 cpu,
 // weights 1 and 3, 4 and 4 held) would be refused at the parent forever, and
 // since unadmitted pods never reach PostFilter, reclaim would never run.
-// Check 7 is asked about the free room first and, when the group counted
-// reclaim or preemption room, again with that room added.
+// With Options.Preemptible, a group refused is tried again counting what
+// preemption frees in its own queue, and then counting nothing from reclaim:
+// the scheduler runs one plan or the other for a group, never both. Check 7
+// is asked about the free room first and, when the try counted reclaim or
+// preemption room, again with that plan's room added (Plan).
 //
 // "Inflight" is what admitted groups still need beyond what they hold. An
 // admission adds the request to the inflight of its queue, its ancestors and

@@ -395,3 +395,14 @@ func FormatShare(share float64) string {
 	}
 	return strconv.FormatFloat(share, 'f', 2, 64)
 }
+
+// swap reports whether preemption within the group's queue frees at least
+// what the group asks of resource a: the group then takes the place of the
+// queue's lower-priority pods, and neither the queue nor its ancestors grow,
+// so their deserved share does not stand in its way. (Capability, check 3,
+// keeps counting what preemption frees as before: a queue over its
+// capability must not admit more, swap or not.) A queue
+// above its deserved share (one that is not reclaimable, say) must still run
+// its high-priority work before its low-priority work; without this, its
+// preemptors were refused for good ("remaining deserved share 0").
+func swap(pre []int64, a amount) bool { return a.v > 0 && pre[a.r] >= a.v }

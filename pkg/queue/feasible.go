@@ -13,10 +13,10 @@ package queue
 // pass see it gone.
 type Placement interface {
 	// Check reports how many of g's minMember members fit the room left
-	// (fit) out of how many it must place (want). With plan, the room a
-	// reclaim or preemption plan the group is entitled to would free counts
-	// as free too. A group is admitted only when fit == want.
-	Check(g Group, plan bool) (fit, want int)
+	// (fit) out of how many it must place (want). With a plan other than
+	// PlanNone, the room that plan would free for the group counts as free
+	// too. A group is admitted only when fit == want.
+	Check(g Group, plan Plan) (fit, want int)
 	// Commit takes the room of the last successful Check of g: g is admitted.
 	Commit(g Group)
 	// Reserve is called for a group at the head of its queue, refused by
@@ -28,18 +28,32 @@ type Placement interface {
 	Reserve(g Group) bool
 }
 
-// placeable runs check 7 for e. plan says the group counts room a reclaim
-// or preemption plan would free (it passed checks 3-5 only by counting it,
-// or such room exists); the plain free room is tried first.
-func (p *Pending) placeable(e *entry, plan bool) (Decision, bool) {
+// Plan is the eviction plan whose room check 7 may count for a group.
+type Plan uint8
+
+const (
+	// PlanNone: the nodes' free room only.
+	PlanNone Plan = iota
+	// PlanReclaim: plus what reclaimable queues other than the group's
+	// hold above what they keep.
+	PlanReclaim
+	// PlanPreempt: plus what the group's queue holds below its priority.
+	PlanPreempt
+)
+
+// placeable runs check 7 for e. plan is the plan the group counted in
+// checks 3-5 (or whose room exists); the plain free room is tried first.
+// Reclaim and preemption are separate plans (CalderaReclaim tries one, then
+// the other, never both for one group), so their rooms are never added.
+func (p *Pending) placeable(e *entry, plan Plan) (Decision, bool) {
 	pl := p.pass.o.Placement
-	fit, want := pl.Check(e.g, false)
+	fit, want := pl.Check(e.g, PlanNone)
 	if fit >= want {
 		return Decision{}, true
 	}
 	d := Decision{Check: CheckPlacement, Queue: e.q.name, Members: int32(fit), MinMember: int32(want)}
-	if plan {
-		if fit2, want2 := pl.Check(e.g, true); fit2 >= want2 {
+	if plan != PlanNone {
+		if fit2, want2 := pl.Check(e.g, plan); fit2 >= want2 {
 			return Decision{}, true
 		} else {
 			d.Members, d.MinMember, d.Detail = int32(fit2), int32(want2), "with the room reclaim and preemption can free"
@@ -97,8 +111,10 @@ func (p *Pending) prepareReclaimable() {
 // itself requires (reclaim.Decide). The queue's own level and its path's
 // own groups are never counted: reclaim does not take from the group's own
 // queue, and whether it would take from an ancestor's own groups is not
-// assumed. Reports whether anything was counted.
-func (p *Pending) fillFreeable(e *entry, node int) bool {
+// assumed. Nothing is counted in a preemption try (reclaim false): that
+// plan takes only from the group's own queue. Reports whether anything was
+// counted.
+func (p *Pending) fillFreeable(e *entry, node int, reclaim bool) bool {
 	ps := &p.pass
 	r := ps.r
 	ps.freeable = growInt64s(ps.freeable, len(ps.excess))
@@ -106,7 +122,7 @@ func (p *Pending) fillFreeable(e *entry, node int) bool {
 	for _, a := range e.req {
 		ps.freeable[node*r+int(a.r)] = 0
 	}
-	if !ps.o.Reclaim {
+	if !ps.o.Reclaim || !reclaim {
 		for l := ps.parent[node]; l >= 0; l = ps.parent[l] {
 			for _, a := range e.req {
 				ps.freeable[l*r+int(a.r)] = 0

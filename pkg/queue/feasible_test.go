@@ -66,14 +66,16 @@ type fakePlacement struct {
 	reservable   map[string]bool
 	committed    []string
 	reserved     []string
+	plans        []Plan // the plan of every Check, in order
 }
 
-func (f *fakePlacement) Check(g Group, plan bool) (int, int) {
+func (f *fakePlacement) Check(g Group, plan Plan) (int, int) {
 	want := int(g.MinMember)
-	if n, ok := f.fit[g.Key]; ok && !plan {
+	f.plans = append(f.plans, plan)
+	if n, ok := f.fit[g.Key]; ok && plan == PlanNone {
 		return n, want
 	}
-	if n, ok := f.planFit[g.Key]; ok && plan {
+	if n, ok := f.planFit[g.Key]; ok && plan != PlanNone {
 		return n, want
 	}
 	if _, ok := f.fit[g.Key]; ok {
@@ -192,5 +194,52 @@ func TestAdmitPlacementWithPlan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Reclaim and preemption are separate plans: a group within its queue's
+// deserved share only by counting the lower-priority pod preemption would
+// evict, in a cluster with room only by counting what reclaim would take
+// from another queue, is refused. No plan CalderaReclaim runs frees both,
+// so once admitted it could never be placed, and it would hold its
+// queue's share (a singleton is never released) while the queue's groups
+// that reclaim could place wait behind it. Check 7 is asked about one plan
+// at a time.
+func TestAdmitDoesNotCombineReclaimAndPreemption(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	hi := grp("b/hi", "b", 0, cpu(8000))
+	hi.Priority = 1000
+	small := grp("b/small", "b", 1, cpu(2000))
+	f := &fakePlacement{fit: map[string]int{"b/hi": 0, "b/small": 0}, planFit: map[string]int{"b/hi": 1, "b/small": 1}}
+	w := world{
+		// 16 cpu, both queues asking 9 or more: 8 each. a holds 15, 7
+		// above its share; b holds 1 cpu of priority 0.
+		specs: []Spec{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 1, Reclaimable: true}},
+		total: cpu(16000),
+		used:  cpu(16000),
+		usage: map[string]Usage{
+			"a": {Allocated: cpu(15000)},
+			"b": {Allocated: cpu(1000)},
+		},
+		groups: []Group{hi, small},
+		opts: Options{OvercommitFactor: 1, Reclaim: true, Placement: f,
+			Preemptible: func(queue string, prio int32) resources.List {
+				if queue == "b" && prio > 0 {
+					return cpu(1000)
+				}
+				return nil
+			}},
+	}
+	p, res, _ := w.run()
+	if got, want := admittedKeys(res), []string{"b/small"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("admitted %v, want %v (refused: %+v)", got, want, res.Refused)
+	}
+	if d, _ := p.Decision("b/hi"); d.Check != CheckFairness {
+		t.Errorf("b/hi: %q, want the fairness refusal of the reclaim try", d.Message())
+	}
+	for _, pl := range f.plans {
+		if pl == PlanPreempt {
+			t.Errorf("check 7 asked with the preemption plan %v: no try should have reached it", f.plans)
+		}
 	}
 }
