@@ -136,9 +136,12 @@ func (c *Cache) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
 }
 
 // ReleaseSingleton returns an admitted pod outside any gang to its queue's
-// pending units when it was admitted over capability and no plan frees the
-// room: like a released gang, it must not keep room its queue does not
-// have, and admission counts only free room for it for a while. It reports
+// pending units when no plan frees the room it was admitted on: it was
+// admitted over capability, or on room only evictions free (onPlan). Like a
+// released gang, it must not keep room its queue does not have, and
+// admission counts only free room for it for a while. A pod admitted on
+// free room that failed to fit is not released: its failure is the nodes'
+// (say, room nominated to others) and the scheduler retries it. It reports
 // whether it did. O(log pending).
 func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if _, member := GroupKeyOf(pod); member {
@@ -151,11 +154,14 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 		return false
 	}
 	u := a.units[podUnitKey(pod)]
-	if u == nil || u.pod == nil || u.pod.UID != pod.UID || len(c.deficitsLocked(u)) == 0 {
+	if u == nil || u.pod == nil || u.pod.UID != pod.UID || !u.admitted || u.pod.Spec.NodeName != "" {
+		return false
+	}
+	if !u.onPlan && len(c.deficitsLocked(u)) == 0 {
 		return false
 	}
 	c.markFreeRoomOnlyLocked(u, at)
-	u.admitted = false
+	u.admitted, u.onPlan = false, false
 	u.notice = ""
 	c.setInflightLocked(u)
 	c.setPendingLocked(u)

@@ -100,3 +100,33 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	pass(c, t0.Add(freeRoomOnlyFor+time.Second))
 	wantAdmitted(t, c, admission{true, ""}, pre)
 }
+
+// TestReleaseSingletonAdmittedOnPlan: a pod outside any gang admitted on room
+// only preemption frees, whose plan finds no victims, goes back to pending;
+// one admitted on free room that failed to fit does not (the scheduler
+// retries it). Without the release, a singleton admitted on a plan that
+// fails on node room held its queue's room for good.
+func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.EnableEvictions(false, true)
+	c.onNode(logger, mkNode("n0", "8"))
+	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
+	free := single("ns", "free", inQueue("q"), cpu("2"), priority(1000))
+	podEvent(c, free)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, free)
+	if c.ReleaseSingleton(free, t0) {
+		t.Error("released a pod admitted on free room")
+	}
+	pre := single("ns", "pre", inQueue("q"), cpu("6"), priority(1000))
+	podEvent(c, pre)
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{true, ""}, pre)
+	if !c.ReleaseSingleton(pre, t0.Add(time.Second)) {
+		t.Fatal("did not release a pod admitted on room only preemption frees")
+	}
+	if admitted(c, pre).ok {
+		t.Error("still admitted after the release")
+	}
+	wantConsistent(t, c, "after the release")
+}

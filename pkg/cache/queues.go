@@ -76,6 +76,9 @@ type unit struct {
 	// share (interned), so it must be copied before it is changed. A bound
 	// singleton then holds no list of its own.
 	heldShared bool
+	// onPlan: admitted on room only a reclaim or preemption plan frees
+	// (queue.Decision.OnPlan).
+	onPlan bool
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
 	freeRoomUntil time.Time
@@ -482,7 +485,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		if u == nil {
 			continue
 		}
-		u.admitted = true
+		u.admitted, u.onPlan = true, o.Decision.OnPlan
 		observeAdmissionLocked(u, now)
 		c.setInflightLocked(u)
 		if u.gang != nil {

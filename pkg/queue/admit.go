@@ -632,8 +632,11 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 		plan = PlanReclaim
 	}
 	freeOnly := e.g.freeRoomOnly(ps.now)
+	// onPlan: the admission counts room only evictions free (Decision.OnPlan).
+	onPlan := preempting || reclaimed
 	for _, a := range e.req {
 		lim := ps.ceil[a.r]
+		onPlan = onPlan || !fits(ps.cused[a.r], a.v, lim)
 		switch {
 		case preempting:
 			lim = satAdd(lim, ps.pre[a.r])
@@ -654,9 +657,11 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	// the members can be placed on the nodes' free room, or on the room
 	// a plan the group is entitled to frees.
 	if ps.o.Placement != nil {
-		if d, ok := p.placeable(e, plan); !ok {
+		d, ok, needed := p.placeable(e, plan)
+		if !ok {
 			return d, transient
 		}
+		onPlan = onPlan || needed
 	}
 	// (6) namespace quota.
 	if ps.o.Quota != nil {
@@ -664,7 +669,7 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 			return Decision{Check: CheckQuota, Queue: q.name, Detail: msg}, personal
 		}
 	}
-	return Decision{Admitted: true, HeadException: waived, Queue: q.name}, admit
+	return Decision{Admitted: true, HeadException: waived, Queue: q.name, OnPlan: onPlan}, admit
 }
 
 // apply admits e: its request joins the inflight of its queue, the queue's

@@ -981,6 +981,33 @@ func TestAdmitPreemptorOfQueueAboveItsShare(t *testing.T) {
 			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("admitted %v, want %v (refused: %+v)", got, tc.want, res.Refused)
 			}
+			// The cluster is full: whatever is admitted depends on the
+			// preemption plan, and says so.
+			for _, o := range res.Admitted {
+				if !o.Decision.OnPlan {
+					t.Errorf("%s admitted into a full cluster without OnPlan", o.Group.Key)
+				}
+			}
 		})
+	}
+}
+
+// TestAdmitOnFreeRoomIsNotOnPlan: a group admitted on free room does not
+// depend on any plan (Decision.OnPlan), even where preemption could free room.
+func TestAdmitOnFreeRoomIsNotOnPlan(t *testing.T) {
+	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
+	g := grp("q/hi", "q", 0, cpu(2000))
+	g.Priority = 1000
+	w := world{
+		specs:  []Spec{{Name: "q", Weight: 1}},
+		total:  cpu(16000),
+		used:   cpu(4000),
+		usage:  map[string]Usage{"q": {Allocated: cpu(4000)}},
+		groups: []Group{g},
+		opts:   Options{OvercommitFactor: 1, Preemptible: func(string, int32) resources.List { return cpu(4000) }},
+	}
+	_, res, _ := w.run()
+	if len(res.Admitted) != 1 || res.Admitted[0].Decision.OnPlan {
+		t.Errorf("admitted %+v, want q/hi admitted on free room, not on a plan", res.Admitted)
 	}
 }

@@ -72,6 +72,10 @@ type Decision struct {
 	// HeadException: admitted at the head of its queue although its request
 	// alone exceeds a deserved share, so the fairness check was waived.
 	HeadException bool
+	// OnPlan: admitted on room that only a reclaim or preemption plan
+	// frees (or that the aggregate checks could count only that way); the
+	// group depends on that plan being made.
+	OnPlan bool
 	// Check is the first check the group failed; CheckNone when admitted.
 	Check Check
 	// Queue is the queue the message is about: the group's own queue, or the

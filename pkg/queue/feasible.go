@@ -42,24 +42,25 @@ const (
 )
 
 // placeable runs check 7 for e. plan is the plan the group counted in
-// checks 3-5 (or whose room exists); the plain free room is tried first.
+// checks 3-5 (or whose room exists); the plain free room is tried first,
+// and needed says the group fits only with the plan's room.
 // Reclaim and preemption are separate plans (CalderaReclaim tries one, then
 // the other, never both for one group), so their rooms are never added.
-func (p *Pending) placeable(e *entry, plan Plan) (Decision, bool) {
+func (p *Pending) placeable(e *entry, plan Plan) (d Decision, ok, needed bool) {
 	pl := p.pass.o.Placement
 	fit, want := pl.Check(e.g, PlanNone)
 	if fit >= want {
-		return Decision{}, true
+		return Decision{}, true, false
 	}
-	d := Decision{Check: CheckPlacement, Queue: e.q.name, Members: int32(fit), MinMember: int32(want)}
+	d = Decision{Check: CheckPlacement, Queue: e.q.name, Members: int32(fit), MinMember: int32(want)}
 	if plan != PlanNone {
 		if fit2, want2 := pl.Check(e.g, plan); fit2 >= want2 {
-			return Decision{}, true
+			return Decision{}, true, true
 		} else {
 			d.Members, d.MinMember, d.Detail = int32(fit2), int32(want2), "with the room reclaim and preemption can free"
 		}
 	}
-	return d, false
+	return d, false, false
 }
 
 // prepareReclaimable fills, per healthy reclaimable queue, what its own

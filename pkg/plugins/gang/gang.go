@@ -154,14 +154,12 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	d, deficit := readDeficit(state)
 	if _, ok := cache.GroupKeyOf(pod); !ok {
-		if !deficit {
-			return nil, fwk.NewStatus(fwk.Unschedulable)
-		}
-		// Admitted over capability and CalderaReclaim made no plan: the
-		// pod goes back to its queue's pending units, like a released gang.
+		// Admitted over capability, or on room only evictions free, and
+		// CalderaReclaim made no plan: the pod goes back to its queue's
+		// pending units, like a released gang.
 		if _, inFlight := g.cache.GangPlanInFlight(pod); !inFlight && g.cache.ReleaseSingleton(pod, time.Now()) {
-			klog.FromContext(ctx).V(3).Info("Pod released to its queue: no plan frees room under its capability", "pod", klog.KObj(pod), "reason", d.msg)
-			return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "released: "+d.msg)
+			klog.FromContext(ctx).V(3).Info("Pod released to its queue: no plan frees the room it was admitted on", "pod", klog.KObj(pod), "capability", d.msg)
+			return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "released to its queue: no plan frees the room it was admitted on")
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
