@@ -8,15 +8,20 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-func TestCapabilityFit(t *testing.T) {
-	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
-	tree := BuildTree([]Spec{
+// capabilityTree: org (10 cpu) over a (6 cpu, with child a1) and b; free
+// has no limit.
+func capabilityTree() *Tree {
+	return BuildTree([]Spec{
 		{Name: "org", Capability: cores(10)},
 		{Name: "a", Parent: "org", Capability: cores(6)},
 		{Name: "a1", Parent: "a"},
 		{Name: "b", Parent: "org"},
 		{Name: "free"},
 	})
+}
+
+func TestCapabilityFit(t *testing.T) {
+	tree := capabilityTree()
 	tests := []struct {
 		name  string
 		queue string
@@ -57,14 +62,7 @@ func TestCapabilityFit(t *testing.T) {
 }
 
 func TestCapabilityDeficits(t *testing.T) {
-	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
-	tree := BuildTree([]Spec{
-		{Name: "org", Capability: cores(10)},
-		{Name: "a", Parent: "org", Capability: cores(6)},
-		{Name: "a1", Parent: "a"},
-		{Name: "b", Parent: "org"},
-		{Name: "free"},
-	})
+	tree := capabilityTree()
 	tests := []struct {
 		name  string
 		queue string
@@ -107,7 +105,6 @@ func TestCapabilityDeficits(t *testing.T) {
 // runs in PreFilter, on a chain whose capped root has 100 children: its cost
 // is the root's subtree (queues, never pods).
 func BenchmarkCapabilityDeficits(b *testing.B) {
-	cores := func(n int64) resources.List { return resources.List{resources.CPU: n * 1000} }
 	specs := []Spec{{Name: "org", Capability: cores(1100)}}
 	use := map[string]Use{}
 	for i := range 100 {

@@ -146,6 +146,15 @@ func TestGangReclaim(t *testing.T) {
 			return cond(), nil
 		}, what)
 	}
+	// fill binds four 2-cpu pods of queue q at priority prio, named
+	// prefix-0 to prefix-3.
+	fill := func(t *testing.T, ns, prefix, q string, prio int32) {
+		t.Helper()
+		for i := range 4 {
+			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("%s-%d", prefix, i)).CPU("2").Priority(prio).Labels(map[string]string{qapi.QueueLabel: q}).Obj())
+		}
+		env.WaitBoundCount(t, ns, "", 4, timeout)
+	}
 	capped := func(cores string) qapi.QueueSpec {
 		q := reclaimable
 		q.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cores)}
@@ -160,10 +169,7 @@ func TestGangReclaim(t *testing.T) {
 		evicted := env.CountDeletions(t, ns)
 
 		// The queue is at its capability on two nodes; the third is free.
-		for i := range 4 {
-			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("low-%d", i)).CPU("2").Priority(1).Labels(map[string]string{qapi.QueueLabel: "capped"}).Obj())
-		}
-		env.WaitBoundCount(t, ns, "", 4, timeout)
+		fill(t, ns, "low", "capped", 1)
 		// The high-priority gang fits the free node, but only by evicting
 		// as much of the queue's lower priorities may it run.
 		gang(t, ns, "high", "capped", 2, 2, "2", 100)
@@ -184,10 +190,7 @@ func TestGangReclaim(t *testing.T) {
 		evicted := env.CountDeletions(t, ns)
 
 		// a takes the parent's whole capability while b has no demand.
-		for i := range 4 {
-			env.CreatePod(t, harness.Pod(ns, fmt.Sprintf("a-%d", i)).CPU("2").Labels(map[string]string{qapi.QueueLabel: "a"}).Obj())
-		}
-		env.WaitBoundCount(t, ns, "", 4, timeout)
+		fill(t, ns, "a", "a", 0)
 		// b's gang asks for its deserved half; a node is free, yet the
 		// room must come from a's excess.
 		gang(t, ns, "b", "b", 2, 2, "2", 0)
