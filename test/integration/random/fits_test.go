@@ -174,8 +174,28 @@ func preemptionPlan(s *snapshot, views map[string]queueView, g *groupState) stri
 	}
 	// The victims leave the queue, so only g's net addition must fit; the
 	// conservative reading charges g in full.
-	if !withinQueue(s, views, g.Queue, int64(need)*g.memberCPU()) {
+	add := int64(need) * g.memberCPU()
+	if !withinQueue(s, views, g.Queue, add) {
 		return ""
+	}
+	// Admission's fairness check counts what preemption frees in the
+	// queue (docs/queues.md): the queue, and each ancestor, must stay
+	// within its deserved share once the queue's lower priorities are
+	// gone, unless those cover the group (a swap: the queue does not
+	// grow). As for fitsFree, a queue that would grow past its share
+	// admits nothing while others' demand claims the rest.
+	var lower int64
+	for _, p := range s.Pods {
+		if p.alive() && !p.Terminating && p.Queue == g.Queue && p.Priority < g.Priority {
+			lower += p.CPU
+		}
+	}
+	if lower < add {
+		for _, a := range s.ancestors(g.Queue) {
+			if v := views[a]; v.Holding-lower+add > v.DeservedLo {
+				return ""
+			}
+		}
 	}
 	budgets := map[string]int64{"preempt": 1 << 62}
 	return evictionPlan(s, g, func(p *podState) (string, bool) {
