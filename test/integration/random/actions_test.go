@@ -71,6 +71,13 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		g = r.sc.Groups[a.Group]
 	}
 	switch a.Kind {
+	case actSubmit, actUngate, actMinMember:
+		// New demand: the deserved shares move (no-thrash).
+		r.mu.Lock()
+		r.demand = append(r.demand, time.Now())
+		r.mu.Unlock()
+	}
+	switch a.Kind {
 	case actSubmit:
 		if !g.Singleton {
 			pg := harness.PodGroup(r.ns, g.Name, int32(g.MinMember), harness.PGTimeout(g.Timeout))

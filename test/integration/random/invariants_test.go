@@ -258,9 +258,15 @@ func (w *watcher) check(ctx context.Context) {
 	// No thrash: no eviction once every queue has been at or under its
 	// deserved share (the lower estimate, see snapshot.shares) for
 	// thrashQuiet, unless it is a preemption: the victim's queue has a
-	// pending eligible group of higher priority than the victim.
+	// pending eligible group of higher priority than the victim. New
+	// demand within thrashQuiet before the eviction moves the shares (a
+	// submitted group makes its queue's share grow and others' shrink,
+	// which reclaim then acts on) before a snapshot can show it.
 	for _, ev := range w.evictions {
 		if ev.under.IsZero() || ev.at.Sub(ev.under) < thrashQuiet || w.last == nil {
+			continue
+		}
+		if w.r.demandWithin(ev.at.Add(-thrashQuiet), ev.at) {
 			continue
 		}
 		if w.preemptible(ev) {

@@ -58,6 +58,7 @@ type run struct {
 	mu       sync.Mutex
 	proc     *harness.SchedulerProcess
 	restarts [][2]time.Time  // [kill, ready] of each restart
+	demand   []time.Time     // when a submit, ungate or minMember change added demand
 	ready    time.Time       // the last scheduler start became ready
 	delUIDs  map[string]bool // pods the generator deleted
 }
@@ -160,6 +161,18 @@ func (r *run) restartedWithin(from, to time.Time) bool {
 	defer r.mu.Unlock()
 	for _, w := range r.restarts {
 		if !w[0].After(to) && !w[1].Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// demandWithin says whether some action added demand between from and to.
+func (r *run) demandWithin(from, to time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, at := range r.demand {
+		if !at.Before(from) && !at.After(to) {
 			return true
 		}
 	}
