@@ -51,6 +51,7 @@ type evictionBook struct {
 
 // gangPlan is a gang's plan while its victims leave.
 type gangPlan struct {
+	// victims counts the plan's entries whose pod has not left yet.
 	victims int
 	// nodes: member pod -> the node the plan freed room on for it.
 	nodes map[types.UID]string
@@ -177,7 +178,12 @@ func (b *evictionBook) leftLocked(uid types.UID, now time.Time) {
 	case e.done:
 		b.dropLocked(uid)
 	default:
+		// The Executor may never report it (upstream skips victims
+		// already terminating and cancels the rest of a plan when one
+		// eviction fails): the entry stays for the victim's Events, but
+		// the plan no longer waits for it.
 		e.gone = true
+		b.victimDoneLocked(e)
 	}
 }
 
@@ -200,13 +206,21 @@ func (b *evictionBook) sweepLocked(now time.Time) {
 }
 
 // dropLocked forgets the eviction of uid; the last one of a gang's plan
-// ends the plan. O(1).
+// still to leave ends the plan. O(1).
 func (b *evictionBook) dropLocked(uid types.UID) {
 	e := b.entries[uid]
 	if e == nil {
 		return
 	}
 	delete(b.entries, uid)
+	if !e.gone {
+		b.victimDoneLocked(e)
+	}
+}
+
+// victimDoneLocked: e's victim no longer holds its preemptor's plan; the
+// last one ends the plan. O(1).
+func (b *evictionBook) victimDoneLocked(e *evictionEntry) {
 	key := planKeyOf(e.Group, e.Preemptor)
 	if gp := b.gangs[key]; gp != nil {
 		if gp.victims--; gp.victims <= 0 {

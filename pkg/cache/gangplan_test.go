@@ -91,3 +91,40 @@ func TestGangPlanEndsWithItsEvictions(t *testing.T) {
 		t.Fatal("the plan is in flight after its last eviction was abandoned")
 	}
 }
+
+// A gang's plan ends when its victims have left, even when the Executor never
+// reports their evictions: upstream skips the API call for a victim that is
+// already terminating, and when one eviction fails it cancels the rest. The
+// book keeps such an entry for the victim's Events until abandonAfter, but the
+// gang must not wait that long for room that is already free ("waiting for
+// the victims of the gang's plan to leave" after every victim had gone).
+func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
+	c, all := boundVictims(t)
+	member := memberOf("ns", "m0", "g", cpu("1"))
+	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	evs := evictionsOf(member.UID, all[0], all[1])
+	for i := range evs {
+		evs[i].Group = group
+	}
+	if !c.StartEvictions(evs, time.Now()) {
+		t.Fatal("StartEvictions refused on an empty book")
+	}
+	// all[0] was already terminating: never reported, it leaves.
+	podDelete(c, all[0])
+	if _, ok := c.GangPlanInFlight(member); !ok {
+		t.Fatal("the plan ended with all[1] still to leave")
+	}
+	// all[1]'s eviction is cancelled, never reported; it leaves too.
+	podDelete(c, all[1])
+	if _, ok := c.GangPlanInFlight(member); ok {
+		t.Error("the plan is still in flight after every victim left")
+	}
+	// A late report still finds the eviction, for the victim's Events,
+	// and does not end another plan.
+	if e, ok := c.FinishEviction(member.UID, all[0].UID, nil); !ok || e.Victim != all[0].UID {
+		t.Errorf("FinishEviction after the victim left = %+v, %v; want its eviction", e, ok)
+	}
+	if len(c.evictions.gangs) != 0 {
+		t.Errorf("book holds plans %v after the plan ended", c.evictions.gangs)
+	}
+}
