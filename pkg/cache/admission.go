@@ -1,0 +1,408 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// AdmissionOptions configure queue admission: CalderaEnqueue's args.
+type AdmissionOptions struct {
+	// DefaultQueue takes groups that name no queue; created when missing.
+	DefaultQueue string
+	// AdmitSingletons: pods without a PodGroup are groups of one that need
+	// admission too. When false they bypass queues.
+	AdmitSingletons bool
+	// OvercommitFactor multiplies the cluster's allocatable in the cluster check.
+	OvercommitFactor float64
+	// StarvationThreshold is how long a group may wait at the head of its queue
+	// before it reserves the queue.
+	StarvationThreshold time.Duration
+	// Period is how often an admission pass runs without events.
+	Period time.Duration
+	// CheckResourceQuota: a group's minimum must also fit its namespace's
+	// ResourceQuotas (admission check 6).
+	CheckResourceQuota bool
+}
+
+// admissionState is the cache's queue side; guarded by Cache.mu.
+type admissionState struct {
+	opts     AdmissionOptions
+	profiles map[string]bool
+	qclient  qclient.Interface
+	queues   map[string]*qapi.Queue
+	tree     *queue.Tree
+	nsQueue  map[string]string
+	pending  *queue.Pending
+	units    map[string]*unit
+	pods     map[types.UID]*podAcct
+	// unitPods indexes pods by the unit they are accounted to, whether or
+	// not the unit exists. Moving or re-creating a unit re-tags exactly
+	// these: the member informer and the scheduler's pod informer deliver
+	// a relabelled pod independently, so a gang's members and the pods
+	// accounted to its unit can differ for a while. A slice (each account
+	// knows its slot) rather than a set: most units are singletons, and a
+	// one-entry map costs a few hundred bytes per pod.
+	unitPods map[string][]*podAcct
+	// nsPods indexes, per namespace, the accounts whose queue follows the
+	// namespace's label (podAcct.followsNS): pods accounted without a unit,
+	// e.g. the members of a PodGroup that does not exist. onNamespace moves
+	// them; their units move the others.
+	nsPods map[string]map[types.UID]*podAcct
+	usage  map[string]*queueUsage
+	// extras counts members beyond their gang's minimum that are reserved
+	// but not bound (extras.go).
+	extras extraBook
+	// byPrio is, per queue and pod priority, what bound pods request: what
+	// preemption within the queue could free for a higher priority.
+	byPrio  map[string]map[int32]resources.List
+	used    resources.List
+	shares  *queue.Shares
+	sorting map[string]queueSort
+	kick    chan struct{}
+	writes  chan admissionWrite
+	quotas  corelisters.ResourceQuotaLister
+	// feas is the cache's per-node room, which pod accounts feed.
+	feas *feasibleState
+	// scratch and scratchQ are podRequestLocked's working lists (guarded
+	// by Cache.mu).
+	scratch  resources.List
+	scratchQ v1.ResourceList
+}
+
+func (a *admissionState) on() bool { return a != nil }
+
+func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.SchedulerName] }
+
+// EnableAdmission turns on queue admission for the profile named profile. The
+// first call starts the Queue and Namespace informers, the default queue and
+// the admission loop; later calls (other profiles) must pass the same options.
+func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts AdmissionOptions) error {
+	c.mu.Lock()
+	if a := c.adm; a != nil {
+		defer c.mu.Unlock()
+		if a.opts != opts {
+			return fmt.Errorf("admission options %+v conflict with %+v set by another profile: give every profile the same CalderaEnqueue args", opts, a.opts)
+		}
+		a.profiles[profile] = true
+		return nil
+	}
+	cfg := rest.CopyConfig(c.handle.KubeConfig())
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	client, err := qclient.NewForConfig(cfg)
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("building Queue client: %w", err)
+	}
+	c.installAdmissionLocked(newAdmissionState(profile, opts, client))
+	c.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	factory := qinformers.NewSharedInformerFactory(client, 0)
+	qinf := factory.Scheduling().V1alpha1().Queues().Informer()
+	qreg, err := qinf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onQueue(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onQueue(obj, false) },
+		DeleteFunc: func(obj any) { c.onQueue(obj, true) },
+	})
+	if err != nil {
+		return err
+	}
+	sif := c.handle.SharedInformerFactory()
+	if _, err := sif.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNamespace(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNamespace(obj, false) },
+		DeleteFunc: func(obj any) { c.onNamespace(obj, true) },
+	}); err != nil {
+		return err
+	}
+	// Every unfinished pod: what nodes hold (cluster and per queue), and
+	// the singletons that need admission.
+	if _, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onAnyPod(obj, false) },
+		UpdateFunc: func(old, obj any) { c.onAnyPodUpdate(old, obj) },
+		DeleteFunc: func(obj any) { c.onAnyPod(obj, true) },
+	}); err != nil {
+		return err
+	}
+	if opts.CheckResourceQuota {
+		rq := sif.Core().V1().ResourceQuotas()
+		if _, err := rq.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.kickAdmission() },
+			UpdateFunc: func(_, _ any) { c.kickAdmission() },
+			DeleteFunc: func(any) { c.kickAdmission() },
+		}); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.adm.quotas = rq.Lister()
+		c.mu.Unlock()
+	}
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
+		return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
+	}
+	go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
+	go c.admissionLoop(ctx, logger)
+	return nil
+}
+
+// newAdmissionState returns an empty admission state for profile, without
+// informers or goroutines.
+func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Interface) *admissionState {
+	return &admissionState{
+		opts:     opts,
+		profiles: map[string]bool{profile: true},
+		qclient:  client,
+		queues:   map[string]*qapi.Queue{},
+		tree:     queue.BuildTree(nil),
+		nsQueue:  map[string]string{},
+		pending:  queue.NewPending(),
+		units:    map[string]*unit{},
+		pods:     map[types.UID]*podAcct{},
+		unitPods: map[string][]*podAcct{},
+		nsPods:   map[string]map[types.UID]*podAcct{},
+		usage:    map[string]*queueUsage{},
+		byPrio:   map[string]map[int32]resources.List{},
+		used:     resources.List{},
+		sorting:  map[string]queueSort{},
+		kick:     make(chan struct{}, 1),
+		writes:   make(chan admissionWrite, 1024),
+	}
+}
+
+// installAdmissionLocked sets the cache's admission state; the gangs the
+// cache already knows become units now.
+func (c *Cache) installAdmissionLocked(a *admissionState) {
+	c.adm = a
+	a.feas = &c.feasible
+	for _, g := range c.groups {
+		c.syncGangUnitLocked(g)
+	}
+}
+
+func (c *Cache) ensureDefaultQueue(ctx context.Context, logger klog.Logger, name string) {
+	q := &qapi.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       qapi.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: qapi.QueueStateOpen},
+	}
+	for ctx.Err() == nil {
+		_, err := c.adm.qclient.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return
+		}
+		logger.Error(err, "Cannot create the default queue; retrying", "queue", name)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// kickLocked asks for an admission pass soon.
+func (a *admissionState) kickLocked() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cache) kickAdmission() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adm.kickLocked()
+}
+
+// debounce gathers the events of a burst (a Job creating its pods) into one pass.
+const debounce = 20 * time.Millisecond
+
+func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
+	// A pass before the scheduler's informers have listed nodes and pods
+	// would see an empty cluster and refuse everything; wait for them (the
+	// scheduler starts its factory once every plugin is built).
+	sif := c.handle.SharedInformerFactory().Core().V1()
+	if !cache.WaitFor(ctx, "", sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(), sif.Namespaces().Informer().HasSyncedChecker(), c.membersSynced) {
+		return
+	}
+	tick := time.NewTicker(c.adm.opts.Period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.adm.kick:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(debounce):
+			}
+		case <-tick.C:
+		}
+		c.AdmissionPass(logger, time.Now())
+	}
+}
+
+// AdmissionPass runs Volcano's enqueue action once: it divides the cluster
+// among the queues, admits what fits, activates the admitted groups' pods
+// and hands decisions to the status writer.
+func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
+	c.mu.Lock()
+	a := c.adm
+	c.returnShortLocked(now)
+	usage := make(map[string]queue.Usage, len(a.usage))
+	for _, name := range a.pending.Queues() {
+		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
+	}
+	for name, u := range a.usage {
+		us := usage[name]
+		us.Allocated, us.Inflight = u.allocated, u.inflight
+		usage[name] = us
+	}
+	a.shares = queue.Divide(a.tree, c.total, usage)
+	opts := queue.Options{
+		OvercommitFactor:    a.opts.OvercommitFactor,
+		StarvationThreshold: a.opts.StarvationThreshold,
+		Reclaim:             c.reclaim,
+	}
+	if c.preempt {
+		opts.Preemptible = c.preemptibleLocked
+	}
+	if a.quotas != nil {
+		opts.Quota = c.quotaCheckLocked()
+	}
+	pl := c.placementLocked()
+	opts.Placement = pl
+	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, opts, now)
+	pl.finish()
+	act := map[string]*v1.Pod{}
+	for _, o := range res.Admitted {
+		u := a.units[o.Group.Key]
+		if u == nil {
+			continue
+		}
+		u.admitted, u.onPlan = true, o.Decision.OnPlan
+		observeAdmissionLocked(u, now)
+		c.setInflightLocked(u)
+		if u.gang != nil {
+			c.dirty[u.gang.key] = struct{}{}
+			if u.gang.enqueueable {
+				for k, p := range u.gang.pendingPodsLocked() {
+					act[k] = p
+				}
+			}
+		} else if u.pod.Spec.NodeName == "" {
+			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
+		}
+		// A singleton admitted without having waited gets no Event: its
+		// Scheduled Event follows at once, and a backlog of plain pods would
+		// otherwise post one Event per pod at the same moment, which stalls
+		// binds behind new API connections (docs/performance.md). One that
+		// was told NotAdmitted is told it may go.
+		if u.gang != nil || u.notice != "" {
+			c.noteLocked(u, true, "admitted to queue "+u.queue)
+		}
+	}
+	for name := range a.sorting {
+		s := a.sorting[name]
+		s.share = a.shares.Share(name)
+		a.sorting[name] = s
+	}
+	c.recordQueueMetricsLocked()
+	// res belongs to the Pending: read it under the lock.
+	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
+	c.mu.Unlock()
+	if nAdmitted > 0 {
+		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
+	}
+	c.activate(logger, act)
+}
+
+// noteLocked queues the Event (and annotation) for a decision, once per change.
+func (c *Cache) noteLocked(u *unit, admitted bool, msg string) {
+	id := fmt.Sprint(admitted, msg)
+	if u.notice == id {
+		return
+	}
+	u.notice = id
+	w := admissionWrite{unit: u.key, admitted: admitted, message: msg, pod: u.pod}
+	if u.gang != nil {
+		k := u.gang.key
+		w.pg, w.uid = &k, u.gang.pg.UID
+	}
+	select {
+	case c.adm.writes <- w:
+	default: // the writer is behind; the next change writes again
+		u.notice = ""
+	}
+}
+
+// noticePendingLocked queues a NotAdmitted Event for every pending group whose
+// admission verdict changed. It runs on the status leader's period, not in the
+// pass: a queue that stops (missing, closed) leaves verdicts on groups the
+// pass never examined. O(pending groups); the Event is written once per change.
+func (c *Cache) noticePendingLocked() {
+	a := c.adm
+	for key, u := range a.units {
+		if u.admitted {
+			continue
+		}
+		d, ok := a.pending.Decision(key)
+		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
+			continue
+		}
+		c.noteLocked(u, false, decisionMessage(u, d))
+	}
+}
+
+// Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is
+// admitted, else why not.
+func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
+	c.markQueueSeen()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.adm
+	key, labelled := GroupKeyOf(pod)
+	var uk string
+	if labelled {
+		if g := c.groups[key]; g == nil || g.pg == nil {
+			// CalderaGang says what the pod waits for.
+			return true, ""
+		}
+		uk = gangUnitKey(key)
+	} else {
+		if !a.opts.AdmitSingletons {
+			return true, ""
+		}
+		uk = podUnitKey(pod)
+	}
+	u := a.units[uk]
+	if u == nil {
+		return false, "waiting for admission"
+	}
+	if u.admitted {
+		return true, ""
+	}
+	if d, ok := a.pending.Decision(uk); ok {
+		return false, decisionMessage(u, d)
+	}
+	return false, "waiting for admission"
+}

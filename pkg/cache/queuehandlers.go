@@ -1,0 +1,106 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+func (c *Cache) onQueue(obj any, deleted bool) {
+	q, _ := objectOf[*qapi.Queue](obj)
+	if q == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	_, existed := a.queues[q.Name]
+	if deleted {
+		delete(a.queues, q.Name)
+		c.forgetQueueMetricsLocked(q.Name)
+	} else {
+		a.queues[q.Name] = q
+	}
+	if existed == deleted {
+		// A name came or went (not a status write): what asked for it, or
+		// was charged to it, moves.
+		defer c.refoldLocked(q.Name)
+	}
+	specs := make([]queue.Spec, 0, len(a.queues))
+	for _, q := range a.queues {
+		specs = append(specs, SpecOfQueue(q))
+	}
+	a.tree = queue.BuildTree(specs)
+	for name := range a.queues {
+		s := a.sorting[name]
+		s.priority = a.queues[name].Spec.Priority
+		a.sorting[name] = s
+	}
+	a.kickLocked()
+}
+
+// SpecOfQueue converts a Queue to the policy's view.
+func SpecOfQueue(q *qapi.Queue) queue.Spec {
+	s := queue.Spec{
+		Name:        q.Name,
+		Parent:      q.Spec.Parent,
+		Weight:      q.Spec.Weight,
+		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
+		Priority:    q.Spec.Priority,
+		State:       queue.State(q.Spec.State),
+	}
+	if q.Spec.Capability != nil {
+		s.Capability = ListFrom(q.Spec.Capability)
+	}
+	if q.Spec.Guarantee != nil {
+		s.Guarantee = ListFrom(q.Spec.Guarantee)
+	}
+	return s
+}
+
+func (c *Cache) onNamespace(obj any, deleted bool) {
+	ns, _ := objectOf[*v1.Namespace](obj)
+	if ns == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	q := ns.Labels[qapi.QueueLabel]
+	if deleted {
+		q = ""
+	}
+	if a.nsQueue[ns.Name] == q {
+		return
+	}
+	if q == "" {
+		delete(a.nsQueue, ns.Name)
+	} else {
+		a.nsQueue[ns.Name] = q
+	}
+	// Rare: re-resolve the namespace's units, and the accounts without one
+	// (their pods have no queue label, or they would not follow it).
+	nsQ, nsAsked := c.resolveQueueLocked(nil, nil, ns.Name)
+	for _, p := range a.nsPods[ns.Name] {
+		if p.unit != "" && a.units[p.unit] != nil {
+			continue // created since: the unit decides, and moves it below
+		}
+		a.moveAcctLocked(p, nsQ)
+		p.asked = nsAsked
+	}
+	for _, u := range a.units {
+		switch {
+		case u.gang != nil && u.gang.key.Namespace == ns.Name:
+			c.syncGangUnitLocked(u.gang)
+		case u.pod != nil && u.pod.Namespace == ns.Name:
+			q, asked := c.resolveQueueLocked(nil, u.pod, ns.Name)
+			u.asked = asked
+			c.moveUnitLocked(u, q)
+			if !u.admitted {
+				c.setPendingLocked(u)
+			}
+		}
+	}
+	a.kickLocked()
+}

@@ -1,0 +1,247 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// admissionWrite is an Event and, for gangs, the admitted-at annotation that
+// the status leader writes for a decision.
+type admissionWrite struct {
+	unit     string
+	pg       *GroupKey
+	pod      *v1.Pod
+	admitted bool
+	// uid is the PodGroup's: a decision about one object is never written
+	// on another created under its name since.
+	uid types.UID
+	// unadmit: remove the admitted-at annotation of a released gang.
+	unadmit bool
+	message string
+}
+
+// writeAdmissions is the status leader's side of admission: Events, and the
+// admitted-at annotation that lets a restarted scheduler know a gang was
+// admitted without admitting it again past capacity.
+func (c *Cache) writeAdmissions(ctx context.Context) {
+	if c.adm == nil {
+		return
+	}
+	c.mu.Lock()
+	c.noticePendingLocked()
+	c.mu.Unlock()
+	for {
+		select {
+		case w := <-c.adm.writes:
+			c.writeAdmission(ctx, w)
+		default:
+			return
+		}
+	}
+}
+
+func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
+	logger := klog.FromContext(ctx)
+	if w.pg != nil {
+		if pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name); err != nil || pg.UID != w.uid {
+			return // gone, or another object by now
+		}
+	}
+	if w.unadmit {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
+		if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(w.pg.Namespace).Patch(ctx, w.pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", w.pg.String())
+		}
+		return
+	}
+	rec := c.handle.EventRecorder()
+	reason, typ := "NotAdmitted", v1.EventTypeWarning
+	if w.admitted {
+		reason, typ = "Admitted", v1.EventTypeNormal
+	}
+	if w.pg == nil {
+		if w.pod != nil {
+			rec.Eventf(w.pod, nil, typ, reason, "Admission", "%s", w.message)
+		}
+		return
+	}
+	pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name)
+	if err != nil {
+		return
+	}
+	rec.Eventf(PodGroupRef(pg), nil, typ, reason, "Admission", "%s", w.message)
+	if !w.admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
+		return
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
+	if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", w.pg.String())
+	}
+}
+
+// syncQueueStatus writes each Queue's status when it changed.
+func (c *Cache) syncQueueStatus(ctx context.Context) {
+	if c.adm == nil {
+		return
+	}
+	type counts struct{ pending, admitted, running, completed int32 }
+	c.mu.RLock()
+	a := c.adm
+	per := map[string]*counts{}
+	for _, u := range a.units {
+		n := per[u.queue]
+		if n == nil {
+			n = &counts{}
+			per[u.queue] = n
+		}
+		switch {
+		case !u.admitted:
+			n.pending++
+		case u.gang != nil && u.gang.counts.Succeeded >= int(u.min) && u.gang.counts.Running == 0:
+			n.completed++
+		case u.gang != nil && u.gang.counts.Running > 0:
+			n.running++
+		case u.gang == nil && u.pod.Status.Phase == v1.PodRunning:
+			n.running++
+		default:
+			n.admitted++
+		}
+	}
+	// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
+	alloc := make(map[string]resources.List, len(a.usage))
+	for name, u := range a.usage {
+		alloc[name] = alloc[name].Add(u.allocated)
+		for _, anc := range a.tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.allocated)
+		}
+	}
+	var want []*qapi.Queue
+	names := make([]string, 0, len(a.queues))
+	for name := range a.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := a.queues[name]
+		st := q.Status.DeepCopy()
+		n := per[name]
+		if n == nil {
+			n = &counts{}
+		}
+		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
+		st.Allocated = toResourceList(alloc[name])
+		share := 0.0
+		if a.shares != nil {
+			st.Deserved = toResourceList(a.shares.Deserved(name))
+			share = a.shares.Share(name)
+			st.Share = queue.FormatShare(share)
+		}
+		setCondition(&st.Conditions, q.Generation, qapi.QueueConditionInvalidParent, a.tree.Problem(name))
+		over := metav1.Condition{Type: qapi.QueueConditionOverDeserved, Status: metav1.ConditionFalse, Reason: qapi.ReasonWithinDeserved, Message: "allocated is within the deserved share"}
+		if share > 1 {
+			over.Status, over.Reason, over.Message = metav1.ConditionTrue, qapi.ReasonAboveDeserved, "allocated exceeds the deserved share "+st.Share
+		}
+		putCondition(&st.Conditions, q.Generation, over)
+		if !statusEqual(&q.Status, st) {
+			cp := q.DeepCopy()
+			cp.Status = *st
+			want = append(want, cp)
+		}
+	}
+	c.mu.RUnlock()
+	for _, q := range want {
+		if _, err := a.qclient.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
+		}
+	}
+}
+
+func setCondition(conds *[]metav1.Condition, gen int64, typ string, p *queue.Problem) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: qapi.ReasonParentValid, Message: "the queue's parent chain reaches the root"}
+	if p != nil {
+		c.Status, c.Message = metav1.ConditionTrue, p.Message
+		c.Reason = qapi.ReasonParentNotFound
+		if p.Kind == queue.ProblemCycle {
+			c.Reason = qapi.ReasonParentCycle
+		}
+	}
+	putCondition(conds, gen, c)
+}
+
+func putCondition(conds *[]metav1.Condition, gen int64, c metav1.Condition) {
+	c.ObservedGeneration = gen
+	for i := range *conds {
+		old := &(*conds)[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == gen {
+			return
+		}
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status {
+			c.LastTransitionTime = metav1.Now()
+		}
+		*old = c
+		return
+	}
+	c.LastTransitionTime = metav1.Now()
+	*conds = append(*conds, c)
+}
+
+func statusEqual(a, b *qapi.QueueStatus) bool {
+	if a.Share != b.Share || a.Pending != b.Pending || a.Admitted != b.Admitted || a.Running != b.Running || a.Completed != b.Completed {
+		return false
+	}
+	if !ListFrom(a.Allocated).Equal(ListFrom(b.Allocated)) || !ListFrom(a.Deserved).Equal(ListFrom(b.Deserved)) {
+		return false
+	}
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// toResourceList converts back to API quantities for status.
+func toResourceList(l resources.List) v1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	out := v1.ResourceList{}
+	for k, v := range l {
+		if v == 0 {
+			continue
+		}
+		if k == resources.CPU {
+			out[v1.ResourceCPU] = *resourceMilli(v)
+		} else {
+			out[v1.ResourceName(k)] = *resourceInt(v)
+		}
+	}
+	return out
+}
+
+func resourceMilli(v int64) *resource.Quantity {
+	return resource.NewMilliQuantity(v, resource.DecimalSI)
+}
+
+func resourceInt(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }

@@ -1,0 +1,101 @@
+package cache
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// quotaCheckLocked returns admission check 6 for one pass: a group's minimum
+// must fit every ResourceQuota of its namespace, for the resources the quota
+// limits and the group requests. The group's own pods already count in the
+// quota's used amounts (quota admission charged them at creation), so they
+// are taken out before the group's minimum is added; groups admitted earlier
+// in the same pass count too.
+func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
+	a := c.adm
+	extra := map[string]resources.List{}
+	return func(g queue.Group) (bool, string) {
+		u := a.units[g.Key]
+		if u == nil {
+			return true, ""
+		}
+		ns, own := c.unitNamespaceLocked(u), c.unitChargedLocked(u)
+		list, err := a.quotas.ResourceQuotas(ns).List(labels.Everything())
+		if err != nil || len(list) == 0 {
+			return true, ""
+		}
+		quotas := make([]queue.Quota, 0, len(list))
+		for _, q := range list {
+			hard := q.Status.Hard
+			if hard == nil {
+				hard = q.Spec.Hard
+			}
+			quotas = append(quotas, queue.Quota{Name: q.Name, Hard: quotaList(hard), Used: quotaList(q.Status.Used)})
+		}
+		if ok, msg := queue.FitsQuotas(ns, quotas, g.Request, own, extra[ns]); !ok {
+			return false, msg
+		}
+		extra[ns] = extra[ns].Add(g.Request)
+		return true, ""
+	}
+}
+
+// quotaList converts a ResourceQuota's amounts to request resource names,
+// dropping what does not limit requests (limits.*, counts).
+func quotaList(rl v1.ResourceList) resources.List {
+	out := resources.List{}
+	for name, q := range rl {
+		res, ok := quotaResource(name)
+		if !ok {
+			continue
+		}
+		if res == resources.CPU {
+			out[res] = q.MilliValue()
+		} else {
+			out[res] = q.Value()
+		}
+	}
+	return out
+}
+
+// quotaResource maps a ResourceQuota resource name to the request it limits.
+func quotaResource(name v1.ResourceName) (string, bool) {
+	n := string(name)
+	switch {
+	case strings.HasPrefix(n, "requests."):
+		n = strings.TrimPrefix(n, "requests.")
+	case n == "cpu" || n == "memory" || n == "ephemeral-storage":
+	default:
+		return "", false
+	}
+	if n == "cpu" {
+		return resources.CPU, true
+	}
+	return n, true
+}
+
+func (c *Cache) unitNamespaceLocked(u *unit) string {
+	if u.gang != nil {
+		return u.gang.key.Namespace
+	}
+	return u.pod.Namespace
+}
+
+// unitChargedLocked sums the requests of the unit's unfinished pods.
+func (c *Cache) unitChargedLocked(u *unit) resources.List {
+	if u.gang == nil {
+		return podRequest(u.pod)
+	}
+	out := resources.List{}
+	for _, m := range u.gang.members {
+		if !m.state.Phase.Terminal() {
+			out.Add(m.request)
+		}
+	}
+	return out
+}

@@ -1,0 +1,360 @@
+package cache
+
+import (
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
+// (key "pod:ns/name").
+type unit struct {
+	key   string
+	gang  *group  // nil for singletons
+	pod   *v1.Pod // the singleton's pod
+	queue string
+	// asked is the queue the unit's labels name when no Queue has that
+	// name (queue is then MissingQueue), else "".
+	asked    string
+	priority int32
+	created  time.Time
+	request  resources.List
+	members  int32
+	min      int32
+	admitted bool
+	// annotated: the PodGroup carries the admitted-at annotation.
+	annotated bool
+	// started: the admitted gang had minMember members bound; it reserves
+	// nothing from then on.
+	started bool
+	// held is what the unit's bound, unfinished pods request; inflight is
+	// what it adds to its queue's inflight: request - held while admitted
+	// (nil when nothing).
+	held     resources.List
+	inflight resources.List
+	// heldShared: held is the one bound pod's request list, which pods
+	// share (interned), so it must be copied before it is changed. A bound
+	// singleton then holds no list of its own.
+	heldShared bool
+	// onPlan: admitted on room only a reclaim or preemption plan frees
+	// (queue.Decision.OnPlan).
+	onPlan bool
+	// freeRoomUntil: admission counts no eviction room for the unit before
+	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
+	freeRoomUntil time.Time
+	// notice is the last admission Event written for the unit.
+	notice string
+	// waitObserved: the unit's first admission is in admission_wait_seconds.
+	waitObserved bool
+}
+
+func gangUnitKey(k GroupKey) string { return "pg:" + k.Namespace + "/" + k.Name }
+
+func podUnitKey(p *v1.Pod) string { return "pod:" + p.Namespace + "/" + p.Name }
+
+// isPodUnitKey reports whether a unit key is a singleton's (podUnitKey).
+func isPodUnitKey(key string) bool { return strings.HasPrefix(key, "pod:") }
+
+// podUnitKeyOf is podUnitKey(pod), taken from the pod's previous account
+// when that already names its singleton unit.
+func podUnitKeyOf(pod *v1.Pod, old *podAcct) string {
+	if old != nil && isPodUnitKey(old.unit) {
+		return old.unit
+	}
+	return podUnitKey(pod)
+}
+
+// isGangUnitKey reports whether key == gangUnitKey(k), without building it.
+func isGangUnitKey(key string, k GroupKey) bool {
+	rest, ok := strings.CutPrefix(key, "pg:")
+	if !ok || len(rest) != len(k.Namespace)+1+len(k.Name) {
+		return false
+	}
+	return rest[:len(k.Namespace)] == k.Namespace && rest[len(k.Namespace)] == '/' && rest[len(k.Namespace)+1:] == k.Name
+}
+
+// queueSort is what QueueSort reads about a queue.
+type queueSort struct {
+	priority int32
+	share    float64
+}
+
+// QueueSortInfo returns the queue priority and share QueueSort compares for
+// pod, without allocating.
+func (c *Cache) queueSortLocked(queueName string) queueSort {
+	if c.adm == nil {
+		return queueSort{}
+	}
+	return c.adm.sorting[queueName]
+}
+
+// unitQueueLocked names the queue of pod's unit, "" when unknown.
+func (c *Cache) unitQueueLocked(pod *v1.Pod) string {
+	if c.adm == nil {
+		return ""
+	}
+	if acct := c.adm.pods[pod.UID]; acct != nil {
+		return acct.queue
+	}
+	return ""
+}
+
+// resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
+// the PodGroup's label, else the pod's, else the namespace's, else the
+// default queue. asked is the name asked for when it was folded, else "".
+func (c *Cache) resolveQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) (q, asked string) {
+	return c.adm.foldQueueLocked(c.askedQueueLocked(pg, pod, ns))
+}
+
+// askedQueueLocked is the queue name a group's labels ask for.
+func (c *Cache) askedQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) string {
+	if pg != nil {
+		if q := pg.Labels[qapi.QueueLabel]; q != "" {
+			return q
+		}
+	}
+	if pod != nil {
+		if q := pod.Labels[qapi.QueueLabel]; q != "" {
+			return q
+		}
+	}
+	if q := c.adm.nsQueue[ns]; q != "" {
+		return q
+	}
+	return c.adm.opts.DefaultQueue
+}
+
+// syncGangUnitLocked brings a gang's admission unit up to date after any
+// change to the group; O(log n) in the number of pending groups.
+func (c *Cache) syncGangUnitLocked(g *group) {
+	a := c.adm
+	if !a.on() {
+		return
+	}
+	uk := gangUnitKey(g.key)
+	u := a.units[uk]
+	if g.pg == nil {
+		if u != nil {
+			c.dropUnitLocked(u)
+		}
+		return
+	}
+	fresh := u == nil
+	if fresh {
+		u = &unit{key: uk, gang: g}
+		a.units[uk] = u
+		// Bound pods accounted before the unit existed (its PodGroup was
+		// recreated, or came after them) are held by it from now on; the
+		// move below adds them to its queue.
+		for _, p := range a.unitPods[uk] {
+			if p.bound {
+				if old := a.usage[p.queue]; old != nil && p.queue != "" {
+					old.allocated.Sub(p.req)
+				}
+				u.hold(p.req)
+			}
+		}
+	}
+	var first *v1.Pod
+	for _, m := range g.members {
+		first = m.pod
+		break
+	}
+	q, asked := c.resolveQueueLocked(&g.pg.ObjectMeta, first, g.key.Namespace)
+	u.asked = asked
+	c.moveUnitLocked(u, q)
+	u.priority, u.created = g.priority, g.created
+	u.members, u.min = int32(g.counts.Reachable()), g.spec.MinMember
+	annotated := admittedAnnotation(g.pg)
+	if fresh && annotated {
+		// Admitted by an earlier leader or process: never re-admit past capacity.
+		u.admitted = true
+		a.pending.Delete(uk)
+	}
+	u.annotated = annotated
+	// The request follows the members and minMember until the gang starts
+	// (cached in the group, so this is O(1) unless they changed): a gang
+	// admitted by an earlier process is installed from its annotation
+	// before the scheduler's pod informer has delivered its members, and a
+	// request frozen then would reserve nothing.
+	u.request = c.minRequestLocked(g)
+	c.unadmitShortLocked(g, u)
+	if !u.admitted {
+		c.setPendingLocked(u)
+		a.kickLocked()
+	}
+	c.setInflightLocked(u)
+}
+
+// admittedAnnotation reports whether pg carries an admission of its own: the
+// admitted-at annotation, written no earlier than the object was created
+// (second precision, as both are). A PodGroup recreated from another's YAML
+// (kubectl get -o yaml, then apply) carries the old object's annotation and
+// is not admitted by it.
+func admittedAnnotation(pg *v1alpha1.PodGroup) bool {
+	v, ok := pg.Annotations[qapi.AdmittedAtAnnotation]
+	if !ok {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	return err != nil || !at.Before(pg.CreationTimestamp.Time.Truncate(time.Second))
+}
+
+// unadmitLocked returns a released gang to its queue's pending groups: an
+// admitted gang that could not be placed must not keep its queue's room
+// reserved while others wait, or two admitted gangs could block each other.
+func (c *Cache) unadmitLocked(g *group) {
+	a := c.adm
+	if !a.on() {
+		return
+	}
+	u := a.units[gangUnitKey(g.key)]
+	// A gang that started (had minMember bound) keeps its admission when it
+	// is released, as a running Volcano job stays Inqueue: its replacement
+	// members are scheduled next to the running ones. Sent back to pending,
+	// its request would count its running members' resources a second
+	// time, on top of the cluster's used amount, and could never fit again.
+	if u == nil || !u.admitted || u.started {
+		return
+	}
+	u.admitted, u.started = false, false
+	u.notice = "" // the next admission writes its Event and annotation again
+	c.setInflightLocked(u)
+	u.request = c.minRequestLocked(g)
+	c.setPendingLocked(u)
+	k := g.key
+	select {
+	case a.writes <- admissionWrite{unit: u.key, pg: &k, uid: g.pg.UID, unadmit: true}:
+	default:
+	}
+	a.kickLocked()
+}
+
+// dropUnitLocked forgets a unit: its group or pod is gone.
+func (c *Cache) dropUnitLocked(u *unit) {
+	a := c.adm
+	a.pending.Delete(u.key)
+	if q := a.usage[u.queue]; q != nil {
+		q.inflight.Sub(u.inflight)
+	}
+	delete(a.units, u.key)
+	c.feasible.track(u, true)
+	if len(a.unitPods[u.key]) == 0 {
+		delete(a.unitPods, u.key)
+	}
+	a.kickLocked()
+}
+
+// moveUnitLocked sets the unit's queue, moving what it holds and reserves.
+func (c *Cache) moveUnitLocked(u *unit, q string) {
+	if u.queue == q {
+		return
+	}
+	a := c.adm
+	if old := a.usage[u.queue]; old != nil && u.queue != "" {
+		old.allocated.Sub(u.held)
+		old.inflight.Sub(u.inflight)
+	}
+	u.queue = q
+	nu := a.usageLocked(q)
+	nu.allocated.Add(u.held)
+	nu.inflight.Add(u.inflight)
+	// Re-tag the pods accounted to the unit, so that their later events
+	// subtract from the right queue: O(unit size), never a scan of all pods.
+	for _, p := range a.unitPods[u.key] {
+		a.retagLocked(p, q)
+	}
+}
+
+// setInflightLocked recomputes what an admitted unit still reserves.
+func (c *Cache) setInflightLocked(u *unit) {
+	// Once a gang has had minMember members bound it has started, as Volcano
+	// counts a running job: it reserves nothing more, so members finishing
+	// one by one do not bring its reservation back.
+	if u.gang != nil && u.admitted && u.gang.counts.Bound >= int(u.min) && u.min > 0 {
+		u.started = true
+	}
+	q := c.adm.usageLocked(u.queue)
+	q.inflight.Sub(u.inflight)
+	// Rewritten in place: this runs on every bind and unbind of a unit's
+	// pods, and u.inflight is only read under the lock (Dump clones it).
+	clear(u.inflight)
+	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
+		for k, v := range u.request {
+			if d := v - u.held[k]; d > 0 {
+				if u.inflight == nil {
+					u.inflight = resources.List{}
+				}
+				u.inflight[k] = d
+			}
+		}
+	}
+	q.inflight.Add(u.inflight)
+	c.feasible.track(u, false)
+	// A pending unit's request is net of what its bound members hold, which
+	// this call follows: refresh the pending entry when that changed.
+	if !u.admitted {
+		if g, ok := c.adm.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
+			c.setPendingLocked(u)
+		}
+	}
+}
+
+// setPendingLocked (re)places u among its queue's groups waiting for
+// admission.
+func (c *Cache) setPendingLocked(u *unit) {
+	c.adm.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+		Request: pendingRequest(u), Members: u.members, MinMember: u.min, FreeRoomUntil: u.freeRoomUntil})
+}
+
+// hold adds a bound pod's request to what u holds. The first one is
+// shared, not copied (see heldShared).
+func (u *unit) hold(req resources.List) {
+	switch {
+	case len(u.held) == 0:
+		u.held, u.heldShared = req, true
+	case u.heldShared:
+		u.held, u.heldShared = u.held.Clone(), false
+		fallthrough
+	default:
+		u.held = u.held.Add(req)
+	}
+}
+
+// release subtracts a pod's request from what u holds.
+func (u *unit) release(req resources.List) {
+	if u.heldShared {
+		if u.held.Equal(req) {
+			u.held, u.heldShared = nil, false
+			return
+		}
+		u.held, u.heldShared = u.held.Clone(), false
+	}
+	u.held = u.held.Sub(req)
+}
+
+// pendingRequest is what admission must still find room for: u's request
+// less what its bound members already hold. Those are counted as used (and
+// in their queue's allocated) already, so a gang that had members bound
+// before it was admitted here (a scheduler killed while it bound the gang,
+// before the admission was recorded on the PodGroup) would otherwise need
+// their room twice and never be admitted.
+func pendingRequest(u *unit) resources.List {
+	if len(u.held) == 0 {
+		return u.request
+	}
+	out := make(resources.List, len(u.request))
+	for k, v := range u.request {
+		if d := v - u.held[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

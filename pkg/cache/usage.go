@@ -1,0 +1,335 @@
+package cache
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// podAcct remembers how one unfinished pod was counted, so that its update or
+// deletion subtracts exactly that.
+type podAcct struct {
+	unit  string
+	queue string
+	req   resources.List
+	bound bool
+	// followsNS: the queue was resolved without a unit for a pod with no
+	// queue label of its own, so it is the namespace's (or the default);
+	// such accounts are indexed in nsPods and move when the label does.
+	followsNS bool
+	// prio is the pod's priority, for the per-priority allocated amounts.
+	prio int32
+	// asked is the queue the pod's labels name when no Queue has that name
+	// (queue is then MissingQueue), else "".
+	asked string
+	// slot is the account's index in unitPods[unit].
+	slot int32
+	// node is the node a bound pod is on (its room in feasibleState).
+	node string
+}
+
+// queueUsage is one queue's allocated and inflight amounts.
+type queueUsage struct {
+	allocated, inflight resources.List
+}
+
+// indexPodLocked records that p is accounted to p.unit. O(1).
+func (a *admissionState) indexPodLocked(p *podAcct) {
+	if p.unit == "" {
+		return
+	}
+	l := a.unitPods[p.unit]
+	p.slot = int32(len(l))
+	a.unitPods[p.unit] = append(l, p)
+}
+
+// unindexPodLocked forgets that p is accounted to p.unit, moving the last
+// account of the unit into its slot. O(1). The list of a unit that exists
+// is kept even when empty, so that a pod's next event does not allocate it
+// again.
+func (a *admissionState) unindexPodLocked(p *podAcct) {
+	l := a.unitPods[p.unit]
+	if p.unit == "" || int(p.slot) >= len(l) || l[p.slot] != p {
+		return
+	}
+	last := l[len(l)-1]
+	l[p.slot], last.slot = last, p.slot
+	l[len(l)-1] = nil
+	l = l[:len(l)-1]
+	if len(l) == 0 && a.units[p.unit] == nil {
+		delete(a.unitPods, p.unit)
+		return
+	}
+	a.unitPods[p.unit] = l
+}
+
+// indexNSLocked records that pod uid's account follows namespace ns.
+func (a *admissionState) indexNSLocked(ns string, uid types.UID, p *podAcct) {
+	m := a.nsPods[ns]
+	if m == nil {
+		m = map[types.UID]*podAcct{}
+		a.nsPods[ns] = m
+	}
+	m[uid] = p
+}
+
+// unindexNSLocked forgets that pod uid's account follows namespace ns.
+func (a *admissionState) unindexNSLocked(ns string, uid types.UID) {
+	m := a.nsPods[ns]
+	delete(m, uid)
+	if len(m) == 0 {
+		delete(a.nsPods, ns)
+	}
+}
+
+// moveAcctLocked moves one pod's account, with what it holds, to queue q.
+// Accounts of a unit move with it (moveUnitLocked); this is for the others.
+func (a *admissionState) moveAcctLocked(p *podAcct, q string) {
+	if p.queue == q {
+		return
+	}
+	if p.bound {
+		if old := a.usage[p.queue]; old != nil && p.queue != "" {
+			old.allocated.Sub(p.req)
+		}
+		if q != "" {
+			a.usageLocked(q).allocated.Add(p.req)
+		}
+	}
+	a.retagLocked(p, q)
+}
+
+// retagLocked moves one pod's accounting to queue q.
+func (a *admissionState) retagLocked(p *podAcct, q string) {
+	if p.bound {
+		a.prioLocked(p.queue, p.prio, p.req, -1)
+		a.prioLocked(q, p.prio, p.req, 1)
+		a.feas.requeue(p.node, p.queue, q, p.req)
+	}
+	p.queue = q
+}
+
+// prioLocked adds (sign 1) or subtracts (-1) req at queue and priority.
+func (a *admissionState) prioLocked(queue string, prio int32, req resources.List, sign int) {
+	if queue == "" {
+		return
+	}
+	m := a.byPrio[queue]
+	if m == nil {
+		m = map[int32]resources.List{}
+		a.byPrio[queue] = m
+	}
+	if sign > 0 {
+		m[prio] = m[prio].Add(req)
+		return
+	}
+	l := m[prio].Sub(req)
+	if l.IsZero() {
+		delete(m, prio)
+	} else {
+		m[prio] = l
+	}
+}
+
+// preemptibleLocked is what bound pods of queue with a priority below prio
+// request: admission's room for preemption within the queue.
+func (c *Cache) preemptibleLocked(queue string, prio int32) resources.List {
+	out := resources.List{}
+	for p, l := range c.adm.byPrio[queue] {
+		if p < prio {
+			out.Add(l)
+		}
+	}
+	return out
+}
+
+func (a *admissionState) usageLocked(q string) *queueUsage {
+	u := a.usage[q]
+	if u == nil {
+		u = &queueUsage{allocated: resources.List{}, inflight: resources.List{}}
+		a.usage[q] = u
+		if _, ok := a.sorting[q]; !ok {
+			a.sorting[q] = queueSort{}
+		}
+	}
+	return u
+}
+
+// onAnyPod accounts every unfinished pod from the scheduler's pod informer
+// (finished pods arrive as deletes): what nodes hold, per queue and in all,
+// and the singletons waiting for admission. O(1) per event, plus the units
+// refused for a capability deficit when a bound pod leaves.
+func (c *Cache) onAnyPod(obj any, deleted bool) {
+	c.activate(klog.Background(), c.accountPod(obj, deleted))
+}
+
+// accountPod is onAnyPod's accounting; it returns the pods to activate.
+func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
+	pod := asPod(obj)
+	if pod == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.adm
+	if pod.Spec.NodeName != "" || deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		// Bound (added to allocated below, under the same lock) or gone.
+		a.extras.drop(pod.UID)
+	}
+	old := a.pods[pod.UID]
+	if old != nil {
+		if old.bound {
+			a.used.Sub(old.req)
+			a.feas.bind(old.node, old.queue, old.req, -1)
+			if q := a.usage[old.queue]; q != nil {
+				q.allocated.Sub(old.req)
+			}
+			a.prioLocked(old.queue, old.prio, old.req, -1)
+			if u := a.units[old.unit]; u != nil {
+				u.release(old.req)
+				c.setInflightLocked(u)
+			}
+			a.kickLocked() // room was freed
+			act = c.takeDeficitRefusedLocked()
+			c.clearFreeRoomOnlyLocked()
+		}
+		a.unindexPodLocked(old)
+		if old.followsNS {
+			a.unindexNSLocked(pod.Namespace, pod.UID)
+		}
+		delete(a.pods, pod.UID)
+	}
+	gk, labelled := GroupKeyOf(pod)
+	singleton := false
+	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
+		singleton = true
+	} else if a.opts.AdmitSingletons && (old == nil || isPodUnitKey(old.unit)) {
+		// A singleton that joined a PodGroup through its label: its gang
+		// is admitted instead. (Its unit exists only while its account
+		// names it, so members already accounted as such skip the lookup.)
+		if u := a.units[podUnitKeyOf(pod, old)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
+			c.dropUnitLocked(u)
+		}
+	}
+	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		c.evictionLeftLocked(pod.UID, time.Now())
+		if singleton {
+			if u := a.units[podUnitKeyOf(pod, old)]; u != nil {
+				c.dropUnitLocked(u)
+			}
+		}
+		return act
+	}
+	// The pod's previous account is rewritten in place: a bind or unbind is
+	// then free of allocations (no new account, key or request list).
+	acct := old
+	if acct == nil {
+		acct = &podAcct{}
+	}
+	prevUnit := acct.unit
+	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
+	if labelled && a.ours(pod) {
+		if isGangUnitKey(prevUnit, gk) {
+			acct.unit = prevUnit
+		} else {
+			acct.unit = gangUnitKey(gk)
+		}
+	} else if singleton {
+		if isPodUnitKey(prevUnit) {
+			acct.unit = prevUnit // namespace and name never change for a UID
+		} else {
+			acct.unit = podUnitKey(pod)
+		}
+		u := a.units[acct.unit]
+		if u == nil {
+			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
+			a.units[acct.unit] = u
+		}
+		u.pod = pod
+		q, asked := c.resolveQueueLocked(nil, pod, pod.Namespace)
+		u.asked = asked
+		c.moveUnitLocked(u, q)
+		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
+		if !u.request.Equal(acct.req) {
+			// Resized: an admitted singleton reserves what it asks now.
+			u.request = acct.req
+			c.setInflightLocked(u)
+		}
+		if acct.bound && !u.admitted {
+			// Bound without us (a restart): it holds what it holds.
+			u.admitted = true
+			a.pending.Delete(u.key)
+		}
+		if !u.admitted {
+			c.setPendingLocked(u)
+			a.kickLocked()
+		}
+	}
+	if u := a.units[acct.unit]; u != nil {
+		acct.queue = u.queue
+	} else if acct.unit != "" || a.ours(pod) {
+		acct.queue, acct.asked = c.resolveQueueLocked(nil, pod, pod.Namespace)
+		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
+	}
+	a.pods[pod.UID] = acct
+	a.indexPodLocked(acct)
+	if acct.followsNS {
+		a.indexNSLocked(pod.Namespace, pod.UID, acct)
+	}
+	if acct.bound {
+		a.used.Add(acct.req)
+		a.feas.bind(acct.node, acct.queue, acct.req, 1)
+		if acct.queue != "" {
+			a.usageLocked(acct.queue).allocated.Add(acct.req)
+			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
+		}
+		if u := a.units[acct.unit]; u != nil {
+			u.hold(acct.req)
+			c.setInflightLocked(u)
+		}
+	}
+	return act
+}
+
+// podRequestLocked is podRequest(pod), reusing the previous account's list
+// when the request did not change (a bind, a status update): the common
+// shape (containers only, no init containers, overhead or pod-level
+// resources) is summed into a scratch list and compared, without the
+// allocations of resourcehelper.PodRequests.
+func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
+	spec := &pod.Spec
+	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
+		return c.requests.intern(podRequest(pod))
+	}
+	a := c.adm
+	if a.scratch == nil {
+		a.scratch, a.scratchQ = resources.List{}, v1.ResourceList{}
+	}
+	// Summed as Quantities and converted once, as ListFrom(PodRequests)
+	// does, so rounding of fractional amounts is the same.
+	clear(a.scratchQ)
+	for i := range spec.Containers {
+		for name, q := range spec.Containers[i].Resources.Requests {
+			sum := a.scratchQ[name]
+			sum.Add(q)
+			a.scratchQ[name] = sum
+		}
+	}
+	clear(a.scratch)
+	for name, q := range a.scratchQ {
+		if name == v1.ResourceCPU {
+			a.scratch[resources.CPU] = q.MilliValue()
+		} else {
+			a.scratch[string(name)] = q.Value()
+		}
+	}
+	if old != nil && old.req.Equal(a.scratch) {
+		return old.req
+	}
+	return c.requests.intern(a.scratch)
+}
