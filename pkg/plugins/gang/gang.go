@@ -25,10 +25,36 @@ const Name = "CalderaGang"
 // Gang implements PreEnqueue, PreFilter, PostFilter, Reserve and Permit for gangs.
 type Gang struct {
 	handle        fwk.Handle
-	cache         *cache.Cache
+	cache         groups
 	backoff       policy.Backoff
 	permitTimeout time.Duration
 }
+
+// groups is what the plugin asks of and tells the shared cache
+// (*cache.Cache); the plugin's tests give it a fake.
+type groups interface {
+	// Enqueueable: the pod's PodGroup exists and has its minimum of members.
+	Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string)
+	// PreFilter: the pod's unit is neither backing off, nor larger than the
+	// cluster, nor past its queue's capability.
+	PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code cache.PreFilterCode, msg string)
+	// GangPlanInFlight: a reclaim or preemption plan is evicting for the
+	// pod's gang (or the pod), and the node it freed for the pod.
+	GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool)
+	// ReleaseSingleton returns a pod outside any gang, admitted on room
+	// that only evictions free, to its queue's pending units.
+	ReleaseSingleton(pod *v1.Pod, at time.Time) bool
+	// Unschedulable releases the pod's gang: it backs off and returns to
+	// its queue's pending groups.
+	Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, backoff policy.Backoff, reason string)
+	// RejectWaiting rejects the gang's members waiting in Permit.
+	RejectWaiting(pod *v1.Pod, msg string)
+	Reserve(pod *v1.Pod)
+	Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, backoff policy.Backoff, defaultTimeout time.Duration)
+	Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTimeout time.Duration, pluginName string) cache.PermitResult
+}
+
+var _ groups = (*cache.Cache)(nil)
 
 var (
 	_ fwk.PreEnqueuePlugin  = &Gang{}
