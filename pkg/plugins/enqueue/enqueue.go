@@ -22,8 +22,18 @@ const Name = "CalderaEnqueue"
 
 // Enqueue gates pods until their group is admitted.
 type Enqueue struct {
-	cache *cache.Cache
+	cache admissions
 }
+
+// admissions is what the plugin reads from the shared cache (*cache.Cache);
+// the plugin's tests give it a fake.
+type admissions interface {
+	// Admitted says whether the pod's group is admitted to its queue, and
+	// when not, which admission check holds it.
+	Admitted(pod *v1.Pod) (ok bool, msg string)
+}
+
+var _ admissions = (*cache.Cache)(nil)
 
 var (
 	_ fwk.PreEnqueuePlugin  = &Enqueue{}
