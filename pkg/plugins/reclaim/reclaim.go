@@ -27,6 +27,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
@@ -47,7 +48,7 @@ const (
 // its asynchronous evictions run).
 type Reclaim struct {
 	handle    fwk.Handle
-	cache     *cache.Cache
+	cache     evictionCache
 	opts      policy.Options
 	fts       feature.Features
 	executor  *preemption.Executor
@@ -58,6 +59,26 @@ type Reclaim struct {
 	// The evictions in flight are in the cache, shared by every profile.
 	plans map[types.UID]*plan
 }
+
+// evictionCache is what the plugin reads from and tells the shared cache
+// (*cache.Cache): the queue accounting a decision needs, and the evictions
+// in flight, shared by every profile. The plugin's tests give it a fake.
+type evictionCache interface {
+	// ReclaimInput is the decision's input for preemptor over running,
+	// or why it may not preempt.
+	ReclaimInput(preemptor *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (policy.Input, bool, string)
+	EvictionsInFlight(pods []*v1.Pod) map[types.UID]bool
+	GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool)
+	StartEvictions(evs []cache.Eviction, now time.Time) bool
+	AbandonEvictions(preemptor types.UID, victims []types.UID)
+	FinishEviction(preemptor, victim types.UID, err error) (cache.Eviction, bool)
+	HoldForGang(group string, nodes map[types.UID]string)
+	// GangMemberPod is the member uid of pod's gang, nil when unknown.
+	GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod
+	PodGroupOf(pod *v1.Pod) *v1alpha1.PodGroup
+}
+
+var _ evictionCache = (*cache.Cache)(nil)
 
 // plan is a decision being carried out for one preemptor.
 type plan struct {
