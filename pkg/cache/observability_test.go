@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
@@ -59,11 +61,17 @@ func rejections(t *testing.T, reason string) float64 {
 }
 
 func TestMetricsRegisteredOnce(t *testing.T) {
-	// Several caches in one process share the vectors; no double registration.
+	// Several caches in one process share the vectors: registering twice
+	// would panic (MustRegister), and every vector is registered.
 	RegisterMetrics()
 	newTestCache(t)
 	newTestCache(t)
 	RegisterMetrics()
+	for _, m := range []metrics.Registerable{queueDeserved, queueAllocated, queueShare, podGroups, admissionWait, gangPermitWait, gangRejections} {
+		if err := legacyregistry.Register(m); err == nil {
+			t.Errorf("%T was not registered by RegisterMetrics", m)
+		}
+	}
 }
 
 func TestMetricsQueuesAndGroups(t *testing.T) {
@@ -316,7 +324,9 @@ func TestDumpSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.ctx = ctx
-	c.startDumpSignals(logger)
+	// The handler's log lines tell the test when it has handled a signal.
+	logged := make(chan string, 16)
+	c.startDumpSignals(funcr.New(func(_, args string) { logged <- args }, funcr.Options{}))
 	// signal.Notify runs before startDumpSignals returns: the signal is ours.
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
@@ -340,7 +350,14 @@ func TestDumpSignal(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	for handled := false; !handled; {
+		select {
+		case line := <-logged:
+			handled = strings.Contains(line, `"Caldera cache dump"`)
+		case <-time.After(10 * time.Second):
+			t.Fatal("SIGUSR2 was not handled within 10s")
+		}
+	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "caldera-cache-*.json")); len(matches) != 1 {
 		t.Errorf("dumps after SIGUSR2: %v, want the SIGUSR1 one alone", matches)
 	}
