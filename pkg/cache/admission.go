@@ -318,7 +318,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		// binds behind new API connections (docs/performance.md). One that
 		// was told NotAdmitted is told it may go.
 		if u.gang != nil || u.notice != "" {
-			c.noteLocked(u, true, "admitted to queue "+u.queue)
+			c.noteLocked(u, true, queue.CheckNone, "admitted to queue "+u.queue)
 		}
 	}
 	for name := range a.sorting {
@@ -337,13 +337,13 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 }
 
 // noteLocked queues the Event (and annotation) for a decision, once per change.
-func (c *Cache) noteLocked(u *unit, admitted bool, msg string) {
+func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string) {
 	id := fmt.Sprint(admitted, msg)
 	if u.notice == id {
 		return
 	}
 	u.notice = id
-	w := admissionWrite{unit: u.key, admitted: admitted, message: msg, pod: u.pod}
+	w := admissionWrite{unit: u.key, admitted: admitted, check: check, message: msg, pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key
 		w.pg, w.uid = &k, u.gang.pg.UID
@@ -369,7 +369,7 @@ func (c *Cache) noticePendingLocked() {
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
 			continue
 		}
-		c.noteLocked(u, false, decisionMessage(u, d))
+		c.noteLocked(u, false, d.Check, decisionMessage(u, d))
 	}
 }
 

@@ -47,6 +47,9 @@ type fakeHandle struct {
 	activated [][]string
 	waiting   map[types.UID]*fakeWaitingPod
 	events    []recordedEvent
+	// actions holds every recorded Event's action, in order; not cleared
+	// by recorded.
+	actions []string
 }
 
 func newFakeHandle() *fakeHandle {
@@ -117,7 +120,7 @@ func (h *fakeHandle) recorded() []recordedEvent {
 
 type fakeRecorder struct{ h *fakeHandle }
 
-func (r fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+func (r fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
 	var kind, name string
 	switch o := regarding.(type) {
 	case *v1.ObjectReference:
@@ -130,6 +133,7 @@ func (r fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, 
 	r.h.mu.Lock()
 	defer r.h.mu.Unlock()
 	r.h.events = append(r.h.events, recordedEvent{kind, name, eventtype, reason, fmt.Sprintf(note, args...)})
+	r.h.actions = append(r.h.actions, action)
 }
 
 func (r fakeRecorder) AnnotatedEventf(regarding, related runtime.Object, _ map[string]string, eventtype, reason, action, note string, args ...any) {

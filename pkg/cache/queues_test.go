@@ -23,6 +23,7 @@ import (
 
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -1008,6 +1009,10 @@ func TestWriteAdmissions(t *testing.T) {
 	if got := h.recorded(); !slices.Equal(got, want) {
 		t.Errorf("events\n got %+v\nwant %+v", got, want)
 	}
+	// A refusal's action names the check it failed.
+	if got, want := h.actions, []string{"Admission", "AdmissionCapability"}; !slices.Equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
 	if n := patches(); n != 1 {
 		t.Errorf("%d PodGroup patches, want 1 (the annotation)", n)
 	}
@@ -1369,5 +1374,26 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 			wantUsage(t, c, "other", 1, 0)
 			wantConsistent(t, c, "after the namespace was deleted")
 		})
+	}
+}
+
+// Every check gives refusals an action of their own: client-go folds Events
+// with one reason and action into a series that keeps its first note, so a
+// unit refused first for one check and then for another must not share
+// one.
+func TestAdmissionActionPerCheck(t *testing.T) {
+	seen := map[string]queue.Check{}
+	for c := queue.CheckNone; c <= queue.CheckWaiting; c++ {
+		a := admissionAction(false, c)
+		if prev, dup := seen[a]; dup {
+			t.Errorf("checks %v and %v share the action %q", prev, c, a)
+		}
+		seen[a] = c
+		if len(a) > 128 {
+			t.Errorf("action %q is longer than the Events API allows", a)
+		}
+	}
+	if a := admissionAction(true, queue.CheckNone); a != "Admission" {
+		t.Errorf("an admission's action is %q", a)
 	}
 }

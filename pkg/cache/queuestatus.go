@@ -30,7 +30,22 @@ type admissionWrite struct {
 	uid types.UID
 	// unadmit: remove the admitted-at annotation of a released gang.
 	unadmit bool
+	// check is the admission check a refused unit failed.
+	check   queue.Check
 	message string
+}
+
+// admissionAction is the Event's action for a decision: the check a refused
+// unit failed is in it. client-go's events library folds Events of one
+// object with the same reason and action into one series that keeps its
+// first note, so with one action for every refusal a unit refused for its
+// queue's capability and then for fair share kept showing the capability
+// message.
+func admissionAction(admitted bool, check queue.Check) string {
+	if admitted {
+		return "Admission"
+	}
+	return "Admission" + check.String()
 }
 
 // writeAdmissions is the status leader's side of admission: Events, and the
@@ -74,7 +89,7 @@ func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	}
 	if w.pg == nil {
 		if w.pod != nil {
-			rec.Eventf(w.pod, nil, typ, reason, "Admission", "%s", w.message)
+			rec.Eventf(w.pod, nil, typ, reason, admissionAction(w.admitted, w.check), "%s", w.message)
 		}
 		return
 	}
@@ -82,7 +97,7 @@ func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	if err != nil {
 		return
 	}
-	rec.Eventf(PodGroupRef(pg), nil, typ, reason, "Admission", "%s", w.message)
+	rec.Eventf(PodGroupRef(pg), nil, typ, reason, admissionAction(w.admitted, w.check), "%s", w.message)
 	if !w.admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
 		return
 	}
