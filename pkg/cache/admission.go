@@ -315,7 +315,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		// A singleton admitted without having waited gets no Event: its
 		// Scheduled Event follows at once, and a backlog of plain pods would
 		// otherwise post one Event per pod at the same moment, which stalls
-		// binds behind new API connections (docs/performance.md). One that
+		// binds behind new API connections. One that
 		// was told NotAdmitted is told it may go.
 		if u.gang != nil || u.notice != "" {
 			c.noteLocked(u, true, queue.CheckNone, "admitted to queue "+u.queue)

@@ -295,8 +295,8 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 
 	// Unfinished members come from the scheduler's own pod informer, which
 	// holds every unfinished pod anyway: an informer of our own would hold a
-	// second copy of each (M1 in docs/performance.md). That informer drops
-	// finished pods (a pod that succeeds arrives as a delete), but PodGroup
+	// second copy of each, doubling the cache's memory per bound pod. That
+	// informer drops finished pods (a pod that succeeds arrives as a delete), but PodGroup
 	// status counts succeeded and failed members, so finished members come
 	// from an informer of our own, limited by label and phase and slimmed to
 	// what the cache reads (slimPod). handlers.go says how the two agree.

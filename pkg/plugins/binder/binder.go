@@ -4,7 +4,7 @@
 // gang then sends 2000 binding requests together. kube-apiserver serves 100
 // concurrent streams per HTTP/2 connection by default, and Go's HTTP client
 // dials a new TLS connection for each request beyond that, so the release
-// cost a TLS handshake per member on both ends (W3 in docs/performance.md).
+// cost a TLS handshake per member on both ends.
 // Queued here instead, the binds share the open connections.
 package binder
 
