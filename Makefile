@@ -9,21 +9,57 @@ KUBE_VERSION := v1.37.2
 CALDERA_VERSION ?= 0.1.0
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION ?= $(KUBE_VERSION)-caldera.$(CALDERA_VERSION)+$(GIT_SHA)
-LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
+VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=37 \
-	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA) \
-	-X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA)
+LDFLAGS := $(VERSION_LDFLAGS) -X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration test-random crds verify clean bench-unit bench bench-full sandbox demo
+.PHONY: all build test fmt-check vet unit integration test-random crds verify clean bench-unit bench bench-full sandbox demo image image-check
 
 all: build
 
 ## build: bin/caldera-scheduler, kube-scheduler with Caldera's plugins.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/caldera-scheduler ./cmd/scheduler
+
+# The image `make image` writes, and the name and tag manifests/ and the chart
+# reference (make verify checks that they agree).
+IMAGE_NAME ?= caldera-scheduler
+IMAGE_TAG ?= $(CALDERA_VERSION)
+IMAGE_OUT ?= bin/caldera-scheduler-image.tar
+# Every timestamp in the image (and the binary's build date) is the commit's,
+# so the same commit gives the same image digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_LDFLAGS := $(VERSION_LDFLAGS) \
+	-X k8s.io/component-base/version.buildDate=$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+
+## image: $(IMAGE_OUT), the scheduler's container image (OCI layout with
+## docker save's manifest.json; static binary, empty base, user 65532), built
+## without a Docker engine by hack/image. Load it with `docker load -i`, `kind
+## load image-archive` or `ctr images import`; docs/deploy.md.
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$(IMAGE_LDFLAGS)" -o bin/image/caldera-scheduler ./cmd/scheduler
+	$(GO) -C hack/image run . --out $(CURDIR)/$(IMAGE_OUT) --tag $(IMAGE_NAME):$(IMAGE_TAG) --epoch $(SOURCE_DATE_EPOCH) \
+		--file $(CURDIR)/bin/image/caldera-scheduler:/usr/local/bin/caldera-scheduler:755 \
+		--file $(CURDIR)/manifests/scheduler/config.yaml:/etc/caldera/config.yaml:644 \
+		--cmd --config=/etc/caldera/config.yaml \
+		--label org.opencontainers.image.title=caldera-scheduler \
+		--label org.opencontainers.image.version=$(VERSION) \
+		--label org.opencontainers.image.revision=$(GIT_SHA) \
+		--label org.opencontainers.image.source=https://github.com/caldera-sched/caldera
+
+## image-check: the Deployment, its kustomization and the chart use the
+## image make image writes.
+image-check:
+	@grep -qx '    newTag: "$(IMAGE_TAG)"' manifests/kustomization.yaml || \
+		{ echo "manifests/kustomization.yaml does not set the tag $(IMAGE_TAG) (make image)"; exit 1; }
+	@grep -qx '          image: $(IMAGE_NAME):$(IMAGE_TAG)' manifests/scheduler/deployment.yaml || \
+		{ echo "manifests/scheduler/deployment.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
+	@grep -qx '  repository: $(IMAGE_NAME)' charts/caldera/values.yaml && grep -qx '  tag: "$(IMAGE_TAG)"' charts/caldera/values.yaml || \
+		{ echo "charts/caldera/values.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
 
 ## sandbox: bin/caldera-sandbox, a whole simulated cluster in one process
 ## (etcd, kube-apiserver, the Caldera scheduler, KWOK nodes); docs/sandbox.md.
@@ -44,10 +80,12 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) -C hack/image vet ./...
 
 unit:
 	$(GO) test -race -count=1 $(POLICY_PKGS)
 	$(GO) test -count=1 ./pkg/apis/...
+	$(GO) -C hack/image test -count=1 ./...
 
 integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
@@ -112,6 +150,7 @@ verify:
 	rm -rf "$$tmp"
 	@GO="$(GO)" hack/verify-codegen.sh
 	@$(MAKE) -s chart-check
+	@$(MAKE) -s image-check
 
 .PHONY: generate verify-codegen
 
