@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -381,5 +385,114 @@ func TestEventsToRegister(t *testing.T) {
 		if h, err := events[0].QueueingHintFn(klog.Background(), podOn("p", "", "1"), podOn("v", "n1", "1"), nil); err != nil || h != fwk.QueueSkip {
 			t.Errorf("hint = %v, %v; want QueueSkip", h, err)
 		}
+	}
+}
+
+func TestMarkBudgets(t *testing.T) {
+	budget := func(name string, allowed int32, sel map[string]string, disrupted ...string) *policyv1.PodDisruptionBudget {
+		b := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, DisruptedPods: map[string]metav1.Time{}},
+		}
+		for _, d := range disrupted {
+			b.Status.DisruptedPods[d] = metav1.Now()
+		}
+		return b
+	}
+	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for _, b := range []*policyv1.PodDisruptionBudget{
+		budget("web", 1, map[string]string{"app": "web"}, "web-1"),
+		budget("db", 0, map[string]string{"app": "db"}),
+		// An empty selector selects nothing, as upstream reads it.
+		budget("empty", 5, nil),
+	} {
+		if err := store.Add(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := &Reclaim{evaluator: &preemption.Evaluator{PdbLister: policylisters.NewPodDisruptionBudgetLister(store)}}
+	running := []*v1.Pod{
+		podOn("web-0", "n1", "1", labelled("app", "web")),
+		podOn("web-1", "n1", "1", labelled("app", "web")), // disrupted already: spends nothing
+		podOn("db-0", "n1", "1", labelled("app", "db")),
+		podOn("plain", "n1", "1"),
+		func() *v1.Pod {
+			p := podOn("web-other-ns", "n1", "1", labelled("app", "web"))
+			p.Namespace = "other"
+			return p
+		}(),
+	}
+	in := policy.Input{}
+	for _, p := range running {
+		in.Pods = append(in.Pods, policy.Pod{ID: p.Namespace + "/" + p.Name})
+	}
+	pl.markBudgets(&in, running)
+	budgets := map[string]int32{}
+	for i, p := range in.Pods {
+		for _, b := range p.Budgets {
+			budgets[p.ID] = in.Budgets[b]
+		}
+		if got := len(p.Budgets); got > 1 {
+			t.Errorf("pod %d covered by %d budgets", i, got)
+		}
+	}
+	want := map[string]int32{"ns/web-0": 1, "ns/db-0": 0}
+	if len(budgets) != len(want) {
+		t.Errorf("covered pods %v, want %v", budgets, want)
+	}
+	for id, allowed := range want {
+		if got, ok := budgets[id]; !ok || got != allowed {
+			t.Errorf("%s: budget allowing %d (covered %v), want %d", id, got, ok, allowed)
+		}
+	}
+}
+
+// evictedCache reports one eviction in flight, as the book would.
+type evictedCache struct {
+	fakeCache
+	e  cache.Eviction
+	pg *v1alpha1.PodGroup
+}
+
+func (f *evictedCache) FinishEviction(_, victim types.UID, _ error) (cache.Eviction, bool) {
+	return f.e, victim == f.e.Victim
+}
+func (f *evictedCache) PodGroupOf(*v1.Pod) *v1alpha1.PodGroup { return f.pg }
+
+func TestEvictedEvents(t *testing.T) {
+	victim := podOn("victim", "n1", "1", inGroup("low"))
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "low", UID: "pg-uid"}}
+	for _, tc := range []struct {
+		name   string
+		mode   policy.Mode
+		err    error
+		events []string
+	}{
+		{"reclaimed across queues", policy.Reclaim, nil, []string{
+			`Warning Reclaimed Reclaimed for ns/pre of queue "b": queue "a" holds more than its deserved share`,
+			`Warning Reclaimed ns/victim: Reclaimed for ns/pre of queue "b": queue "a" holds more than its deserved share`,
+		}},
+		{"preempted within a queue", policy.Preempt, nil, []string{
+			`Warning Preempted Preempted by ns/pre, a higher-priority group of queue "b"`,
+			`Warning Preempted ns/victim: Preempted by ns/pre, a higher-priority group of queue "b"`,
+		}},
+		// A failed eviction evicted nothing: no Event says it did.
+		{"the eviction failed", policy.Reclaim, errors.New("conflict"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &evictedCache{e: cache.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, pg: pg}
+			pl, rec := profile(nil)
+			pl.cache = c
+			pl.evicted(context.Background(), "pre", victim, tc.err)
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if !slices.Equal(got, tc.events) {
+				t.Errorf("events\n got %q\nwant %q", got, tc.events)
+			}
+		})
 	}
 }
