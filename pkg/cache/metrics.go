@@ -109,10 +109,22 @@ func metricValue(name string, v int64) float64 {
 
 // recordQueueMetricsLocked refreshes the queue gauges; the admission pass
 // calls it with c.mu held. O(queues × resources) per pass.
+//
+// Only the replica that schedules exports the queue and PodGroup gauges: a
+// standby runs admission passes too (its cache follows the same objects),
+// and a dashboard summing over replicas would count every queue twice. A
+// standby, or a leader that lost the Lease, drops its series at its next
+// pass.
 func (c *Cache) recordQueueMetricsLocked() {
 	a := c.adm
 	if !a.on() {
 		return
+	}
+	if c.lead != nil {
+		if _, leading := c.lead.leading(time.Now()); !leading {
+			c.dropLeaderMetrics()
+			return
+		}
 	}
 	// A queue's allocated counts its descendants', as in Queue status.
 	alloc := make(map[string]resources.List, len(a.usage))
@@ -164,6 +176,25 @@ func (c *Cache) recordQueueMetricsLocked() {
 		}
 	}
 	m.queueRes, m.shares = seen, shares
+}
+
+// dropLeaderMetrics removes every queue and PodGroup series this cache
+// published.
+func (c *Cache) dropLeaderMetrics() {
+	m := &c.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.queueRes {
+		queueDeserved.DeleteLabelValues(k[0], k[1])
+		queueAllocated.DeleteLabelValues(k[0], k[1])
+	}
+	for q := range m.shares {
+		queueShare.DeleteLabelValues(q)
+	}
+	for k := range m.groups {
+		podGroups.DeleteLabelValues(k[0], k[1])
+	}
+	m.queueRes, m.shares, m.groups = nil, nil, nil
 }
 
 // forgetQueueMetricsLocked removes a deleted queue's series at once, without

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
@@ -360,5 +362,45 @@ func TestDumpSignal(t *testing.T) {
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "caldera-cache-*.json")); len(matches) != 1 {
 		t.Errorf("dumps after SIGUSR2: %v, want the SIGUSR1 one alone", matches)
+	}
+}
+
+// Only the replica that schedules exports the queue gauges: a standby runs
+// admission passes too, and a sum over replicas would count each queue
+// twice. A leader that loses the Lease drops its series at its next pass.
+func TestQueueGaugesFollowLeadership(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("lead-a"))
+	c.onNode(logger, mkNode("n1", "4"))
+	podEvent(c, single("ns", "lead-p", inQueue("lead-a"), boundTo("n1"), cpu("1")))
+	lead := NewLeadership()
+	lock := &fakeLock{id: "me"}
+	le := &leaderelection.LeaderElectionConfig{Lock: lock, RenewDeadline: time.Hour}
+	lead.Follow(le)
+	c.lead = lead
+	share := map[string]string{"queue": "lead-a"}
+
+	pass(c, t0) // a standby: nothing written to the Lease by this replica
+	if v, ok := gaugeValue(t, "caldera_queue_share", share); ok {
+		t.Errorf("a standby exports queue_share{lead-a} = %v", v)
+	}
+	if err := le.Lock.Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	pass(c, t0.Add(time.Second))
+	if _, ok := gaugeValue(t, "caldera_queue_share", share); !ok {
+		t.Error("the leader does not export queue_share{lead-a}")
+	}
+	if v, ok := gaugeValue(t, "caldera_queue_allocated", map[string]string{"queue": "lead-a", "resource": "cpu"}); !ok || v != 1 {
+		t.Errorf("the leader exports queue_allocated{lead-a,cpu} = %v (present %v), want 1", v, ok)
+	}
+	// Another replica took the Lease.
+	if err := le.Lock.Update(t.Context(), resourcelock.LeaderElectionRecord{HolderIdentity: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	pass(c, t0.Add(2*time.Second))
+	for _, name := range []string{"caldera_queue_share", "caldera_queue_deserved", "caldera_queue_allocated"} {
+		if v, ok := gaugeValue(t, name, map[string]string{"queue": "lead-a"}); ok {
+			t.Errorf("a replica that lost the Lease still exports %s{lead-a} = %v", name, v)
+		}
 	}
 }
