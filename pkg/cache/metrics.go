@@ -73,8 +73,21 @@ var (
 		Help:           "Number of times a gang was released or had its waiting members rejected, by reason.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	statusWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      metricsNamespace,
+		Name:           "status_write_errors_total",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations and Queue status, by object.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"object"})
 
 	registerOnce sync.Once
+)
+
+// Objects of caldera_status_write_errors_total.
+const (
+	WritePodGroupStatus     = "podgroup_status"
+	WritePodGroupAnnotation = "podgroup_annotation"
+	WriteQueueStatus        = "queue_status"
 )
 
 // RegisterMetrics registers Caldera's metrics in legacyregistry; calls after
@@ -82,7 +95,16 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(queueDeserved, queueAllocated, queueShare, podGroups,
-			admissionWait, gangPermitWait, gangRejections)
+			admissionWait, gangPermitWait, gangRejections, statusWriteErrors)
+		// Every counter series exists from the start, at zero: an alert on
+		// increase() or rate() then sees the first failure, which it would
+		// miss on a series that appears with it.
+		for _, r := range []string{RejectUnschedulable, RejectPermitTimeout, RejectPermitRejected, RejectBindFailure, RejectTooLarge, RejectPodGroupDeleted} {
+			gangRejections.WithLabelValues(r)
+		}
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus} {
+			statusWriteErrors.WithLabelValues(o)
+		}
 	})
 }
 

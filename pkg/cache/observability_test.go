@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/metrics"
@@ -403,4 +406,57 @@ func TestQueueGaugesFollowLeadership(t *testing.T) {
 			t.Errorf("a replica that lost the Lease still exports %s{lead-a} = %v", name, v)
 		}
 	}
+}
+
+// A failed PodGroup status write counts in caldera_status_write_errors_total,
+// whose series exist at zero from registration on (an alert on increase()
+// sees the first failure).
+func TestStatusWriteErrorsCounted(t *testing.T) {
+	RegisterMetrics()
+	before, ok := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": WritePodGroupStatus})
+	if !ok {
+		t.Fatal("caldera_status_write_errors_total{object=podgroup_status} is not exported before any failure")
+	}
+	for _, o := range []string{WritePodGroupAnnotation, WriteQueueStatus} {
+		if _, ok := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": o}); !ok {
+			t.Errorf("caldera_status_write_errors_total{object=%s} is not exported before any failure", o)
+		}
+	}
+	if _, ok := counterValue(t, "caldera_gang_rejections_total", map[string]string{"reason": RejectPodGroupDeleted}); !ok {
+		t.Error("caldera_gang_rejections_total{reason=podgroup_deleted} is not exported at zero")
+	}
+
+	c, h, pods := gangOf(t, 2, 2)
+	client := pgfake.NewSimpleClientset(mkPG("ns", "g", 2))
+	client.PrependReactor("update", "podgroups", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcdserver: request timed out")
+	})
+	c.pgClient = client
+	for _, p := range pods {
+		update(c, p, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	h.recorded()
+	c.SyncStatus(context.Background())
+	if after, _ := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": WritePodGroupStatus}); after != before+1 {
+		t.Errorf("status write errors went from %v to %v, want one more", before, after)
+	}
+}
+
+func counterValue(t *testing.T, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if testutil.LabelsMatch(m, labels) {
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }

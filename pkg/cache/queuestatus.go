@@ -78,6 +78,7 @@ func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	if w.unadmit {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
 		if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(w.pg.Namespace).Patch(ctx, w.pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			statusWriteErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", w.pg.String())
 		}
 		return
@@ -103,6 +104,7 @@ func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
 	if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		statusWriteErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", w.pg.String())
 	}
 }
@@ -179,6 +181,7 @@ func (c *Cache) syncQueueStatus(ctx context.Context) {
 	c.mu.RUnlock()
 	for _, q := range want {
 		if _, err := a.qclient.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			statusWriteErrors.WithLabelValues(WriteQueueStatus).Inc()
 			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
 		}
 	}

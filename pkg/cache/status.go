@@ -198,6 +198,7 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 			continue
 		}
 		if err := c.writeStatus(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			statusWriteErrors.WithLabelValues(WritePodGroupStatus).Inc()
 			logger.Error(err, "Cannot write PodGroup status; will retry", "podGroup", w.key.String())
 			c.mu.Lock()
 			c.dirty[w.key] = struct{}{}
