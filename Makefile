@@ -184,8 +184,15 @@ chart-check:
 		--set scoreWeights.CalderaGangPlacement=3 --set replicas=3 >/dev/null
 	@if ! diff -r manifests/crds charts/caldera/crds; then \
 		echo "charts/caldera/crds differs from manifests/crds: cp manifests/crds/*.yaml charts/caldera/crds/"; exit 1; fi
+	@$(HELM) template caldera charts/caldera --namespace caldera-system --set replicas=1 \
+		--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
+		--set monitoring.dashboard.enabled=true --set networkPolicy.enabled=true >/dev/null
+	@for f in prometheusrule.yaml dashboard.json; do \
+		if ! diff -q manifests/components/monitoring/$$f charts/caldera/files/$$f >/dev/null; then \
+			echo "charts/caldera/files/$$f differs from manifests/components/monitoring/$$f: copy it"; exit 1; fi; done
 	@$(KUSTOMIZE) build manifests >/dev/null
-	@echo "chart-check: chart lints and renders its default config as manifests/scheduler/config.yaml, CRDs in sync, manifests/ renders"
+	@$(KUSTOMIZE) build hack/kustomize/monitoring-overlay >/dev/null
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring component"
 
 clean:
 	rm -rf bin
