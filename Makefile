@@ -187,6 +187,11 @@ chart-check:
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set replicas=1 \
 		--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
 		--set monitoring.dashboard.enabled=true --set networkPolicy.enabled=true >/dev/null
+	@$(HELM) template caldera charts/caldera --namespace caldera-system \
+		--set-json 'featureGates={"SchedulerAsyncPreemption":true}' --set-json 'extraArgs=["--kube-api-qps=100"]' \
+		--set-json 'affinity={"nodeAffinity":{}}' | grep -q -- '--feature-gates=SchedulerAsyncPreemption=true'
+	@if $(HELM) template caldera charts/caldera --set replica=3 >/dev/null 2>&1; then \
+		echo "values.schema.json accepts a misspelt value (replica)"; exit 1; fi
 	@for f in prometheusrule.yaml dashboard.json; do \
 		if ! diff -q manifests/components/monitoring/$$f charts/caldera/files/$$f >/dev/null; then \
 			echo "charts/caldera/files/$$f differs from manifests/components/monitoring/$$f: copy it"; exit 1; fi; done
