@@ -161,6 +161,15 @@ func TestExamples(t *testing.T) {
 
 	t.Run("manifests dry-run", func(t *testing.T) {
 		objs := kustomizeManifests(t, env.RepoRoot)
+		// docs/deploy.md uninstalls with `kubectl delete -k manifests/ -l
+		// app.kubernetes.io/part-of=caldera`, which must take everything but
+		// the CRDs (deleting those deletes every PodGroup and Queue).
+		for _, u := range objs {
+			crd := u.GetKind() == "CustomResourceDefinition"
+			if labelled := u.GetLabels()["app.kubernetes.io/part-of"] == "caldera"; labelled == crd {
+				t.Errorf("%s %s: labelled part-of=caldera %v; the uninstall would delete it %v, want only the CRDs kept", u.GetKind(), u.GetName(), labelled, labelled)
+			}
+		}
 		dryRunAll(t, env, mapper, objs)
 		checkRBAC(t, rec, objs)
 	})
