@@ -70,12 +70,7 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 func TestGangPlanEndsWithItsEvictions(t *testing.T) {
 	c, all := boundVictims(t)
 	member := memberOf("ns", "m0", "g", cpu("1"))
-	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
-	evs := evictionsOf(member.UID, all[0], all[1])
-	for i := range evs {
-		evs[i].Group = group
-	}
-	if !c.StartEvictions(evs, time.Now()) {
+	if !c.StartEvictions(gangEvictions(member, all[0], all[1]), time.Now()) {
 		t.Fatal("StartEvictions refused on an empty book")
 	}
 	if _, ok := c.GangPlanInFlight(member); !ok {
@@ -101,12 +96,7 @@ func TestGangPlanEndsWithItsEvictions(t *testing.T) {
 func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
 	c, all := boundVictims(t)
 	member := memberOf("ns", "m0", "g", cpu("1"))
-	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
-	evs := evictionsOf(member.UID, all[0], all[1])
-	for i := range evs {
-		evs[i].Group = group
-	}
-	if !c.StartEvictions(evs, time.Now()) {
+	if !c.StartEvictions(gangEvictions(member, all[0], all[1]), time.Now()) {
 		t.Fatal("StartEvictions refused on an empty book")
 	}
 	// all[0] was already terminating: never reported, it leaves.
@@ -127,4 +117,13 @@ func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
 	if len(c.evictions.gangs) != 0 {
 		t.Errorf("book holds plans %v after the plan ended", c.evictions.gangs)
 	}
+}
+
+// gangEvictions is what the plan of member's gang g records for victims.
+func gangEvictions(member *v1.Pod, victims ...*v1.Pod) []Eviction {
+	evs := evictionsOf(member.UID, victims...)
+	for i := range evs {
+		evs[i].Group = gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	}
+	return evs
 }

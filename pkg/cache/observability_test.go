@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -30,6 +31,14 @@ import (
 
 func gaugeValue(t *testing.T, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
+	m := sample(t, name, labels)
+	return m.GetGauge().GetValue(), m != nil
+}
+
+// sample is the first series of the metric name whose labels include
+// labels, nil when there is none.
+func sample(t *testing.T, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +49,11 @@ func gaugeValue(t *testing.T, name string, labels map[string]string) (float64, b
 		}
 		for _, m := range f.GetMetric() {
 			if testutil.LabelsMatch(m, labels) {
-				return m.GetGauge().GetValue(), true
+				return m
 			}
 		}
 	}
-	return 0, false
+	return nil
 }
 
 func histogramCountSum(t *testing.T, name string, labels map[string]string) (uint64, float64) {
@@ -444,19 +453,6 @@ func TestStatusWriteErrorsCounted(t *testing.T) {
 
 func counterValue(t *testing.T, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if testutil.LabelsMatch(m, labels) {
-				return m.GetCounter().GetValue(), true
-			}
-		}
-	}
-	return 0, false
+	m := sample(t, name, labels)
+	return m.GetCounter().GetValue(), m != nil
 }
