@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -110,7 +111,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 			}
 		}
 		for name, q := range a.queues {
-			s := SpecOfQueue(q)
+			s := convert.QueueSpec(q)
 			qd := QueueDump{
 				Name: name, Parent: s.Parent, Weight: s.Weight, Priority: s.Priority,
 				State: string(s.State), Reclaimable: s.Reclaimable,

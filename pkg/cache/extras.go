@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -118,7 +119,7 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	case u == nil:
 		return PreFilterOK, ""
 	}
-	req := podRequest(pod)
+	req := convert.PodRequest(pod)
 	if m := g.members[pod.UID]; m != nil {
 		req = m.request
 	}

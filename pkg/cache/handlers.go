@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -91,23 +91,6 @@ func slimStatuses(ss []v1.ContainerStatus) []v1.ContainerStatus {
 		out[i] = v1.ContainerStatus{Name: s.Name, Resources: s.Resources, AllocatedResources: s.AllocatedResources}
 	}
 	return out
-}
-
-// ListFrom converts a v1.ResourceList to the policy packages' vector.
-func ListFrom(rl v1.ResourceList) resources.List {
-	out := make(resources.List, len(rl))
-	for name, q := range rl {
-		if name == v1.ResourceCPU {
-			out[resources.CPU] = q.MilliValue()
-		} else {
-			out[string(name)] = q.Value()
-		}
-	}
-	return out
-}
-
-func podRequest(pod *v1.Pod) resources.List {
-	return ListFrom(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 }
 
 func phaseOf(pod *v1.Pod) gang.PodPhase {
@@ -298,7 +281,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	g := c.groupLocked(key)
 	m := g.members[pod.UID]
 	if m == nil {
-		m = &member{request: c.requests.intern(podRequest(pod))}
+		m = &member{request: c.requests.intern(convert.PodRequest(pod))}
 		g.members[pod.UID] = m
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
@@ -306,7 +289,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	} else {
 		g.counts.Add(m.state, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
-		if req := podRequest(pod); !req.Equal(m.request) {
+		if req := convert.PodRequest(pod); !req.Equal(m.request) {
 			m.request = c.requests.intern(req)
 			g.minRequestValid = false
 		}
@@ -414,7 +397,7 @@ func asPodGroup(obj any) *v1alpha1.PodGroup {
 func SpecFrom(pg *v1alpha1.PodGroup) gang.Spec {
 	s := gang.Spec{MinMember: pg.Spec.MinMember, ScheduleTimeoutSeconds: pg.Spec.ScheduleTimeoutSeconds}
 	if pg.Spec.MinResources != nil {
-		s.MinResources = ListFrom(pg.Spec.MinResources)
+		s.MinResources = convert.Resources(pg.Spec.MinResources)
 	}
 	return s
 }
@@ -504,7 +487,7 @@ func nodeAllocatable(obj any) (string, resources.List, bool) {
 	if n == nil {
 		return "", nil, false
 	}
-	return n.Name, ListFrom(n.Status.Allocatable), true
+	return n.Name, convert.Resources(n.Status.Allocatable), true
 }
 
 func (c *Cache) onNode(logger klog.Logger, obj any) {

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -29,7 +30,7 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	}
 	specs := make([]queue.Spec, 0, len(a.queues))
 	for _, q := range a.queues {
-		specs = append(specs, SpecOfQueue(q))
+		specs = append(specs, convert.QueueSpec(q))
 	}
 	a.tree = queue.BuildTree(specs)
 	for name := range a.queues {
@@ -38,25 +39,6 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 		a.sorting[name] = s
 	}
 	a.kickLocked()
-}
-
-// SpecOfQueue converts a Queue to the policy's view.
-func SpecOfQueue(q *qapi.Queue) queue.Spec {
-	s := queue.Spec{
-		Name:        q.Name,
-		Parent:      q.Spec.Parent,
-		Weight:      q.Spec.Weight,
-		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
-		Priority:    q.Spec.Priority,
-		State:       queue.State(q.Spec.State),
-	}
-	if q.Spec.Capability != nil {
-		s.Capability = ListFrom(q.Spec.Capability)
-	}
-	if q.Spec.Guarantee != nil {
-		s.Guarantee = ListFrom(q.Spec.Guarantee)
-	}
-	return s
 }
 
 func (c *Cache) onNamespace(obj any, deleted bool) {

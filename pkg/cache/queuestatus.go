@@ -8,12 +8,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -159,10 +159,10 @@ func (c *Cache) syncQueueStatus(ctx context.Context) {
 			n = &counts{}
 		}
 		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
-		st.Allocated = toResourceList(alloc[name])
+		st.Allocated = convert.ResourceList(alloc[name])
 		share := 0.0
 		if a.shares != nil {
-			st.Deserved = toResourceList(a.shares.Deserved(name))
+			st.Deserved = convert.ResourceList(a.shares.Deserved(name))
 			share = a.shares.Share(name)
 			st.Share = queue.FormatShare(share)
 		}
@@ -224,7 +224,7 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 	if a.Share != b.Share || a.Pending != b.Pending || a.Admitted != b.Admitted || a.Running != b.Running || a.Completed != b.Completed {
 		return false
 	}
-	if !ListFrom(a.Allocated).Equal(ListFrom(b.Allocated)) || !ListFrom(a.Deserved).Equal(ListFrom(b.Deserved)) {
+	if !convert.Resources(a.Allocated).Equal(convert.Resources(b.Allocated)) || !convert.Resources(a.Deserved).Equal(convert.Resources(b.Deserved)) {
 		return false
 	}
 	if len(a.Conditions) != len(b.Conditions) {
@@ -238,28 +238,3 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 	}
 	return true
 }
-
-// toResourceList converts back to API quantities for status.
-func toResourceList(l resources.List) v1.ResourceList {
-	if len(l) == 0 {
-		return nil
-	}
-	out := v1.ResourceList{}
-	for k, v := range l {
-		if v == 0 {
-			continue
-		}
-		if k == resources.CPU {
-			out[v1.ResourceCPU] = *resourceMilli(v)
-		} else {
-			out[v1.ResourceName(k)] = *resourceInt(v)
-		}
-	}
-	return out
-}
-
-func resourceMilli(v int64) *resource.Quantity {
-	return resource.NewMilliQuantity(v, resource.DecimalSI)
-}
-
-func resourceInt(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }

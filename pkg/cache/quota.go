@@ -1,11 +1,9 @@
 package cache
 
 import (
-	"strings"
-
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -35,7 +33,7 @@ func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 			if hard == nil {
 				hard = q.Spec.Hard
 			}
-			quotas = append(quotas, queue.Quota{Name: q.Name, Hard: quotaList(hard), Used: quotaList(q.Status.Used)})
+			quotas = append(quotas, queue.Quota{Name: q.Name, Hard: convert.QuotaResources(hard), Used: convert.QuotaResources(q.Status.Used)})
 		}
 		if ok, msg := queue.FitsQuotas(ns, quotas, g.Request, own, extra[ns]); !ok {
 			return false, msg
@@ -43,40 +41,6 @@ func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 		extra[ns] = extra[ns].Add(g.Request)
 		return true, ""
 	}
-}
-
-// quotaList converts a ResourceQuota's amounts to request resource names,
-// dropping what does not limit requests (limits.*, counts).
-func quotaList(rl v1.ResourceList) resources.List {
-	out := resources.List{}
-	for name, q := range rl {
-		res, ok := quotaResource(name)
-		if !ok {
-			continue
-		}
-		if res == resources.CPU {
-			out[res] = q.MilliValue()
-		} else {
-			out[res] = q.Value()
-		}
-	}
-	return out
-}
-
-// quotaResource maps a ResourceQuota resource name to the request it limits.
-func quotaResource(name v1.ResourceName) (string, bool) {
-	n := string(name)
-	switch {
-	case strings.HasPrefix(n, "requests."):
-		n = strings.TrimPrefix(n, "requests.")
-	case n == "cpu" || n == "memory" || n == "ephemeral-storage":
-	default:
-		return "", false
-	}
-	if n == "cpu" {
-		return resources.CPU, true
-	}
-	return n, true
 }
 
 func (c *Cache) unitNamespaceLocked(u *unit) string {
@@ -89,7 +53,7 @@ func (c *Cache) unitNamespaceLocked(u *unit) string {
 // unitChargedLocked sums the requests of the unit's unfinished pods.
 func (c *Cache) unitChargedLocked(u *unit) resources.List {
 	if u.gang == nil {
-		return podRequest(u.pod)
+		return convert.PodRequest(u.pod)
 	}
 	out := resources.List{}
 	for _, m := range u.gang.members {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -102,7 +103,7 @@ func (c *Cache) preemptorUnitLocked(pod *v1.Pod) *unit {
 // preemptorLocked describes pod's group as a preemptor.
 func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 	a := c.adm
-	first := podRequest(pod)
+	first := convert.PodRequest(pod)
 	key, labelled := GroupKeyOf(pod)
 	if !labelled {
 		u := a.units[podUnitKey(pod)]

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -50,7 +51,7 @@ func TestPodRequestLocked(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			want := podRequest(pod)
+			want := convert.PodRequest(pod)
 			got := c.podRequestLocked(pod, nil)
 			if !got.Equal(want) {
 				t.Fatalf("podRequestLocked = %v, podRequest = %v", got, want)

@@ -3,6 +3,7 @@ package cache
 import (
 	"testing"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,7 +82,7 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			slim := obj.(*v1.Pod)
-			if got, want := podRequest(slim), podRequest(full); !equality.Semantic.DeepEqual(got, want) {
+			if got, want := convert.PodRequest(slim), convert.PodRequest(full); !equality.Semantic.DeepEqual(got, want) {
 				t.Errorf("request %v after slimming, want %v", got, want)
 			}
 			if phaseOf(slim) != phaseOf(full) || podPriority(slim) != podPriority(full) {

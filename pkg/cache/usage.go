@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -296,7 +297,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	return act
 }
 
-// podRequestLocked is podRequest(pod), reusing the previous account's list
+// podRequestLocked is convert.PodRequest(pod), reusing the previous account's list
 // when the request did not change (a bind, a status update): the common
 // shape (containers only, no init containers, overhead or pod-level
 // resources) is summed into a scratch list and compared, without the
@@ -304,13 +305,13 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
 	spec := &pod.Spec
 	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
-		return c.requests.intern(podRequest(pod))
+		return c.requests.intern(convert.PodRequest(pod))
 	}
 	a := c.adm
 	if a.scratch == nil {
 		a.scratch, a.scratchQ = resources.List{}, v1.ResourceList{}
 	}
-	// Summed as Quantities and converted once, as ListFrom(PodRequests)
+	// Summed as Quantities and converted once, as convert.Resources(PodRequests)
 	// does, so rounding of fractional amounts is the same.
 	clear(a.scratchQ)
 	for i := range spec.Containers {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	policy "github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -115,7 +116,7 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.Skip)
 	}
 	nodeInfos := pl.handle.SnapshotSharedLister().NodeInfos()
-	names, req := denseRequest(cache.PodRequest(pod))
+	names, req := denseRequest(convert.PodRequest(pod))
 	siblings := map[string]int{}
 	var all []fwk.NodeInfo
 	if scan {
@@ -205,10 +206,10 @@ func (b *nodeBuf) node(ni fwk.NodeInfo, keys, names []string) policy.Node {
 	}
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	for _, name := range names {
-		amounts = append(amounts, cache.AmountOf(alloc, name))
+		amounts = append(amounts, convert.Amount(alloc, name))
 	}
 	for i, name := range names {
-		amounts = append(amounts, amounts[i]-cache.AmountOf(used, name))
+		amounts = append(amounts, amounts[i]-convert.Amount(used, name))
 	}
 	r := len(names)
 	return policy.Node{Domains: domains, Allocatable: amounts[:r:r], Free: amounts[r:]}

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -300,10 +301,10 @@ func (pl *Reclaim) usable(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 // nomination. The pod's own gang is not subtracted: its members are the
 // plan's members already.
 func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, leaving, gone map[types.UID]bool) resources.List {
-	free := cache.FreeOf(n)
+	free := convert.NodeFree(n)
 	for _, pi := range n.GetPods() {
 		if q := pi.GetPod(); q.DeletionTimestamp != nil || leaving[q.UID] {
-			free.Add(cache.PodRequest(q))
+			free.Add(convert.PodRequest(q))
 			gone[q.UID] = true
 		}
 	}
@@ -316,7 +317,7 @@ func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, 
 		if k, ok := cache.GroupKeyOf(q); ok && inGang && k == group {
 			continue
 		}
-		free.Sub(cache.PodRequest(q))
+		free.Sub(convert.PodRequest(q))
 	}
 	return free
 }
