@@ -80,6 +80,11 @@ type admissionState struct {
 	quotas  corelisters.ResourceQuotaLister
 	// feas is the cache's per-node room, which pod accounts feed.
 	feas *feasibleState
+	// nominated holds our unbound pods whose status names a nominated
+	// node, and clearing those whose nomination is being removed
+	// (noticePendingLocked).
+	nominated map[types.UID]*v1.Pod
+	clearing  map[types.UID]bool
 	// scratch and scratchQ are podRequestLocked's working lists (guarded
 	// by Cache.mu).
 	scratch  resources.List
@@ -361,6 +366,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 // pass never examined. O(pending groups); the Event is written once per change.
 func (c *Cache) noticePendingLocked() {
 	a := c.adm
+	c.clearStaleNominationsLocked()
 	for key, u := range a.units {
 		if u.admitted {
 			continue
@@ -405,4 +411,52 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 		return false, decisionMessage(u, d)
 	}
 	return false, "waiting for admission"
+}
+
+// trackNominationLocked keeps a.nominated current for one pod event. O(1).
+func (c *Cache) trackNominationLocked(pod *v1.Pod, deleted bool) {
+	a := c.adm
+	if !deleted && pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != "" && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed && a.ours(pod) {
+		if a.nominated == nil {
+			a.nominated = map[types.UID]*v1.Pod{}
+		}
+		if a.nominated[pod.UID] != pod {
+			// A new version: a write for the old one fails its
+			// resourceVersion precondition, so this one is decided anew.
+			delete(a.clearing, pod.UID)
+		}
+		a.nominated[pod.UID] = pod
+		return
+	}
+	delete(a.nominated, pod.UID)
+	delete(a.clearing, pod.UID)
+}
+
+// clearStaleNominationsLocked queues the removal of the nominated node of
+// every pod whose unit is not admitted. Such a pod is gated in PreEnqueue,
+// so it runs no scheduling cycle that would use or drop the nomination, yet
+// kube-scheduler keeps counting the room it names as taken for every pod of
+// lower priority: a gang that lost its admission (or a pod preempted for
+// before a restart and refused since) held that room for as long as it
+// waited. O(nominated pods).
+func (c *Cache) clearStaleNominationsLocked() {
+	a := c.adm
+	for uid, pod := range a.nominated {
+		acct := a.pods[uid]
+		if acct == nil || a.clearing[uid] {
+			continue
+		}
+		if u := a.units[acct.unit]; u == nil || u.admitted {
+			continue
+		}
+		select {
+		case a.writes <- admissionWrite{clearNomination: true, pod: pod}:
+			if a.clearing == nil {
+				a.clearing = map[types.UID]bool{}
+			}
+			a.clearing[uid] = true
+		default: // the writer is behind; the next period queues it again
+		}
+	}
 }

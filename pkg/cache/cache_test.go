@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -50,7 +51,11 @@ type fakeHandle struct {
 	// actions holds every recorded Event's action, in order; not cleared
 	// by recorded.
 	actions []string
+	// cs is ClientSet's answer, for the tests that write pods.
+	cs kubernetes.Interface
 }
+
+func (h *fakeHandle) ClientSet() kubernetes.Interface { return h.cs }
 
 func newFakeHandle() *fakeHandle {
 	return &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}

@@ -76,7 +76,7 @@ var (
 	statusWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      metricsNamespace,
 		Name:           "status_write_errors_total",
-		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations and Queue status, by object.",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status and stale pod nominations, by object.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 
@@ -88,6 +88,7 @@ const (
 	WritePodGroupStatus     = "podgroup_status"
 	WritePodGroupAnnotation = "podgroup_annotation"
 	WriteQueueStatus        = "queue_status"
+	WritePodNomination      = "pod_nomination"
 )
 
 // RegisterMetrics registers Caldera's metrics in legacyregistry; calls after
@@ -102,7 +103,7 @@ func RegisterMetrics() {
 		for _, r := range []string{RejectUnschedulable, RejectPermitTimeout, RejectPermitRejected, RejectBindFailure, RejectTooLarge, RejectPodGroupDeleted} {
 			gangRejections.WithLabelValues(r)
 		}
-		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus} {
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination} {
 			statusWriteErrors.WithLabelValues(o)
 		}
 	})

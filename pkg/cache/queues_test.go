@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -1395,5 +1396,58 @@ func TestAdmissionActionPerCheck(t *testing.T) {
 	}
 	if a := admissionAction(true, queue.CheckNone); a != "Admission" {
 		t.Errorf("an admission's action is %q", a)
+	}
+}
+
+// A pod whose unit is not admitted loses the nominated node its status
+// names: gated in PreEnqueue, it runs no cycle that would use or drop it,
+// and kube-scheduler would keep that room from every pod of lower priority
+// for as long as the unit waits (harness seed 65: a gang of 5-cpu pods,
+// preempted for before a restart and refused by fair share since, kept a
+// node's room from another queue's gang). An admitted pod keeps its own.
+func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
+	ctx := context.Background()
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("2")))
+	c.onNode(logger, mkNode("n1", "16"))
+	kube := kubefake.NewClientset()
+	h.cs = kube
+	nominated := func(p *v1.Pod) { p.Status.NominatedNodeName = "n1" }
+	running := single("ns", "running", inQueue("q"), boundTo("n1"), cpu("1"))
+	waiting := single("ns", "waiting", inQueue("q"), cpu("2"), nominated, createdAt(t0.Add(time.Hour)))
+	fits := single("ns", "fits", inQueue("q"), cpu("1"), nominated)
+	for _, p := range []*v1.Pod{running, fits, waiting} {
+		if _, err := kube.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{ok: true}, fits)
+	if ok, _ := c.Admitted(waiting); ok {
+		t.Fatal("the 2-cpu pod was admitted past its queue's capability")
+	}
+	kube.ClearActions()
+	c.writeAdmissions(ctx)
+	var patched []string
+	for _, a := range kube.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && p.GetSubresource() == "status" {
+			patched = append(patched, p.GetName())
+		}
+	}
+	if !slices.Equal(patched, []string{"waiting"}) {
+		t.Fatalf("pod status patches %v, want the refused pod's alone", patched)
+	}
+	got, err := kube.CoreV1().Pods("ns").Get(ctx, "waiting", metav1.GetOptions{})
+	if err != nil || got.Status.NominatedNodeName != "" {
+		t.Fatalf("the refused pod's nomination after the write: %q, %v", got.Status.NominatedNodeName, err)
+	}
+	// Written once: until the pod's update arrives, the next period does
+	// not write again; after it, there is nothing left to clear.
+	kube.ClearActions()
+	c.writeAdmissions(ctx)
+	podEvent(c, got)
+	c.writeAdmissions(ctx)
+	if n := len(kube.Actions()); n != 0 {
+		t.Errorf("%d more writes after the nomination was cleared", n)
 	}
 }

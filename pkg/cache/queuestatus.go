@@ -31,8 +31,11 @@ type admissionWrite struct {
 	// unadmit: remove the admitted-at annotation of a released gang.
 	unadmit bool
 	// check is the admission check a refused unit failed.
-	check   queue.Check
-	message string
+	check queue.Check
+	// clearNomination: remove pod's nominated node (its unit is not
+	// admitted); nothing else is written.
+	clearNomination bool
+	message         string
 }
 
 // admissionAction is the Event's action for a decision: the check a refused
@@ -70,6 +73,10 @@ func (c *Cache) writeAdmissions(ctx context.Context) {
 
 func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 	logger := klog.FromContext(ctx)
+	if w.clearNomination {
+		c.clearNomination(ctx, w.pod)
+		return
+	}
 	if w.pg != nil {
 		if pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name); err != nil || pg.UID != w.uid {
 			return // gone, or another object by now
@@ -237,4 +244,37 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 		}
 	}
 	return true
+}
+
+// clearNomination removes pod's status.nominatedNodeName if its unit is
+// still not admitted. The uid and resourceVersion in the patch are
+// preconditions: a pod recreated under the name, or one that changed since
+// (re-admitted and nominated afresh by a new plan), is left alone.
+func (c *Cache) clearNomination(ctx context.Context, pod *v1.Pod) {
+	c.mu.RLock()
+	stale := false
+	if a := c.adm; a.nominated[pod.UID] == pod {
+		if acct := a.pods[pod.UID]; acct != nil {
+			u := a.units[acct.unit]
+			stale = u != nil && !u.admitted
+		}
+	}
+	c.mu.RUnlock()
+	if !stale {
+		c.mu.Lock()
+		delete(c.adm.clearing, pod.UID)
+		c.mu.Unlock()
+		return
+	}
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q},"status":{"nominatedNodeName":null}}`, pod.UID, pod.ResourceVersion)
+	_, err := c.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		klog.FromContext(ctx).V(3).Info("Cleared the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
+		return
+	}
+	statusWriteErrors.WithLabelValues(WritePodNomination).Inc()
+	klog.FromContext(ctx).Error(err, "Cannot clear the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod))
+	c.mu.Lock()
+	delete(c.adm.clearing, pod.UID) // queued again at the next period
+	c.mu.Unlock()
 }

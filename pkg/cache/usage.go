@@ -178,6 +178,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
+	c.trackNominationLocked(pod, deleted)
 	if pod.Spec.NodeName != "" || deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		// Bound (added to allocated below, under the same lock) or gone.
 		a.extras.drop(pod.UID)
