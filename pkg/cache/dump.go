@@ -56,6 +56,11 @@ type QueueDump struct {
 	Share       float64        `json:"share"`
 	// Pending is how many groups of the queue wait for admission.
 	Pending int `json:"pending"`
+	// Order is the queue's pending units in the order the next admission
+	// pass examines them (pg:ns/name for a gang, pod:ns/name for a pod
+	// outside any gang); units short of members, and those whose request
+	// alone can never fit the queue, are not listed.
+	Order []string `json:"order,omitempty"`
 }
 
 // GroupDump is one group.
@@ -117,6 +122,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 				State: string(s.State), Reclaimable: s.Reclaimable,
 				Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
 				Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
+				Order: a.pending.Order(name),
 			}
 			if u := a.usage[name]; u != nil {
 				qd.Inflight = u.inflight.Clone()

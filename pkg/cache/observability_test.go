@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,6 +294,30 @@ func TestDump(t *testing.T) {
 	g = dumpOf(t, c)["groups"].([]any)[0].(map[string]any)
 	if g["backoffUntil"] == nil || !strings.Contains(g["unschedulable"].(string), "no fit") {
 		t.Errorf("group after a release = %v, want backoffUntil and the reason", g)
+	}
+}
+
+// The dump lists each queue's pending units in the order the next pass
+// examines them: priority, then creation time.
+func TestDumpQueueOrder(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("oq", capability("3")))
+	c.onNode(logger, mkNode("n1", "16"))
+	podEvent(c, single("ns", "running", inQueue("oq"), boundTo("n1"), cpu("2")))
+	for _, p := range []*v1.Pod{
+		single("ns", "late", inQueue("oq"), cpu("2"), createdAt(t0)),
+		single("ns", "early", inQueue("oq"), cpu("2"), createdAt(t0.Add(-time.Hour))),
+		single("ns", "urgent", inQueue("oq"), cpu("2"), priority(10), createdAt(t0.Add(time.Hour))),
+	} {
+		podEvent(c, p)
+	}
+	pass(c, t0.Add(2*time.Hour))
+	q := dumpOf(t, c)["queues"].([]any)[0].(map[string]any)
+	var order []string
+	for _, k := range q["order"].([]any) {
+		order = append(order, k.(string))
+	}
+	if want := []string{"pod:ns/urgent", "pod:ns/early", "pod:ns/late"}; !slices.Equal(order, want) {
+		t.Errorf("queue order %v, want %v", order, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"slices"
 	"time"
 
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -253,6 +254,34 @@ func (p *Pending) Queues() []string {
 	out := make([]string, 0, len(p.queues))
 	for name := range p.queues {
 		out = append(out, name)
+	}
+	return out
+}
+
+// Order returns the keys of the named queue's ready groups in the order an
+// admission pass examines them: priority (higher first), creation time,
+// key. Groups short of members, and parked ones (whose request alone can
+// never fit the queue's limits), are not examined and not listed. It sorts
+// a copy of the queue's heap, O(n log n): for dumps and tools, not for a hot
+// path.
+func (p *Pending) Order(queue string) []string {
+	q := p.queues[queue]
+	if q == nil || len(q.heap) == 0 {
+		return nil
+	}
+	entries := slices.Clone(q.heap)
+	slices.SortFunc(entries, func(a, b *entry) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.g.Key
 	}
 	return out
 }

@@ -13,7 +13,7 @@ import (
 
 func TestPendingSetDelete(t *testing.T) {
 	p := NewPending()
-	if p.Len() != 0 || p.QueueLen("q") != 0 || len(p.Queues()) != 0 || p.PendingRequest("q") != nil {
+	if p.Len() != 0 || p.QueueLen("q") != 0 || len(p.Queues()) != 0 || p.PendingRequest("q") != nil || p.Order("q") != nil {
 		t.Fatal("a new Pending is not empty")
 	}
 	p.Set(grp("ns/a", "q", 0, resources.List{resources.CPU: 1000, "memory": 10}))
@@ -180,5 +180,9 @@ func checkHeap(t *testing.T, p *Pending, queue string, live map[string]Group) {
 	}
 	if !reflect.DeepEqual(got, keys) {
 		t.Fatalf("queue %s pops %v, want %v", queue, got, keys)
+	}
+	// Order lists the same, without touching the heap.
+	if order := p.Order(queue); !reflect.DeepEqual(order, keys) && (len(order) != 0 || len(keys) != 0) {
+		t.Fatalf("queue %s: Order %v, want %v", queue, order, keys)
 	}
 }
