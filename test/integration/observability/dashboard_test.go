@@ -93,16 +93,17 @@ func TestDashboardAndAlertsQueryExportedMetrics(t *testing.T) {
 			t.Errorf("%s (queried by %v) is not on the scheduler's /metrics", m, want[m])
 		}
 	}
-	// The no-leader alert selects the Lease by name: the series it reads
-	// must carry it, and say this replica leads.
+	// The no-leader alert selects kube-scheduler's elector by name (it is
+	// "kube-scheduler" whatever the Lease): the series it reads must carry
+	// it, and say this replica leads.
 	families := scrape(t, s)
 	led := false
 	for _, m := range families["leader_election_master_status"].GetMetric() {
-		if testutil.LabelsMatch(m, map[string]string{"name": "caldera-scheduler"}) && m.GetGauge().GetValue() == 1 {
+		if testutil.LabelsMatch(m, map[string]string{"name": "kube-scheduler"}) && m.GetGauge().GetValue() == 1 {
 			led = true
 		}
 	}
 	if !led {
-		t.Errorf("no leader_election_master_status{name=\"caldera-scheduler\"} = 1 on the leader: %v", families["leader_election_master_status"])
+		t.Errorf("no leader_election_master_status{name=\"kube-scheduler\"} = 1 on the leader: %v", families["leader_election_master_status"])
 	}
 }
