@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +64,8 @@ type Scheduler struct {
 	done      chan struct{}
 	err       error // set before done is closed
 	cancelled bool  // set before done is closed: app.Run returned after Stop
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // StartScheduler sets the scheduler up from o, runs it until Stop and waits
@@ -159,8 +162,15 @@ func (s *Scheduler) Err() error { return s.err }
 // Stop cancels the scheduler, waits for app.Run to return and releases the
 // process-global configz entry so that another scheduler can start. It
 // returns an error when app.Run does not return in time, or returned before
-// Stop (the scheduler had died). It is idempotent.
+// Stop (the scheduler had died). It is idempotent: a second call returns the
+// first one's result and, above all, does not release the configz entry of
+// a scheduler started since.
 func (s *Scheduler) Stop() error {
+	s.stopOnce.Do(func() { s.stopErr = s.stop() })
+	return s.stopErr
+}
+
+func (s *Scheduler) stop() error {
 	s.cancel()
 	select {
 	case <-s.done:
