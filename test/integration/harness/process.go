@@ -217,6 +217,7 @@ func (p *SchedulerProcess) waitReady(ctx context.Context) error {
 		// is read over it.
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		Timeout:         2 * time.Second,
+		QPS:             -1, // polls, not load: no client-side rate limit
 		ContentConfig:   rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()},
 	})
 	if err != nil {
