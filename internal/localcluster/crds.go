@@ -90,7 +90,7 @@ func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 			return nil, fmt.Errorf("%s: expected only apiextensions.k8s.io/v1 CustomResourceDefinitions, found %s %s", path, meta.APIVersion, meta.Kind)
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+		if err := decodeStrict(doc, crd); err != nil {
 			return nil, fmt.Errorf("decoding CRD in %s: %w", path, err)
 		}
 		out = append(out, crd)

@@ -52,18 +52,19 @@ type PluginArgs struct {
 }
 
 // ReadSchedulerConfig decodes the kubescheduler.config.k8s.io/v1
-// KubeSchedulerConfiguration at path, strictly: a field kube-scheduler
-// does not know is an error here, as kube-scheduler would report it, rather
-// than dropped (which a lenient decode into the typed struct would do,
-// silently running another configuration than the file says). Plugin args
-// stay raw JSON: their plugins decode them.
+// KubeSchedulerConfiguration at path strictly, as kube-scheduler does: a
+// field it does not know (or a key in the wrong case, or twice) is an error
+// here, as kube-scheduler would report it, rather than dropped by a lenient
+// decode into the typed struct, which would silently run another
+// configuration than the file says. Plugin args stay raw JSON: their
+// plugins decode them.
 func ReadSchedulerConfig(path string) (*configv1.KubeSchedulerConfiguration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading scheduler config: %w", err)
 	}
 	cfg := &configv1.KubeSchedulerConfiguration{}
-	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+	if err := decodeStrict(data, cfg); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	if want := configv1.SchemeGroupVersion.String(); cfg.APIVersion != want || cfg.Kind != "KubeSchedulerConfiguration" {
@@ -259,7 +260,7 @@ func EditAsMap(cfg *configv1.KubeSchedulerConfiguration, edit func(map[string]an
 		return fmt.Errorf("encoding the edited configuration: %w", err)
 	}
 	edited := &configv1.KubeSchedulerConfiguration{}
-	if err := yaml.UnmarshalStrict(data, edited); err != nil {
+	if err := decodeStrict(data, edited); err != nil {
 		return fmt.Errorf("decoding the edited configuration: %w", err)
 	}
 	*cfg = *edited

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
 // readyzInterval is how often WaitReadyz (and the waits after it) poll.
@@ -107,4 +109,21 @@ func RepoRoot() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("cannot find the Caldera repository (%s) above the working directory or the executable", repoMarker)
+}
+
+// decodeStrict decodes YAML (or JSON) data into obj as the Kubernetes API
+// machinery decodes a file it is strict about: field names match case
+// sensitively, and an unknown or duplicate field is an error. A lenient
+// decode would drop such a field, so that the component would run another
+// configuration than the file says.
+func decodeStrict(data []byte, obj any) error {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(js, obj)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strictErrs...)
 }
