@@ -49,8 +49,9 @@ unit:
 	$(GO) test -race -count=1 $(POLICY_PKGS)
 	$(GO) test -count=1 ./pkg/apis/...
 
+# internal/localcluster's own test starts a cluster too, so it runs here.
 integration:
-	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./internal/... ./test/integration/...
 
 ## test-random: the randomized invariant harness (test/integration/random)
 ## over SEEDS seeds from SEED (default: 10 seeds from the current time; `make
