@@ -40,15 +40,20 @@ type SchedulerConfigChanges struct {
 // the configuration's timing, or a retry period of DefaultRetryPeriod when
 // it sets none and DefaultRetryPeriod is not zero.
 type LeaderElection struct {
-	ResourceName       string
-	ResourceNamespace  string
+	// ResourceName and ResourceNamespace name the Lease.
+	ResourceName      string
+	ResourceNamespace string
+	// DefaultRetryPeriod is the retry period where the configuration sets
+	// none (zero: kube-scheduler's default).
 	DefaultRetryPeriod time.Duration
 }
 
 // PluginArgs are arguments to merge into a plugin's pluginConfig.
 type PluginArgs struct {
+	// Plugin is the plugin's name in pluginConfig.
 	Plugin string
-	Args   map[string]any
+	// Args are JSON-style values (maps, slices, strings, numbers, bools).
+	Args map[string]any
 }
 
 // ReadSchedulerConfig decodes the kubescheduler.config.k8s.io/v1
