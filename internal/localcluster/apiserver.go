@@ -70,7 +70,11 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		if api != nil {
 			api.cancel()
-			<-api.done
+			select {
+			case <-api.done:
+			case <-time.After(apiserverStopTimeout):
+				err = fmt.Errorf("%w; and it did not stop within %v", err, apiserverStopTimeout)
+			}
 		}
 		return err
 	}
