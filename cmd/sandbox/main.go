@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/internal/localcluster"
 )
 
 type sandboxOptions struct {
@@ -100,7 +102,7 @@ func (o *sandboxOptions) complete() error {
 		}
 	}
 	if o.schedulerConfig == "" || o.crdDir == "" {
-		root, err := repoRoot()
+		root, err := localcluster.RepoRoot()
 		if err != nil {
 			return fmt.Errorf("%w: pass --scheduler-config and --crds, or run from inside the Caldera repository", err)
 		}
@@ -112,31 +114,6 @@ func (o *sandboxOptions) complete() error {
 		}
 	}
 	return nil
-}
-
-// repoRoot finds the Caldera repository above the working directory, then
-// above the executable.
-func repoRoot() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "manifests", "scheduler", "config.yaml")); err == nil {
-				return dir, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", errors.New("cannot find the Caldera repository (manifests/scheduler/config.yaml)")
 }
 
 // setupLogging sends klog (apiserver, scheduler) to --log-file or nowhere;
@@ -168,6 +145,10 @@ func setupLogging(o sandboxOptions) (io.Closer, error) {
 
 var logOutput io.Writer = io.Discard
 
+// kubeconfigName names the cluster, user and context of the sandbox's
+// kubeconfigs.
+const kubeconfigName = "caldera-sandbox"
+
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
@@ -190,38 +171,32 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 		}
 	}()
 
-	etcd, etcdURL, err := startEtcd(tmp)
+	// The control plane outlives everything that talks to it: it stops
+	// last, and not before the scheduler and KWOK have.
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Dir:            tmp,
+		APIServerFlags: []string{"--authorization-mode=RBAC"},
+	})
 	if err != nil {
 		return err
 	}
-	defer etcd.Close()
-
-	// The apiserver outlives everything that talks to it.
-	apiCtx, stopAPI := context.WithCancel(context.Background())
-	api, err := startAPIServer(apiCtx, tmp, etcdURL)
 	defer func() {
-		stopAPI()
-		if api != nil {
-			select {
-			case <-api.done:
-			case <-time.After(30 * time.Second):
-				fmt.Fprintln(os.Stderr, "caldera-sandbox: kube-apiserver did not stop within 30s")
-			}
+		if stopErr := cluster.Stop(); stopErr != nil {
+			fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
 		}
 	}()
-	if err != nil {
-		return err
-	}
+	api := cluster.APIServer()
+	adminConfig := cluster.Config()
 
 	internalKubeconfig := filepath.Join(tmp, "kubeconfig")
-	if err := writeKubeconfig(api.Config, internalKubeconfig); err != nil {
+	if err := localcluster.WriteKubeconfig(adminConfig, kubeconfigName, internalKubeconfig); err != nil {
 		return err
 	}
-	c, err := newClients(api.Config)
+	c, err := newClients(adminConfig)
 	if err != nil {
 		return err
 	}
-	if err := c.installCRDs(ctx, o.crdDir); err != nil {
+	if _, err := localcluster.InstallCRDs(ctx, adminConfig, o.crdDir); err != nil {
 		return err
 	}
 
@@ -233,20 +208,24 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != ""); err != nil {
 		return err
 	}
-	sched, err := startScheduler(workCtx, o.schedulerConfig, internalKubeconfig, filepath.Join(tmp, "scheduler-config.yaml"))
-	defer func() {
-		stopWork()
-		if sched != nil {
-			select {
-			case <-sched.done:
-			case <-time.After(30 * time.Second):
-				fmt.Fprintln(os.Stderr, "caldera-sandbox: scheduler did not stop within 30s")
-			}
-		}
-	}()
+	schedConfig := filepath.Join(tmp, "scheduler-config.yaml")
+	if err := localcluster.RewriteSchedulerConfig(o.schedulerConfig, schedConfig, localcluster.SchedulerConfigChanges{
+		Kubeconfig: internalKubeconfig,
+		QPS:        500,
+		Burst:      1000,
+	}); err != nil {
+		return err
+	}
+	sched, err := localcluster.StartScheduler(workCtx, localcluster.SchedulerOptions{ConfigFile: schedConfig, Kubeconfig: internalKubeconfig})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		stopWork()
+		if stopErr := sched.Stop(); stopErr != nil {
+			fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
+		}
+	}()
 	if err := c.waitNodesReady(ctx, o); err != nil {
 		return err
 	}
@@ -258,7 +237,7 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if abs, err := filepath.Abs(kubeconfig); err == nil {
 		kubeconfig = abs
 	}
-	if err := writeKubeconfig(api.Config, kubeconfig); err != nil {
+	if err := localcluster.WriteKubeconfig(adminConfig, kubeconfigName, kubeconfig); err != nil {
 		return err
 	}
 	if removeKubeconfig {
@@ -278,10 +257,10 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	}
 	select {
 	case <-ctx.Done():
-	case <-sched.done:
-		return fmt.Errorf("scheduler stopped: %v", sched.err)
-	case <-api.done:
-		return fmt.Errorf("kube-apiserver stopped: %v", api.err)
+	case <-sched.Done():
+		return fmt.Errorf("scheduler stopped: %v", sched.Err())
+	case <-api.Done():
+		return fmt.Errorf("kube-apiserver stopped: %v", api.Err())
 	}
 	if !o.quiet {
 		fmt.Fprintln(os.Stderr, "caldera-sandbox: shutting down")

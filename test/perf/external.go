@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/caldera-sched/caldera/internal/localcluster"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -91,20 +90,9 @@ func (e *External) start(t *testing.T, env *harness.Env) (*schedulerProc, error)
 // writeExternalConfig rewrites the configuration at src to reach the
 // cluster through kubeconfig, with leader election off and QPS raised.
 func writeExternalConfig(src, kubeconfig, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	cfg := map[string]any{}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return fmt.Errorf("%s: %w", src, err)
-	}
-	_ = raiseQPS(cfg)
-	cfg["clientConnection"].(map[string]any)["kubeconfig"] = kubeconfig
-	cfg["leaderElection"] = map[string]any{"leaderElect": false}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, out, 0o600)
+	return localcluster.RewriteSchedulerConfig(src, dst, localcluster.SchedulerConfigChanges{
+		Kubeconfig: kubeconfig,
+		QPS:        schedulerQPS,
+		Burst:      schedulerQPS,
+	})
 }

@@ -72,16 +72,7 @@ type Profile struct {
 }
 
 // raiseQPS sets the scheduler's client QPS and burst to schedulerQPS.
-func raiseQPS(cfg map[string]any) error {
-	conn, _ := cfg["clientConnection"].(map[string]any)
-	if conn == nil {
-		conn = map[string]any{}
-		cfg["clientConnection"] = conn
-	}
-	conn["qps"] = schedulerQPS
-	conn["burst"] = schedulerQPS
-	return nil
-}
+var raiseQPS = harness.WithSchedulerQPS(schedulerQPS, schedulerQPS)
 
 // defaultConfig is the default-profile configuration shipped in testdata.
 func defaultConfig(repoRoot string) string {
@@ -96,7 +87,7 @@ func Profiles() []Profile {
 			SchedulerName: "default-scheduler",
 			Gang:          GangNone,
 			schedulerOptions: func(root string) []harness.SchedulerOption {
-				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), harness.WithConfigEdit(raiseQPS)}
+				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS}
 			},
 		},
 		{
@@ -105,7 +96,7 @@ func Profiles() []Profile {
 			Gang:          GangCaldera,
 			schedulerOptions: func(string) []harness.SchedulerOption {
 				// manifests/scheduler/config.yaml as shipped, QPS raised.
-				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS)}
+				return []harness.SchedulerOption{raiseQPS}
 			},
 		},
 		{
@@ -114,7 +105,7 @@ func Profiles() []Profile {
 			Gang:          GangCaldera,
 			schedulerOptions: func(string) []harness.SchedulerOption {
 				return []harness.SchedulerOption{
-					harness.WithConfigEdit(raiseQPS),
+					raiseQPS,
 					harness.WithPluginArgs("CalderaEnqueue", map[string]any{"admitSingletons": false}),
 				}
 			},
@@ -125,7 +116,7 @@ func Profiles() []Profile {
 			Gang:          GangCaldera,
 			schedulerOptions: func(string) []harness.SchedulerOption {
 				return []harness.SchedulerOption{
-					harness.WithConfigEdit(raiseQPS),
+					raiseQPS,
 					harness.WithoutPlugin("CalderaGangPlacement"),
 				}
 			},
@@ -139,7 +130,7 @@ func Profiles() []Profile {
 			// scheduler alike.
 			envOptions: []harness.EnvOption{harness.WithAPIServerFlags("--feature-gates=" + noNominationGates)},
 			schedulerOptions: func(string) []harness.SchedulerOption {
-				return []harness.SchedulerOption{harness.WithConfigEdit(raiseQPS), harness.WithFeatureGates(noNominationGates)}
+				return []harness.SchedulerOption{raiseQPS, harness.WithFeatureGates(noNominationGates)}
 			},
 		},
 		{
@@ -157,7 +148,7 @@ func Profiles() []Profile {
 			)},
 			schedulerOptions: func(root string) []harness.SchedulerOption {
 				return []harness.SchedulerOption{
-					harness.WithConfigFile(defaultConfig(root)), harness.WithConfigEdit(raiseQPS),
+					harness.WithConfigFile(defaultConfig(root)), raiseQPS,
 					harness.WithFeatureGates(upstreamGates),
 				}
 			},

@@ -3,10 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/cli"
 
+	"github.com/caldera-sched/caldera/internal/localcluster"
 	"github.com/caldera-sched/caldera/pkg/command"
 )
 
@@ -91,10 +90,11 @@ func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *Sche
 	if err := e.writeSchedulerConfig(settings, p.ConfigFile); err != nil {
 		t.Fatalf("preparing scheduler config from %s: %v", settings.configFile, err)
 	}
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := ports[0]
 	p.Port = port
 
 	logFile, err := os.Create(p.LogFile)
@@ -211,49 +211,26 @@ func (p *SchedulerProcess) logTail(t testing.TB) {
 // waitReady polls /readyz until it answers 200; it fails early when the
 // process exits.
 func (p *SchedulerProcess) waitReady(ctx context.Context) error {
-	client := &http.Client{
-		Timeout: 2 * time.Second,
+	client, err := rest.UnversionedRESTClientFor(&rest.Config{
+		Host: fmt.Sprintf("https://127.0.0.1:%d", p.Port),
 		// The scheduler's serving certificate is self-signed; only readiness
 		// is read over it.
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		Timeout:         2 * time.Second,
+		QPS:             -1, // polls, not load: no client-side rate limit
+		ContentConfig:   rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()},
+	})
+	if err != nil {
+		return err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.Port)
-	deadline := time.Now().Add(startTimeout)
-	last := ""
-	for time.Now().Before(deadline) {
+	return localcluster.WaitReadyz(ctx, client, startTimeout, func() error {
 		select {
 		case <-p.done:
 			return fmt.Errorf("the process exited: %v", p.err)
-		case <-ctx.Done():
-			return ctx.Err()
 		default:
+			return nil
 		}
-		resp, err := client.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-p.done:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no 200 from %s within %v (last: %s)", url, startTimeout, last)
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	})
 }
 
 // TokenKubeconfig writes a kubeconfig that reaches the test apiserver with a
@@ -265,7 +242,7 @@ func (e *Env) TokenKubeconfig(t *testing.T, token string) string {
 	cfg := rest.AnonymousClientConfig(e.Config)
 	cfg.BearerToken = token
 	path := filepath.Join(t.TempDir(), "kubeconfig-token")
-	if err := writeKubeconfig(cfg, path); err != nil {
+	if err := localcluster.WriteKubeconfig(cfg, "test", path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,31 +13,24 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/component-base/configz"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedappconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/internal/localcluster"
 	"github.com/caldera-sched/caldera/pkg/cache"
-	"github.com/caldera-sched/caldera/pkg/localscheduler"
-	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
 
 const (
-	// configzName is the global configz entry that app.Run registers and
-	// that must be released before another scheduler can run in the process.
-	configzName = "componentconfig"
 	// leaseNamespace holds the leader-election Leases of test schedulers.
 	leaseNamespace = metav1.NamespaceSystem
-	// startTimeout bounds the wait for a new scheduler to become ready.
+	// startTimeout bounds the wait for a scheduler process to become ready.
 	startTimeout = 60 * time.Second
 	// stopTimeout bounds the wait for app.Run to return after cancellation.
 	stopTimeout = 30 * time.Second
@@ -56,18 +48,13 @@ var startMu sync.Mutex
 // SchedulerOption changes how StartScheduler configures a scheduler.
 type SchedulerOption func(*schedulerSettings)
 
-type pluginArgs struct {
-	plugin string
-	args   map[string]any
-}
-
 type schedulerSettings struct {
 	configFile  string
-	pluginArgs  []pluginArgs
+	pluginArgs  []localcluster.PluginArgs
 	leaseName   string
 	registry    []app.Option
 	registrySet bool
-	edits       []func(cfg map[string]any) error
+	edits       []func(*configv1.KubeSchedulerConfiguration) error
 	kubeconfig  string
 	raw         bool
 	gates       string
@@ -78,7 +65,7 @@ type schedulerSettings struct {
 // are merged key by key; any other value replaces the existing one.
 func WithPluginArgs(pluginName string, args map[string]any) SchedulerOption {
 	return func(s *schedulerSettings) {
-		s.pluginArgs = append(s.pluginArgs, pluginArgs{plugin: pluginName, args: args})
+		s.pluginArgs = append(s.pluginArgs, localcluster.PluginArgs{Plugin: pluginName, Args: args})
 	}
 }
 
@@ -136,9 +123,30 @@ func WithKubeconfig(path string) SchedulerOption {
 
 // WithConfigEdit lets a test change the decoded configuration (JSON-style
 // maps, slices, strings, float64s and bools) before it is written to the
-// scheduler's config file. Edits run after every other modification.
+// scheduler's config file. Edits run after every other modification, in
+// order with WithoutPlugin and WithSchedulerQPS. The map is the typed
+// configuration encoded as JSON (so it holds every field the type encodes,
+// zero values included), and the edited map is decoded back strictly: a
+// field kube-scheduler does not know fails the start, as kube-scheduler
+// would fail it.
 func WithConfigEdit(edit func(cfg map[string]any) error) SchedulerOption {
-	return func(s *schedulerSettings) { s.edits = append(s.edits, edit) }
+	return func(s *schedulerSettings) {
+		s.edits = append(s.edits, func(cfg *configv1.KubeSchedulerConfiguration) error {
+			return localcluster.EditAsMap(cfg, edit)
+		})
+	}
+}
+
+// WithSchedulerQPS sets the scheduler's client QPS and burst
+// (clientConnection), replacing the configuration's and the harness's
+// default of 500 and 1000; benchmarks raise them.
+func WithSchedulerQPS(qps float32, burst int32) SchedulerOption {
+	return func(s *schedulerSettings) {
+		s.edits = append(s.edits, func(cfg *configv1.KubeSchedulerConfiguration) error {
+			cfg.ClientConnection.QPS, cfg.ClientConnection.Burst = qps, burst
+			return nil
+		})
+	}
 }
 
 // WithFeatureGates runs the scheduler with kube-scheduler's feature gates
@@ -199,15 +207,10 @@ type Scheduler struct {
 	// Port is the scheduler's secure (HTTPS) port on 127.0.0.1.
 	Port int
 
-	env       *Env
-	t         *testing.T
-	cancel    context.CancelFunc
-	done      chan struct{}
-	runErr    error // set before done is closed
-	cancelled bool  // set before done is closed: Run returned after cancel
-	endpoints kubernetes.Interface
-	stopOnce  sync.Once
-	plugins   *registry.Plugins // nil when started WithRegistry
+	env      *Env
+	t        *testing.T
+	sched    *localcluster.Scheduler
+	stopOnce sync.Once
 }
 
 // StartScheduler starts the real kube-scheduler in-process and waits until it
@@ -254,14 +257,6 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 			t.Fatalf("WithLeaderElection needs -test.paniconexit0 (go test sets it): app.Run calls os.Exit(0) when a leader-elected scheduler stops")
 		}
 	}
-	registryOptions := settings.registry
-	var plugins *registry.Plugins
-	if !settings.registrySet {
-		// As caldera-scheduler's command does (cmd/scheduler).
-		plugins = registry.New()
-		registryOptions = plugins.Options()
-	}
-
 	configFile := filepath.Join(t.TempDir(), "scheduler-config.yaml")
 	if settings.raw {
 		if err := copyFile(settings.configFile, configFile); err != nil {
@@ -269,16 +264,6 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		}
 	} else if err := e.writeSchedulerConfig(settings, configFile); err != nil {
 		return nil, fmt.Errorf("preparing scheduler config from %s: %w", settings.configFile, err)
-	}
-
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	s := &Scheduler{
-		ConfigFile: configFile,
-		env:        e,
-		t:          t,
-		cancel:     cancel,
-		done:       make(chan struct{}),
 	}
 
 	began := time.Now()
@@ -289,107 +274,37 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 	// leader-elected peers may run side by side.
 	for _, other := range e.runningSchedulers() {
 		if settings.leaseName == "" || other.Identity() == "" {
-			cancel()
 			t.Fatalf("StartScheduler: another scheduler is still running; Stop it first (only leader-elected schedulers may run side by side)")
 		}
 	}
 
-	schedOpts, err := localscheduler.Options(configFile, e.Kubeconfig)
+	// Not the test's context: the scheduler runs until Stop, which
+	// t.Cleanup calls after t.Context() is cancelled.
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
+	ls, err := localcluster.StartScheduler(klog.NewContext(context.Background(), logger), localcluster.SchedulerOptions{
+		ConfigFile:     configFile,
+		Kubeconfig:     e.Kubeconfig,
+		Registry:       settings.registry,
+		CustomRegistry: settings.registrySet,
+	})
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("scheduler options: %w", err)
+		return nil, err
 	}
-	s.Port = schedOpts.SecureServing.BindPort
-
-	cc, sched, err := app.Setup(ctx, schedOpts, registryOptions...)
-	if err != nil {
-		cancel()
-		if l := schedOpts.SecureServing.Listener; l != nil {
-			_ = l.Close()
-		}
-		return nil, fmt.Errorf("app.Setup: %w", err)
+	s := &Scheduler{
+		ConfigFile: configFile,
+		Config:     ls.Config,
+		Sched:      ls.Sched,
+		Port:       ls.Port,
+		env:        e,
+		t:          t,
+		sched:      ls,
 	}
-	s.Config, s.Sched = cc, sched
-	if plugins != nil {
-		plugins.FollowLeaderElection(cc)
-		s.plugins = plugins
-	}
-
-	serverCert, _ := cc.SecureServing.Cert.CurrentCertKeyContent()
-	endpointsConfig, err := cc.SecureServing.NewClientConfig(serverCert)
-	if err != nil {
-		cancel()
-		_ = cc.SecureServing.Listener.Close()
-		return nil, fmt.Errorf("scheduler endpoints client config: %w", err)
-	}
-	endpointsConfig.ServerName = "127.0.0.1" // the self-signed cert names IPv4 loopback only
-	s.endpoints, err = kubernetes.NewForConfig(endpointsConfig)
-	if err != nil {
-		cancel()
-		_ = cc.SecureServing.Listener.Close()
-		return nil, fmt.Errorf("scheduler endpoints client: %w", err)
-	}
-
-	// A scheduler still running (a leader-election peer) holds the configz
-	// entry; app.Run would fail to register its own. Release it: /configz then
-	// shows the newest scheduler.
-	configz.Delete(configzName)
-	go s.run(ctx)
 	t.Cleanup(s.Stop)
-
-	if err := s.waitReady(ctx); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("scheduler did not become ready: %w", err)
-	}
 	e.mu.Lock()
 	e.running[s] = struct{}{}
 	e.mu.Unlock()
 	t.Logf("harness: scheduler ready in %v (config %s, leader election %v)", time.Since(began).Round(time.Millisecond), settings.configFile, settings.leaseName != "")
 	return s, nil
-}
-
-// run runs app.Run until ctx is cancelled.
-func (s *Scheduler) run(ctx context.Context) {
-	defer close(s.done)
-	defer func() {
-		s.cancelled = ctx.Err() != nil
-		r := recover()
-		if r == nil {
-			return
-		}
-		// With leader election app.Run ends in os.Exit(0) once its context is
-		// cancelled; go test turns that into this panic. Anything else is real.
-		if msg, ok := r.(string); ok && s.cancelled && strings.Contains(msg, "unexpected call to os.Exit(0)") {
-			s.runErr = nil
-			return
-		}
-		panic(r)
-	}()
-	s.runErr = app.Run(ctx, s.Config, s.Sched)
-}
-
-// waitReady polls the scheduler's /readyz until it answers 200, failing early
-// if app.Run returns.
-func (s *Scheduler) waitReady(ctx context.Context) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-s.done:
-			return false, fmt.Errorf("app.Run returned: %v", s.runErr)
-		default:
-		}
-		status := 0
-		body, _ := s.endpoints.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status).Raw()
-		if status == 200 {
-			return true, nil
-		}
-		last = fmt.Sprintf("status %d: %s", status, body)
-		return false, nil
-	})
-	if err != nil && last != "" {
-		return fmt.Errorf("%w (last /readyz: %s)", err, last)
-	}
-	return err
 }
 
 // Stop cancels the scheduler's context, waits for app.Run to return and
@@ -400,18 +315,8 @@ func (s *Scheduler) Stop() {
 		s.env.mu.Lock()
 		delete(s.env.running, s)
 		s.env.mu.Unlock()
-		s.cancel()
-		timer := time.NewTimer(stopTimeout)
-		defer timer.Stop()
-		select {
-		case <-s.done:
-		case <-timer.C:
-			s.t.Errorf("scheduler did not stop within %v", stopTimeout)
-			return
-		}
-		configz.Delete(configzName)
-		if !s.cancelled {
-			s.t.Errorf("scheduler exited before it was stopped: %v", s.runErr)
+		if err := s.sched.Stop(); err != nil {
+			s.t.Error(err)
 		}
 	})
 }
@@ -420,14 +325,14 @@ func (s *Scheduler) Stop() {
 // one its SIGUSR1 dump would show, or nil when it has none: no Caldera plugin
 // in its configuration, or WithRegistry replaced Caldera's plugins.
 func (s *Scheduler) CalderaCache() *cache.Cache {
-	if s.plugins == nil {
+	if s.sched.Plugins == nil {
 		return nil
 	}
-	return s.plugins.Cache()
+	return s.sched.Plugins.Cache()
 }
 
 // Done is closed when app.Run has returned.
-func (s *Scheduler) Done() <-chan struct{} { return s.done }
+func (s *Scheduler) Done() <-chan struct{} { return s.sched.Done() }
 
 // Identity is the scheduler's leader-election identity, or "" when leader
 // election is off.
@@ -467,7 +372,7 @@ func (s *Scheduler) WaitLeading(t *testing.T, timeout time.Duration) {
 func (s *Scheduler) Get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
 	status := 0
-	body, err := s.endpoints.CoreV1().RESTClient().Get().AbsPath(path).Do(t.Context()).StatusCode(&status).Raw()
+	body, err := s.sched.Endpoints.CoreV1().RESTClient().Get().AbsPath(path).Do(t.Context()).StatusCode(&status).Raw()
 	if err != nil && status == 0 {
 		t.Fatalf("GET %s from scheduler: %v", path, err)
 	}
@@ -475,121 +380,30 @@ func (s *Scheduler) Get(t *testing.T, path string) (int, []byte) {
 }
 
 // writeSchedulerConfig loads the source configuration, applies the harness's
-// modifications and writes the result to path.
+// modifications (internal/localcluster's typed rewrite) and writes the
+// result to path.
 func (e *Env) writeSchedulerConfig(settings *schedulerSettings, path string) error {
-	data, err := os.ReadFile(settings.configFile)
-	if err != nil {
-		return err
+	ch := localcluster.SchedulerConfigChanges{
+		Kubeconfig:        e.Kubeconfig,
+		QPS:               500,
+		Burst:             1000,
+		KeepConfiguredQPS: true,
+		PluginArgs:        settings.pluginArgs,
+		Edits:             settings.edits,
 	}
-	cfg := map[string]any{}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return err
-	}
-
-	conn := subMap(cfg, "clientConnection")
-	conn["kubeconfig"] = e.Kubeconfig
 	if settings.kubeconfig != "" {
-		conn["kubeconfig"] = settings.kubeconfig
+		ch.Kubeconfig = settings.kubeconfig
 	}
-	setDefault(conn, "qps", 500)
-	setDefault(conn, "burst", 1000)
-
-	le := subMap(cfg, "leaderElection")
-	if settings.leaseName == "" {
-		le["leaderElect"] = false
-	} else {
-		le["leaderElect"] = true
-		le["resourceLock"] = "leases"
-		le["resourceName"] = settings.leaseName
-		le["resourceNamespace"] = leaseNamespace
+	if settings.leaseName != "" {
 		// Quick retries unless the configuration sets its own timing (the
 		// shipped one does, for its failover target).
-		setDefault(le, "retryPeriod", "500ms")
-	}
-
-	for _, pa := range settings.pluginArgs {
-		if err := mergePluginArgs(cfg, pa.plugin, pa.args); err != nil {
-			return err
+		ch.LeaderElection = &localcluster.LeaderElection{
+			ResourceName:       settings.leaseName,
+			ResourceNamespace:  leaseNamespace,
+			DefaultRetryPeriod: 500 * time.Millisecond,
 		}
 	}
-	for _, edit := range settings.edits {
-		if err := edit(cfg); err != nil {
-			return err
-		}
-	}
-
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, out, 0o600)
-}
-
-// mergePluginArgs merges args into plugin's pluginConfig in every profile.
-func mergePluginArgs(cfg map[string]any, plugin string, args map[string]any) error {
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) == 0 {
-		return errors.New("WithPluginArgs: the configuration has no profiles")
-	}
-	for i, p := range profiles {
-		profile, ok := p.(map[string]any)
-		if !ok {
-			return fmt.Errorf("profiles[%d] is not a map", i)
-		}
-		pluginConfig, _ := profile["pluginConfig"].([]any)
-		found := false
-		for _, pc := range pluginConfig {
-			entry, ok := pc.(map[string]any)
-			if !ok || entry["name"] != plugin {
-				continue
-			}
-			found = true
-			existing, _ := entry["args"].(map[string]any)
-			if existing == nil {
-				existing = map[string]any{}
-			}
-			entry["args"] = deepMerge(existing, args)
-		}
-		if !found {
-			profile["pluginConfig"] = append(pluginConfig, map[string]any{
-				"name": plugin,
-				"args": deepMerge(map[string]any{}, args),
-			})
-		}
-	}
-	return nil
-}
-
-// deepMerge copies src into dst, recursing where both hold maps.
-func deepMerge(dst, src map[string]any) map[string]any {
-	for k, v := range src {
-		if sv, ok := v.(map[string]any); ok {
-			dv, _ := dst[k].(map[string]any)
-			if dv == nil {
-				dv = map[string]any{}
-			}
-			dst[k] = deepMerge(dv, sv)
-			continue
-		}
-		dst[k] = v
-	}
-	return dst
-}
-
-// subMap returns m[key] as a map, creating it when absent.
-func subMap(m map[string]any, key string) map[string]any {
-	sub, ok := m[key].(map[string]any)
-	if !ok {
-		sub = map[string]any{}
-		m[key] = sub
-	}
-	return sub
-}
-
-func setDefault(m map[string]any, key string, v any) {
-	if _, ok := m[key]; !ok {
-		m[key] = v
-	}
+	return localcluster.RewriteSchedulerConfig(settings.configFile, path, ch)
 }
 
 // copyFile copies src to dst, readable only by the test's user.
@@ -630,7 +444,7 @@ func (e *Env) waitSchedulerCaches(t testing.TB, ctx context.Context, cond func(*
 	for _, s := range e.runningSchedulers() {
 		waitForCtx(t, ctx, cacheTimeout, func() (bool, error) {
 			select {
-			case <-s.done:
+			case <-s.Done():
 				return true, nil // stopped meanwhile: nothing to wait for
 			default:
 			}
@@ -643,37 +457,10 @@ func (e *Env) waitSchedulerCaches(t testing.TB, ctx context.Context, cond func(*
 // and drops its pluginConfig, e.g. to test gang semantics without queue
 // admission in front of them.
 func WithoutPlugin(plugin string) SchedulerOption {
-	return WithConfigEdit(func(cfg map[string]any) error {
-		profiles, _ := cfg["profiles"].([]any)
-		for _, p := range profiles {
-			prof, _ := p.(map[string]any)
-			if prof == nil {
-				continue
-			}
-			if points, ok := prof["plugins"].(map[string]any); ok {
-				for _, v := range points {
-					point, _ := v.(map[string]any)
-					if list, ok := point["enabled"].([]any); ok {
-						kept := list[:0]
-						for _, e := range list {
-							if m, _ := e.(map[string]any); m == nil || m["name"] != plugin {
-								kept = append(kept, e)
-							}
-						}
-						point["enabled"] = kept
-					}
-				}
-			}
-			if pcs, ok := prof["pluginConfig"].([]any); ok {
-				kept := pcs[:0]
-				for _, e := range pcs {
-					if m, _ := e.(map[string]any); m == nil || m["name"] != plugin {
-						kept = append(kept, e)
-					}
-				}
-				prof["pluginConfig"] = kept
-			}
-		}
-		return nil
-	})
+	return func(s *schedulerSettings) {
+		s.edits = append(s.edits, func(cfg *configv1.KubeSchedulerConfiguration) error {
+			localcluster.RemovePlugin(cfg, plugin)
+			return nil
+		})
+	}
 }
