@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
@@ -53,9 +54,41 @@ type fakeHandle struct {
 	actions []string
 	// cs is ClientSet's answer, for the tests that write pods.
 	cs kubernetes.Interface
+	// nominated is the scheduler's in-memory nominator: node -> pods.
+	nominated map[string][]fwk.PodInfo
 }
 
 func (h *fakeHandle) ClientSet() kubernetes.Interface { return h.cs }
+
+func (h *fakeHandle) NominatedPodsForNode(node string) []fwk.PodInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.nominated[node])
+}
+
+func (h *fakeHandle) DeleteNominatedPodIfExists(pod *v1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for n, pis := range h.nominated {
+		h.nominated[n] = slices.DeleteFunc(pis, func(pi fwk.PodInfo) bool { return pi.GetPod().UID == pod.UID })
+	}
+}
+
+// nominateInMemory nominates pod to node in the fake nominator, as
+// CalderaReclaim's holdForGang does through the handle.
+func (h *fakeHandle) nominateInMemory(tb testing.TB, pod *v1.Pod, node string) {
+	tb.Helper()
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nominated == nil {
+		h.nominated = map[string][]fwk.PodInfo{}
+	}
+	h.nominated[node] = append(h.nominated[node], pi)
+}
 
 func newFakeHandle() *fakeHandle {
 	return &fakeHandle{waiting: map[types.UID]*fakeWaitingPod{}}

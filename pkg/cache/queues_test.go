@@ -24,6 +24,7 @@ import (
 
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -1449,5 +1450,47 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 	c.writeAdmissions(ctx)
 	if n := len(kube.Actions()); n != 0 {
 		t.Errorf("%d more writes after the nomination was cleared", n)
+	}
+}
+
+// A released gang's members lose the nominations CalderaReclaim made for
+// them in the scheduler's memory: gated in PreEnqueue, they run no cycle
+// that would replace them, kube-scheduler keeps them through pod updates,
+// and they are not in the API for a status patch to remove. An admitted
+// unit's nominations stay.
+func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "8"))
+	c.onNode(logger, mkNode("n2", "8"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	other := single("ns", "other", inQueue("q"), cpu("1"))
+	for _, p := range []*v1.Pod{m0, m1, other} {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{ok: true}, m0, m1, other)
+	h.nominateInMemory(t, m1, "n1")
+	h.nominateInMemory(t, other, "n2")
+
+	// Admitted: nothing is dropped. (writeAdmissions, the status leader's
+	// period, calls dropGatedNominations; this test cache cannot write the
+	// PodGroup Events that period would also write.)
+	c.dropGatedNominations()
+	if n := len(h.NominatedPodsForNode("n1")) + len(h.NominatedPodsForNode("n2")); n != 2 {
+		t.Fatalf("%d nominations left while every unit is admitted, want 2", n)
+	}
+	// The gang is released: its member's nomination goes, the admitted
+	// singleton's stays.
+	c.Unschedulable(logger, m0, t0, gang.Backoff{Base: time.Hour, Max: time.Hour}, "0/2 nodes are available: 2 Insufficient cpu.")
+	if got := admitted(c, m1); got.ok {
+		t.Fatal("the released gang is still admitted")
+	}
+	c.dropGatedNominations()
+	if n := len(h.NominatedPodsForNode("n1")); n != 0 {
+		t.Errorf("the released gang's member is still nominated to n1")
+	}
+	if n := len(h.NominatedPodsForNode("n2")); n != 1 {
+		t.Errorf("the admitted singleton lost its nomination")
 	}
 }

@@ -61,6 +61,7 @@ func (c *Cache) writeAdmissions(ctx context.Context) {
 	c.mu.Lock()
 	c.noticePendingLocked()
 	c.mu.Unlock()
+	c.dropGatedNominations()
 	for {
 		select {
 		case w := <-c.adm.writes:
@@ -277,4 +278,47 @@ func (c *Cache) clearNomination(ctx context.Context, pod *v1.Pod) {
 	c.mu.Lock()
 	delete(c.adm.clearing, pod.UID) // queued again at the next period
 	c.mu.Unlock()
+}
+
+// dropGatedNominations removes from the scheduler's memory the nominations
+// of pods whose unit is not admitted. CalderaReclaim nominates a gang's
+// other members to the nodes its plan frees only in memory (they are never
+// written to the API, so clearNomination cannot reach them), and
+// kube-scheduler keeps such a nomination through pod updates until the pod
+// runs a cycle; a released gang, gated in PreEnqueue, runs none, and its
+// members kept that room from every pod of lower or equal priority. The
+// nominator is the scheduling queue every profile shares. O(nodes +
+// nominated pods) per status period; the nominator is asked without the
+// cache's lock.
+func (c *Cache) dropGatedNominations() {
+	c.mu.RLock()
+	nodes := make([]string, 0, len(c.nodes))
+	for n := range c.nodes {
+		nodes = append(nodes, n)
+	}
+	c.mu.RUnlock()
+	var nominated []*v1.Pod
+	for _, n := range nodes {
+		for _, pi := range c.handle.NominatedPodsForNode(n) {
+			nominated = append(nominated, pi.GetPod())
+		}
+	}
+	if len(nominated) == 0 {
+		return
+	}
+	var drop []*v1.Pod
+	c.mu.RLock()
+	for _, p := range nominated {
+		acct := c.adm.pods[p.UID]
+		if acct == nil || acct.bound {
+			continue
+		}
+		if u := c.adm.units[acct.unit]; u != nil && !u.admitted {
+			drop = append(drop, p)
+		}
+	}
+	c.mu.RUnlock()
+	for _, p := range drop {
+		c.handle.DeleteNominatedPodIfExists(p)
+	}
 }

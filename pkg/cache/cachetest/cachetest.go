@@ -178,6 +178,8 @@ func (h *handle) ClientSet() kubernetes.Interface                        { retur
 func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
 func (h *handle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
 func (h *handle) Activate(klog.Logger, map[string]*v1.Pod)               {}
+func (h *handle) NominatedPodsForNode(string) []fwk.PodInfo              { return nil }
+func (h *handle) DeleteNominatedPodIfExists(*v1.Pod)                     {}
 
 // Server is the fake API server behind a cache of NewWithServer. It serves
 // list and watch of pods and PodGroups: lists return the current objects;
