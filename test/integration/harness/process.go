@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -138,6 +139,7 @@ func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *Sche
 		p.Kill(t)
 		if t.Failed() {
 			p.logTail(t)
+			p.keepLog(t)
 		}
 	})
 	if err := p.waitReady(t.Context()); err != nil {
@@ -206,6 +208,31 @@ func (p *SchedulerProcess) logTail(t testing.TB) {
 		}
 	}
 	t.Logf("last lines of scheduler process %d's log (%s):\n%s", p.Pid(), p.LogFile, data)
+}
+
+// keepLogEnv names a directory that receives the whole log of every scheduler
+// process of a failed test: the tail printed above rarely reaches back to the
+// decision that broke an invariant, and t.TempDir is gone after the run.
+const keepLogEnv = "CALDERA_KEEP_LOGS"
+
+func (p *SchedulerProcess) keepLog(t testing.TB) {
+	dir := os.Getenv(keepLogEnv)
+	if dir == "" {
+		return
+	}
+	data, err := os.ReadFile(p.LogFile)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.NewReplacer("/", "_", "=", "").Replace(t.Name()), p.Pid()))
+	if err == nil {
+		err = os.WriteFile(name, data, 0o644)
+	}
+	if err != nil {
+		t.Logf("keeping scheduler log in %s: %v", dir, err)
+		return
+	}
+	t.Logf("scheduler process %d's whole log: %s", p.Pid(), name)
 }
 
 // waitReady polls /readyz until it answers 200; it fails early when the
