@@ -106,6 +106,23 @@ func TestAdmitRules(t *testing.T) {
 			checks:   map[string]Check{"ns/two": CheckCapability},
 		},
 		{
+			name: "(4) a gang short of members claims no share of idle room",
+			w: world{
+				specs: []Spec{{Name: "a", Weight: 4}, {Name: "b", Weight: 1}},
+				total: cores(16),
+				usage: map[string]Usage{"b": {Allocated: cores(10)}},
+				used:  cores(10),
+				groups: []Group{
+					// Counted, its 16 cpu would leave b a share of 16/5 and
+					// keep ns/s out of the 6 idle cores for good.
+					{Key: "ns/short", Queue: "a", Created: t0, Request: cores(16), Members: 1, MinMember: 2},
+					grp("ns/s", "b", 1, cores(3)),
+				},
+			},
+			admitted: []string{"ns/s"},
+			messages: map[string]string{"ns/short": "waiting for members: 1/2"},
+		},
+		{
 			name: "(3) allocated and earlier inflight count against the capability",
 			w: world{
 				specs:  []Spec{{Name: "q", Capability: cores(4)}},

@@ -25,7 +25,9 @@
 //
 // Each queue demands what its groups hold, what its admitted groups still need
 // and what its pending groups ask for (Usage), plus what its descendants
-// demand. A closed queue's pending groups do not count: they cannot be admitted.
+// demand. A closed queue's pending groups do not count, nor do gangs with
+// fewer members than minMember (Pending.PendingRequest): neither can be
+// admitted, and counting them would keep other queues out of idle room.
 //
 // Divide splits the cluster's total among the top-level queues and each
 // queue's deserved share among its children, one resource at a time, by

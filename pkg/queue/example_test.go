@@ -53,5 +53,5 @@ func Example() {
 	// ns/a2 queue team-a: cpu request 3 exceeds remaining capability 1
 	// ns/b2 waiting for members: 1/2
 	// team-a deserved cpu=4 share 0.00
-	// team-b deserved cpu=9 share 0.00
+	// team-b deserved cpu=8 share 0.00
 }

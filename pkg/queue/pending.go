@@ -184,10 +184,15 @@ func (p *Pending) Set(g Group) {
 	if n := len(p.rnames); len(q.pending) < n {
 		q.pending = append(q.pending, make([]int64, n-len(q.pending))...)
 	}
-	for _, a := range e.req {
-		q.pending[a.r] = satAdd(q.pending[a.r], a.v)
-	}
+	// Only ready groups are demand. A gang short of members cannot be
+	// admitted, and may stay short for good (a member deleted with no
+	// controller to recreate it); counted, its request would shrink every
+	// other queue's deserved share and keep their pods out of idle room.
+	// When its members arrive, Set counts it.
 	if g.Ready() {
+		for _, a := range e.req {
+			q.pending[a.r] = satAdd(q.pending[a.r], a.v)
+		}
 		q.push(e)
 	} else {
 		e.where = notReady
@@ -219,8 +224,10 @@ func (p *Pending) unlink(e *entry) {
 		q.parked[last] = nil
 		q.parked = q.parked[:last]
 	}
-	for _, a := range e.req {
-		q.pending[a.r] -= a.v // sums saturate only beyond any real cluster
+	if e.where != notReady {
+		for _, a := range e.req {
+			q.pending[a.r] -= a.v // sums saturate only beyond any real cluster
+		}
 	}
 	q.groups--
 	if q.groups == 0 {
@@ -286,8 +293,9 @@ func (p *Pending) Order(queue string) []string {
 	return out
 }
 
-// PendingRequest returns the sum of the requests of the named queue's pending
-// groups, ready or not: the queue's Usage.Pending.
+// PendingRequest returns the sum of the requests of the named queue's ready
+// pending groups (those with at least minMember members): the queue's
+// Usage.Pending.
 func (p *Pending) PendingRequest(queue string) resources.List {
 	q := p.queues[queue]
 	if q == nil {

@@ -30,9 +30,9 @@ func TestPendingSetDelete(t *testing.T) {
 	if got, want := p.PendingRequest("q"), (resources.List{resources.CPU: 3000, "memory": 10}); !got.Equal(want) {
 		t.Errorf("PendingRequest(q) = %v, want %v", got, want)
 	}
-	// Groups waiting for members count as demand.
-	if got := p.PendingRequest("r"); !got.Equal(cores(4)) {
-		t.Errorf("PendingRequest(r) = %v", got)
+	// Groups waiting for members are not demand (they cannot be admitted).
+	if got := p.PendingRequest("r"); len(got) != 0 {
+		t.Errorf("PendingRequest(r) = %v, want nothing while ns/c waits for members", got)
 	}
 	if g, ok := p.Get("ns/b"); !ok || g.Queue != "q" {
 		t.Errorf("Get(ns/b) = %+v, %v", g, ok)
@@ -130,8 +130,8 @@ func checkHeap(t *testing.T, p *Pending, queue string, live map[string]Group) {
 	sum := int64(0)
 	for _, g := range live {
 		if g.Queue == queue {
-			sum += g.Request[resources.CPU]
 			if g.Ready() {
+				sum += g.Request[resources.CPU]
 				want = append(want, g)
 			}
 		}
