@@ -72,16 +72,16 @@ type Provider struct {
 	ready atomic.Pointer[Cache]
 }
 
-// NewProvider returns a Provider whose cache is created on first use. Its
-// status writer is elected through a Lease of its own (the status Lease in
-// CalderaGang's args): for a binary that cannot tell the cache about
-// kube-scheduler's leader election. caldera-scheduler uses NewLeaderProvider.
-func NewProvider() *Provider { return &Provider{} }
-
-// NewLeaderProvider returns a Provider whose cache writes status exactly while
-// the scheduler that lead follows is leading (see Leadership); until
-// lead.Follow is called it writes nothing.
-func NewLeaderProvider(lead *Leadership) *Provider { return &Provider{lead: lead} }
+// NewProvider returns a Provider whose cache is created on first use and
+// writes status exactly while the scheduler that lead follows is leading (see
+// Leadership); until lead.Follow is called it writes nothing. A process that
+// runs no leader election calls lead.Follow(nil) and always writes.
+func NewProvider(lead *Leadership) *Provider {
+	if lead == nil {
+		panic("cache.NewProvider: nil Leadership")
+	}
+	return &Provider{lead: lead}
+}
 
 // Get returns the shared cache, creating it and starting its informers on the
 // first call. ctx bounds the cache's lifetime (it is the scheduler's context).
@@ -159,8 +159,7 @@ type Cache struct {
 
 	reconcilerOnce sync.Once
 	reconcilerOpts ReconcilerOptions
-	// lead, when set, decides when status is written instead of the status
-	// Lease (NewLeaderProvider).
+	// lead decides when status is written (NewProvider).
 	lead *Leadership
 	// requests shares equal request lists among pods; guarded by mu.
 	requests requestInterner

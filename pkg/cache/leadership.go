@@ -42,6 +42,15 @@ func NewLeadership() *Leadership {
 	return &Leadership{resolved: make(chan struct{})}
 }
 
+// AlwaysLeading returns a Leadership of a process that runs no leader
+// election (Follow(nil)): its cache writes status from the start. For tools
+// and tests that build a cache without kube-scheduler's command.
+func AlwaysLeading() *Leadership {
+	l := NewLeadership()
+	l.Follow(nil)
+	return l
+}
+
 // Follow ties the Leadership to the scheduler's leader election: le is
 // kube-scheduler's CompletedConfig.LeaderElection (nil when leader election is
 // off). Call it after app.Setup and before app.Run, once; later calls do nothing.

@@ -3,17 +3,13 @@ package cache
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -25,73 +21,22 @@ import (
 type ReconcilerOptions struct {
 	// SyncPeriod is how often changed groups get their status written.
 	SyncPeriod time.Duration
-	// LeaseNamespace and LeaseName name the Lease that elects the one replica
-	// that writes status when the cache was not given the scheduler's
-	// leadership (NewProvider): plugin factories run on every replica, before
-	// the scheduler's own leader election, so it then needs a gate of its own.
-	LeaseNamespace, LeaseName string
 }
 
 // StartReconciler starts the status reconciler once per cache. Every profile's
-// plugin calls it; a profile that asks for different options is a configuration
-// error, since one process writes status one way.
+// plugin calls it; a profile that asks for a different period is a
+// configuration error, since one process writes status one way.
 func (c *Cache) StartReconciler(opts ReconcilerOptions) error {
 	started := false
 	c.reconcilerOnce.Do(func() {
 		c.reconcilerOpts = opts
 		started = true
-		go c.runReconciler(opts)
+		go c.runLeaderReconciler(opts, c.lead)
 	})
-	if !started && c.lead != nil {
-		// The status Lease is not used: only the sync period must agree.
-		if c.reconcilerOpts.SyncPeriod != opts.SyncPeriod {
-			return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
-		}
-		return nil
-	}
 	if !started && c.reconcilerOpts != opts {
-		return fmt.Errorf("status reconciler options %+v conflict with %+v set by another profile: give every profile the same statusSyncPeriodSeconds and statusLease", opts, c.reconcilerOpts)
+		return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
 	}
 	return nil
-}
-
-func (c *Cache) runReconciler(opts ReconcilerOptions) {
-	if c.lead != nil {
-		c.runLeaderReconciler(opts, c.lead)
-		return
-	}
-	ctx := c.ctx
-	logger := klog.FromContext(ctx).WithName("status")
-	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.LeaseNamespace, Name: opts.LeaseName},
-		Client:     c.handle.ClientSet().CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   15 * time.Second,
-			RenewDeadline:   10 * time.Second,
-			RetryPeriod:     2 * time.Second,
-			ReleaseOnCancel: true,
-			Name:            opts.LeaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					logger.Info("Writing PodGroup status as leader", "lease", opts.LeaseNamespace+"/"+opts.LeaseName, "identity", id)
-					c.markAllDirty()
-					wait.UntilWithContext(ctx, c.SyncStatus, opts.SyncPeriod)
-				},
-				OnStoppedLeading: func() { logger.Info("Stopped writing PodGroup status", "identity", id) },
-			},
-		})
-		if err != nil {
-			logger.Error(err, "Cannot run status leader election")
-			return
-		}
-		le.Run(ctx)
-	}
 }
 
 // runLeaderReconciler writes status while the scheduler is leading, as told by

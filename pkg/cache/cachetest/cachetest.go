@@ -71,7 +71,7 @@ func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*ca
 	// Get returns once the cache's own informers have delivered every listed
 	// object; unfinished members come from the handle's factory, which a
 	// scheduler would start, as here.
-	c, err := cache.NewProvider().Get(ctx, h)
+	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}

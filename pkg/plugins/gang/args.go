@@ -20,14 +20,9 @@ type Args struct {
 	PodGroupMaxBackoffSeconds *int64 `json:"podGroupMaxBackoffSeconds,omitempty"`
 	// StatusSyncPeriodSeconds is how often the leader writes changed PodGroup
 	// status. Default 1.
+	// The replica holding kube-scheduler's leader Lease writes it; there is
+	// no Lease of Caldera's own.
 	StatusSyncPeriodSeconds *int64 `json:"statusSyncPeriodSeconds,omitempty"`
-	// StatusLeaseNamespace and StatusLeaseName name the Lease that elects the
-	// replica writing status in a binary that registers the plugins with
-	// registry.Options. caldera-scheduler ignores them: the replica that holds
-	// kube-scheduler's own leader Lease writes status. Defaults: kube-system
-	// and "<schedulerName>-status".
-	StatusLeaseNamespace string `json:"statusLeaseNamespace,omitempty"`
-	StatusLeaseName      string `json:"statusLeaseName,omitempty"`
 }
 
 // Defaults for Args.
@@ -36,7 +31,6 @@ const (
 	DefaultPodGroupBackoffSeconds    = 1
 	DefaultPodGroupMaxBackoffSeconds = 10
 	DefaultStatusSyncPeriodSeconds   = 1
-	DefaultStatusLeaseNamespace      = "kube-system"
 )
 
 func orDefault(p *int64, def int64) *int64 {
@@ -46,18 +40,12 @@ func orDefault(p *int64, def int64) *int64 {
 	return p
 }
 
-// SetDefaults fills unset fields. profile is the scheduler name the plugin serves.
-func (a *Args) SetDefaults(profile string) {
+// SetDefaults fills unset fields.
+func (a *Args) SetDefaults() {
 	a.PermitWaitingTimeSeconds = orDefault(a.PermitWaitingTimeSeconds, DefaultPermitWaitingTimeSeconds)
 	a.PodGroupBackoffSeconds = orDefault(a.PodGroupBackoffSeconds, DefaultPodGroupBackoffSeconds)
 	a.PodGroupMaxBackoffSeconds = orDefault(a.PodGroupMaxBackoffSeconds, DefaultPodGroupMaxBackoffSeconds)
 	a.StatusSyncPeriodSeconds = orDefault(a.StatusSyncPeriodSeconds, DefaultStatusSyncPeriodSeconds)
-	if a.StatusLeaseNamespace == "" {
-		a.StatusLeaseNamespace = DefaultStatusLeaseNamespace
-	}
-	if a.StatusLeaseName == "" {
-		a.StatusLeaseName = profile + "-status"
-	}
 }
 
 // Validate checks defaulted args; each error names its field.

@@ -23,12 +23,14 @@ func TestNewRejectsBadArgs(t *testing.T) {
 		{Name: "zero sync period", Raw: `{"statusSyncPeriodSeconds": 0}`, Field: "statusSyncPeriodSeconds"},
 		{Name: "misspelt field", Raw: `{"permitWaitTimeSeconds": 5}`, Field: "permitWaitTimeSeconds"},
 		{Name: "wrong type", Raw: `{"permitWaitingTimeSeconds": "soon"}`, Field: "permitWaitingTimeSeconds"},
+		// The status Lease mode is gone; a config from before says so at start-up.
+		{Name: "removed status lease", Raw: `{"statusLeaseName": "batch-status"}`, Field: "statusLeaseName"},
 	})
 }
 
 func TestArgsDefaults(t *testing.T) {
 	var a Args
-	a.SetDefaults("batch")
+	a.SetDefaults()
 	if err := a.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
@@ -39,12 +41,9 @@ func TestArgsDefaults(t *testing.T) {
 			t.Errorf("default %d = %d, want %d", i, got[i], want[i])
 		}
 	}
-	if a.StatusLeaseNamespace != "kube-system" || a.StatusLeaseName != "batch-status" {
-		t.Errorf("lease = %s/%s, want kube-system/batch-status", a.StatusLeaseNamespace, a.StatusLeaseName)
-	}
 	zero := int64(0)
 	b := Args{PodGroupBackoffSeconds: &zero, PodGroupMaxBackoffSeconds: &zero}
-	b.SetDefaults("batch")
+	b.SetDefaults()
 	if err := b.Validate(); err != nil {
 		t.Errorf("backoff disabled (0/0) should be valid: %v", err)
 	}

@@ -72,7 +72,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err := args.Decode(Name, obj, &a); err != nil {
 		return nil, err
 	}
-	a.SetDefaults(h.ProfileName())
+	a.SetDefaults()
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
@@ -83,11 +83,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	// This plugin's Reserve and Permit tell the cache where the profile's
 	// members are assumed; CalderaGangPlacement relies on that per profile.
 	c.TrackReservations(h.ProfileName())
-	if err := c.StartReconciler(cache.ReconcilerOptions{
-		SyncPeriod:     seconds(a.StatusSyncPeriodSeconds),
-		LeaseNamespace: a.StatusLeaseNamespace,
-		LeaseName:      a.StatusLeaseName,
-	}); err != nil {
+	if err := c.StartReconciler(cache.ReconcilerOptions{SyncPeriod: seconds(a.StatusSyncPeriodSeconds)}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Gang{

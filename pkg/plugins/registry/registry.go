@@ -29,7 +29,7 @@ type Plugins struct {
 // FollowLeaderElection with what app.Setup returned, before app.Run.
 func New() *Plugins {
 	lead := cache.NewLeadership()
-	return &Plugins{lead: lead, provider: cache.NewLeaderProvider(lead)}
+	return &Plugins{lead: lead, provider: cache.NewProvider(lead)}
 }
 
 // Options returns the app options that register every Caldera plugin over this
@@ -46,12 +46,6 @@ func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig
 // Cache returns the shared cache once the plugins have created it (after
 // app.Setup), else nil: for tests and tools that inspect a running scheduler.
 func (p *Plugins) Cache() *cache.Cache { return p.provider.Cache() }
-
-// Options returns the app options that register every Caldera plugin with a
-// fresh shared cache whose status writer is elected through the status Lease of
-// CalderaGang's args. It is for binaries that embed Caldera's plugins and
-// cannot call FollowLeaderElection; caldera-scheduler uses New.
-func Options() []app.Option { return options(cache.NewProvider()) }
 
 func options(p *cache.Provider) []app.Option {
 	with := func(newFn func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {

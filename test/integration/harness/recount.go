@@ -52,7 +52,7 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 		t.Fatal(err)
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider().Get(ctx, cachetest.Handle(cfg, cs, factory))
+	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
 	if err != nil {
 		t.Fatalf("RecountCache: %v", err)
 	}

@@ -103,7 +103,7 @@ func WithRawConfigFile(path string) SchedulerOption {
 	}
 }
 
-// WithRegistry replaces registry.Options() as the out-of-tree plugin registry
+// WithRegistry replaces Caldera's plugins (registry.New().Options()) as the out-of-tree plugin registry
 // options passed to app.Setup. With no arguments no out-of-tree plugin is
 // registered.
 func WithRegistry(opts ...app.Option) SchedulerOption {
@@ -221,7 +221,7 @@ type Scheduler struct {
 // WithConfigFile), modified and written to a temporary file: leader election
 // off (WithLeaderElection turns it on), clientConnection pointing at the test
 // apiserver, and WithPluginArgs/WithConfigEdit applied. Plugins come from
-// registry.Options() unless WithRegistry replaces them.
+// registry.New().Options() unless WithRegistry replaces them.
 //
 // The scheduler stops in t.Cleanup; Stop stops it earlier, so a test can
 // restart it. Normally only one scheduler runs at a time (two are fine with

@@ -75,7 +75,7 @@ func recountCache(ctx context.Context, env *harness.Env, opts *cache.AdmissionOp
 		return nil, err
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider().Get(ctx, cachetest.Handle(cfg, cs, factory))
+	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
 	if err != nil {
 		return nil, err
 	}

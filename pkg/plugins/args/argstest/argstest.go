@@ -32,7 +32,7 @@ func Refused(t *testing.T, newFn NewFunc, h fwk.Handle, cases []Bad) {
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			obj := &runtime.Unknown{Raw: []byte(tc.Raw), ContentType: runtime.ContentTypeJSON}
-			_, err := newFn(context.Background(), obj, h, cache.NewProvider())
+			_, err := newFn(context.Background(), obj, h, cache.NewProvider(cache.AlwaysLeading()))
 			if err == nil || !strings.Contains(err.Error(), tc.Field) {
 				t.Fatalf("New(%s) error = %v, want one naming %s", tc.Raw, err, tc.Field)
 			}
