@@ -18,10 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
@@ -94,15 +92,10 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*APIServer, error) {
 	}
 	closeListener := func() { _ = listener.Close() }
 
-	// A registry of its own, as kube-apiserver's command has: its flags
-	// (--feature-gates, --emulated-version) change this copy, which the
-	// process-wide gate then follows (applyFeatureGates).
-	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
-	effectiveVersion := utilcompatibility.DefaultKubeEffectiveVersionForTest()
-	effectiveVersion.SetEmulationVersion(featureGate.EmulationVersion())
-	effectiveVersion.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
-	globals := basecompatibility.NewComponentGlobalsRegistry()
-	if err := globals.Register(basecompatibility.DefaultKubeComponent, effectiveVersion, featureGate); err != nil {
+	// A registry of its own, as kube-apiserver's command has; the
+	// process-wide gate then follows its flags (applyFeatureGates).
+	globals, featureGate, err := newComponentGlobals()
+	if err != nil {
 		closeListener()
 		return nil, err
 	}

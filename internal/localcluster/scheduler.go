@@ -14,7 +14,6 @@ import (
 	schedappconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	"k8s.io/kubernetes/pkg/scheduler"
 
-	"github.com/caldera-sched/caldera/pkg/localscheduler"
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
 
@@ -76,7 +75,7 @@ type Scheduler struct {
 // running. Only one scheduler may be starting in a process at a time (see
 // configzName); callers serialize starts.
 func StartScheduler(ctx context.Context, o SchedulerOptions) (*Scheduler, error) {
-	opts, err := localscheduler.Options(o.ConfigFile, o.Kubeconfig)
+	opts, err := schedulerOptions(o.ConfigFile, o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler options: %w", err)
 	}
