@@ -101,6 +101,9 @@ func StartScheduler(ctx context.Context, o SchedulerOptions) (*Scheduler, error)
 	s.Config, s.Sched = cc, sched
 	if s.Plugins != nil {
 		s.Plugins.FollowLeaderElection(cc)
+		if err := s.Plugins.Start(runCtx); err != nil {
+			return fail(fmt.Errorf("starting Caldera's plugins: %w", err))
+		}
 	}
 	serverCert, _ := cc.SecureServing.Cert.CurrentCertKeyContent()
 	endpointsConfig, err := cc.SecureServing.NewClientConfig(serverCert)

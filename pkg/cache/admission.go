@@ -96,9 +96,13 @@ func (a *admissionState) on() bool { return a != nil }
 func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.SchedulerName] }
 
 // EnableAdmission turns on queue admission for the profile named profile. The
-// first call starts the Queue and Namespace informers, the default queue and
-// the admission loop; later calls (other profiles) must pass the same options.
-func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts AdmissionOptions) error {
+// first call installs the admission state and the event handlers, and sets
+// up what Start starts: the Queue informer, the default queue and the
+// admission loop. Later calls (other profiles) must pass the same options.
+func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
+	if c.isStarted() {
+		return fmt.Errorf("queue admission for profile %s set up after the cache started: plugins are built before Start", profile)
+	}
 	c.mu.Lock()
 	if a := c.adm; a != nil {
 		defer c.mu.Unlock()
@@ -119,7 +123,6 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 	c.installAdmissionLocked(newAdmissionState(profile, opts, client))
 	c.mu.Unlock()
 
-	logger := klog.FromContext(ctx)
 	factory := qinformers.NewSharedInformerFactory(client, 0)
 	qinf := factory.Scheduling().V1alpha1().Queues().Informer()
 	qreg, err := qinf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -160,15 +163,17 @@ func (c *Cache) EnableAdmission(ctx context.Context, profile string, opts Admiss
 		c.adm.quotas = rq.Lister()
 		c.mu.Unlock()
 	}
-	factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
-		return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
-	}
-	go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
-	go c.admissionLoop(ctx, logger)
-	return nil
+	return c.setUp("queue admission", func(ctx context.Context, logger klog.Logger) error {
+		factory.Start(ctx.Done())
+		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
+			return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
+		}
+		go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
+		go c.admissionLoop(ctx, logger)
+		return nil
+	})
 }
 
 // newAdmissionState returns an empty admission state for profile, without

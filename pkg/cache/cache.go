@@ -37,8 +37,8 @@ import (
 // PodGroupLabel ties a pod to a PodGroup of the same namespace.
 const PodGroupLabel = v1alpha1.PodGroupLabel
 
-// syncTimeout bounds how long a plugin factory waits for the cache's informers;
-// a missing PodGroup CRD shows up here as a startup error, not a silent hang.
+// syncTimeout bounds how long Start waits for the cache's informers; a
+// missing PodGroup CRD shows up there as a startup error, not a silent hang.
 const syncTimeout = 60 * time.Second
 
 // GroupKey names a group: a PodGroup's namespace and name. It is a struct, not a
@@ -83,8 +83,10 @@ func NewProvider(lead *Leadership) *Provider {
 	return &Provider{lead: lead}
 }
 
-// Get returns the shared cache, creating it and starting its informers on the
-// first call. ctx bounds the cache's lifetime (it is the scheduler's context).
+// Get returns the shared cache, creating it on the first call. It starts
+// nothing: plugin factories run while kube-scheduler builds its profiles,
+// and the command starts the shared machinery once, afterwards (Start).
+// ctx bounds the cache's lifetime (it is the scheduler's context).
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.once.Do(func() {
 		p.cache, p.err = newCache(ctx, h)
@@ -99,6 +101,16 @@ func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 // Cache returns the cache once a plugin has created it, else nil. For tools
 // and tests that look at a running scheduler's cache from outside its plugins.
 func (p *Provider) Cache() *Cache { return p.ready.Load() }
+
+// Start starts what the plugins' factories set up (Cache.Start); with no
+// Caldera plugin in any profile there is no cache and nothing to start.
+// Call it after app.Setup and before app.Run.
+func (p *Provider) Start(ctx context.Context) error {
+	if c := p.Cache(); c != nil {
+		return c.Start(ctx)
+	}
+	return nil
+}
 
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
@@ -157,7 +169,14 @@ type Cache struct {
 	// metrics remembers the label series this cache published (metrics.go).
 	metrics metricsState
 
-	reconcilerOnce sync.Once
+	// starting holds what Start runs, in order: the cache's own informers,
+	// then admission's, then the status writer; each set up by Get or an
+	// Enable method. Guarded by startMu, with started.
+	startMu  sync.Mutex
+	started  bool
+	starting []startFunc
+
+	reconcilerOn   bool
 	reconcilerOpts ReconcilerOptions
 	// lead decides when status is written (NewProvider).
 	lead *Leadership
@@ -332,29 +351,77 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		return nil, err
 	}
 
-	pgFactory.Start(ctx.Done())
-	finishedFactory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	// Wait for our handlers, not just the stores, to have seen the initial
-	// lists: a cache handed to plugins is then fully populated. WaitFor
-	// returns as soon as they have (WaitForCacheSync polls every 100 ms,
-	// which the scheduler's start-up then waits out).
-	if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
-		return nil, fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
-	}
-	if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) {
-		return nil, fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
-	}
-	c.mu.RLock()
-	groups := len(c.groups)
-	c.mu.RUnlock()
-	logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
-	// The scheduler starts its informers once every plugin is built, so the
-	// unfinished members cannot be waited for here.
-	go c.awaitMembers(ctx, logger, memberReg)
-	c.startDumpSignals(logger)
+	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
+		pgFactory.Start(ctx.Done())
+		finishedFactory.Start(ctx.Done())
+		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		// Wait for our handlers, not just the stores, to have seen the
+		// initial lists: the scheduler then schedules on a populated cache.
+		// WaitFor returns as soon as they have (WaitForCacheSync polls
+		// every 100 ms).
+		if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
+			return fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
+		}
+		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) {
+			return fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
+		}
+		c.mu.RLock()
+		groups := len(c.groups)
+		c.mu.RUnlock()
+		logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
+		// The scheduler starts its own informers in app.Run, after this, so
+		// the unfinished members cannot be waited for here.
+		go c.awaitMembers(ctx, logger, memberReg)
+		c.startDumpSignals(logger)
+		return nil
+	})
 	return c, nil
+}
+
+// startFunc is one step of Start.
+type startFunc func(ctx context.Context, logger klog.Logger) error
+
+// Start starts the cache's informers and goroutines, once: its own
+// informers (waiting until they have delivered their initial lists, so that
+// the first scheduling cycle sees every PodGroup), then admission's (queue
+// informer, default queue, admission loop) if a profile enabled it, then the
+// status writer if a profile asked for it. The command calls it once every
+// plugin is built (after app.Setup), so no plugin factory starts anything;
+// later calls return nil. ctx ends all of it.
+func (c *Cache) Start(ctx context.Context) error {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started {
+		return nil
+	}
+	c.started = true
+	logger := klog.FromContext(ctx)
+	for _, f := range c.starting {
+		if err := f(ctx, logger); err != nil {
+			return err
+		}
+	}
+	c.starting = nil
+	return nil
+}
+
+func (c *Cache) isStarted() bool {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	return c.started
+}
+
+// setUp adds a step to Start; it refuses once Start has run, since
+// nothing would run the step.
+func (c *Cache) setUp(what string, f startFunc) error {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started {
+		return fmt.Errorf("%s set up after the cache started: plugins are built before Start", what)
+	}
+	c.starting = append(c.starting, f)
+	return nil
 }
 
 // finishedSelector selects pods in a terminal phase: the complement of the

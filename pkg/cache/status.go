@@ -23,20 +23,30 @@ type ReconcilerOptions struct {
 	SyncPeriod time.Duration
 }
 
-// StartReconciler starts the status reconciler once per cache. Every profile's
-// plugin calls it; a profile that asks for a different period is a
-// configuration error, since one process writes status one way.
-func (c *Cache) StartReconciler(opts ReconcilerOptions) error {
-	started := false
-	c.reconcilerOnce.Do(func() {
-		c.reconcilerOpts = opts
-		started = true
-		go c.runLeaderReconciler(opts, c.lead)
-	})
-	if !started && c.reconcilerOpts != opts {
-		return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
+// EnableStatus asks for the status reconciler, which Start starts, once per
+// cache. Every profile's plugin calls it; a profile that asks for a
+// different period is a configuration error, since one process writes
+// status one way.
+func (c *Cache) EnableStatus(opts ReconcilerOptions) error {
+	c.startMu.Lock()
+	on := c.reconcilerOn
+	c.startMu.Unlock()
+	if on {
+		if c.reconcilerOpts != opts {
+			return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
+		}
+		return nil
 	}
-	return nil
+	err := c.setUp("the status reconciler", func(context.Context, klog.Logger) error {
+		go c.runLeaderReconciler(opts, c.lead)
+		return nil
+	})
+	if err == nil {
+		c.startMu.Lock()
+		c.reconcilerOn, c.reconcilerOpts = true, opts
+		c.startMu.Unlock()
+	}
+	return err
 }
 
 // runLeaderReconciler writes status while the scheduler is leading, as told by

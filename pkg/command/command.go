@@ -30,10 +30,12 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/registry"
 )
 
-// New returns the caldera-scheduler command. It is app.NewSchedulerCommand of kube-scheduler v1.37.2 with one
-// step added between app.Setup and app.Run: Caldera's cache is told which
+// New returns the caldera-scheduler command. It is app.NewSchedulerCommand of kube-scheduler v1.37.2 with two
+// steps added between app.Setup and app.Run: Caldera's cache is told which
 // leader elector the scheduler runs, so that PodGroup and Queue status is
-// written by the replica that schedules and by no other. app.NewSchedulerCommand
+// written by the replica that schedules and by no other; and the machinery
+// the plugins share (the cache's informers, the admission loop, the status
+// writer) is started, once, now that every profile's plugins are built. app.NewSchedulerCommand
 // keeps its options and the completed config to itself, so the command is
 // rebuilt here from the same public pieces (options, Setup, Run); the flags,
 // help and behaviour are upstream's.
@@ -77,7 +79,7 @@ plugins in a profile of the KubeSchedulerConfiguration given with --config.`,
 	return cmd
 }
 
-// run is upstream's runCommand plus FollowLeaderElection.
+// run is upstream's runCommand plus FollowLeaderElection and Start.
 func run(cmd *cobra.Command, opts *options.Options) error {
 	verflag.PrintAndExitIfRequested()
 	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
@@ -107,6 +109,9 @@ func run(cmd *cobra.Command, opts *options.Options) error {
 		return err
 	}
 	plugins.FollowLeaderElection(cc)
+	if err := plugins.Start(ctx); err != nil {
+		return err
+	}
 	fg.(featuregate.MutableFeatureGate).AddMetrics()
 	opts.ComponentGlobalsRegistry.AddMetrics()
 	return app.Run(ctx, cc, sched)

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +52,17 @@ func NewForTest(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) *cache.
 // make the informers relist other objects (Server.Relist).
 func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *Server) {
 	tb.Helper()
+	c, fs, start := NewUnstarted(tb, pgs, pods)
+	start()
+	return c, fs
+}
+
+// NewUnstarted returns the cache as plugin factories get it from
+// cache.Provider.Get, before anything started; its fake API server; and
+// start, which does what the command and then the scheduler do: Start the
+// cache, start the scheduler's informers, and wait for the gang members.
+func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *Server, func()) {
+	tb.Helper()
 	stop := make(chan struct{})
 	fs := &Server{}
 	fs.set(pgs, pods)
@@ -68,20 +80,26 @@ func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*ca
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
 	h := &handle{cfg: cfg, cs: cs, factory: informers.NewSharedInformerFactory(cs, 0)}
-	// Get returns once the cache's own informers have delivered every listed
-	// object; unfinished members come from the handle's factory, which a
-	// scheduler would start, as here.
 	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}
-	h.factory.Start(ctx.Done())
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
-	defer cancelSync()
-	if !c.WaitForMembers(syncCtx) {
-		tb.Fatalf("cachetest: gang members were not listed within a minute")
+	start := func() {
+		tb.Helper()
+		// Start returns once the cache's own informers have delivered every
+		// listed object; unfinished members come from the handle's factory,
+		// which a scheduler starts after its plugins' Start, as here.
+		if err := c.Start(ctx); err != nil {
+			tb.Fatalf("cachetest: %v", err)
+		}
+		h.factory.Start(ctx.Done())
+		syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+		defer cancelSync()
+		if !c.WaitForMembers(syncCtx) {
+			tb.Fatalf("cachetest: gang members were not listed within a minute")
+		}
 	}
-	return c, fs
+	return c, fs, start
 }
 
 // DumpedGroups returns the groups of c's dump (Cache.Dump), sorted by key:
@@ -188,6 +206,9 @@ func (h *handle) DeleteNominatedPodIfExists(*v1.Pod)                     {}
 // Watch-list requests (sendInitialEvents) are refused, so that the informers
 // use list-then-watch.
 type Server struct {
+	// requests counts the requests served, for tests of what starts when.
+	requests atomic.Int64
+
 	mu      sync.Mutex
 	rv      int
 	podList *v1.PodList
@@ -195,6 +216,9 @@ type Server struct {
 	// gone is closed to end the open watches.
 	gone chan struct{}
 }
+
+// Requests returns how many requests the server has received.
+func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Relist replaces the served objects and ends every open watch: the
 // informers see a watch gap and relist, as after a lost connection or a
@@ -236,6 +260,7 @@ func (s *Server) current() (rv string, pods *v1.PodList, pgs *v1alpha1.PodGroupL
 func (s *Server) handler(stop <-chan struct{}) http.Handler {
 	serve := func(pick func(pods *v1.PodList, pgs *v1alpha1.PodGroupList) any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
+			s.requests.Add(1)
 			q := r.URL.Query()
 			rv, pods, pgs, gone := s.current()
 			w.Header().Set("Content-Type", "application/json")

@@ -32,6 +32,39 @@ func TestNewForTest(t *testing.T) {
 	}
 }
 
+// Plugin factories get the cache from Provider.Get and set up admission and
+// status; none of it may reach the API server or run before the command's
+// Start, and nothing may be set up after it.
+func TestGetStartsNothingUntilStart(t *testing.T) {
+	pgs, pods := cachetest.Gangs("ns", 2, 3)
+	c, srv, start := cachetest.NewUnstarted(t, pgs, pods)
+	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: time.Second}); err != nil {
+		t.Fatalf("EnableStatus before Start: %v", err)
+	}
+	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: 2 * time.Second}); err == nil {
+		t.Errorf("EnableStatus with another profile's period: no error")
+	}
+	if n := srv.Requests(); n != 0 {
+		t.Fatalf("the API server got %d requests before Start", n)
+	}
+	if got := cachetest.DumpedGroups(t, c); len(got) != 0 {
+		t.Fatalf("groups before Start: %+v", got)
+	}
+	start()
+	if n := srv.Requests(); n == 0 {
+		t.Errorf("Start listed nothing")
+	}
+	if got := cachetest.DumpedGroups(t, c); len(got) != 2 {
+		t.Errorf("groups after Start: %d, want 2", len(got))
+	}
+	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: 3 * time.Second}); err == nil {
+		t.Errorf("EnableStatus after Start (another period): no error")
+	}
+	if err := c.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+		t.Errorf("EnableAdmission after Start: no error, but nothing would start it")
+	}
+}
+
 func TestNewForTestEmpty(t *testing.T) {
 	c := cachetest.NewForTest(t, nil, nil)
 	if _, ok := c.MinRequest(cache.GroupKey{Namespace: "ns", Name: "g0"}); ok {

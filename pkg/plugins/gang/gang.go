@@ -83,7 +83,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	// This plugin's Reserve and Permit tell the cache where the profile's
 	// members are assumed; CalderaGangPlacement relies on that per profile.
 	c.TrackReservations(h.ProfileName())
-	if err := c.StartReconciler(cache.ReconcilerOptions{SyncPeriod: seconds(a.StatusSyncPeriodSeconds)}); err != nil {
+	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: seconds(a.StatusSyncPeriodSeconds)}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Gang{

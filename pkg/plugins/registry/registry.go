@@ -26,7 +26,7 @@ type Plugins struct {
 }
 
 // New returns the plugin set of one scheduler. Pass Options to app.Setup, then
-// FollowLeaderElection with what app.Setup returned, before app.Run.
+// FollowLeaderElection with what app.Setup returned and Start, before app.Run.
 func New() *Plugins {
 	lead := cache.NewLeadership()
 	return &Plugins{lead: lead, provider: cache.NewProvider(lead)}
@@ -42,6 +42,12 @@ func (p *Plugins) Options() []app.Option { return options(p.provider) }
 func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig) {
 	p.lead.Follow(cc.LeaderElection)
 }
+
+// Start starts what the plugins share, once: the cache's informers (waiting
+// for their initial lists), the admission loop and the status writer. Call
+// it after app.Setup, which builds the plugins, and before app.Run; an error
+// (a missing CRD, say) is a start-up failure.
+func (p *Plugins) Start(ctx context.Context) error { return p.provider.Start(ctx) }
 
 // Cache returns the shared cache once the plugins have created it (after
 // app.Setup), else nil: for tests and tools that inspect a running scheduler.

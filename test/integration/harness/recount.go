@@ -63,12 +63,15 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 			}
 			for _, p := range prof.Plugins.PreEnqueue.Enabled {
 				if p.Name == enqueue.Name {
-					if err := c.EnableAdmission(ctx, prof.SchedulerName, *d.Options); err != nil {
+					if err := c.EnableAdmission(prof.SchedulerName, *d.Options); err != nil {
 						t.Fatalf("RecountCache: %v", err)
 					}
 				}
 			}
 		}
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("RecountCache: %v", err)
 	}
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, cacheTimeout)

@@ -81,10 +81,13 @@ func recountCache(ctx context.Context, env *harness.Env, opts *cache.AdmissionOp
 	}
 	if opts != nil {
 		for _, prof := range profiles {
-			if err := c.EnableAdmission(ctx, prof, *opts); err != nil {
+			if err := c.EnableAdmission(prof, *opts); err != nil {
 				return nil, err
 			}
 		}
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
 	}
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, recountTimeout)
