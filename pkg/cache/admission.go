@@ -356,7 +356,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 	w := admissionWrite{unit: u.key, admitted: admitted, check: check, message: msg, pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key
-		w.pg, w.uid = &k, u.gang.pg.UID
+		w.pg, w.uid, w.profile = &k, u.gang.pg.UID, u.gang.profileLocked()
 	}
 	select {
 	case c.adm.writes <- w:

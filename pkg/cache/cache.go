@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -95,6 +96,9 @@ func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 			p.ready.Store(p.cache)
 		}
 	})
+	if p.err == nil {
+		p.cache.addProfile(h)
+	}
 	return p.cache, p.err
 }
 
@@ -185,6 +189,48 @@ type Cache struct {
 	ctx      context.Context
 	// bindSlots bound the binding calls in flight (CalderaBinder).
 	bindSlots Slots
+
+	// recorders are the profiles' Event recorders, by scheduler name: an
+	// Event about a pod is reported by its own profile (reportingController
+	// is the profile's name), not by whichever profile built the cache.
+	recordersMu sync.RWMutex
+	recorders   map[string]events.EventRecorderLogger
+}
+
+// addProfile records h's profile's Event recorder; every plugin of every
+// profile passes through Provider.Get.
+func (c *Cache) addProfile(h fwk.Handle) {
+	c.recordersMu.Lock()
+	defer c.recordersMu.Unlock()
+	if c.recorders == nil {
+		c.recorders = map[string]events.EventRecorderLogger{}
+	}
+	if _, ok := c.recorders[h.ProfileName()]; !ok {
+		c.recorders[h.ProfileName()] = h.EventRecorder()
+	}
+}
+
+// recorder returns the Event recorder of the profile named schedulerName,
+// else that of the profile that built the cache (a pod of no Caldera
+// profile, or a PodGroup with no member yet).
+func (c *Cache) recorder(schedulerName string) events.EventRecorderLogger {
+	c.recordersMu.RLock()
+	r := c.recorders[schedulerName]
+	c.recordersMu.RUnlock()
+	if r == nil {
+		return c.handle.EventRecorder()
+	}
+	return r
+}
+
+// profileLocked is the scheduler name of one of g's members ("" with none):
+// the profile whose recorder reports Events about the PodGroup. A gang's
+// members name one profile; if they do not, one of them is as good as any.
+func (g *group) profileLocked() string {
+	for _, m := range g.members {
+		return m.pod.Spec.SchedulerName
+	}
+	return ""
 }
 
 // group is one PodGroup (or a set of pods naming a PodGroup not yet seen).

@@ -56,6 +56,15 @@ type fakeHandle struct {
 	cs kubernetes.Interface
 	// nominated is the scheduler's in-memory nominator: node -> pods.
 	nominated map[string][]fwk.PodInfo
+	// profile is ProfileName's answer; "" means caldera-scheduler.
+	profile string
+}
+
+func (h *fakeHandle) ProfileName() string {
+	if h.profile == "" {
+		return "caldera-scheduler"
+	}
+	return h.profile
 }
 
 func (h *fakeHandle) ClientSet() kubernetes.Interface { return h.cs }

@@ -36,6 +36,9 @@ type admissionWrite struct {
 	// admitted); nothing else is written.
 	clearNomination bool
 	message         string
+	// profile reports a gang's Events (group.profileLocked); a singleton's
+	// are its pod's profile's.
+	profile string
 }
 
 // admissionAction is the Event's action for a decision: the check a refused
@@ -91,7 +94,10 @@ func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
 		}
 		return
 	}
-	rec := c.handle.EventRecorder()
+	rec := c.recorder(w.profile)
+	if w.pod != nil {
+		rec = c.recorder(w.pod.Spec.SchedulerName)
+	}
 	reason, typ := "NotAdmitted", v1.EventTypeWarning
 	if w.admitted {
 		reason, typ = "Admitted", v1.EventTypeNormal

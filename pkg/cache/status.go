@@ -102,6 +102,8 @@ type statusWork struct {
 	notice gang.Notice
 	// pods receive the notice when the PodGroup does not exist.
 	pods []*v1.Pod
+	// profile reports the PodGroup's Events (group.profileLocked).
+	profile string
 }
 
 // SyncStatus writes status and Events for the groups that changed since the
@@ -123,7 +125,7 @@ func (c *Cache) SyncStatus(ctx context.Context) {
 			continue // a member may be finishing (onUnfinishedPodDelete); stays dirty
 		}
 		delete(c.dirty, key)
-		w := statusWork{key: key, pg: g.pg}
+		w := statusWork{key: key, pg: g.pg, profile: g.profileLocked()}
 		w.notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
 		noticeID := w.notice.Reason + "\x00" + w.notice.Message
 		if w.notice.Reason == "" || noticeID == g.lastEvent {
@@ -208,13 +210,12 @@ func (c *Cache) emit(w statusWork) {
 	if w.notice.Warning {
 		typ = v1.EventTypeWarning
 	}
-	rec := c.handle.EventRecorder()
 	if w.pg != nil {
-		rec.Eventf(PodGroupRef(w.pg), nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
+		c.recorder(w.profile).Eventf(PodGroupRef(w.pg), nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
 		return
 	}
 	for _, p := range w.pods {
-		rec.Eventf(p, nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
+		c.recorder(p.Spec.SchedulerName).Eventf(p, nil, typ, w.notice.Reason, "Scheduling", "%s", w.notice.Message)
 	}
 }
 

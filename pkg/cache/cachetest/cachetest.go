@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -176,8 +177,9 @@ func validate(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) error {
 
 // Handle returns the part of fwk.Handle a cache without a scheduler uses
 // (cache.Provider.Get): a client config and clientset, an informer factory
-// the caller starts, no waiting pods, and Activate doing nothing. Any other
-// method panics on the nil embedded interface.
+// the caller starts, profile "cachetest" with an Event recorder that drops
+// everything, no waiting pods, and Activate doing nothing. Any other method
+// panics on the nil embedded interface.
 func Handle(cfg *rest.Config, cs kubernetes.Interface, factory informers.SharedInformerFactory) fwk.Handle {
 	return &handle{cfg: cfg, cs: cs, factory: factory}
 }
@@ -191,6 +193,8 @@ type handle struct {
 	factory informers.SharedInformerFactory
 }
 
+func (h *handle) ProfileName() string                                    { return "cachetest" }
+func (h *handle) EventRecorder() events.EventRecorderLogger              { return &events.FakeRecorder{} }
 func (h *handle) KubeConfig() *rest.Config                               { return h.cfg }
 func (h *handle) ClientSet() kubernetes.Interface                        { return h.cs }
 func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
