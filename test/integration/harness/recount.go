@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -44,18 +45,7 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 		t.Fatal(err)
 	}
 
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
-	ctx := klog.NewContext(t.Context(), logger.WithName("recount"))
-	cfg := rest.CopyConfig(s.env.Config)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
-	if err != nil {
-		t.Fatalf("RecountCache: %v", err)
-	}
+	var profiles []string
 	if d.Options != nil {
 		for _, prof := range s.Config.ComponentConfig.Profiles {
 			if prof.Plugins == nil {
@@ -63,26 +53,56 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 			}
 			for _, p := range prof.Plugins.PreEnqueue.Enabled {
 				if p.Name == enqueue.Name {
-					if err := c.EnableAdmission(prof.SchedulerName, *d.Options); err != nil {
-						t.Fatalf("RecountCache: %v", err)
-					}
+					profiles = append(profiles, prof.SchedulerName)
 				}
 			}
 		}
 	}
-	if err := c.Start(ctx); err != nil {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(schedulerVerbosity())))
+	c, err := s.env.NewRecount(klog.NewContext(t.Context(), logger), d.Options, profiles)
+	if err != nil {
 		t.Fatalf("RecountCache: %v", err)
+	}
+	return c
+}
+
+// NewRecount builds and starts a recount cache (see RecountCache) reaching
+// the apiserver through Env.Config, with opts as admission options for the
+// named profiles (no admission when opts is nil), and waits until it has
+// every object; ctx ends it. For schedulers RecountCache cannot reach, such
+// as a process (whose options come from its dump).
+func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, profiles []string) (*cache.Cache, error) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("recount"))
+	cfg := rest.CopyConfig(e.Config)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	factory := scheduler.NewInformerFactory(cs, 0, nil)
+	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
+	if err != nil {
+		return nil, err
+	}
+	if opts != nil {
+		for _, prof := range profiles {
+			if err := c.EnableAdmission(prof, *opts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
 	}
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
 	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
 		if !ok {
-			t.Fatalf("RecountCache: informer of %v did not sync", typ)
+			return nil, fmt.Errorf("informer of %v did not sync", typ)
 		}
 	}
 	if !c.WaitForMembers(syncCtx) {
-		t.Fatalf("RecountCache: gang members were not listed within %v", cacheTimeout)
+		return nil, fmt.Errorf("gang members were not listed within %v", cacheTimeout)
 	}
-	return c
+	return c, nil
 }

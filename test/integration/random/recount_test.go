@@ -12,13 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler"
-
 	"github.com/caldera-sched/caldera/pkg/cache"
-	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -34,7 +28,8 @@ import (
 var profiles = []string{harness.DefaultSchedulerName, "caldera-scheduler-spread"}
 
 // recountTimeout bounds the wait for the two caches to agree: each sees the
-// final objects through its own informers.
+// final objects through its own informers (harness.Env.NewRecount builds the
+// recount).
 const recountTimeout = 30 * time.Second
 
 // dumpProcess signals p and returns the dump it writes.
@@ -65,44 +60,6 @@ func dumpProcess(ctx context.Context, t *testing.T, p *harness.SchedulerProcess)
 	return nil, fmt.Errorf("no cache dump in %s within 10s of SIGUSR1", p.DumpDir)
 }
 
-// recountCache starts the recount with the process's admission options.
-func recountCache(ctx context.Context, env *harness.Env, opts *cache.AdmissionOptions) (*cache.Cache, error) {
-	logger := klog.FromContext(ctx).WithName("recount")
-	ctx = klog.NewContext(ctx, logger)
-	cfg := rest.CopyConfig(env.Config)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
-	if err != nil {
-		return nil, err
-	}
-	if opts != nil {
-		for _, prof := range profiles {
-			if err := c.EnableAdmission(prof, *opts); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, recountTimeout)
-	defer cancel()
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("recount: informer of %v did not sync", typ)
-		}
-	}
-	if !c.WaitForMembers(syncCtx) {
-		return nil, fmt.Errorf("recount: gang members were not listed within %v", recountTimeout)
-	}
-	return c, nil
-}
-
 // checkRecount waits until the process's cache agrees with a recount and
 // records a violation with both when it does not.
 func (r *run) checkRecount(ctx context.Context, t *testing.T) {
@@ -111,7 +68,7 @@ func (r *run) checkRecount(ctx context.Context, t *testing.T) {
 		r.trace.fail("cache-recount", "dump", "%v", err)
 		return
 	}
-	fresh, err := recountCache(ctx, r.env, d.Options)
+	fresh, err := r.env.NewRecount(ctx, d.Options, profiles)
 	if err != nil {
 		r.trace.fail("cache-recount", "start", "%v", err)
 		return
