@@ -69,12 +69,8 @@ var (
 // New builds the plugin for one profile; every profile shares the cache of p.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provider) (fwk.Plugin, error) {
 	var a Args
-	if err := args.Decode(Name, obj, &a); err != nil {
+	if err := args.Load(Name, obj, &a); err != nil {
 		return nil, err
-	}
-	a.SetDefaults()
-	if err := a.Validate(); err != nil {
-		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
 	c, err := p.Get(ctx, h)
 	if err != nil {
