@@ -361,6 +361,7 @@ type state struct {
 	taken         map[int]bool     // pod index -> taken
 	spent         []int32          // per budget: disruptions the taken pods spend
 	takenQ        map[string]resources.List
+	takenG        map[string]int32 // gang key -> its members taken
 	groupPods     map[string][]int // gang key -> its candidate pods
 	running       map[string]int32 // gang key -> running members (all, not only candidates)
 	spare         map[string]int32 // gang key -> members it may lose one by one
@@ -458,15 +459,19 @@ func (s *state) reset() {
 	s.taken = map[int]bool{}
 	s.spent = make([]int32, len(s.in.Budgets))
 	s.takenQ = map[string]resources.List{}
+	s.takenG = map[string]int32{}
 	s.steps = s.steps[:0]
 }
 
 // options lists the steps of the greedy search, best first: lower priority,
-// then most recently started, then pod ID. Without wholeGangs a gang offers
-// only its spare members; with it a gang with no spare members is one step.
+// then most recently started, then pod ID. Every member of a gang with
+// spare members is a step of its own, wherever it runs, and take stops at
+// the spare count: which members go depends on the node that needs room
+// (the youngest there first), not on the gang's youngest overall, which may
+// run where their room is of no use. With wholeGangs a gang with no spare
+// members is also one step.
 func (s *state) options(wholeGangs bool) []option {
 	var out []option
-	perGroup := map[string]int32{}
 	byRecency := slices.Clone(s.candidates)
 	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
 	for _, i := range byRecency {
@@ -474,10 +479,7 @@ func (s *state) options(wholeGangs bool) []option {
 		if _, ok := s.nodeIndex[p.Node]; !ok && !s.inDeficit(p) {
 			continue // only reachable through its whole gang
 		}
-		if p.Group == "" || perGroup[p.Group] < s.spare[p.Group] {
-			if p.Group != "" {
-				perGroup[p.Group]++
-			}
+		if p.Group == "" || s.spare[p.Group] > 0 {
 			out = append(out, option{pods: []int{i}, disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started})
 		}
 	}
@@ -563,11 +565,26 @@ func (s *state) take(o option) bool {
 	if len(add) == 0 || !s.affordable(add) {
 		return false
 	}
+	if !o.whole {
+		// One by one, a gang gives up at most its spare members.
+		more := map[string]int32{}
+		for _, i := range add {
+			if g := s.in.Pods[i].Group; g != "" {
+				more[g]++
+				if s.takenG[g]+more[g] > s.spare[g] {
+					return false
+				}
+			}
+		}
+	}
 	st := o
 	st.pods = add
 	st.disruptive = s.violations(add)
 	for _, i := range add {
 		p := s.in.Pods[i]
+		if p.Group != "" {
+			s.takenG[p.Group]++
+		}
 		s.taken[i] = true
 		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
@@ -640,6 +657,9 @@ func (s *state) untake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		delete(s.taken, i)
+		if p.Group != "" {
+			s.takenG[p.Group]--
+		}
 		s.spend(p, -1)
 		s.free[s.nodeIndexOf(p.Node)].Sub(p.Request)
 		s.takenQ[p.Queue].Sub(p.Request)
@@ -650,6 +670,9 @@ func (s *state) retake(pods []int) {
 	for _, i := range pods {
 		p := s.in.Pods[i]
 		s.taken[i] = true
+		if p.Group != "" {
+			s.takenG[p.Group]++
+		}
 		s.spend(p, 1)
 		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
 		s.takenQ[p.Queue].Add(p.Request)

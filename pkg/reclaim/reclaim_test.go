@@ -213,6 +213,24 @@ func TestDecide(t *testing.T) {
 			wantMode: Reclaim, want: []string{"a/a/g-14", "a/a/g-15"}, wantNode: "n2",
 		},
 		{
+			// Seed 84 of the randomized harness: the spare members offered
+			// were the youngest of the whole gang, wherever they ran, so a
+			// node holding older members could not be cleared and the
+			// preemptor stayed pending with the room there.
+			name: "a victim gang's spare members are taken where the room is needed",
+			in: Input{
+				Preemptor: Preemptor{Queue: "b", Members: members(1, 2000)},
+				Queues:    aOver,
+				Groups:    map[string]Group{"a/g": {MinMember: 2}},
+				// Three older members on n0, the youngest alone on n1: the
+				// two youngest (spare 2) are on different nodes.
+				Pods:    fill("a", "a/g", 0, 4, 1000, "n0", "n0", "n0", "n1"),
+				Nodes:   nodesWith(0, 0),
+				Options: both,
+			},
+			wantMode: Reclaim, want: []string{"a/a/g-1", "a/a/g-2"}, wantNode: "n0",
+		},
+		{
 			name: "a victim gang beyond its spare members is taken whole",
 			in: Input{
 				Preemptor: Preemptor{Queue: "b", Members: members(3, 1000)},
