@@ -562,20 +562,20 @@ func (s *state) take(o option) bool {
 			add = append(add, i)
 		}
 	}
-	if len(add) == 0 || !s.affordable(add) {
+	if len(add) == 0 {
 		return false
 	}
 	if !o.whole {
-		// One by one, a gang gives up at most its spare members.
-		more := map[string]int32{}
-		for _, i := range add {
-			if g := s.in.Pods[i].Group; g != "" {
-				more[g]++
-				if s.takenG[g]+more[g] > s.spare[g] {
-					return false
-				}
-			}
+		// One by one, a gang gives up at most its spare members. A step
+		// that is not whole is one pod: checked before the queue rule,
+		// since every member of a gang is offered and most are refused
+		// here once its spare members are taken.
+		if g := s.in.Pods[add[0]].Group; g != "" && s.takenG[g] >= s.spare[g] {
+			return false
 		}
+	}
+	if !s.affordable(add) {
+		return false
 	}
 	st := o
 	st.pods = add
