@@ -24,6 +24,7 @@ all: build
 ## build: bin/caldera-scheduler, kube-scheduler with Caldera's plugins.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/caldera-scheduler ./cmd/scheduler
+	$(GO) build -o bin/kubectl-caldera ./cmd/kubectl-caldera
 
 # The image `make image` writes, and the name and tag manifests/ and the chart
 # reference (make verify checks that they agree).

@@ -1,0 +1,67 @@
+// Package kubectlcaldera is the kubectl-caldera command: read-only views of
+// Caldera's queues for users and operators. It works as a kubectl plugin
+// (kubectl caldera ...) and on its own with --kubeconfig; it never writes.
+package kubectlcaldera
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+)
+
+// options are the flags every subcommand shares.
+type options struct {
+	kubeconfig, context string
+	output              string
+}
+
+// NewCommand returns the kubectl-caldera command writing to out.
+func NewCommand(out io.Writer) *cobra.Command {
+	o := &options{}
+	root := &cobra.Command{
+		Use:   "kubectl-caldera",
+		Short: "Read-only views of Caldera's queues",
+		Long: `kubectl-caldera shows what Caldera's scheduler decided, from the objects
+it writes (Queue status). Run it as "kubectl caldera ..." with the binary on
+your PATH, or on its own with --kubeconfig.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	fs := root.PersistentFlags()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
+	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	root.AddCommand(newQueuesCommand(o))
+	return root
+}
+
+// clients builds the Queue client from the flags, the way kubectl loads
+// its configuration.
+func (o *options) clients() (qclient.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	// Custom resources are served as JSON only.
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	return qclient.NewForConfig(cfg)
+}
+
+// checkOutput refuses an unknown --output before anything is listed.
+func (o *options) checkOutput() error {
+	switch o.output {
+	case "table", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
+}

@@ -1,0 +1,98 @@
+// Package kubectl_test runs kubectl-caldera against a real kube-apiserver
+// whose Queue status the real scheduler writes.
+package kubectl_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/internal/kubectlcaldera"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const timeout = 30 * time.Second
+
+func run(t *testing.T, env *harness.Env, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := kubectlcaldera.NewCommand(&out)
+	cmd.SetArgs(append(args, "--kubeconfig", env.Kubeconfig))
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+func TestQueues(t *testing.T) {
+	env := harness.Start(t)
+	env.AddNodes(t, 2, "4", "8Gi")
+	env.CreateQueue(t, "org", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}})
+	env.CreateQueue(t, "team-a", qapi.QueueSpec{Weight: 2, Parent: "org"})
+	env.StartScheduler(t)
+	ns := env.Namespace(t)
+	pg := harness.PodGroup(ns, "train", 3)
+	pg.Labels = map[string]string{qapi.QueueLabel: "team-a"}
+	env.CreatePodGroup(t, pg)
+	env.CreatePods(t, harness.Members(ns, "train", 3, "1")...)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=train", 3, timeout)
+
+	// What the command shows is what the scheduler wrote: wait for the
+	// status, then compare the command's rows with the API's.
+	var want qapi.QueueStatus
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		q, err := env.QueueClient().SchedulingV1alpha1().Queues().Get(t.Context(), "team-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		want = q.Status
+		cpu := q.Status.Allocated[v1.ResourceCPU]
+		return cpu.Cmp(resource.MustParse("3")) == 0, nil
+	}, "queue team-a status: 3 cpu allocated")
+
+	out, err := run(t, env, "queues", "-o", "json")
+	if err != nil {
+		t.Fatalf("queues -o json: %v", err)
+	}
+	var rows []kubectlcaldera.QueueRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("queues -o json is not JSON: %v\n%s", err, out)
+	}
+	byName := map[string]kubectlcaldera.QueueRow{}
+	var order []string
+	for _, r := range rows {
+		byName[r.Name] = r
+		order = append(order, r.Name)
+	}
+	if strings.Join(order, " ") != "default org team-a" {
+		t.Errorf("queues in order %v, want default, org, then its child team-a", order)
+	}
+	a := byName["team-a"]
+	if a.Depth != 1 || a.Parent != "org" || a.Weight != 2 || a.Running != want.Running || a.Admitted != want.Admitted || a.Share != want.Share || a.Share == "" {
+		t.Errorf("team-a row %+v, status %+v", a, want)
+	}
+	if got, w := a.Allocated["cpu"], want.Allocated.Cpu().String(); got != w {
+		t.Errorf("team-a allocated cpu %q, status says %q", got, w)
+	}
+	if byName["org"].Capability["cpu"] != "6" {
+		t.Errorf("org capability %v, want cpu 6", byName["org"].Capability)
+	}
+
+	table, err := run(t, env, "queues")
+	if err != nil {
+		t.Fatalf("queues: %v", err)
+	}
+	if !strings.Contains(table, "\n  team-a ") || !strings.Contains(table, "cpu=6") {
+		t.Errorf("table does not show team-a under org with org's capability:\n%s", table)
+	}
+
+	if _, err := run(t, env, "queues", "--context", "no-such-context"); err == nil || !strings.Contains(err.Error(), "no-such-context") {
+		t.Errorf("an unknown context: error %v, want one naming it", err)
+	}
+}
