@@ -2,8 +2,10 @@ package faults_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -117,10 +120,13 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	ns := env.Namespace(t)
 	env.AddNodes(t, 4, "4", "16Gi")
 
+	var started []*harness.SchedulerProcess
 	start := func(r replica) *harness.SchedulerProcess {
-		return env.StartSchedulerProcess(t,
+		p := env.StartSchedulerProcess(t,
 			harness.WithLeaderElection(failoverLease),
 			harness.WithKubeconfig(env.TokenKubeconfig(t, r.token)))
+		started = append(started, p)
+		return p
 	}
 	// A first, alone, so that it leads; then B as its standby.
 	leader := start(replicas[0])
@@ -135,6 +141,13 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	env.CreatePods(t, harness.Members(ns, "beside", 3, "1")...)
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=beside", 3, timeout)
 	env.WaitPodGroupPhase(t, ns, "beside", v1alpha1.PodGroupScheduling, timeout)
+	// Queue gauges come from the leader only, so that a sum over the
+	// replicas' /metrics does not count a queue twice.
+	standby := started[1]
+	waitQueueSeries(t, leader)
+	if got := queueSeries(t, standby); len(got) != 0 {
+		t.Errorf("the standby exports queue series %v", got)
+	}
 
 	// Mid-run: a gang is submitted and the leader dies while it may be in
 	// any stage (admission, cycles, Permit, binding); another comes after.
@@ -152,6 +165,7 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 		t.Errorf("the standby bound the new gang %v after the leader died, want within %v", took.Round(time.Millisecond), takeoverTarget)
 	}
 	env.WaitPodGroupPhase(t, ns, "after", v1alpha1.PodGroupScheduling, timeout)
+	waitQueueSeries(t, standby) // the new leader's
 
 	events := readAudit(t, auditLog)
 	acquired := map[string]time.Time{}
@@ -194,6 +208,35 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 			t.Errorf("%s made %d status writes and %d bindings, want some of each", user, writes[user]["status"], writes[user]["binding"])
 		}
 	}
+}
+
+// queueSeries returns the caldera_queue_* series on p's /metrics.
+func queueSeries(t *testing.T, p *harness.SchedulerProcess) []string {
+	t.Helper()
+	code, body := p.Get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics from process %d: %d %s", p.Pid(), code, body)
+	}
+	families, err := testutil.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	var out []string
+	for name, f := range families {
+		if strings.HasPrefix(name, "caldera_queue_") && len(f.GetMetric()) > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// waitQueueSeries waits until p exports the queue gauges (a leader does
+// after its first status pass).
+func waitQueueSeries(t *testing.T, p *harness.SchedulerProcess) {
+	t.Helper()
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		return len(queueSeries(t, p)) > 0, nil
+	}, fmt.Sprintf("process %d to export caldera_queue_* series", p.Pid()))
 }
 
 // readAudit returns the completed requests of the audit log.

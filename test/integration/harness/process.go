@@ -235,18 +235,39 @@ func (p *SchedulerProcess) keepLog(t testing.TB) {
 	t.Logf("scheduler process %d's whole log: %s", p.Pid(), name)
 }
 
-// waitReady polls /readyz until it answers 200; it fails early when the
-// process exits.
-func (p *SchedulerProcess) waitReady(ctx context.Context) error {
-	client, err := rest.UnversionedRESTClientFor(&rest.Config{
+// endpoints is a client of the process's secure port.
+func (p *SchedulerProcess) endpoints() (*rest.RESTClient, error) {
+	return rest.UnversionedRESTClientFor(&rest.Config{
 		Host: fmt.Sprintf("https://127.0.0.1:%d", p.Port),
-		// The scheduler's serving certificate is self-signed; only readiness
-		// is read over it.
+		// The scheduler's serving certificate is self-signed; only the
+		// paths open without credentials (probes, /metrics) are read.
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		Timeout:         2 * time.Second,
 		QPS:             -1, // polls, not load: no client-side rate limit
 		ContentConfig:   rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()},
 	})
+}
+
+// Get fetches path (e.g. /metrics) from the process's secure port and
+// returns the status code and body.
+func (p *SchedulerProcess) Get(t testing.TB, path string) (int, []byte) {
+	t.Helper()
+	client, err := p.endpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := 0
+	body, err := client.Get().AbsPath(path).Do(t.Context()).StatusCode(&status).Raw()
+	if err != nil && status == 0 {
+		t.Fatalf("GET %s from scheduler process %d: %v", path, p.Pid(), err)
+	}
+	return status, body
+}
+
+// waitReady polls /readyz until it answers 200; it fails early when the
+// process exits.
+func (p *SchedulerProcess) waitReady(ctx context.Context) error {
+	client, err := p.endpoints()
 	if err != nil {
 		return err
 	}
