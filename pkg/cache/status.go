@@ -29,24 +29,21 @@ type ReconcilerOptions struct {
 // status one way.
 func (c *Cache) EnableStatus(opts ReconcilerOptions) error {
 	c.startMu.Lock()
-	on := c.reconcilerOn
-	c.startMu.Unlock()
-	if on {
-		if c.reconcilerOpts != opts {
-			return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
-		}
+	defer c.startMu.Unlock()
+	switch {
+	case c.reconcilerOn && c.reconcilerOpts != opts:
+		return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
+	case c.reconcilerOn:
 		return nil
+	case c.started:
+		return fmt.Errorf("the status reconciler set up after the cache started: plugins are built before Start")
 	}
-	err := c.setUp("the status reconciler", func(context.Context, klog.Logger) error {
+	c.reconcilerOn, c.reconcilerOpts = true, opts
+	c.starting = append(c.starting, func(context.Context, klog.Logger) error {
 		go c.runLeaderReconciler(opts, c.lead)
 		return nil
 	})
-	if err == nil {
-		c.startMu.Lock()
-		c.reconcilerOn, c.reconcilerOpts = true, opts
-		c.startMu.Unlock()
-	}
-	return err
+	return nil
 }
 
 // runLeaderReconciler writes status while the scheduler is leading, as told by
