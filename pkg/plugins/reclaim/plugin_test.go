@@ -159,9 +159,11 @@ func TestPostFilterWhileThePlanEvicts(t *testing.T) {
 	}
 }
 
-// Every refusal is Unschedulable with the reason, prefixed, and nominates
-// nothing: CalderaGang runs after this plugin and must still release a
-// gang that got no plan.
+// Every refusal is Unschedulable with the reason, prefixed (CalderaGang
+// runs after this plugin and must still release a gang that got no plan).
+// Without a plan the pod's nominated node is cleared, as upstream's
+// Evaluator does when preemption cannot help; a pod that may not preempt
+// now (its victims still terminating) keeps it.
 func TestPostFilterWithoutAPlan(t *testing.T) {
 	n1 := node("n1", "4")
 	full := podOn("full", "n1", "4")
@@ -173,15 +175,18 @@ func TestPostFilterWithoutAPlan(t *testing.T) {
 		c        fakeCache
 		statuses fwk.NodeToStatusReader
 		want     string
+		keep     bool // the pod's nomination is left as it is (nil result)
 	}{
 		{"preemptionPolicy Never", podOn("p", "", "2", func(p *v1.Pod) { p.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever) }), fakeCache{inOK: true}, unschedulable,
-			"reclaim: not eligible due to preemptionPolicy=Never"},
+			"reclaim: not eligible due to preemptionPolicy=Never", true},
 		{"no node where evicting helps", podOn("p", "", "2"), fakeCache{inOK: true}, unresolvable,
-			"reclaim: evicting pods would not help on any node"},
+			"reclaim: evicting pods would not help on any node", false},
+		{"a stale nomination and no node where evicting helps", podOn("p", "", "2", nominatedTo("n1")), fakeCache{inOK: true}, unresolvable,
+			"reclaim: evicting pods would not help on any node", false},
 		{"the cache refuses the preemptor", podOn("p", "", "2"), fakeCache{inWhy: "the PodGroup is not admitted to queue q"}, unschedulable,
-			"reclaim: the PodGroup is not admitted to queue q"},
+			"reclaim: the PodGroup is not admitted to queue q", false},
 		{"a second round while the victims of the first still terminate", podOn("p", "", "2", nominatedTo("n1")), fakeCache{inOK: true}, unschedulable,
-			"reclaim: victims on the nominated node are still terminating"},
+			"reclaim: victims on the nominated node are still terminating", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := []*v1.Pod{full}
@@ -193,8 +198,11 @@ func TestPostFilterWithoutAPlan(t *testing.T) {
 			if st.Code() != fwk.Unschedulable || st.Message() != tc.want {
 				t.Errorf("status = %v %q, want Unschedulable %q", st.Code(), st.Message(), tc.want)
 			}
-			if res != nil {
-				t.Errorf("result = %+v, want none", res)
+			switch {
+			case tc.keep && res != nil:
+				t.Errorf("result = %+v, want none (the nomination kept)", res)
+			case !tc.keep && (res == nil || res.Mode() != fwk.ModeOverride || res.NominatedNodeName != ""):
+				t.Errorf("result = %+v, want the nominated node cleared", res)
 			}
 			if len(tc.c.started) != 0 {
 				t.Errorf("evictions started: %v", tc.c.started)
