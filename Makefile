@@ -97,15 +97,22 @@ integration:
 ## test` plays its fixed default seeds, 1 and 2). A failure prints its replay
 ## line, e.g. `make test-random SEEDS=1 SEED=1234`. About 35 s per seed.
 ## The whole scheduler log of every failed seed is kept in RANDOM_LOGS.
+## SHARDS=2 plays the seeds in two processes at once (half the time on 2
+## cores; each shard's output in RANDOM_LOGS/shard-K.log).
 SEEDS ?= 10
+SHARDS ?= 1
 RANDOM_LOGS ?= $(CURDIR)/_output/random-logs
 ifndef SEED
 SEED := $(shell date +%s)
 endif
 test-random:
 	@echo "test-random: seeds $(SEED) .. $$(( $(SEED) + $(SEEDS) - 1 ))"
+ifeq ($(SHARDS),1)
 	CALDERA_KEEP_LOGS=$(RANDOM_LOGS) $(GO) test -count=1 -timeout $$(( $(SEEDS) * 3 + 5 ))m -v -run '^TestRandom$$' ./test/integration/random/ \
 		-args -random.seed=$(SEED) -random.seeds=$(SEEDS)
+else
+	hack/test-random-shards.sh $(SEED) $(SEEDS) $(SHARDS) $(RANDOM_LOGS)
+endif
 
 ## bench-unit: Go benchmarks of the hot paths (Less, PreEnqueue, cache events).
 bench-unit:

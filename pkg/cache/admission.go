@@ -69,6 +69,9 @@ type admissionState struct {
 	// extras counts members beyond their gang's minimum that are reserved
 	// but not bound (extras.go).
 	extras extraBook
+	// demand is what started gangs' waiting extras ask for, per queue
+	// (extrademand.go).
+	demand extraDemand
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
 	byPrio  map[string]map[int32]resources.List
@@ -278,9 +281,15 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.mu.Lock()
 	a := c.adm
 	c.returnShortLocked(now)
+	c.syncDirtyDemandLocked()
 	usage := make(map[string]queue.Usage, len(a.usage))
 	for _, name := range a.pending.Queues() {
 		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
+	}
+	for name, l := range a.demand.byQueue {
+		us := usage[name]
+		us.Pending = l.Clone().Add(us.Pending)
+		usage[name] = us
 	}
 	for name, u := range a.usage {
 		us := usage[name]
@@ -335,6 +344,9 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		s := a.sorting[name]
 		s.share = a.shares.Share(name)
 		a.sorting[name] = s
+	}
+	for k, p := range c.refusedExtrasFittingLocked() {
+		act[k] = p
 	}
 	c.recordQueueMetricsLocked()
 	// res belongs to the Pending: read it under the lock.

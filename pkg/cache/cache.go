@@ -242,6 +242,11 @@ type group struct {
 	created time.Time
 	members map[types.UID]*member
 	counts  gang.Counts
+	// pendingReq is what the members that wait to be placed ask for
+	// (reachable, neither reserved nor bound): kept by countLocked with
+	// counts, O(1) per member event; a started gang's demand beyond its
+	// minimum (extrademand.go).
+	pendingReq resources.List
 	// priority is the highest member priority, so that all members sort
 	// together; priorityCount is how many members have it.
 	priority      int32

@@ -98,8 +98,11 @@ func (c *Cache) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
 }
 
 // extraFitsLocked is PreFilter's check for a member beyond the minimum:
-// whether its queue and every ancestor stay within capability. O(depth x r)
-// plus one lookup per queue under the highest limited ancestor.
+// whether its queue and every ancestor stay within capability, and within
+// the deserved share of the last admission pass (extrademand.go). A member
+// refused for the share kicks a pass: its demand may not have been counted
+// yet, and the pass activates it when it fits. O(depth x r) plus one
+// lookup per queue under the top-level ancestor.
 func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	a := c.adm
 	if !a.on() {
@@ -138,20 +141,16 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 			}
 		}
 	}
-	ok, msg := queue.CapabilityFit(a.tree, u.queue, req, func(q string) queue.Use {
-		var use queue.Use
-		if us := a.usage[q]; us != nil {
-			use.Allocated, use.Inflight = us.allocated, us.inflight
-		}
-		use.Extra = a.extras.byQueue[q]
-		if q == u.queue && own != nil {
-			use.Extra = own.Add(use.Extra)
-		}
-		return use
-	})
-	if !ok {
+	use := func(q string) queue.Use { return c.shareUseLocked(q, u.queue, own) }
+	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
 		return PreFilterOverCapability, msg
 	}
+	if ok, msg := queue.ShareRoomOf(a.shares, u.queue, use).Fits(req); !ok {
+		c.refuseExtraLocked(pod, g.key)
+		a.kickLocked()
+		return PreFilterOverShare, msg
+	}
+	c.forgetRefusedExtraLocked(pod.UID)
 	return PreFilterOK, ""
 }
 

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +62,9 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	bind(pods[0])
 	bind(pods[1])
 	wantUsage(t, c, "team-a", 4, 0)
+	// The gang started: its waiting extras are team-a's demand from the
+	// next pass on, which gives team-a its whole capability.
+	pass(c, at)
 
 	// Extras: reserved but unbound ones count, so a burst stops at the limit.
 	check(pods[2], PreFilterOK, "")
@@ -90,6 +95,7 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	podEvent(c, next(b0, boundTo("n1"), phase(v1.PodRunning)))
 	check(pods[3], PreFilterOverCapability, "queue org: cpu capability 12, allocated 12, reserved 0, this member needs 2")
 	podDelete(c, b0)
+	pass(c, at)
 	check(pods[3], PreFilterOK, "")
 	wantConsistent(t, c, "after the extras")
 	if n := len(c.adm.extras.holds); n != 0 {
@@ -123,4 +129,90 @@ func TestExtraMembersActivatedWhenGangStarts(t *testing.T) {
 	if got := activatedPods(h); len(got) != 1 || got[0] != "ns/m2" {
 		t.Errorf("activated %v when the gang started, want [ns/m2]", got)
 	}
+}
+
+// TestExtraMembersWithinDeservedShare: a member beyond its gang's minimum
+// is placed only within the deserved share of its queue, and a started
+// gang's waiting extras are its queue's demand, so that the gang alone
+// grows into idle room. Without the share check the extras bound above
+// the share and were reclaimed at once by another queue's work within its
+// own share (the randomized harness, seed 107: bound, then evicted).
+func TestExtraMembersWithinDeservedShare(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
+	var pods []*v1.Pod
+	for i := range 8 {
+		p := memberOf("ns", fmt.Sprintf("m%d", i), "g", cpu("2"))
+		pods = append(pods, p)
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	at := t0.Add(time.Second)
+	check := func(p *v1.Pod, want PreFilterCode, wantMsg string) {
+		t.Helper()
+		_, code, msg := c.PreFilter(p, at)
+		if code != want || (wantMsg != "" && msg != wantMsg) {
+			t.Errorf("PreFilter(%s) = %v %q, want %v %q", p.Name, code, msg, want, wantMsg)
+		}
+	}
+	for _, p := range pods[:2] {
+		c.Reserve(next(p, boundTo("n1")))
+		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	h.activations()
+
+	// Started: before a pass has counted its extras, queue a deserves
+	// only what it holds; the refusal asks for a pass, which counts the
+	// six waiting extras (12 cpu) as demand and activates the refused one.
+	check(pods[2], PreFilterOverShare, "queue a: cpu deserved share 4, held and reserved 4, this member needs 2")
+	pass(c, at)
+	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m2"}) {
+		t.Errorf("the pass activated %v, want [ns/m2]", got)
+	}
+	if d := c.adm.shares.Deserved("a")["cpu"]; d != 16000 {
+		t.Errorf("queue a alone deserves %dm cpu, want all 16000m", d)
+	}
+	check(pods[2], PreFilterOK, "")
+
+	// Queue b asks for 8 cpu: a deserves 8, and its extras stop there,
+	// counting the one reserved but not bound.
+	b0 := single("ns", "b0", inQueue("b"), cpu("8"))
+	podEvent(c, b0)
+	pass(c, at)
+	c.Reserve(next(pods[2], boundTo("n1")))
+	check(pods[3], PreFilterOK, "")
+	c.Reserve(next(pods[3], boundTo("n1")))
+	check(pods[4], PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
+	podEvent(c, next(pods[2], boundTo("n1"), phase(v1.PodRunning)))
+	podEvent(c, next(pods[3], boundTo("n1"), phase(v1.PodRunning)))
+	check(pods[4], PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
+	h.activations()
+	pass(c, at)
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("the pass activated %v while queue a is at its share", got)
+	}
+	wantConsistent(t, c, "at the share")
+
+	// b's pod goes away before it was placed: no pod event of the
+	// scheduler's requeues m4, the pass does.
+	podDelete(c, b0)
+	pass(c, at)
+	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m4"}) {
+		t.Errorf("the pass activated %v after b's demand left, want [ns/m4]", got)
+	}
+	check(pods[4], PreFilterOK, "")
+	wantConsistent(t, c, "after b left")
+
+	// The gang is deleted: its demand leaves its queue.
+	for _, p := range pods {
+		podDelete(c, p)
+	}
+	pass(c, at)
+	if n := len(c.adm.demand.byQueue); n != 0 {
+		t.Errorf("extra demand left in %d queues after the gang's pods were deleted: %v", n, c.adm.demand.byQueue)
+	}
+	wantConsistent(t, c, "after the gang left")
 }

@@ -100,6 +100,10 @@ const (
 	// now would take a queue past its capability (deficit.go). Reported
 	// for pods outside any gang too.
 	PreFilterCapabilityDeficit
+	// PreFilterOverShare: a member beyond the gang's minimum would take its
+	// queue or an ancestor above its deserved share; the admission pass
+	// activates it when it fits.
+	PreFilterOverShare
 )
 
 // PreFilter records the group's first scheduling attempt and checks that it is
@@ -180,10 +184,10 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 	defer c.mu.Unlock()
 	g, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Assigned {
-		g.counts.Add(m.state, -1)
+		c.countLocked(g, m, -1)
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
-		g.counts.Add(m.state, +1)
+		c.countLocked(g, m, +1)
 		c.reserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
@@ -217,18 +221,18 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	}
 	_, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Reserved && !m.state.Assigned {
-		g.counts.Add(m.state, -1)
+		c.countLocked(g, m, -1)
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
-		g.counts.Add(m.state, +1)
+		c.countLocked(g, m, +1)
 	}
 	if !gang.Ready(g.spec, g.counts.Placed) {
 		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
-		g.counts.Add(m.state, -1)
+		c.countLocked(g, m, -1)
 		m.state.Waiting = true
 		m.waitingSince = at
 		m.released = false
-		g.counts.Add(m.state, +1)
+		c.countLocked(g, m, +1)
 		msg := fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
 		c.dirty[key] = struct{}{}
 		c.mu.Unlock()
@@ -250,9 +254,9 @@ func (c *Cache) readyLocked(g *group) (allow []types.UID, firstWaiting time.Time
 			if firstWaiting.IsZero() || o.waitingSince.Before(firstWaiting) {
 				firstWaiting = o.waitingSince
 			}
-			g.counts.Add(o.state, -1)
+			c.countLocked(g, o, -1)
 			o.state.Waiting = false
-			g.counts.Add(o.state, +1)
+			c.countLocked(g, o, +1)
 			allow = append(allow, uid)
 		}
 	}
@@ -302,11 +306,11 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 				}
 			}
 			if m.confirmed {
-				g.counts.Add(m.state, -1)
+				c.countLocked(g, m, -1)
 				m.state.Reserved = false
 				m.state.Waiting = false
 				m.reservedOn = ""
-				g.counts.Add(m.state, +1)
+				c.countLocked(g, m, +1)
 			} else {
 				c.removeMemberLocked(key, pod.UID)
 			}

@@ -287,7 +287,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.addPriority(podPriority(pod))
 		g.minRequestValid = false
 	} else {
-		g.counts.Add(m.state, -1)
+		c.countLocked(g, m, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
 		if req := convert.PodRequest(pod); !req.Equal(m.request) {
 			m.request = c.requests.intern(req)
@@ -308,7 +308,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	if m.state.Reachable() != wasReachable {
 		g.minRequestValid = false
 	}
-	g.counts.Add(m.state, +1)
+	c.countLocked(g, m, +1)
 	if g.pg == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
 		g.created = pod.CreationTimestamp.Time
 	}
@@ -380,8 +380,9 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	if m == nil {
 		return
 	}
-	g.counts.Add(m.state, -1)
+	c.countLocked(g, m, -1)
 	delete(g.members, uid)
+	c.forgetRefusedExtraLocked(uid)
 	g.minRequestValid = false
 	g.removePriority(podPriority(m.pod))
 	c.refreshLocked(g)

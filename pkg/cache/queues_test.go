@@ -310,6 +310,50 @@ func recount(c *Cache) []string {
 			errs = append(errs, fmt.Sprintf("queue %q inflight %v, recount %v", q, ui, infl[q]))
 		}
 	}
+	// Extra demand: each group's waiting members, and per queue the parts
+	// of the units the pass has synced (a dirty group's unit may lag).
+	demand := map[string]resources.List{}
+	for k, u := range a.units {
+		demand[u.extraQueue] = demand[u.extraQueue].Add(u.extraDemand)
+		if u.gang == nil {
+			continue
+		}
+		if _, dirty := a.demand.dirty[u.gang.key]; dirty {
+			continue
+		}
+		var want resources.List
+		if u.admitted && u.started {
+			for _, m := range u.gang.members {
+				if waiting(m) {
+					want = want.Add(m.request)
+				}
+			}
+		}
+		if !u.extraDemand.Equal(want) || (len(want) > 0 && u.extraQueue != u.queue) {
+			errs = append(errs, fmt.Sprintf("unit %s: extra demand %v in queue %q, recount %v in %q", k, u.extraDemand, u.extraQueue, want, u.queue))
+		}
+	}
+	for q, l := range demand {
+		if !l.Equal(a.demand.byQueue[q]) {
+			errs = append(errs, fmt.Sprintf("queue %q extra demand %v, recount %v", q, a.demand.byQueue[q], l))
+		}
+	}
+	for q, l := range a.demand.byQueue {
+		if _, ok := demand[q]; !ok {
+			errs = append(errs, fmt.Sprintf("queue %q extra demand %v, recount none", q, l))
+		}
+	}
+	for k, g := range c.groups {
+		var want resources.List
+		for _, m := range g.members {
+			if waiting(m) {
+				want = want.Add(m.request)
+			}
+		}
+		if !g.pendingReq.Equal(want) {
+			errs = append(errs, fmt.Sprintf("group %s: waiting members ask %v, recount %v", k, g.pendingReq, want))
+		}
+	}
 	for k, g := range c.groups {
 		if _, ok := a.units[gangUnitKey(k)]; ok != (g.pg != nil) {
 			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.pg != nil, ok))

@@ -53,6 +53,10 @@ type unit struct {
 	notice string
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
+	// extraDemand is the unit's part of extraQueue's extra demand
+	// (extrademand.go); nil when none.
+	extraDemand resources.List
+	extraQueue  string
 }
 
 func gangUnitKey(k GroupKey) string { return "pg:" + k.Namespace + "/" + k.Name }
@@ -245,6 +249,7 @@ func (c *Cache) dropUnitLocked(u *unit) {
 		q.inflight.Sub(u.inflight)
 	}
 	delete(a.units, u.key)
+	c.dropExtraDemandLocked(u)
 	c.feasible.track(u, true)
 	if len(a.unitPods[u.key]) == 0 {
 		delete(a.unitPods, u.key)
@@ -297,6 +302,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
+	c.syncExtraDemandLocked(u)
 	c.feasible.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.

@@ -127,7 +127,7 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if !member || code == cache.PreFilterOK {
 		return nil, nil
 	}
-	if code == cache.PreFilterOverCapability || code == cache.PreFilterExtraEarly {
+	if code == cache.PreFilterOverCapability || code == cache.PreFilterOverShare || code == cache.PreFilterExtraEarly {
 		state.Write(extraKey, extraRefused{})
 	}
 	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)

@@ -1,0 +1,195 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// A started gang's members beyond its minimum, seen from the fair shares.
+// Each extra is placed only within the deserved share of its queue and
+// every ancestor (extraFitsLocked), as Volcano's allocate checks every task
+// against its queue's deserved share: an extra bound above the share would
+// be reclaimed by the next queue whose work asks for the room within its
+// own share, which is bind-then-evict. For the shares to leave room for
+// extras at all, the extras that wait to be placed are their queue's
+// demand when the admission pass divides the cluster, as Volcano counts a
+// job's pending tasks in its queue's request: an elastic gang alone on an
+// idle cluster still grows into all of it.
+
+// extraDemand is, per queue, what the waiting extras of its started gangs
+// ask for. Each unit's part is recorded with the queue it was added to, so
+// that moving or dropping the unit subtracts it exactly. Guarded by
+// Cache.mu.
+type extraDemand struct {
+	byQueue map[string]resources.List
+	// dirty holds the gangs whose waiting members changed without their
+	// unit being synced (Reserve, Permit, Unreserve); the admission pass
+	// syncs them, so a member event costs O(1).
+	dirty map[GroupKey]struct{}
+	// refused holds the extras PreFilter refused for their queues' shares:
+	// no event of the scheduler's requeues them when the shares grow, so
+	// the admission pass activates those that fit again.
+	refused map[types.UID]refusedExtra
+}
+
+type refusedExtra struct {
+	pod *v1.Pod
+	key GroupKey
+}
+
+// waiting reports whether a member counts in its group's pendingReq: it
+// can be placed by us and is neither reserved nor bound.
+func waiting(m *member) bool { return m.state.Reachable() && !m.state.Placed() }
+
+// countLocked adds member m's state to g's aggregates (delta +1) or takes
+// it out (delta -1): its counts and what its waiting members ask for.
+// Callers take a member out before they change it and add it back after.
+func (c *Cache) countLocked(g *group, m *member, delta int) {
+	g.counts.Add(m.state, delta)
+	if !waiting(m) {
+		return
+	}
+	if delta > 0 {
+		g.pendingReq = g.pendingReq.Add(m.request)
+	} else {
+		g.pendingReq = g.pendingReq.Sub(m.request)
+	}
+	if a := c.adm; a.on() {
+		if a.demand.dirty == nil {
+			a.demand.dirty = map[GroupKey]struct{}{}
+		}
+		a.demand.dirty[g.key] = struct{}{}
+	}
+}
+
+// syncExtraDemandLocked brings the unit's part of its queue's extra demand
+// up to date: what its gang's waiting members ask for once the gang has
+// started, nothing before (the minimum is the unit's request then) or for
+// a singleton. O(r).
+func (c *Cache) syncExtraDemandLocked(u *unit) {
+	var want resources.List
+	if u.gang != nil && u.admitted && u.started && !u.gang.pendingReq.IsZero() {
+		want = u.gang.pendingReq
+	}
+	if u.extraQueue == u.queue && u.extraDemand.Equal(want) {
+		return
+	}
+	c.adm.demand.move(u.extraQueue, u.extraDemand, -1)
+	u.extraDemand, u.extraQueue = nil, u.queue
+	if want != nil {
+		u.extraDemand = want.Clone()
+		c.adm.demand.move(u.queue, u.extraDemand, +1)
+	}
+}
+
+// dropExtraDemandLocked takes a unit's part out: the unit is gone.
+func (c *Cache) dropExtraDemandLocked(u *unit) {
+	c.adm.demand.move(u.extraQueue, u.extraDemand, -1)
+	u.extraDemand, u.extraQueue = nil, ""
+}
+
+func (d *extraDemand) move(q string, l resources.List, sign int) {
+	if len(l) == 0 {
+		return
+	}
+	if d.byQueue == nil {
+		d.byQueue = map[string]resources.List{}
+	}
+	cur := d.byQueue[q]
+	if sign > 0 {
+		cur = cur.Add(l)
+	} else {
+		cur = cur.Sub(l)
+	}
+	if cur.IsZero() {
+		delete(d.byQueue, q)
+		return
+	}
+	d.byQueue[q] = cur
+}
+
+// syncDirtyDemandLocked syncs the units of the gangs whose waiting members
+// changed since the last pass: O(changed).
+func (c *Cache) syncDirtyDemandLocked() {
+	a := c.adm
+	for k := range a.demand.dirty {
+		if u := a.units[gangUnitKey(k)]; u != nil {
+			c.syncExtraDemandLocked(u)
+		}
+	}
+	clear(a.demand.dirty)
+}
+
+// shareUseLocked is what queue q holds and reserves now, as the share and
+// capability checks of extras read it; own is added to the named queue.
+func (c *Cache) shareUseLocked(q string, ownQueue string, own resources.List) queue.Use {
+	a := c.adm
+	var use queue.Use
+	if us := a.usage[q]; us != nil {
+		use.Allocated, use.Inflight = us.allocated, us.inflight
+	}
+	use.Extra = a.extras.byQueue[q]
+	if q == ownQueue && own != nil {
+		use.Extra = own.Clone().Add(use.Extra)
+	}
+	return use
+}
+
+// refuseExtraLocked remembers an extra PreFilter refused for its queues'
+// shares, for the pass to activate when it fits again.
+func (c *Cache) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
+	a := c.adm
+	if a.demand.refused == nil {
+		a.demand.refused = map[types.UID]refusedExtra{}
+	}
+	a.demand.refused[pod.UID] = refusedExtra{pod: pod, key: key}
+}
+
+// forgetRefusedExtraLocked drops uid from the refused extras: it passed
+// PreFilter, or left the group.
+func (c *Cache) forgetRefusedExtraLocked(uid types.UID) {
+	if a := c.adm; a.on() && a.demand.refused != nil {
+		delete(a.demand.refused, uid)
+	}
+}
+
+// refusedExtrasFittingLocked returns the refused extras that now fit their
+// queues' shares, and forgets them: the pass activates them. The room is
+// computed once per queue, so the cost is O(refused + queues x subtree).
+func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
+	a := c.adm
+	if len(a.demand.refused) == 0 {
+		return nil
+	}
+	rooms := map[string]queue.ShareRoom{}
+	var out map[string]*v1.Pod
+	for uid, r := range a.demand.refused {
+		g := c.groups[r.key]
+		m := (*member)(nil)
+		if g != nil {
+			m = g.members[uid]
+		}
+		u := a.units[gangUnitKey(r.key)]
+		if m == nil || u == nil || !waiting(m) {
+			delete(a.demand.refused, uid)
+			continue
+		}
+		room, ok := rooms[u.queue]
+		if !ok {
+			room = queue.ShareRoomOf(a.shares, u.queue, func(q string) queue.Use { return c.shareUseLocked(q, "", nil) })
+			rooms[u.queue] = room
+		}
+		if fits, _ := room.Fits(m.request); !fits {
+			continue
+		}
+		delete(a.demand.refused, uid)
+		if out == nil {
+			out = map[string]*v1.Pod{}
+		}
+		out[m.pod.Namespace+"/"+m.pod.Name] = m.pod
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// TestShareRoom: a member beyond its gang's minimum fits while its queue
+// and every ancestor stay within their deserved shares, counting what
+// their subtrees hold and reserve.
+func TestShareRoom(t *testing.T) {
+	tree := BuildTree([]Spec{
+		{Name: "org", Weight: 1},
+		{Name: "a", Parent: "org", Weight: 1},
+		{Name: "b", Parent: "org", Weight: 3},
+		{Name: "c", Weight: 1},
+	})
+	// 16 cpu: org and c split it evenly, c asks only 4, so org deserves
+	// 12, divided 1:3 between a and b.
+	shares := Divide(tree, cores(16), map[string]Usage{
+		"a": {Pending: cores(16)}, "b": {Pending: cores(16)}, "c": {Pending: cores(4)},
+	})
+	for q, want := range map[string]int64{"org": 12000, "a": 3000, "b": 9000, "c": 4000} {
+		if got := shares.Deserved(q)["cpu"]; got != want {
+			t.Fatalf("deserved(%s) = %d, want %d", q, got, want)
+		}
+	}
+	tests := []struct {
+		name   string
+		shares *Shares
+		queue  string
+		use    map[string]Use
+		req    resources.List
+		ok     bool
+		msg    string
+	}{
+		{name: "exactly at the share", queue: "a", use: map[string]Use{"a": {Allocated: cores(1)}}, req: cores(2), ok: true},
+		{
+			name: "above the queue's share", queue: "a", use: map[string]Use{"a": {Allocated: cores(1)}}, req: cores(3),
+			msg: "queue a: cpu deserved share 3, held and reserved 1, this member needs 3",
+		},
+		{
+			name: "inflight and reserved extras count", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(1), Inflight: cores(1), Extra: cores(1)}}, req: cores(1),
+			msg: "queue a: cpu deserved share 3, held and reserved 3, this member needs 1",
+		},
+		{
+			name: "a sibling above its share fills the parent's", queue: "a",
+			use: map[string]Use{"b": {Allocated: cores(11)}}, req: cores(2),
+			msg: "queue org: cpu deserved share 12, held and reserved 11, this member needs 2",
+		},
+		{name: "another top-level queue does not count", queue: "a", use: map[string]Use{"c": {Allocated: cores(12)}}, req: cores(3), ok: true},
+		{
+			name: "a resource no queue deserves", queue: "c", req: resources.List{"nvidia.com/gpu": 1},
+			msg: "no queue deserves any nvidia.com/gpu yet: this member needs 1",
+		},
+		{name: "an unknown queue", queue: "ghost", req: cores(100), ok: true},
+		{name: "no shares yet", shares: &Shares{}, queue: "a", req: cores(100), ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := shares
+			if tt.shares != nil {
+				s = nil
+			}
+			ok, msg := ShareRoomOf(s, tt.queue, func(q string) Use { return tt.use[q] }).Fits(tt.req)
+			if ok != tt.ok || msg != tt.msg {
+				t.Errorf("Fits = %v %q, want %v %q", ok, msg, tt.ok, tt.msg)
+			}
+		})
+	}
+}
