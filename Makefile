@@ -208,7 +208,8 @@ chart-check:
 			echo "charts/caldera/files/$$f differs from manifests/components/monitoring/$$f: copy it"; exit 1; fi; done
 	@$(KUSTOMIZE) build manifests >/dev/null
 	@$(KUSTOMIZE) build hack/kustomize/monitoring-overlay >/dev/null
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring component"
+	@$(KUSTOMIZE) build hack/kustomize/route-overlay | grep -q '^kind: MutatingAdmissionPolicyBinding$$'
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring and route-to-caldera components"
 
 clean:
 	rm -rf bin
