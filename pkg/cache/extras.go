@@ -145,13 +145,39 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
 		return PreFilterOverCapability, msg
 	}
-	if ok, msg := queue.ShareRoomOf(a.shares, u.queue, use).Fits(req); !ok {
+	if ok, msg := queue.ShareRoomOf(a.shares, u.queue, use).Fits(c.notSwappedLocked(u.queue, pod, req)); !ok {
 		c.refuseExtraLocked(pod, g.key)
 		a.kickLocked()
 		return PreFilterOverShare, msg
 	}
 	c.forgetRefusedExtraLocked(pod.UID)
 	return PreFilterOK, ""
+}
+
+// notSwappedLocked is the part of an extra's request the share check
+// applies to: a resource the lower-priority pods of its queue cover is
+// left out when preemption is on, since placing the member by evicting
+// them leaves the queue holding no more (admission's swap rule, check 4).
+// The member may still find free room and bind on it; that trade-off is
+// admission's too.
+func (c *Cache) notSwappedLocked(q string, pod *v1.Pod, req resources.List) resources.List {
+	if !c.preempt {
+		return req
+	}
+	pre := c.preemptibleLocked(q, podPriority(pod))
+	var out resources.List
+	for k, v := range req {
+		if v > 0 && pre[k] >= v {
+			if out == nil {
+				out = req.Clone()
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return req
+	}
+	return out
 }
 
 // reserveExtraLocked counts member m of g in the book when Reserve places it
