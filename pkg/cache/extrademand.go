@@ -29,9 +29,10 @@ type extraDemand struct {
 	// unit being synced (Reserve, Permit, Unreserve); the admission pass
 	// syncs them, so a member event costs O(1).
 	dirty map[GroupKey]struct{}
-	// refused holds the extras PreFilter refused for their queues' shares:
-	// no event of the scheduler's requeues them when the shares grow, so
-	// the admission pass activates those that fit again.
+	// refused holds the extras PreFilter refused for their queues'
+	// capabilities or shares: no event of the scheduler's requeues them
+	// when the shares grow or a bound pod finishes, so the admission pass
+	// activates those that fit again.
 	refused map[types.UID]refusedExtra
 }
 
@@ -139,7 +140,7 @@ func (c *Cache) shareUseLocked(q string, ownQueue string, own resources.List) qu
 }
 
 // refuseExtraLocked remembers an extra PreFilter refused for its queues'
-// shares, for the pass to activate when it fits again.
+// capabilities or shares, for the pass to activate when it fits again.
 func (c *Cache) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
 	a := c.adm
 	if a.demand.refused == nil {
@@ -157,14 +158,22 @@ func (c *Cache) forgetRefusedExtraLocked(uid types.UID) {
 }
 
 // refusedExtrasFittingLocked returns the refused extras that now fit their
-// queues' shares, and forgets them: the pass activates them. The room is
-// computed once per queue, so the cost is O(refused + queues x subtree).
+// queues' capabilities and shares, and forgets them: the pass activates
+// them. Members of one gang share an interned request, so the checks run
+// once per queue and request: O(refused + queues x requests x subtree).
 func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 	a := c.adm
 	if len(a.demand.refused) == 0 {
 		return nil
 	}
+	type check struct {
+		queue string
+		req   uintptr
+		prio  int32
+	}
+	use := func(q string) queue.Use { return c.shareUseLocked(q, "", nil) }
 	rooms := map[string]queue.ShareRoom{}
+	fits := map[check]bool{}
 	var out map[string]*v1.Pod
 	for uid, r := range a.demand.refused {
 		g := c.groups[r.key]
@@ -177,12 +186,21 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 			delete(a.demand.refused, uid)
 			continue
 		}
-		room, ok := rooms[u.queue]
-		if !ok {
-			room = queue.ShareRoomOf(a.shares, u.queue, func(q string) queue.Use { return c.shareUseLocked(q, "", nil) })
-			rooms[u.queue] = room
+		k := check{u.queue, mapID(m.request), podPriority(m.pod)}
+		ok, seen := fits[k]
+		if !seen {
+			room, have := rooms[u.queue]
+			if !have {
+				room = queue.ShareRoomOf(a.shares, u.queue, use)
+				rooms[u.queue] = room
+			}
+			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.request, use)
+			if ok {
+				ok, _ = room.Fits(c.notSwappedLocked(u.queue, m.pod, m.request))
+			}
+			fits[k] = ok
 		}
-		if fits, _ := room.Fits(m.request); !fits {
+		if !ok {
 			continue
 		}
 		delete(a.demand.refused, uid)

@@ -143,6 +143,10 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	}
 	use := func(q string) queue.Use { return c.shareUseLocked(q, u.queue, own) }
 	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
+		// Room under a capability comes back when a bound pod leaves or
+		// finishes, which kicks a pass; a finish is no pod deletion, so
+		// no event of the scheduler's would requeue the member.
+		c.refuseExtraLocked(pod, g.key)
 		return PreFilterOverCapability, msg
 	}
 	if ok, msg := queue.ShareRoomOf(a.shares, u.queue, use).Fits(c.notSwappedLocked(u.queue, pod, req)); !ok {

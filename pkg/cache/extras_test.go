@@ -259,3 +259,41 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 		})
 	}
 }
+
+// TestExtraRefusedForCapabilityActivated: an extra refused for its
+// queue's capability is activated by the pass once a bound pod of the
+// queue finishes. A finish is a status update, not a deletion, so no
+// event of the scheduler's requeued it (seed 125 of the 200-seed run:
+// four extras waited 20 s in room a finished 8-cpu pod left).
+func TestExtraRefusedForCapabilityActivated(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	s := single("ns", "s", inQueue("q"), cpu("2"), boundTo("n1"), phase(v1.PodRunning))
+	podEvent(c, s)
+	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	c.Reserve(next(m0, boundTo("n1")))
+	c.Permit(logger, next(m0, boundTo("n1")), t0, time.Minute, gangPluginName)
+	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	pass(c, t0)
+	h.activations()
+	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOverCapability {
+		t.Fatalf("PreFilter(m1) = %v %q, want OverCapability", code, msg)
+	}
+	pass(c, t0)
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("the pass activated %v with the queue at its capability", got)
+	}
+	podEvent(c, next(s, phase(v1.PodSucceeded)))
+	pass(c, t0)
+	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m1"}) {
+		t.Errorf("the pass activated %v after s finished, want [ns/m1]", got)
+	}
+	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOK {
+		t.Errorf("PreFilter(m1) = %v %q after s finished, want OK", code, msg)
+	}
+	wantConsistent(t, c, "after the finish")
+}
