@@ -40,6 +40,7 @@ type sandboxOptions struct {
 	quiet           bool
 	logFile         string
 	verbosity       int
+	controllers     bool
 }
 
 func main() {
@@ -60,6 +61,7 @@ func run() int {
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the ready line and errors (no demo table)")
 	fs.StringVar(&o.logFile, "log-file", "", "write the components' logs (apiserver, scheduler, KWOK) to this file (default: discarded)")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the components, with --log-file")
+	fs.BoolVar(&o.controllers, "controllers", true, "run kube-controller-manager's workload controllers (Jobs, StatefulSets, Deployments, garbage collection, ...), so that workloads make their pods; false: bare pods only")
 	_ = fs.Parse(os.Args[1:])
 
 	if err := o.complete(); err != nil {
@@ -207,6 +209,18 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	defer stopWork()
 	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != ""); err != nil {
 		return err
+	}
+	if o.controllers {
+		kcm, err := cluster.StartControllers(workCtx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopWork()
+			if stopErr := kcm.Stop(); stopErr != nil {
+				fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
+			}
+		}()
 	}
 	schedConfig := filepath.Join(tmp, "scheduler-config.yaml")
 	if err := localcluster.RewriteSchedulerConfig(o.schedulerConfig, schedConfig, localcluster.SchedulerConfigChanges{

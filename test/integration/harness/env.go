@@ -103,6 +103,17 @@ type envSettings struct {
 	qps            float32
 	burst          int
 	restartable    bool
+	controllers    []string
+	withKCM        bool
+}
+
+// WithControllers runs kube-controller-manager in-process with the named
+// controllers (localcluster.BatchControllers when none are named), so that
+// Jobs, StatefulSets and the rest make their pods as in a real cluster. A
+// test that uses it deletes its workloads, not their pods: the
+// controllers would make the pods again.
+func WithControllers(names ...string) EnvOption {
+	return func(s *envSettings) { s.withKCM, s.controllers = true, names }
 }
 
 // WithAPIServerFlags passes extra flags to the test kube-apiserver, after the
@@ -186,6 +197,20 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 	}
 	if env.CRDs, err = localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds")); err != nil {
 		t.Fatalf("installing CRDs: %v", err)
+	}
+	if settings.withKCM {
+		if settings.restartable {
+			t.Fatal("harness: WithControllers with a restartable apiserver is not supported")
+		}
+		kcm, err := cluster.StartControllers(ctx, settings.controllers...)
+		if err != nil {
+			t.Fatalf("starting kube-controller-manager: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := kcm.Stop(); err != nil {
+				t.Errorf("stopping kube-controller-manager: %v", err)
+			}
+		})
 	}
 	t.Logf("harness: control plane ready in %v (%d CRDs)", time.Since(began).Round(time.Millisecond), len(env.CRDs))
 	return env

@@ -1,5 +1,6 @@
 // Package sandbox tests bin/caldera-sandbox end to end: it builds the binary,
-// starts it, runs a gang through it with kubectl's kind of access and stops it.
+// starts it, runs a gang and a Job through it with kubectl's kind of access
+// and stops it.
 package sandbox
 
 import (
@@ -13,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
@@ -163,6 +166,59 @@ func TestSandbox(t *testing.T) {
 	}
 	waitPhase(schedv1alpha1.PodGroupRunning)
 	waitPhase(schedv1alpha1.PodGroupFinished)
+
+	// A real workload: the sandbox's Job controller makes the pods of an
+	// Indexed Job in a PodGroup, Caldera places them as one gang, KWOK
+	// completes them, and the Job is Complete.
+	jobPG := &schedv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
+		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
+	}
+	if _, err := pgClient.SchedulingV1alpha1().PodGroups(jobPG.Namespace).Create(ctx, jobPG, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
+		Spec: batchv1.JobSpec{
+			Parallelism:    ptr.To[int32](2),
+			Completions:    ptr.To[int32](2),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      map[string]string{schedv1alpha1.PodGroupLabel: jobPG.Name},
+					Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "2s"},
+				},
+				Spec: corev1.PodSpec{
+					SchedulerName: "caldera-scheduler",
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "w", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+					}},
+				},
+			},
+		},
+	}
+	if _, err := client.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	submitted := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		j, err := client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the Job did not complete: %v", err)
+	}
+	t.Logf("Job complete after %v", time.Since(submitted).Round(time.Millisecond))
 
 	// SIGTERM: a clean exit, no temporary files left.
 	began = time.Now()
