@@ -43,7 +43,9 @@ import (
 const timeout = 60 * time.Second
 
 func TestExamples(t *testing.T) {
-	env := harness.Start(t)
+	// kube-controller-manager makes the pods of the examples' Jobs and
+	// StatefulSets, as in a real cluster.
+	env := harness.StartWith(t, harness.WithControllers())
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -92,37 +94,16 @@ func TestExamples(t *testing.T) {
 			case "Pod":
 				wantBound++
 			case "Job":
-				// No Job controller runs here: create its pods as it would.
+				// The real Job controller makes its pods.
 				var job batchv1.Job
 				fromUnstructured(t, created, &job)
-				n := int(ptr.Deref(job.Spec.Parallelism, 1))
-				for i := range n {
-					pod := podFromTemplate(job.Spec.Template, ns, fmt.Sprintf("%s-%d-%s", job.Name, i, suffix(i)))
-					pod.Labels[batchv1.JobNameLabel] = job.Name
-					if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
-						idx := fmt.Sprint(i)
-						pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
-						pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
-						if pod.Spec.Hostname == "" {
-							pod.Spec.Hostname = fmt.Sprintf("%s-%d", job.Name, i)
-						}
-					}
-					pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))}
-					env.CreatePod(t, pod)
-					wantBound++
-				}
+				wantBound += int(ptr.Deref(job.Spec.Parallelism, 1))
+				deleteWorkload(t, env, mapper, created)
 			case "StatefulSet":
 				var sts appsv1.StatefulSet
 				fromUnstructured(t, created, &sts)
-				for i := range int(ptr.Deref(sts.Spec.Replicas, 1)) {
-					pod := podFromTemplate(sts.Spec.Template, ns, fmt.Sprintf("%s-%d", sts.Name, i))
-					pod.Spec.Hostname = pod.Name
-					pod.Spec.Subdomain = sts.Spec.ServiceName
-					pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
-					pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
-					env.CreatePod(t, pod)
-					wantBound++
-				}
+				wantBound += int(ptr.Deref(sts.Spec.Replicas, 1))
+				deleteWorkload(t, env, mapper, created)
 			}
 		}
 		if wantBound == 0 {
@@ -357,22 +338,21 @@ func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
 	}
 }
 
-func podFromTemplate(tmpl v1.PodTemplateSpec, ns, name string) *v1.Pod {
-	pod := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-	pod.Name, pod.Namespace = name, ns
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	// No kubelet runs: let deletion at cleanup be immediate.
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
-	return pod
+// deleteWorkload deletes a Job or StatefulSet at the end of the test,
+// before its namespace goes: its controller would make again the pods
+// the namespace clean-up deletes. Background propagation: the garbage
+// collector removes the pods.
+func deleteWorkload(t *testing.T, env *harness.Env, mapper meta.RESTMapper, u *unstructured.Unstructured) {
+	gvr := mustMapping(t, mapper, u).Resource
+	ns, name := u.GetNamespace(), u.GetName()
+	t.Cleanup(func() {
+		bg := metav1.DeletePropagationBackground
+		err := env.Dynamic.Resource(gvr).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s %s: %v", u.GetKind(), name, err)
+		}
+	})
 }
-
-// suffix stands in for the random suffix of a controller-made pod name.
-func suffix(i int) string { return fmt.Sprintf("x%04d", i) }
 
 // kustomizeManifests renders manifests/ with the kustomize pinned in
 // hack/kustomize/go.mod (what `kubectl apply -k` does) and checks the render
