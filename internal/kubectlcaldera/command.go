@@ -1,5 +1,5 @@
 // Package kubectlcaldera is the kubectl-caldera command: read-only views of
-// Caldera's queues for users and operators. It works as a kubectl plugin
+// Caldera's queues and jobs for users and operators. It works as a kubectl plugin
 // (kubectl caldera ...) and on its own with --kubeconfig; it never writes.
 package kubectlcaldera
 
@@ -25,10 +25,11 @@ func NewCommand(out io.Writer) *cobra.Command {
 	o := &options{}
 	root := &cobra.Command{
 		Use:   "kubectl-caldera",
-		Short: "Read-only views of Caldera's queues",
+		Short: "Read-only views of Caldera's queues and jobs",
 		Long: `kubectl-caldera shows what Caldera's scheduler decided, from the objects
-it writes (Queue status). Run it as "kubectl caldera ..." with the binary on
-your PATH, or on its own with --kubeconfig.`,
+it writes (Queue and PodGroup status, annotations, Events). Run it as
+"kubectl caldera ..." with the binary on your PATH, or on its own with
+--kubeconfig.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -37,24 +38,42 @@ your PATH, or on its own with --kubeconfig.`,
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	root.AddCommand(newQueuesCommand(o))
+	root.AddCommand(newQueuesCommand(o), newJobsCommand(o))
 	return root
 }
 
-// clients builds the Queue client from the flags, the way kubectl loads
-// its configuration.
-func (o *options) clients() (qclient.Interface, error) {
+// config loads the client configuration and the context's namespace
+// from the flags, the way kubectl loads them.
+func (o *options) config() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.context})
+	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, ns, nil
+}
+
+// jsonOnly is cfg for custom resources, which are served as JSON only.
+func jsonOnly(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	// Custom resources are served as JSON only.
 	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	return qclient.NewForConfig(cfg)
+	return cfg
+}
+
+// clients builds the Queue client from the flags.
+func (o *options) clients() (qclient.Interface, error) {
+	cfg, _, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	return qclient.NewForConfig(jsonOnly(cfg))
 }
 
 // checkOutput refuses an unknown --output before anything is listed.

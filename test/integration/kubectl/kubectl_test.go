@@ -5,6 +5,7 @@ package kubectl_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,14 @@ func run(t *testing.T, env *harness.Env, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func TestQueues(t *testing.T) {
+// TestKubectl: one control plane for the commands, each a subtest.
+func TestKubectl(t *testing.T) {
 	env := harness.Start(t)
+	t.Run("queues", func(t *testing.T) { testQueues(t, env) })
+	t.Run("jobs", func(t *testing.T) { testJobs(t, env) })
+}
+
+func testQueues(t *testing.T, env *harness.Env) {
 	env.AddNodes(t, 2, "4", "8Gi")
 	env.CreateQueue(t, "org", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}})
 	env.CreateQueue(t, "team-a", qapi.QueueSpec{Weight: 2, Parent: "org"})
@@ -94,5 +101,52 @@ func TestQueues(t *testing.T) {
 
 	if _, err := run(t, env, "queues", "--context", "no-such-context"); err == nil || !strings.Contains(err.Error(), "no-such-context") {
 		t.Errorf("an unknown context: error %v, want one naming it", err)
+	}
+}
+
+// testJobs: a gang the scheduler admitted and placed, and one refused for
+// its queue's capability, as the jobs command shows them.
+func testJobs(t *testing.T, env *harness.Env) {
+	env.AddNodes(t, 1, "4", "8Gi")
+	env.CreateQueue(t, "tiny", qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}})
+	env.StartScheduler(t)
+	ns := env.Namespace(t)
+	ok := harness.PodGroup(ns, "ok", 2)
+	ok.Labels = map[string]string{qapi.QueueLabel: "tiny"}
+	env.CreatePodGroup(t, ok)
+	env.CreatePods(t, harness.Members(ns, "ok", 2, "500m")...)
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=ok", 2, timeout)
+	big := harness.PodGroup(ns, "big", 2)
+	big.Labels = map[string]string{qapi.QueueLabel: "tiny"}
+	env.CreatePodGroup(t, big)
+	env.CreatePods(t, harness.Members(ns, "big", 2, "1")...)
+
+	// The verdict is an Event the scheduler writes asynchronously.
+	var rows []kubectlcaldera.JobRow
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		out, err := run(t, env, "jobs", "-n", ns, "-o", "json")
+		if err != nil {
+			return false, err
+		}
+		rows = nil
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			return false, fmt.Errorf("jobs -o json is not JSON: %w\n%s", err, out)
+		}
+		return len(rows) == 2 && rows[0].Verdict != "" && rows[1].AdmittedAt != "", nil
+	}, "jobs to show big's verdict and ok's admission")
+	b, o := rows[0], rows[1]
+	if b.Name != "big" || b.Queue != "tiny" || b.Bound != 0 || b.Members != 2 || b.AdmittedAt != "" ||
+		!strings.HasPrefix(b.Verdict, "NotAdmitted: queue tiny: cpu request") || b.Waiting == "" {
+		t.Errorf("big: %+v, want it waiting in tiny, not admitted, for its capability", b)
+	}
+	if o.Name != "ok" || o.Bound != 2 || o.MinMember != 2 || o.Waiting != "" {
+		t.Errorf("ok: %+v, want 2/2 bound, admitted, not waiting", o)
+	}
+	if out, err := run(t, env, "jobs", "-A", "-q", "no-such-queue", "-o", "json"); err != nil || strings.TrimSpace(out) != "[]" {
+		t.Errorf("jobs -q no-such-queue: %q %v, want []", out, err)
+	}
+	table, err := run(t, env, "jobs", "-n", ns)
+	if err != nil || !strings.Contains(table, "NotAdmitted: queue tiny") {
+		t.Errorf("jobs table (%v):\n%s", err, table)
 	}
 }

@@ -1,0 +1,302 @@
+package kubectlcaldera
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+)
+
+// jobsOptions are the jobs command's own flags.
+type jobsOptions struct {
+	namespace     string
+	allNamespaces bool
+	queue         string
+	schedulers    []string
+	defaultQueue  string
+}
+
+func newJobsCommand(o *options) *cobra.Command {
+	jo := &jobsOptions{}
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Gangs and singleton pods with their queue, phase and last verdict",
+		Long: `jobs lists the gangs (PodGroups) and the singleton pods Caldera schedules:
+their queue, phase, members bound out of minMember, whether the scheduler
+admitted them to their queue, how long they have waited, and the last word
+the scheduler said about them (the newest Event on the PodGroup or pod, e.g.
+"NotAdmitted: queue team-a: cpu request 4 exceeds remaining capability 2").
+Singletons are pods without a PodGroup whose schedulerName is one of
+--scheduler-name; finished pods are left out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkOutput(); err != nil {
+				return err
+			}
+			cfg, ns, err := o.config()
+			if err != nil {
+				return err
+			}
+			if jo.namespace != "" {
+				ns = jo.namespace
+			}
+			if jo.allNamespaces {
+				ns = metav1.NamespaceAll
+			}
+			kc, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			pc, err := pgclient.NewForConfig(jsonOnly(cfg))
+			if err != nil {
+				return err
+			}
+			rows, err := jo.list(cmd.Context(), kc, pc, ns, time.Now())
+			if err != nil {
+				return err
+			}
+			return printJobs(cmd.OutOrStdout(), rows, o.output)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&jo.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's)")
+	fs.BoolVarP(&jo.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	fs.StringVarP(&jo.queue, "queue", "q", "", "only the jobs of this queue")
+	fs.StringSliceVar(&jo.schedulers, "scheduler-name", []string{"caldera-scheduler", "caldera-scheduler-spread"}, "the schedulerNames of Caldera's profiles, for singleton pods")
+	fs.StringVar(&jo.defaultQueue, "default-queue", "default", "the queue of jobs that name none (CalderaEnqueue's defaultQueue)")
+	return cmd
+}
+
+// JobRow is one gang or singleton as the jobs command shows it.
+type JobRow struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Kind is PodGroup or Pod.
+	Kind      string `json:"kind"`
+	Queue     string `json:"queue"`
+	Phase     string `json:"phase"`
+	MinMember int32  `json:"minMember"`
+	Members   int    `json:"members"`
+	Bound     int    `json:"bound"`
+	// AdmittedAt is when the scheduler admitted the gang to its queue (its
+	// PodGroup's annotation), empty while it waits for admission.
+	AdmittedAt string `json:"admittedAt,omitempty"`
+	// Waiting is how long the job has existed without having started; empty
+	// once it runs.
+	Waiting string `json:"waiting,omitempty"`
+	// Verdict is the newest Event's reason and message.
+	Verdict string `json:"verdict,omitempty"`
+}
+
+func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgclient.Interface, ns string, now time.Time) ([]JobRow, error) {
+	pgs, err := pc.SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	events, err := kc.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Events: %w", err)
+	}
+	nsQueue := map[string]string{}
+	if nss, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nss.Items {
+			nsQueue[n.Name] = n.Labels[qapi.QueueLabel]
+		}
+	} // else: a user who may not list namespaces sees the default queue for them
+	rows := JobRows(pgs.Items, pods.Items, events.Items, nsQueue, jo.schedulers, jo.defaultQueue, now)
+	if jo.queue != "" {
+		rows = slices.DeleteFunc(rows, func(r JobRow) bool { return r.Queue != jo.queue })
+	}
+	return rows, nil
+}
+
+// JobRows builds the jobs command's rows: one per PodGroup and one per
+// unfinished singleton pod of schedulers, by namespace and name. The queue
+// follows the scheduler's order: the PodGroup's label, else a member's,
+// else the namespace's (nsQueue), else defaultQueue.
+func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event, nsQueue map[string]string, schedulers []string, defaultQueue string, now time.Time) []JobRow {
+	latest := latestEvents(events)
+	type members struct {
+		n, bound int
+		queue    string
+	}
+	byGroup := map[types.NamespacedName]*members{}
+	var rows []JobRow
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if g := p.Labels[v1alpha1.PodGroupLabel]; g != "" {
+			k := types.NamespacedName{Namespace: p.Namespace, Name: g}
+			m := byGroup[k]
+			if m == nil {
+				m = &members{}
+				byGroup[k] = m
+			}
+			m.n++
+			if p.Spec.NodeName != "" {
+				m.bound++
+			}
+			if m.queue == "" {
+				m.queue = p.Labels[qapi.QueueLabel]
+			}
+			continue
+		}
+		if !slices.Contains(schedulers, p.Spec.SchedulerName) {
+			continue
+		}
+		row := JobRow{Namespace: p.Namespace, Name: p.Name, Kind: "Pod", MinMember: 1, Members: 1,
+			Queue: firstNonEmpty(p.Labels[qapi.QueueLabel], nsQueue[p.Namespace], defaultQueue),
+			Phase: string(p.Status.Phase), Verdict: latest[p.UID]}
+		if p.Spec.NodeName != "" {
+			row.Bound = 1
+		} else {
+			row.Waiting = since(p.CreationTimestamp.Time, now)
+		}
+		rows = append(rows, row)
+	}
+	for i := range pgs {
+		pg := &pgs[i]
+		m := byGroup[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}]
+		if m == nil {
+			m = &members{}
+		}
+		phase := string(pg.Status.Phase)
+		if phase == "" {
+			phase = string(v1alpha1.PodGroupPending)
+		}
+		row := JobRow{Namespace: pg.Namespace, Name: pg.Name, Kind: "PodGroup",
+			Queue:     firstNonEmpty(pg.Labels[qapi.QueueLabel], m.queue, nsQueue[pg.Namespace], defaultQueue),
+			Phase:     phase,
+			MinMember: pg.Spec.MinMember, Members: m.n, Bound: m.bound,
+			AdmittedAt: pg.Annotations[qapi.AdmittedAtAnnotation],
+			Verdict:    latest[pg.UID],
+		}
+		if m.bound < int(pg.Spec.MinMember) && phase != string(v1alpha1.PodGroupRunning) && phase != string(v1alpha1.PodGroupFinished) {
+			row.Waiting = since(pg.CreationTimestamp.Time, now)
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b JobRow) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	return rows
+}
+
+// latestEvents maps each object's UID to its newest Event, as "Reason:
+// note".
+func latestEvents(events []eventsv1.Event) map[types.UID]string {
+	type seen struct {
+		at   time.Time
+		text string
+	}
+	out := map[types.UID]seen{}
+	for i := range events {
+		e := &events[i]
+		at := e.EventTime.Time
+		if e.Series != nil && e.Series.LastObservedTime.After(at) {
+			at = e.Series.LastObservedTime.Time
+		}
+		if e.DeprecatedLastTimestamp.After(at) {
+			at = e.DeprecatedLastTimestamp.Time
+		}
+		if at.IsZero() {
+			at = e.CreationTimestamp.Time
+		}
+		uid := e.Regarding.UID
+		if cur, ok := out[uid]; ok && !at.After(cur.at) {
+			continue
+		}
+		out[uid] = seen{at: at, text: e.Reason + ": " + e.Note}
+	}
+	texts := make(map[types.UID]string, len(out))
+	for uid, s := range out {
+		texts[uid] = s.text
+	}
+	return texts
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+func printJobs(w io.Writer, rows []JobRow, format string) error {
+	switch format {
+	case "json":
+		if rows == nil {
+			rows = []JobRow{}
+		}
+		data, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tKIND\tQUEUE\tPHASE\tBOUND/MIN\tMEMBERS\tADMITTED\tWAITING\tVERDICT")
+	for _, r := range rows {
+		// A singleton's admission is in its Events only.
+		admitted := "-"
+		if r.Kind == "PodGroup" {
+			admitted = dash(r.AdmittedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Kind, r.Queue, r.Phase,
+			r.Bound, r.MinMember, r.Members, admitted, dash(r.Waiting), dash(r.Verdict))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,100 @@
+package kubectlcaldera
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func pg(ns, name string, min int32, labels, annotations map[string]string, phase v1alpha1.PodGroupPhase) v1alpha1.PodGroup {
+	return v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: labels,
+			Annotations: annotations, CreationTimestamp: metav1.NewTime(t0)},
+		Spec:   v1alpha1.PodGroupSpec{MinMember: min},
+		Status: v1alpha1.PodGroupStatus{Phase: phase},
+	}
+}
+
+func pod(ns, name, group, node, sched string, phase corev1.PodPhase, labels map[string]string) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), Labels: map[string]string{},
+			CreationTimestamp: metav1.NewTime(t0)},
+		Spec:   corev1.PodSpec{NodeName: node, SchedulerName: sched},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+	for k, v := range labels {
+		p.Labels[k] = v
+	}
+	if group != "" {
+		p.Labels[v1alpha1.PodGroupLabel] = group
+	}
+	return p
+}
+
+func event(uid, reason, note string, at time.Time) eventsv1.Event {
+	return eventsv1.Event{Regarding: corev1.ObjectReference{UID: types.UID(uid)}, Reason: reason, Note: note, EventTime: metav1.NewMicroTime(at)}
+}
+
+func TestJobRows(t *testing.T) {
+	const sched = "caldera-scheduler"
+	pgs := []v1alpha1.PodGroup{
+		pg("ml", "train", 2, map[string]string{qapi.QueueLabel: "team-a"}, map[string]string{qapi.AdmittedAtAnnotation: "2026-12-02T12:00:05Z"}, v1alpha1.PodGroupRunning),
+		pg("ml", "big", 4, nil, nil, ""),
+	}
+	pods := []corev1.Pod{
+		pod("ml", "train-0", "train", "n1", sched, corev1.PodRunning, nil),
+		pod("ml", "train-1", "train", "n2", sched, corev1.PodRunning, nil),
+		pod("ml", "train-2", "train", "", sched, corev1.PodPending, nil),
+		// big's queue comes from a member, before the namespace's.
+		pod("ml", "big-0", "big", "", sched, corev1.PodPending, map[string]string{qapi.QueueLabel: "team-b"}),
+		pod("ml", "big-1", "big", "", sched, corev1.PodPending, nil),
+		// A singleton of ours, one of another scheduler, one finished.
+		pod("ml", "solo", "", "", sched, corev1.PodPending, nil),
+		pod("ml", "web", "", "n1", corev1.DefaultSchedulerName, corev1.PodRunning, nil),
+		pod("ml", "done", "", "n1", sched, corev1.PodSucceeded, nil),
+	}
+	events := []eventsv1.Event{
+		event("ml/big", "NotAdmitted", "queue team-b: cpu request 4 exceeds remaining capability 2", t0.Add(2*time.Second)),
+		event("ml/big", "NotAdmitted", "waiting for members: 2/4", t0.Add(time.Second)),
+		event("ml/solo", "NotAdmitted", "queue ns-q: cpu request 1 exceeds remaining deserved share 0", t0),
+	}
+	rows := JobRows(pgs, pods, events, map[string]string{"ml": "ns-q"}, []string{sched}, "default", t0.Add(90*time.Second))
+	want := []JobRow{
+		{Namespace: "ml", Name: "big", Kind: "PodGroup", Queue: "team-b", Phase: "Pending", MinMember: 4, Members: 2, Waiting: "90s",
+			Verdict: "NotAdmitted: queue team-b: cpu request 4 exceeds remaining capability 2"},
+		{Namespace: "ml", Name: "solo", Kind: "Pod", Queue: "ns-q", Phase: "Pending", MinMember: 1, Members: 1, Waiting: "90s",
+			Verdict: "NotAdmitted: queue ns-q: cpu request 1 exceeds remaining deserved share 0"},
+		{Namespace: "ml", Name: "train", Kind: "PodGroup", Queue: "team-a", Phase: "Running", MinMember: 2, Members: 3, Bound: 2,
+			AdmittedAt: "2026-12-02T12:00:05Z"},
+	}
+	got, _ := json.Marshal(rows)
+	w, _ := json.Marshal(want)
+	if string(got) != string(w) {
+		t.Errorf("rows\n%s\nwant\n%s", got, w)
+	}
+
+	var out bytes.Buffer
+	if err := printJobs(&out, rows, "table"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "0/4") || !strings.Contains(lines[3], "2026-12-02T12:00:05Z") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printJobs(&out, nil, "json"); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Errorf("no rows as JSON: %q %v, want []", out.String(), err)
+	}
+}
