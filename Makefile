@@ -209,6 +209,8 @@ chart-check:
 	@$(KUSTOMIZE) build manifests >/dev/null
 	@$(KUSTOMIZE) build hack/kustomize/monitoring-overlay >/dev/null
 	@$(KUSTOMIZE) build hack/kustomize/route-overlay | grep -q '^kind: MutatingAdmissionPolicyBinding$$'
+	@$(HELM) template caldera charts/caldera --namespace caldera-system --set routePods.enabled=true | \
+		grep -q 'schedulerName: "caldera-scheduler"'
 	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring and route-to-caldera components"
 
 clean:
