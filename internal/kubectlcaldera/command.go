@@ -4,12 +4,14 @@
 package kubectlcaldera
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 )
@@ -83,4 +85,25 @@ func (o *options) checkOutput() error {
 		return nil
 	}
 	return fmt.Errorf("unknown output format %q: use table, json or yaml", o.output)
+}
+
+// printStructured prints rows as JSON or YAML when format asks for one;
+// false for a table, which each command prints itself.
+func printStructured(w io.Writer, rows any, format string) (bool, error) {
+	var data []byte
+	var err error
+	switch format {
+	case "json":
+		data, err = json.MarshalIndent(rows, "", "  ")
+		data = append(data, '\n')
+	case "yaml":
+		data, err = yaml.Marshal(rows)
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	_, err = w.Write(data)
+	return true, err
 }

@@ -2,7 +2,6 @@ package kubectlcaldera
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	"sigs.k8s.io/yaml"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
@@ -261,23 +259,10 @@ func since(t, now time.Time) string {
 }
 
 func printJobs(w io.Writer, rows []JobRow, format string) error {
-	switch format {
-	case "json":
-		if rows == nil {
-			rows = []JobRow{}
-		}
-		data, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(rows)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if rows == nil {
+		rows = []JobRow{}
+	}
+	if done, err := printStructured(w, rows, format); done {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

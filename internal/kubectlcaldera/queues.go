@@ -1,7 +1,6 @@
 package kubectlcaldera
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
@@ -161,20 +159,7 @@ func resources(m map[string]string) string {
 }
 
 func printQueues(w io.Writer, rows []QueueRow, format string) error {
-	switch format {
-	case "json":
-		data, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(rows)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if done, err := printStructured(w, rows, format); done {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -35,10 +35,7 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	at := t0.Add(time.Second)
 	check := func(p *v1.Pod, want PreFilterCode, wantMsg string) {
 		t.Helper()
-		_, code, msg := c.PreFilter(p, at)
-		if code != want || (wantMsg != "" && msg != wantMsg) {
-			t.Errorf("PreFilter(%s) = %v %q, want %v %q", p.Name, code, msg, want, wantMsg)
-		}
+		wantPreFilter(t, c, p, at, want, wantMsg)
 	}
 	assumed := func(p *v1.Pod) *v1.Pod { return next(p, boundTo("n1")) }
 	bind := func(p *v1.Pod) { podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning))) }
@@ -152,10 +149,7 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 	at := t0.Add(time.Second)
 	check := func(p *v1.Pod, want PreFilterCode, wantMsg string) {
 		t.Helper()
-		_, code, msg := c.PreFilter(p, at)
-		if code != want || (wantMsg != "" && msg != wantMsg) {
-			t.Errorf("PreFilter(%s) = %v %q, want %v %q", p.Name, code, msg, want, wantMsg)
-		}
+		wantPreFilter(t, c, p, at, want, wantMsg)
 	}
 	for _, p := range pods[:2] {
 		c.Reserve(next(p, boundTo("n1")))
@@ -296,4 +290,14 @@ func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 		t.Errorf("PreFilter(m1) = %v %q after s finished, want OK", code, msg)
 	}
 	wantConsistent(t, c, "after the finish")
+}
+
+// wantPreFilter checks PreFilter's code for p, and its message unless
+// wantMsg is empty.
+func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want PreFilterCode, wantMsg string) {
+	t.Helper()
+	_, code, msg := c.PreFilter(p, at)
+	if code != want || (wantMsg != "" && msg != wantMsg) {
+		t.Errorf("PreFilter(%s) = %v %q, want %v %q", p.Name, code, msg, want, wantMsg)
+	}
 }

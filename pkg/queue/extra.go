@@ -162,18 +162,33 @@ func sumCapabilityChain(t *Tree, name string, request resources.List, use func(q
 	r := len(names)
 	s := &chainSums{chain: chain, top: top, names: names, r: r,
 		alloc: make([]int64, len(chain)*r), resv: make([]int64, len(chain)*r)}
-	// Each queue of the top level's subtree is added to the deepest chain
-	// level it lies under (at); the levels are then summed upwards, so the
-	// subtree is walked once whatever the depth.
+	t.walkChain(chain, use, func(at int, u Use) {
+		for j, n := range names {
+			s.alloc[at*r+j] += u.Allocated[n]
+			s.resv[at*r+j] += u.Inflight[n] + u.Extra[n]
+		}
+	})
+	for k := 1; k <= top; k++ {
+		for j := 0; j < r; j++ {
+			s.alloc[k*r+j] += s.alloc[(k-1)*r+j]
+			s.resv[k*r+j] += s.resv[(k-1)*r+j]
+		}
+	}
+	return s
+}
+
+// walkChain calls add once for every queue of the subtree of chain's last
+// level (a queue and its ancestors, from the queue up), with the deepest
+// chain level the queue lies under and its use: summing the levels upwards
+// afterwards gives each level its subtree's total, walking the subtree once
+// whatever the depth.
+func (t *Tree) walkChain(chain []int, use func(queue string) Use, add func(at int, u Use)) {
+	top := len(chain) - 1
 	stack := []chainMember{{chain[top], top}}
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		u := use(t.specs[f.node].Name)
-		for j, n := range names {
-			s.alloc[f.at*r+j] += u.Allocated[n]
-			s.resv[f.at*r+j] += u.Inflight[n] + u.Extra[n]
-		}
+		add(f.at, use(t.specs[f.node].Name))
 		for _, c := range t.children[f.node] {
 			at := f.at
 			if at > 0 && chain[at-1] == c {
@@ -182,13 +197,6 @@ func sumCapabilityChain(t *Tree, name string, request resources.List, use func(q
 			stack = append(stack, chainMember{c, at})
 		}
 	}
-	for k := 1; k <= top; k++ {
-		for j := 0; j < r; j++ {
-			s.alloc[k*r+j] += s.alloc[(k-1)*r+j]
-			s.resv[k*r+j] += s.resv[(k-1)*r+j]
-		}
-	}
-	return s
 }
 
 // subtree lists the names of queue i and its descendants.

@@ -51,24 +51,11 @@ func ShareRoomOf(s *Shares, name string, use func(queue string) Use) ShareRoom {
 	}
 	r, top := s.r, len(chain)-1
 	used := make([]int64, len(chain)*r)
-	// Each queue of the top level's subtree is added to the deepest chain
-	// level it lies under; the levels are then summed upwards.
-	stack := []chainMember{{chain[top], top}}
-	for len(stack) > 0 {
-		f := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		u := use(t.specs[f.node].Name)
+	t.walkChain(chain, use, func(at int, u Use) {
 		for j, n := range s.names {
-			used[f.at*r+j] = satAdd(used[f.at*r+j], satAdd(max(u.Allocated[n], 0), satAdd(max(u.Inflight[n], 0), max(u.Extra[n], 0))))
+			used[at*r+j] = satAdd(used[at*r+j], satAdd(max(u.Allocated[n], 0), satAdd(max(u.Inflight[n], 0), max(u.Extra[n], 0))))
 		}
-		for _, c := range t.children[f.node] {
-			at := f.at
-			if at > 0 && chain[at-1] == c {
-				at--
-			}
-			stack = append(stack, chainMember{c, at})
-		}
-	}
+	})
 	for k := 1; k <= top; k++ {
 		for j := 0; j < r; j++ {
 			used[k*r+j] = satAdd(used[k*r+j], used[(k-1)*r+j])
