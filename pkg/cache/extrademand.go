@@ -172,7 +172,6 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		prio  int32
 	}
 	use := func(q string) queue.Use { return c.shareUseLocked(q, "", nil) }
-	rooms := map[string]queue.ShareRoom{}
 	fits := map[check]bool{}
 	var out map[string]*v1.Pod
 	for uid, r := range a.demand.refused {
@@ -189,14 +188,9 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		k := check{u.queue, mapID(m.request), podPriority(m.pod)}
 		ok, seen := fits[k]
 		if !seen {
-			room, have := rooms[u.queue]
-			if !have {
-				room = queue.ShareRoomOf(a.shares, u.queue, use)
-				rooms[u.queue] = room
-			}
 			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.request, use)
 			if ok {
-				ok, _ = room.Fits(c.notSwappedLocked(u.queue, m.pod, m.request))
+				ok, _ = queue.ShareFit(a.shares, u.queue, c.notSwappedLocked(u.queue, m.pod, m.request), use)
 			}
 			fits[k] = ok
 		}

@@ -149,7 +149,7 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 		c.refuseExtraLocked(pod, g.key)
 		return PreFilterOverCapability, msg
 	}
-	if ok, msg := queue.ShareRoomOf(a.shares, u.queue, use).Fits(c.notSwappedLocked(u.queue, pod, req)); !ok {
+	if ok, msg := queue.ShareFit(a.shares, u.queue, c.notSwappedLocked(u.queue, pod, req), use); !ok {
 		c.refuseExtraLocked(pod, g.key)
 		a.kickLocked()
 		return PreFilterOverShare, msg

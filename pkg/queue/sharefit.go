@@ -2,15 +2,14 @@ package queue
 
 import (
 	"fmt"
-	"maps"
-	"slices"
+	"sort"
 
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// ShareRoom is how much more a queue may be given for members beyond their
-// gangs' minimum before it or an ancestor goes above its deserved share: the
-// allocate-time check Volcano's proportion plugin makes for every task
+// ShareFit reports whether a member beyond its gang's minimum may be given
+// to a queue without the queue or an ancestor going above its deserved
+// share: the allocate-time check Volcano's proportion plugin makes for every task
 // (allocated + task <= deserved). Admission keeps a gang's minimum within
 // the deserved shares (check 4); a member above the minimum was never
 // admitted, and placed on idle room past its queue's share it would be
@@ -18,87 +17,67 @@ import (
 // asks for that room: bound, then evicted. For that check to let an elastic
 // gang alone grow into idle room, its pending members beyond the minimum
 // must be part of its queue's demand when the shares are divided.
-type ShareRoom struct {
-	// limited is false when the queue has no share (unknown or broken): no
-	// limit then, as CapabilityFit sets none for an unknown queue.
-	limited bool
-	names   []string
-	room    []int64  // per resource of names: the least room over the chain
-	at      []string // the level that sets room
-	des     []int64  // that level's deserved and use, for the message
-	used    []int64
-}
-
-// ShareRoomOf computes queue name's ShareRoom from the deserved shares of s
-// (the last admission pass) and the current amounts use reports per queue
-// (its own, not its descendants'): for the queue and every ancestor, the
-// level's deserved less what its subtree holds (Allocated) and reserves
-// (Inflight and Extra). use is called once per queue under the queue's
-// top-level ancestor, so the cost is O(depth x r + subtree x r) for the r
-// resources of s.
-func ShareRoomOf(s *Shares, name string, use func(queue string) Use) ShareRoom {
+//
+// It checks request against the deserved shares of s (the last
+// admission pass) and the current amounts use reports per queue (its own,
+// not its descendants'): for the queue and every ancestor, what the level's
+// subtree holds (Allocated) and reserves (Inflight and Extra) plus request
+// must stay within the level's deserved share, on every requested
+// resource. The message names the first level, from the queue up, and
+// resource that would go above it. use is called once per queue under the
+// queue's top-level ancestor, so the cost is O(depth x r + subtree x r) for
+// the r requested resources.
+func ShareFit(s *Shares, name string, request resources.List, use func(queue string) Use) (bool, string) {
 	if s == nil {
-		return ShareRoom{}
+		return true, ""
 	}
 	t := s.tree
 	i, ok := t.index[name]
 	if !ok || t.problems[i] != nil {
-		return ShareRoom{}
+		// No share, no limit: as CapabilityFit sets none for an unknown queue.
+		return true, ""
+	}
+	// The requested resources, in name order so that the message is the
+	// same every time; one the shares do not know has no deserved share
+	// anywhere, and fits nothing until a pass has counted it as demand.
+	names := make([]string, 0, len(request))
+	for n, v := range request {
+		if v > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	pos := make([]int, len(names))
+	for j, n := range names {
+		p, known := s.index[n]
+		if !known {
+			return false, fmt.Sprintf("no queue deserves any %s yet: this member needs %s", n, resources.Format(n, request[n]))
+		}
+		pos[j] = p
 	}
 	var chain []int
 	for l := i; l >= 0; l = t.parent[l] {
 		chain = append(chain, l)
 	}
-	r, top := s.r, len(chain)-1
+	r := len(names)
 	used := make([]int64, len(chain)*r)
 	t.walkChain(chain, use, func(at int, u Use) {
-		for j, n := range s.names {
+		for j, n := range names {
 			used[at*r+j] = satAdd(used[at*r+j], satAdd(max(u.Allocated[n], 0), satAdd(max(u.Inflight[n], 0), max(u.Extra[n], 0))))
 		}
 	})
-	for k := 1; k <= top; k++ {
+	for k := 1; k < len(chain); k++ {
 		for j := 0; j < r; j++ {
 			used[k*r+j] = satAdd(used[k*r+j], used[(k-1)*r+j])
 		}
 	}
-	out := ShareRoom{limited: true, names: s.names, room: make([]int64, r), at: make([]string, r),
-		des: make([]int64, r), used: make([]int64, r)}
-	for j := 0; j < r; j++ {
+	for j, n := range names {
+		v := request[n]
 		for k, l := range chain {
-			d, u := s.deserved[l*r+j], used[k*r+j]
-			if room := d - u; k == 0 || room < out.room[j] {
-				out.room[j], out.at[j], out.des[j], out.used[j] = room, t.specs[l].Name, d, u
-			}
-		}
-	}
-	return out
-}
-
-// Fits reports whether a member asking request fits the room; the message
-// names the level and resource that would go above its deserved share. A
-// resource the shares do not know has no deserved share anywhere: the
-// member does not fit until a pass has counted it as demand.
-func (sr ShareRoom) Fits(request resources.List) (bool, string) {
-	if !sr.limited {
-		return true, ""
-	}
-	// In name order, so that the message is the same every time.
-	known := 0
-	for j, n := range sr.names {
-		v, ok := request[n]
-		if !ok {
-			continue
-		}
-		known++
-		if v > 0 && v > sr.room[j] {
-			return false, fmt.Sprintf("queue %s: %s deserved share %s, held and reserved %s, this member needs %s",
-				sr.at[j], n, resources.Format(n, sr.des[j]), resources.Format(n, max(sr.used[j], 0)), resources.Format(n, v))
-		}
-	}
-	if known < len(request) {
-		for _, n := range slices.Sorted(maps.Keys(request)) {
-			if v := request[n]; v > 0 && !slices.Contains(sr.names, n) {
-				return false, fmt.Sprintf("no queue deserves any %s yet: this member needs %s", n, resources.Format(n, v))
+			d, u := s.deserved[l*s.r+pos[j]], used[k*r+j]
+			if v > d-u {
+				return false, fmt.Sprintf("queue %s: %s deserved share %s, held and reserved %s, this member needs %s",
+					t.specs[l].Name, n, resources.Format(n, d), resources.Format(n, u), resources.Format(n, v))
 			}
 		}
 	}

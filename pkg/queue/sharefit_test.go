@@ -1,15 +1,16 @@
 package queue
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// TestShareRoom: a member beyond its gang's minimum fits while its queue
+// TestShareFit: a member beyond its gang's minimum fits while its queue
 // and every ancestor stay within their deserved shares, counting what
 // their subtrees hold and reserve.
-func TestShareRoom(t *testing.T) {
+func TestShareFit(t *testing.T) {
 	tree := BuildTree([]Spec{
 		{Name: "org", Weight: 1},
 		{Name: "a", Parent: "org", Weight: 1},
@@ -27,13 +28,13 @@ func TestShareRoom(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name   string
-		shares *Shares
-		queue  string
-		use    map[string]Use
-		req    resources.List
-		ok     bool
-		msg    string
+		name     string
+		noShares bool
+		queue    string
+		use      map[string]Use
+		req      resources.List
+		ok       bool
+		msg      string
 	}{
 		{name: "exactly at the share", queue: "a", use: map[string]Use{"a": {Allocated: cores(1)}}, req: cores(2), ok: true},
 		{
@@ -56,18 +57,43 @@ func TestShareRoom(t *testing.T) {
 			msg: "no queue deserves any nvidia.com/gpu yet: this member needs 1",
 		},
 		{name: "an unknown queue", queue: "ghost", req: cores(100), ok: true},
-		{name: "no shares yet", shares: &Shares{}, queue: "a", req: cores(100), ok: true},
+		{name: "no shares yet", noShares: true, queue: "a", req: cores(100), ok: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := shares
-			if tt.shares != nil {
+			if tt.noShares {
 				s = nil
 			}
-			ok, msg := ShareRoomOf(s, tt.queue, func(q string) Use { return tt.use[q] }).Fits(tt.req)
+			ok, msg := ShareFit(s, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
 			if ok != tt.ok || msg != tt.msg {
 				t.Errorf("Fits = %v %q, want %v %q", ok, msg, tt.ok, tt.msg)
 			}
 		})
+	}
+}
+
+// BenchmarkShareFit is PreFilter's share check of one extra member under
+// a parent of 100 queues with cpu and memory: the subtree walk is the
+// cost, O(subtree x r), never O(pods).
+func BenchmarkShareFit(b *testing.B) {
+	specs := []Spec{{Name: "org", Weight: 1}}
+	usage := map[string]Usage{}
+	use := map[string]Use{}
+	for i := range 100 {
+		name := "q" + strconv.Itoa(i)
+		specs = append(specs, Spec{Name: name, Parent: "org", Weight: int32(1 + i%4)})
+		usage[name] = Usage{Allocated: resources.List{"cpu": 9000, "memory": 9 << 30}, Pending: resources.List{"cpu": 4000, "memory": 4 << 30}}
+		use[name] = Use{Allocated: usage[name].Allocated, Inflight: resources.List{"cpu": 1000}}
+	}
+	tree := BuildTree(specs)
+	shares := Divide(tree, resources.List{"cpu": 1_200_000, "memory": 1200 << 30}, usage)
+	read := func(q string) Use { return use[q] }
+	req := resources.List{"cpu": 2000, "memory": 1 << 30}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, msg := ShareFit(shares, "q7", req, read); !ok {
+			b.Fatal(msg)
+		}
 	}
 }
