@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -57,7 +59,7 @@ func runDemo(ctx context.Context, c *clients, o sandboxOptions, kubeconfig strin
 		if err == nil {
 			if time.Now().After(nextSubmit) && st.livePods < maxPods {
 				seq++
-				submit(ctx, c, seq)
+				submit(ctx, c, seq, o.controllers)
 				nextSubmit = time.Now().Add(time.Duration(500+rand.IntN(1500)) * time.Millisecond)
 			}
 			reap(ctx, c, st)
@@ -96,13 +98,22 @@ func setupDemo(ctx context.Context, c *clients) error {
 }
 
 // submit creates one gang (2-6 pods) or, one time in four, a singleton, in a
-// random queue; its pods run 10-30 s.
-func submit(ctx context.Context, c *clients, seq int) {
+// random queue; its pods run 10-30 s. With the controllers running, each is
+// a Job, as users submit work: a gang is an Indexed Job whose pod template
+// joins its PodGroup, a singleton a plain Job of one pod; the Job controller
+// makes the pods and the TTL-after-finished controller deletes the Job (and
+// the garbage collector its pods) a few seconds after it completes.
+// Without them (--controllers=false) the demo creates the pods itself.
+func submit(ctx context.Context, c *clients, seq int, jobs bool) {
 	queue := demoQueues[rand.IntN(len(demoQueues))].name
 	runFor := fmt.Sprintf("%ds", 10+rand.IntN(21))
 	if rand.IntN(4) == 0 {
 		pod := demoPod(fmt.Sprintf("%s-single-%d", queue, seq), runFor)
 		pod.Labels[qapi.QueueLabel] = queue
+		if jobs {
+			_, _ = c.kube.BatchV1().Jobs(demoNamespace).Create(ctx, demoJob(pod, 1, false), metav1.CreateOptions{})
+			return
+		}
 		_, _ = c.kube.CoreV1().Pods(demoNamespace).Create(ctx, pod, metav1.CreateOptions{})
 		return
 	}
@@ -115,11 +126,39 @@ func submit(ctx context.Context, c *clients, seq int) {
 	if _, err := c.pg.SchedulingV1alpha1().PodGroups(demoNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		return
 	}
+	if jobs {
+		pod := demoPod(name, runFor)
+		pod.Labels[schedv1alpha1.PodGroupLabel] = name
+		_, _ = c.kube.BatchV1().Jobs(demoNamespace).Create(ctx, demoJob(pod, int32(size), true), metav1.CreateOptions{})
+		return
+	}
 	for i := range size {
 		pod := demoPod(fmt.Sprintf("%s-%d", name, i), runFor)
 		pod.Labels[schedv1alpha1.PodGroupLabel] = name
 		_, _ = c.kube.CoreV1().Pods(demoNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	}
+}
+
+// demoJob is a Job named after pod whose n pods are pod's template.
+func demoJob(pod *corev1.Pod, n int32, indexed bool) *batchv1.Job {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: demoNamespace, Labels: map[string]string{"app": "caldera-demo"}},
+		Spec: batchv1.JobSpec{
+			Parallelism:             ptr.To(n),
+			Completions:             ptr.To(n),
+			BackoffLimit:            ptr.To[int32](0),
+			TTLSecondsAfterFinished: ptr.To[int32](5),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
+				Spec:       *pod.Spec.DeepCopy(),
+			},
+		},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if indexed {
+		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	}
+	return job
 }
 
 func demoPod(name, runFor string) *corev1.Pod {
