@@ -33,12 +33,7 @@ type extraDemand struct {
 	// capabilities or shares: no event of the scheduler's requeues them
 	// when the shares grow or a bound pod finishes, so the admission pass
 	// activates those that fit again.
-	refused map[types.UID]refusedExtra
-}
-
-type refusedExtra struct {
-	pod *v1.Pod
-	key GroupKey
+	refused map[types.UID]GroupKey
 }
 
 // waiting reports whether a member counts in its group's pendingReq: it
@@ -144,9 +139,9 @@ func (c *Cache) shareUseLocked(q string, ownQueue string, own resources.List) qu
 func (c *Cache) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
 	a := c.adm
 	if a.demand.refused == nil {
-		a.demand.refused = map[types.UID]refusedExtra{}
+		a.demand.refused = map[types.UID]GroupKey{}
 	}
-	a.demand.refused[pod.UID] = refusedExtra{pod: pod, key: key}
+	a.demand.refused[pod.UID] = key
 }
 
 // forgetRefusedExtraLocked drops uid from the refused extras: it passed
@@ -174,13 +169,13 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 	use := func(q string) queue.Use { return c.shareUseLocked(q, "", nil) }
 	fits := map[check]bool{}
 	var out map[string]*v1.Pod
-	for uid, r := range a.demand.refused {
-		g := c.groups[r.key]
+	for uid, key := range a.demand.refused {
+		g := c.groups[key]
 		m := (*member)(nil)
 		if g != nil {
 			m = g.members[uid]
 		}
-		u := a.units[gangUnitKey(r.key)]
+		u := a.units[gangUnitKey(key)]
 		if m == nil || u == nil || !waiting(m) {
 			delete(a.demand.refused, uid)
 			continue
@@ -190,7 +185,7 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		if !seen {
 			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.request, use)
 			if ok {
-				ok, _ = queue.ShareFit(a.shares, u.queue, c.notSwappedLocked(u.queue, m.pod, m.request), use)
+				ok, _ = queue.ShareFit(a.shares, u.queue, m.request, c.extraPreemptibleLocked(u.queue, m.pod), use)
 			}
 			fits[k] = ok
 		}

@@ -149,7 +149,7 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 		c.refuseExtraLocked(pod, g.key)
 		return PreFilterOverCapability, msg
 	}
-	if ok, msg := queue.ShareFit(a.shares, u.queue, c.notSwappedLocked(u.queue, pod, req), use); !ok {
+	if ok, msg := queue.ShareFit(a.shares, u.queue, req, c.extraPreemptibleLocked(u.queue, pod), use); !ok {
 		c.refuseExtraLocked(pod, g.key)
 		a.kickLocked()
 		return PreFilterOverShare, msg
@@ -158,30 +158,14 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	return PreFilterOK, ""
 }
 
-// notSwappedLocked is the part of an extra's request the share check
-// applies to: a resource the lower-priority pods of its queue cover is
-// left out when preemption is on, since placing the member by evicting
-// them leaves the queue holding no more (admission's swap rule, check 4).
-// The member may still find free room and bind on it; that trade-off is
-// admission's too.
-func (c *Cache) notSwappedLocked(q string, pod *v1.Pod, req resources.List) resources.List {
+// extraPreemptibleLocked is what the share check of an extra may count as
+// swapped (queue.ShareFit): the room lower-priority pods of its queue hold,
+// when preemption is on.
+func (c *Cache) extraPreemptibleLocked(q string, pod *v1.Pod) resources.List {
 	if !c.preempt {
-		return req
+		return nil
 	}
-	pre := c.preemptibleLocked(q, podPriority(pod))
-	var out resources.List
-	for k, v := range req {
-		if v > 0 && pre[k] >= v {
-			if out == nil {
-				out = req.Clone()
-			}
-			delete(out, k)
-		}
-	}
-	if out == nil {
-		return req
-	}
-	return out
+	return c.preemptibleLocked(q, podPriority(pod))
 }
 
 // reserveExtraLocked counts member m of g in the book when Reserve places it

@@ -27,7 +27,13 @@ import (
 // resource that would go above it. use is called once per queue under the
 // queue's top-level ancestor, so the cost is O(depth x r + subtree x r) for
 // the r requested resources.
-func ShareFit(s *Shares, name string, request resources.List, use func(queue string) Use) (bool, string) {
+//
+// preemptible is what lower-priority pods of the queue hold (nil when
+// preemption is off): a resource it covers is left out, as admission's
+// swap rule leaves it out of check 4, since placing the member by evicting
+// them leaves the queue holding no more. The member may still find free
+// room and bind above the share; admission accepts the same for a group.
+func ShareFit(s *Shares, name string, request, preemptible resources.List, use func(queue string) Use) (bool, string) {
 	if s == nil {
 		return true, ""
 	}
@@ -42,7 +48,7 @@ func ShareFit(s *Shares, name string, request resources.List, use func(queue str
 	// anywhere, and fits nothing until a pass has counted it as demand.
 	names := make([]string, 0, len(request))
 	for n, v := range request {
-		if v > 0 {
+		if v > 0 && preemptible[n] < v {
 			names = append(names, n)
 		}
 	}

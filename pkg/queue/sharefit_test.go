@@ -30,6 +30,7 @@ func TestShareFit(t *testing.T) {
 	tests := []struct {
 		name     string
 		noShares bool
+		pre      resources.List
 		queue    string
 		use      map[string]Use
 		req      resources.List
@@ -56,6 +57,15 @@ func TestShareFit(t *testing.T) {
 			name: "a resource no queue deserves", queue: "c", req: resources.List{"nvidia.com/gpu": 1},
 			msg: "no queue deserves any nvidia.com/gpu yet: this member needs 1",
 		},
+		{
+			name: "lower priorities of the queue cover the member (swap)", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(3)}}, req: cores(2), pre: cores(2), ok: true,
+		},
+		{
+			name: "lower priorities cover only part of it", queue: "a",
+			use: map[string]Use{"a": {Allocated: cores(3)}}, req: cores(2), pre: cores(1),
+			msg: "queue a: cpu deserved share 3, held and reserved 3, this member needs 2",
+		},
 		{name: "an unknown queue", queue: "ghost", req: cores(100), ok: true},
 		{name: "no shares yet", noShares: true, queue: "a", req: cores(100), ok: true},
 	}
@@ -65,7 +75,7 @@ func TestShareFit(t *testing.T) {
 			if tt.noShares {
 				s = nil
 			}
-			ok, msg := ShareFit(s, tt.queue, tt.req, func(q string) Use { return tt.use[q] })
+			ok, msg := ShareFit(s, tt.queue, tt.req, tt.pre, func(q string) Use { return tt.use[q] })
 			if ok != tt.ok || msg != tt.msg {
 				t.Errorf("Fits = %v %q, want %v %q", ok, msg, tt.ok, tt.msg)
 			}
@@ -92,7 +102,7 @@ func BenchmarkShareFit(b *testing.B) {
 	req := resources.List{"cpu": 2000, "memory": 1 << 30}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, msg := ShareFit(shares, "q7", req, read); !ok {
+		if ok, msg := ShareFit(shares, "q7", req, nil, read); !ok {
 			b.Fatal(msg)
 		}
 	}
