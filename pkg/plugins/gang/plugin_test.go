@@ -132,6 +132,9 @@ func TestPreFilter(t *testing.T) {
 		{"a gang larger than the cluster", fakeGroups{pfMember: true, pfCode: cache.PreFilterTooLarge, pfMsg: "too large"}, fwk.UnschedulableAndUnresolvable, false, false},
 		{"a member whose PodGroup vanished", fakeGroups{pfMember: true, pfCode: cache.PreFilterNoGroup, pfMsg: "no PodGroup"}, fwk.UnschedulableAndUnresolvable, false, false},
 		{"an extra member over capability", fakeGroups{pfMember: true, pfCode: cache.PreFilterOverCapability, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, true, false},
+		// No plan: evicting pods cannot lift a deserved share; the gang is
+		// not released (extraKey).
+		{"an extra member above its queue's share", fakeGroups{pfMember: true, pfCode: cache.PreFilterOverShare, pfMsg: "over share"}, fwk.UnschedulableAndUnresolvable, true, false},
 		{"an extra member before the minimum binds", fakeGroups{pfMember: true, pfCode: cache.PreFilterExtraEarly, pfMsg: "minimum first"}, fwk.UnschedulableAndUnresolvable, true, false},
 		// Unschedulable, not unresolvable: CalderaReclaim must plan the
 		// evictions that free the room, for gangs and singletons alike.
