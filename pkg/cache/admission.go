@@ -6,20 +6,18 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // AdmissionOptions configure queue admission: CalderaEnqueue's args.
@@ -79,7 +77,7 @@ type admissionState struct {
 	shares  *queue.Shares
 	sorting map[string]queueSort
 	kick    chan struct{}
-	writes  chan admissionWrite
+	writes  chan status.Admission
 	quotas  corelisters.ResourceQuotaLister
 	// feas is the cache's per-node room, which pod accounts feed.
 	feas *feasibleState
@@ -173,7 +171,6 @@ func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
 		if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
 			return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
 		}
-		go c.ensureDefaultQueue(ctx, logger, opts.DefaultQueue)
 		go c.admissionLoop(ctx, logger)
 		return nil
 	})
@@ -199,7 +196,7 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		used:     resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
-		writes:   make(chan admissionWrite, 1024),
+		writes:   make(chan status.Admission, 1024),
 	}
 }
 
@@ -213,22 +210,15 @@ func (c *Cache) installAdmissionLocked(a *admissionState) {
 	}
 }
 
-func (c *Cache) ensureDefaultQueue(ctx context.Context, logger klog.Logger, name string) {
-	q := &qapi.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       qapi.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: qapi.QueueStateOpen},
+// DefaultQueue returns the queue that takes groups naming none, which the
+// command has created (status.EnsureQueue), and whether admission is on.
+func (c *Cache) DefaultQueue() (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.adm.on() {
+		return "", false
 	}
-	for ctx.Err() == nil {
-		_, err := c.adm.qclient.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return
-		}
-		logger.Error(err, "Cannot create the default queue; retrying", "queue", name)
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-		}
-	}
+	return c.adm.opts.DefaultQueue, true
 }
 
 // kickLocked asks for an admission pass soon.
@@ -365,10 +355,10 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 		return
 	}
 	u.notice = id
-	w := admissionWrite{unit: u.key, admitted: admitted, check: check, message: msg, pod: u.pod}
+	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
 	if u.gang != nil {
-		k := u.gang.key
-		w.pg, w.uid, w.profile = &k, u.gang.pg.UID, u.gang.profileLocked()
+		k := u.gang.key.named()
+		w.PodGroup, w.UID, w.Profile = &k, u.gang.pg.UID, u.gang.profileLocked()
 	}
 	select {
 	case c.adm.writes <- w:
@@ -468,7 +458,7 @@ func (c *Cache) clearStaleNominationsLocked() {
 			continue
 		}
 		select {
-		case a.writes <- admissionWrite{clearNomination: true, pod: pod}:
+		case a.writes <- status.Admission{ClearNomination: true, Pod: pod}:
 			if a.clearing == nil {
 				a.clearing = map[types.UID]bool{}
 			}

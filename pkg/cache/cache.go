@@ -4,9 +4,9 @@
 // event-driven: every pod, PodGroup and Node event updates per-group and
 // cluster aggregates in O(1), so no plugin ever scans all pods.
 //
-// The cache also owns the status reconciler (Volcano's closeSession): a
-// leader-gated loop that writes PodGroup status and Events for the groups that
-// changed since its last pass.
+// The cache makes no API writes: it hands copied-out work to the status
+// writer (pkg/status, Volcano's closeSession) through the status.Source
+// methods, and the command starts that writer.
 package cache
 
 import (
@@ -33,6 +33,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // PodGroupLabel ties a pod to a PodGroup of the same namespace.
@@ -51,6 +52,11 @@ type GroupKey struct {
 // String renders the key as namespace/name for messages.
 func (k GroupKey) String() string { return k.Namespace + "/" + k.Name }
 
+// named is the key as the status writer's work items name objects.
+func (k GroupKey) named() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
+}
+
 // GroupKeyOf returns the group a pod belongs to, if it carries the label.
 func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	name, ok := pod.Labels[PodGroupLabel]
@@ -68,16 +74,15 @@ type Provider struct {
 	once  sync.Once
 	cache *Cache
 	err   error
-	lead  *Leadership
+	lead  *status.Leadership
 	// ready holds the cache once created, for Cache (read without the once).
 	ready atomic.Pointer[Cache]
 }
 
 // NewProvider returns a Provider whose cache is created on first use and
-// writes status exactly while the scheduler that lead follows is leading (see
-// Leadership); until lead.Follow is called it writes nothing. A process that
-// runs no leader election calls lead.Follow(nil) and always writes.
-func NewProvider(lead *Leadership) *Provider {
+// exports the queue gauges exactly while the scheduler that lead follows is
+// leading (status.Leadership, which the status writer follows too).
+func NewProvider(lead *status.Leadership) *Provider {
 	if lead == nil {
 		panic("cache.NewProvider: nil Leadership")
 	}
@@ -183,7 +188,7 @@ type Cache struct {
 	reconcilerOn   bool
 	reconcilerOpts ReconcilerOptions
 	// lead decides when status is written (NewProvider).
-	lead *Leadership
+	lead *status.Leadership
 	// requests shares equal request lists among pods; guarded by mu.
 	requests requestInterner
 	ctx      context.Context

@@ -1202,13 +1202,13 @@ func TestSyncStatusEmitsOneEventPerState(t *testing.T) {
 	c, h := newTestCache(t)
 	p1 := mkPod("ns", "p1", "g")
 	add(c, p1)
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got, want := h.recorded(), []recordedEvent{{"Pod", "ns/p1", v1.EventTypeWarning, gang.ReasonWaiting, "waiting for PodGroup ns/g"}}; !slices.Equal(got, want) {
 		t.Errorf("events = %+v, want %+v", got, want)
 	}
 	// Same state: no new Event, even when more members arrive.
 	add(c, mkPod("ns", "p2", "g"))
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got := h.recorded(); len(got) != 0 {
 		t.Errorf("events for an unchanged state: %+v", got)
 	}
@@ -1227,7 +1227,7 @@ func TestSyncStatusWritesPodGroupStatus(t *testing.T) {
 	update(c, pods[2], next(pods[2], phase(v1.PodFailed)))
 	h.recorded()
 
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	got, err := c.pgClient.SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "g", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -1299,7 +1299,7 @@ func TestConcurrentEvents(t *testing.T) {
 				case 0:
 					c.Unschedulable(logger, bigProbe, t0.Add(time.Duration(i)*time.Millisecond), gang.Backoff{Base: time.Hour, Max: time.Hour}, "no fit")
 				case 1:
-					c.SyncStatus(context.Background())
+					syncStatus(c)
 				case 2:
 					c.onNode(klog.Background(), mkNode(fmt.Sprint("n", r+1), fmt.Sprint(i%5+1)))
 				}

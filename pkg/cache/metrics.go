@@ -73,22 +73,7 @@ var (
 		Help:           "Number of times a gang was released or had its waiting members rejected, by reason.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	statusWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      metricsNamespace,
-		Name:           "status_write_errors_total",
-		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status and stale pod nominations, by object.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"object"})
-
 	registerOnce sync.Once
-)
-
-// Objects of caldera_status_write_errors_total.
-const (
-	WritePodGroupStatus     = "podgroup_status"
-	WritePodGroupAnnotation = "podgroup_annotation"
-	WriteQueueStatus        = "queue_status"
-	WritePodNomination      = "pod_nomination"
 )
 
 // RegisterMetrics registers Caldera's metrics in legacyregistry; calls after
@@ -96,15 +81,12 @@ const (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(queueDeserved, queueAllocated, queueShare, podGroups,
-			admissionWait, gangPermitWait, gangRejections, statusWriteErrors)
+			admissionWait, gangPermitWait, gangRejections)
 		// Every counter series exists from the start, at zero: an alert on
 		// increase() or rate() then sees the first failure, which it would
 		// miss on a series that appears with it.
 		for _, r := range []string{RejectUnschedulable, RejectPermitTimeout, RejectPermitRejected, RejectBindFailure, RejectTooLarge, RejectPodGroupDeleted} {
 			gangRejections.WithLabelValues(r)
-		}
-		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination} {
-			statusWriteErrors.WithLabelValues(o)
 		}
 	})
 }
@@ -144,7 +126,7 @@ func (c *Cache) recordQueueMetricsLocked() {
 		return
 	}
 	if c.lead != nil {
-		if _, leading := c.lead.leading(time.Now()); !leading {
+		if _, leading := c.lead.Leading(time.Now()); !leading {
 			c.dropLeaderMetrics()
 			return
 		}

@@ -25,6 +25,7 @@ import (
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // The metrics are process-wide and other tests of the package move them too:
@@ -140,7 +141,7 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 
 	// The status pass counts groups by queue and phase.
 	pendingWrites(c) // the test cache has no PodGroup lister to write them
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if v, ok := gaugeValue(t, "caldera_podgroups", map[string]string{"queue": "obs-a", "phase": string(gang.PhaseScheduling)}); !ok || v != 1 {
 		t.Errorf("podgroups{obs-a,%s} = %v (present %v), want 1", gang.PhaseScheduling, v, ok)
 	}
@@ -148,7 +149,7 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	}
 	pendingWrites(c) // the test cache has no PodGroup lister to write them
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if _, ok := gaugeValue(t, "caldera_podgroups", map[string]string{"queue": "obs-a", "phase": string(gang.PhaseScheduling)}); ok {
 		t.Errorf("podgroups{obs-a,%s} still present after the gang ran", gang.PhaseScheduling)
 	}
@@ -402,6 +403,13 @@ func TestDumpSignal(t *testing.T) {
 	}
 }
 
+// meLock is a leader-election lock of identity "me" whose writes succeed:
+// the test plays the elector by calling Update.
+type meLock struct{ resourcelock.Interface }
+
+func (meLock) Identity() string                                                { return "me" }
+func (meLock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return nil }
+
 // Only the replica that schedules exports the queue gauges: a standby runs
 // admission passes too, and a sum over replicas would count each queue
 // twice. A leader that loses the Lease drops its series at its next pass.
@@ -409,8 +417,8 @@ func TestQueueGaugesFollowLeadership(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("lead-a"))
 	c.onNode(logger, mkNode("n1", "4"))
 	podEvent(c, single("ns", "lead-p", inQueue("lead-a"), boundTo("n1"), cpu("1")))
-	lead := NewLeadership()
-	lock := &fakeLock{id: "me"}
+	lead := status.NewLeadership()
+	lock := meLock{}
 	le := &leaderelection.LeaderElectionConfig{Lock: lock, RenewDeadline: time.Hour}
 	lead.Follow(le)
 	c.lead = lead
@@ -447,11 +455,12 @@ func TestQueueGaugesFollowLeadership(t *testing.T) {
 // sees the first failure).
 func TestStatusWriteErrorsCounted(t *testing.T) {
 	RegisterMetrics()
-	before, ok := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": WritePodGroupStatus})
+	status.RegisterMetrics()
+	before, ok := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": status.WritePodGroupStatus})
 	if !ok {
 		t.Fatal("caldera_status_write_errors_total{object=podgroup_status} is not exported before any failure")
 	}
-	for _, o := range []string{WritePodGroupAnnotation, WriteQueueStatus} {
+	for _, o := range []string{status.WritePodGroupAnnotation, status.WriteQueueStatus} {
 		if _, ok := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": o}); !ok {
 			t.Errorf("caldera_status_write_errors_total{object=%s} is not exported before any failure", o)
 		}
@@ -470,8 +479,8 @@ func TestStatusWriteErrorsCounted(t *testing.T) {
 		update(c, p, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	}
 	h.recorded()
-	c.SyncStatus(context.Background())
-	if after, _ := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": WritePodGroupStatus}); after != before+1 {
+	syncStatus(c)
+	if after, _ := counterValue(t, "caldera_status_write_errors_total", map[string]string{"object": status.WritePodGroupStatus}); after != before+1 {
 		t.Errorf("status write errors went from %v to %v, want one more", before, after)
 	}
 }

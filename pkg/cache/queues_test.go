@@ -25,8 +25,8 @@ import (
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
-	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // ---------------------------------------------------------------------------
@@ -222,8 +222,8 @@ func activatedPods(h *fakeHandle) []string {
 }
 
 // pendingWrites drains the admission writes queued for the status leader.
-func pendingWrites(c *Cache) []admissionWrite {
-	var out []admissionWrite
+func pendingWrites(c *Cache) []status.Admission {
+	var out []status.Admission
 	for {
 		select {
 		case w := <-c.adm.writes:
@@ -753,7 +753,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	wantAdmitted(t, c, admission{true, ""}, pods...)
 	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, others...)
 	wantUsage(t, c, "q", 0, 3)
-	if w := pendingWrites(c); len(w) != 1 || !w[0].admitted || w[0].unit != "pg:ns/g" || w[0].pg == nil || *w[0].pg != key("ns", "g") {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
 		t.Errorf("writes after admission = %+v, want one admitted write for ns/g", w)
 	}
 
@@ -772,7 +772,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, pods...)
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the release")
-	if w := pendingWrites(c); len(w) != 1 || !w[0].unadmit || w[0].pg == nil || *w[0].pg != key("ns", "g") {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Unadmit || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
 		t.Errorf("writes after release = %+v, want one unadmit for ns/g", w)
 	}
 
@@ -804,7 +804,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
 	wantUsage(t, c, "q", 0, 3)
-	if w := pendingWrites(c); len(w) != 1 || !w[0].admitted || w[0].unit != "pg:ns/g" {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
 		t.Errorf("writes after re-admission = %+v, want one admitted write for ns/g (its annotation was removed)", w)
 	}
 	wantConsistent(t, c, "after re-admission")
@@ -993,7 +993,7 @@ func TestAdmissionSingletonLeavesForGang(t *testing.T) {
 	if u := unitOf(c, "pod:ns/s0"); u != nil {
 		t.Errorf("the pod's singleton unit survives its joining a gang: %+v", u)
 	}
-	c.syncQueueStatus(context.Background())
+	writer(c).SyncQueues(context.Background())
 	st := queueStatus(t, qc, "a")
 	if st.Pending != 1 || st.Admitted != 1 {
 		t.Errorf("queue a counts pending %d admitted %d, want 1 and 1 (the gang; the blocker)", st.Pending, st.Admitted)
@@ -1046,7 +1046,7 @@ func TestWriteAdmissions(t *testing.T) {
 	}
 	pass(c, t0)
 	h.recorded()
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	// s0, a singleton admitted in the pass that first saw it, gets no Event.
 	want := []recordedEvent{
 		{"PodGroup", "ns/g", v1.EventTypeNormal, "Admitted", "admitted to queue q"},
@@ -1066,7 +1066,7 @@ func TestWriteAdmissions(t *testing.T) {
 		t.Errorf("PodGroup annotations after admission: %v", got.Annotations)
 	}
 	// Nothing changed: nothing is written.
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	if got := h.recorded(); len(got) != 0 {
 		t.Errorf("events for unchanged decisions: %+v", got)
 	}
@@ -1078,13 +1078,13 @@ func TestWriteAdmissions(t *testing.T) {
 	if !c.Release(logger, key("ns", "g"), t0.Add(time.Second), testBackoff, "no fit") {
 		t.Fatal("Release did nothing")
 	}
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	if got := echo(); got.Annotations[qapi.AdmittedAtAnnotation] != "" {
 		t.Errorf("PodGroup annotations after release: %v", got.Annotations)
 	}
 	patches()
 	pass(c, t0.Add(2*time.Second))
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	if got, want := h.recorded(), want[:1]; !slices.Equal(got, want) {
 		t.Errorf("events after re-admission\n got %+v\nwant %+v", got, want)
 	}
@@ -1095,7 +1095,7 @@ func TestWriteAdmissions(t *testing.T) {
 	// A singleton that was told NotAdmitted is told when it is admitted.
 	podDelete(c, s0)
 	pass(c, t0.Add(3*time.Second))
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	wantS1 := []recordedEvent{{"Pod", "ns/s1", v1.EventTypeNormal, "Admitted", "admitted to queue q"}}
 	if got := h.recorded(); !slices.Equal(got, wantS1) {
 		t.Errorf("events after the waiting singleton's admission\n got %+v\nwant %+v", got, wantS1)
@@ -1155,7 +1155,7 @@ func TestSyncQueueStatus(t *testing.T) {
 	podEvent(c, next(gang[0], boundTo("n1"), phase(v1.PodRunning)))
 	pass(c, t0.Add(time.Second)) // shares follow the binds at the next pass
 	qc.ClearActions()
-	c.syncQueueStatus(ctx)
+	writer(c).SyncQueues(ctx)
 	if got, want := statusUpdates(qc), []string{"a", "b", "idle", "orphan"}; !slices.Equal(got, want) {
 		t.Errorf("status written for %v, want %v", got, want)
 	}
@@ -1203,7 +1203,7 @@ func TestSyncQueueStatus(t *testing.T) {
 
 	// Without the informer's echo, the cached Queue still has the old status:
 	// the same status is written again.
-	c.syncQueueStatus(ctx)
+	writer(c).SyncQueues(ctx)
 	if got := statusUpdates(qc); len(got) != 4 {
 		t.Errorf("second sync without echo wrote %v", got)
 	}
@@ -1215,13 +1215,13 @@ func TestSyncQueueStatus(t *testing.T) {
 		}
 		c.onQueue(q, false)
 	}
-	c.syncQueueStatus(ctx)
+	writer(c).SyncQueues(ctx)
 	if got := statusUpdates(qc); len(got) != 0 {
 		t.Errorf("sync after the echo wrote %v, want nothing", got)
 	}
 	// A change in one queue writes that queue only.
 	podEvent(c, next(a[2], boundTo("n1"), phase(v1.PodRunning)))
-	c.syncQueueStatus(ctx)
+	writer(c).SyncQueues(ctx)
 	if got, want := statusUpdates(qc), []string{"a"}; !slices.Equal(got, want) {
 		t.Errorf("after a bind in a, status written for %v, want %v", got, want)
 	}
@@ -1240,7 +1240,7 @@ func TestSyncQueueStatusHierarchy(t *testing.T) {
 	pass(c, t0)
 	podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	pass(c, t0.Add(time.Second))
-	c.syncQueueStatus(ctx)
+	writer(c).SyncQueues(ctx)
 	child, par := queueStatus(t, qc, "child"), queueStatus(t, qc, "parent")
 	if got := child.Allocated[v1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
 		t.Errorf("child allocated cpu %v, want 2", got.String())
@@ -1423,27 +1423,6 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 	}
 }
 
-// Every check gives refusals an action of their own: client-go folds Events
-// with one reason and action into a series that keeps its first note, so a
-// unit refused first for one check and then for another must not share
-// one.
-func TestAdmissionActionPerCheck(t *testing.T) {
-	seen := map[string]queue.Check{}
-	for c := queue.CheckNone; c <= queue.CheckWaiting; c++ {
-		a := admissionAction(false, c)
-		if prev, dup := seen[a]; dup {
-			t.Errorf("checks %v and %v share the action %q", prev, c, a)
-		}
-		seen[a] = c
-		if len(a) > 128 {
-			t.Errorf("action %q is longer than the Events API allows", a)
-		}
-	}
-	if a := admissionAction(true, queue.CheckNone); a != "Admission" {
-		t.Errorf("an admission's action is %q", a)
-	}
-}
-
 // A pod whose unit is not admitted loses the nominated node its status
 // names: gated in PreEnqueue, it runs no cycle that would use or drop it,
 // and kube-scheduler would keep that room from every pod of lower priority
@@ -1472,7 +1451,7 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 		t.Fatal("the 2-cpu pod was admitted past its queue's capability")
 	}
 	kube.ClearActions()
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	var patched []string
 	for _, a := range kube.Actions() {
 		if p, ok := a.(clienttesting.PatchAction); ok && p.GetSubresource() == "status" {
@@ -1489,9 +1468,9 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 	// Written once: until the pod's update arrives, the next period does
 	// not write again; after it, there is nothing left to clear.
 	kube.ClearActions()
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	podEvent(c, got)
-	c.writeAdmissions(ctx)
+	writer(c).WriteAdmissions(ctx)
 	if n := len(kube.Actions()); n != 0 {
 		t.Errorf("%d more writes after the nomination was cleared", n)
 	}
@@ -1517,10 +1496,10 @@ func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 	h.nominateInMemory(t, m1, "n1")
 	h.nominateInMemory(t, other, "n2")
 
-	// Admitted: nothing is dropped. (writeAdmissions, the status leader's
-	// period, calls dropGatedNominations; this test cache cannot write the
+	// Admitted: nothing is dropped. (WriteAdmissions, the status leader's
+	// period, calls DropGatedNominations; this test cache cannot write the
 	// PodGroup Events that period would also write.)
-	c.dropGatedNominations()
+	writer(c).DropGatedNominations()
 	if n := len(h.NominatedPodsForNode("n1")) + len(h.NominatedPodsForNode("n2")); n != 2 {
 		t.Fatalf("%d nominations left while every unit is admitted, want 2", n)
 	}
@@ -1530,7 +1509,7 @@ func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 	if got := admitted(c, m1); got.ok {
 		t.Fatal("the released gang is still admitted")
 	}
-	c.dropGatedNominations()
+	writer(c).DropGatedNominations()
 	if n := len(h.NominatedPodsForNode("n1")); n != 0 {
 		t.Errorf("the released gang's member is still nominated to n1")
 	}

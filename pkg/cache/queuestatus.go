@@ -1,132 +1,67 @@
 package cache
 
 import (
-	"context"
-	"fmt"
 	"sort"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
-// admissionWrite is an Event and, for gangs, the admitted-at annotation that
-// the status leader writes for a decision.
-type admissionWrite struct {
-	unit     string
-	pg       *GroupKey
-	pod      *v1.Pod
-	admitted bool
-	// uid is the PodGroup's: a decision about one object is never written
-	// on another created under its name since.
-	uid types.UID
-	// unadmit: remove the admitted-at annotation of a released gang.
-	unadmit bool
-	// check is the admission check a refused unit failed.
-	check queue.Check
-	// clearNomination: remove pod's nominated node (its unit is not
-	// admitted); nothing else is written.
-	clearNomination bool
-	message         string
-	// profile reports a gang's Events (group.profileLocked); a singleton's
-	// are its pod's profile's.
-	profile string
+// Admitting implements status.Source.
+func (c *Cache) Admitting() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.adm.on()
 }
 
-// admissionAction is the Event's action for a decision: the check a refused
-// unit failed is in it. client-go's events library folds Events of one
-// object with the same reason and action into one series that keeps its
-// first note, so with one action for every refusal a unit refused for its
-// queue's capability and then for fair share kept showing the capability
-// message.
-func admissionAction(admitted bool, check queue.Check) string {
-	if admitted {
-		return "Admission"
-	}
-	return "Admission" + check.String()
-}
-
-// writeAdmissions is the status leader's side of admission: Events, and the
-// admitted-at annotation that lets a restarted scheduler know a gang was
-// admitted without admitting it again past capacity.
-func (c *Cache) writeAdmissions(ctx context.Context) {
-	if c.adm == nil {
-		return
-	}
+// AdmissionWrites implements status.Source. It first queues a NotAdmitted
+// Event for every pending group whose verdict changed (noticePendingLocked),
+// which runs on the status leader's period, then hands out what is queued.
+func (c *Cache) AdmissionWrites() []status.Admission {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.adm.on() {
+		return nil
+	}
 	c.noticePendingLocked()
-	c.mu.Unlock()
-	c.dropGatedNominations()
+	var out []status.Admission
 	for {
 		select {
 		case w := <-c.adm.writes:
-			c.writeAdmission(ctx, w)
+			out = append(out, w)
 		default:
-			return
+			return out
 		}
 	}
 }
 
-func (c *Cache) writeAdmission(ctx context.Context, w admissionWrite) {
-	logger := klog.FromContext(ctx)
-	if w.clearNomination {
-		c.clearNomination(ctx, w.pod)
-		return
-	}
-	if w.pg != nil {
-		if pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name); err != nil || pg.UID != w.uid {
-			return // gone, or another object by now
-		}
-	}
-	if w.unadmit {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
-		if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(w.pg.Namespace).Patch(ctx, w.pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			statusWriteErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
-			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", w.pg.String())
-		}
-		return
-	}
-	rec := c.recorder(w.profile)
-	if w.pod != nil {
-		rec = c.recorder(w.pod.Spec.SchedulerName)
-	}
-	reason, typ := "NotAdmitted", v1.EventTypeWarning
-	if w.admitted {
-		reason, typ = "Admitted", v1.EventTypeNormal
-	}
-	if w.pg == nil {
-		if w.pod != nil {
-			rec.Eventf(w.pod, nil, typ, reason, admissionAction(w.admitted, w.check), "%s", w.message)
-		}
-		return
-	}
-	pg, err := c.pgLister.PodGroups(w.pg.Namespace).Get(w.pg.Name)
-	if err != nil {
-		return
-	}
-	rec.Eventf(PodGroupRef(pg), nil, typ, reason, admissionAction(w.admitted, w.check), "%s", w.message)
-	if !w.admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
-		return
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
-	if _, err := c.pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		statusWriteErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
-		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", w.pg.String())
-	}
+// PodGroup implements status.Source.
+func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
+	pg, err := c.pgLister.PodGroups(key.Namespace).Get(key.Name)
+	return pg, err == nil
 }
 
-// syncQueueStatus writes each Queue's status when it changed.
-func (c *Cache) syncQueueStatus(ctx context.Context) {
-	if c.adm == nil {
-		return
+// Recorder implements status.Source: the Event recorder of the profile
+// named schedulerName, else that of the profile that built the cache (a
+// pod of no Caldera profile, or a PodGroup with no member yet).
+func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
+	return c.recorder(schedulerName)
+}
+
+// QueueStatusUpdates implements status.Source: the Queues whose status
+// differs from what the informer last delivered, with the status to write.
+func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
+	if !c.Admitting() {
+		return nil
 	}
 	type counts struct{ pending, admitted, running, completed int32 }
 	c.mu.RLock()
@@ -193,12 +128,7 @@ func (c *Cache) syncQueueStatus(ctx context.Context) {
 		}
 	}
 	c.mu.RUnlock()
-	for _, q := range want {
-		if _, err := a.qclient.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			statusWriteErrors.WithLabelValues(WriteQueueStatus).Inc()
-			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
-		}
-	}
+	return want
 }
 
 func setCondition(conds *[]metav1.Condition, gen int64, typ string, p *queue.Problem) {
@@ -253,67 +183,46 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 	return true
 }
 
-// clearNomination removes pod's status.nominatedNodeName if its unit is
-// still not admitted. The uid and resourceVersion in the patch are
-// preconditions: a pod recreated under the name, or one that changed since
-// (re-admitted and nominated afresh by a new plan), is left alone.
-func (c *Cache) clearNomination(ctx context.Context, pod *v1.Pod) {
+// NominationStale implements status.Source.
+func (c *Cache) NominationStale(pod *v1.Pod) bool {
 	c.mu.RLock()
-	stale := false
+	defer c.mu.RUnlock()
 	if a := c.adm; a.nominated[pod.UID] == pod {
 		if acct := a.pods[pod.UID]; acct != nil {
 			u := a.units[acct.unit]
-			stale = u != nil && !u.admitted
+			return u != nil && !u.admitted
 		}
 	}
-	c.mu.RUnlock()
-	if !stale {
-		c.mu.Lock()
-		delete(c.adm.clearing, pod.UID)
-		c.mu.Unlock()
-		return
-	}
-	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q},"status":{"nominatedNodeName":null}}`, pod.UID, pod.ResourceVersion)
-	_, err := c.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		klog.FromContext(ctx).V(3).Info("Cleared the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
-		return
-	}
-	statusWriteErrors.WithLabelValues(WritePodNomination).Inc()
-	klog.FromContext(ctx).Error(err, "Cannot clear the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod))
+	return false
+}
+
+// NominationSettled implements status.Source.
+func (c *Cache) NominationSettled(uid types.UID) {
 	c.mu.Lock()
-	delete(c.adm.clearing, pod.UID) // queued again at the next period
+	delete(c.adm.clearing, uid)
 	c.mu.Unlock()
 }
 
-// dropGatedNominations removes from the scheduler's memory the nominations
-// of pods whose unit is not admitted. CalderaReclaim nominates a gang's
-// other members to the nodes its plan frees only in memory (they are never
-// written to the API, so clearNomination cannot reach them), and
-// kube-scheduler keeps such a nomination through pod updates until the pod
-// runs a cycle; a released gang, gated in PreEnqueue, runs none, and its
-// members kept that room from every pod of lower or equal priority. The
-// nominator is the scheduling queue every profile shares. O(nodes +
-// nominated pods) per status period; the nominator is asked without the
-// cache's lock.
-func (c *Cache) dropGatedNominations() {
+// NodeNames implements status.Source.
+func (c *Cache) NodeNames() []string {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	nodes := make([]string, 0, len(c.nodes))
 	for n := range c.nodes {
 		nodes = append(nodes, n)
 	}
-	c.mu.RUnlock()
-	var nominated []*v1.Pod
-	for _, n := range nodes {
-		for _, pi := range c.handle.NominatedPodsForNode(n) {
-			nominated = append(nominated, pi.GetPod())
-		}
-	}
-	if len(nominated) == 0 {
-		return
-	}
+	return nodes
+}
+
+// Gated implements status.Source: those of nominated that are unbound and
+// whose unit is not admitted. O(len(nominated)).
+func (c *Cache) Gated(nominated []*v1.Pod) []*v1.Pod {
 	var drop []*v1.Pod
 	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.adm.on() {
+		return nil
+	}
 	for _, p := range nominated {
 		acct := c.adm.pods[p.UID]
 		if acct == nil || acct.bound {
@@ -323,8 +232,5 @@ func (c *Cache) dropGatedNominations() {
 			drop = append(drop, p)
 		}
 	}
-	c.mu.RUnlock()
-	for _, p := range drop {
-		c.handle.DeleteNominatedPodIfExists(p)
-	}
+	return drop
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // Every profile has its own Event recorder (its reportingController is the
@@ -27,13 +28,17 @@ func TestEventsReportedByTheirProfile(t *testing.T) {
 	}
 	notice := gang.Notice{Reason: "Unschedulable", Message: "m", Warning: true}
 	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
-	c.emit(statusWork{pods: []*v1.Pod{pod("of-b", "batch-b")}, notice: notice})
-	c.emit(statusWork{pg: pg, profile: "batch-b", notice: notice})
-	c.emit(statusWork{pods: []*v1.Pod{pod("of-a", "batch-a")}, notice: notice})
-	// A pod of no Caldera profile (or a PodGroup with no member yet): the
-	// profile that built the cache.
-	c.emit(statusWork{pods: []*v1.Pod{pod("other", "default-scheduler")}, notice: notice})
-	c.emit(statusWork{pg: pg, notice: notice})
+	// The status writer posts each group's notice with the recorder the
+	// cache names.
+	status.New(c, status.Clients{}).WriteGroups(t.Context(), []status.Group{
+		{Pods: []*v1.Pod{pod("of-b", "batch-b")}, Notice: notice},
+		{PodGroup: pg, Profile: "batch-b", Notice: notice},
+		{Pods: []*v1.Pod{pod("of-a", "batch-a")}, Notice: notice},
+		// A pod of no Caldera profile (or a PodGroup with no member yet):
+		// the profile that built the cache.
+		{Pods: []*v1.Pod{pod("other", "default-scheduler")}, Notice: notice},
+		{PodGroup: pg, Notice: notice},
+	})
 
 	names := func(evs []recordedEvent) []string {
 		var out []string

@@ -42,7 +42,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 				live = append(live, r)
 			}
 			wantCounts(t, c, key("ns", "g"), &running)
-			c.SyncStatus(context.Background())
+			syncStatus(c)
 
 			done := next(live[0], phase(v1.PodSucceeded))
 			if tc.finishedFirst {
@@ -50,7 +50,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 			} else {
 				c.onUnfinishedPodDelete(logger, live[0])
 				wantCounts(t, c, key("ns", "g"), &tc.between)
-				c.SyncStatus(context.Background())
+				syncStatus(c)
 				if got := pgStatus(t, c); got.Running != 2 || got.Phase != v1alpha1.PodGroupRunning {
 					t.Errorf("status written while a member may be finishing: %+v", got)
 				}
@@ -62,7 +62,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 				c.onFinishedPod(logger, done)
 			}
 			wantCounts(t, c, key("ns", "g"), &finished)
-			c.SyncStatus(context.Background())
+			syncStatus(c)
 			if got := pgStatus(t, c); got.Running != 1 || got.Succeeded != 1 {
 				t.Errorf("status = %+v, want 1 running and 1 succeeded", got)
 			}
@@ -77,10 +77,10 @@ func TestDeletedBoundMemberLeavesAtOnce(t *testing.T) {
 	c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 1))
 	r0 := next(pods[0], boundTo("n1"), phase(v1.PodRunning))
 	update(c, pods[0], r0)
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	del(c, r0)
 	wantCounts(t, c, key("ns", "g"), &gang.Counts{Members: 1, Active: 1, Pending: 1})
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got := pgStatus(t, c); got.Running != 1 {
 		t.Errorf("status written within finishSettle of the delete: %+v", got)
 	}
@@ -91,7 +91,7 @@ func TestDeletedBoundMemberLeavesAtOnce(t *testing.T) {
 	}
 	g.finishing[r0.UID] = time.Now().Add(-time.Millisecond) // finishSettle has passed
 	c.mu.Unlock()
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got := pgStatus(t, c); got.Running != 0 {
 		t.Errorf("status after finishSettle = %+v, want 0 running", got)
 	}
@@ -144,7 +144,7 @@ func TestGangPodsWaitForTheMemberList(t *testing.T) {
 	if member, ok, msg := c.Enqueueable(p0); !member || ok || msg != "waiting for the scheduler's pod informer to list gang members" {
 		t.Errorf("Enqueueable before the list = %v %v %q, want a refusal that says why", member, ok, msg)
 	}
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got := pgStatus(t, c); got.Phase != "" {
 		t.Errorf("status written before the list: %+v", got)
 	}
@@ -159,7 +159,7 @@ func TestGangPodsWaitForTheMemberList(t *testing.T) {
 	if _, ok, msg := c.Enqueueable(p0); !ok {
 		t.Errorf("Enqueueable after the list refused: %s", msg)
 	}
-	c.SyncStatus(context.Background())
+	syncStatus(c)
 	if got := pgStatus(t, c); got.Phase != v1alpha1.PodGroupPending {
 		t.Errorf("status after the list = %+v, want phase Pending", got)
 	}

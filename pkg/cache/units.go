@@ -11,6 +11,7 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
@@ -233,9 +234,9 @@ func (c *Cache) unadmitLocked(g *group) {
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
 	c.setPendingLocked(u)
-	k := g.key
+	k := g.key.named()
 	select {
-	case a.writes <- admissionWrite{unit: u.key, pg: &k, uid: g.pg.UID, unadmit: true}:
+	case a.writes <- status.Admission{PodGroup: &k, UID: g.pg.UID, Unadmit: true}:
 	default:
 	}
 	a.kickLocked()

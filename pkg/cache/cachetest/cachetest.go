@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // NewForTest returns a cache whose informers have delivered pgs and pods.
@@ -81,7 +82,7 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
 	h := &handle{cfg: cfg, cs: cs, factory: informers.NewSharedInformerFactory(cs, 0)}
-	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, h)
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -461,7 +462,7 @@ func (pl *Reclaim) evicted(ctx context.Context, preemptor types.UID, victim *v1.
 	rec := pl.handle.EventRecorder().WithLogger(klog.FromContext(ctx))
 	rec.Eventf(victim, nil, v1.EventTypeWarning, reason, "Evicting", "%s", msg)
 	if pg := pl.cache.PodGroupOf(victim); pg != nil {
-		rec.Eventf(cache.PodGroupRef(pg), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
+		rec.Eventf(status.PodGroupRef(pg), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
 	}
 }
 

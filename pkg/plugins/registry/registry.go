@@ -3,12 +3,16 @@ package registry
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
@@ -16,25 +20,42 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
+	"github.com/caldera-sched/caldera/pkg/status"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 )
 
 // Plugins is Caldera's plugin set for one scheduler: one cache shared by every
 // profile, whose status writer follows the scheduler's own leader election.
 type Plugins struct {
-	lead     *cache.Leadership
+	lead     *status.Leadership
 	provider *cache.Provider
+
+	// handle is the first profile's framework handle: its clients and the
+	// nominator (the scheduling queue every profile shares) are the
+	// process's, whichever profile's handle it is.
+	mu     sync.Mutex
+	handle fwk.Handle
 }
 
 // New returns the plugin set of one scheduler. Pass Options to app.Setup, then
 // FollowLeaderElection with what app.Setup returned and Start, before app.Run.
 func New() *Plugins {
-	lead := cache.NewLeadership()
+	lead := status.NewLeadership()
 	return &Plugins{lead: lead, provider: cache.NewProvider(lead)}
 }
 
 // Options returns the app options that register every Caldera plugin over this
 // set's cache.
-func (p *Plugins) Options() []app.Option { return options(p.provider) }
+func (p *Plugins) Options() []app.Option { return options(p.provider, p.keep) }
+
+// keep records h if it is the first handle a factory got.
+func (p *Plugins) keep(h fwk.Handle) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.handle == nil {
+		p.handle = h
+	}
+}
 
 // FollowLeaderElection tells the cache which scheduler it serves: PodGroup and
 // Queue status is then written only while that scheduler is leading (always,
@@ -44,18 +65,50 @@ func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig
 }
 
 // Start starts what the plugins share, once: the cache's informers (waiting
-// for their initial lists), the admission loop and the status writer. Call
-// it after app.Setup, which builds the plugins, and before app.Run; an error
-// (a missing CRD, say) is a start-up failure.
-func (p *Plugins) Start(ctx context.Context) error { return p.provider.Start(ctx) }
+// for their initial lists) and admission loop, the default queue's creation
+// and the status writer, each if a profile asked for it. Call it after
+// app.Setup, which builds the plugins, and before app.Run; an error (a
+// missing CRD, say) is a start-up failure.
+func (p *Plugins) Start(ctx context.Context) error {
+	if err := p.provider.Start(ctx); err != nil {
+		return err
+	}
+	c := p.provider.Cache()
+	if c == nil {
+		return nil // no Caldera plugin in any profile
+	}
+	p.mu.Lock()
+	h := p.handle
+	p.mu.Unlock()
+	// The scheduler's rest config asks for protobuf, which CRDs do not speak.
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	cl := status.Clients{Pods: h.ClientSet(), Nominator: h}
+	var err error
+	if cl.PodGroups, err = pgclient.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("building the PodGroup status client: %w", err)
+	}
+	if name, ok := c.DefaultQueue(); ok {
+		if cl.Queues, err = qclient.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("building the Queue status client: %w", err)
+		}
+		go status.EnsureQueue(ctx, cl.Queues, name)
+	}
+	if opts, ok := c.StatusOptions(); ok {
+		go status.New(c, cl).Run(ctx, opts.SyncPeriod, p.lead)
+	}
+	return nil
+}
 
 // Cache returns the shared cache once the plugins have created it (after
 // app.Setup), else nil: for tests and tools that inspect a running scheduler.
 func (p *Plugins) Cache() *cache.Cache { return p.provider.Cache() }
 
-func options(p *cache.Provider) []app.Option {
+func options(p *cache.Provider, keep func(fwk.Handle)) []app.Option {
 	with := func(newFn func(context.Context, runtime.Object, fwk.Handle, *cache.Provider) (fwk.Plugin, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			keep(h)
 			return newFn(ctx, obj, h, p)
 		}
 	}

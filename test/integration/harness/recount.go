@@ -15,6 +15,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // RecountCache starts a fresh Caldera cache, the "recount" of s's cache: built
@@ -79,7 +80,7 @@ func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, prof
 		return nil, err
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(cache.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // Bad is plugin args (JSON) that New must refuse, with the field its error
@@ -32,7 +33,7 @@ func Refused(t *testing.T, newFn NewFunc, h fwk.Handle, cases []Bad) {
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			obj := &runtime.Unknown{Raw: []byte(tc.Raw), ContentType: runtime.ContentTypeJSON}
-			_, err := newFn(context.Background(), obj, h, cache.NewProvider(cache.AlwaysLeading()))
+			_, err := newFn(context.Background(), obj, h, cache.NewProvider(status.AlwaysLeading()))
 			if err == nil || !strings.Contains(err.Error(), tc.Field) {
 				t.Fatalf("New(%s) error = %v, want one naming %s", tc.Raw, err, tc.Field)
 			}

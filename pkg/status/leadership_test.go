@@ -1,4 +1,4 @@
-package cache
+package status
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestLeadershipWithoutLeaderElection(t *testing.T) {
 	}
 	l.Follow(nil)
 	<-l.resolved
-	until, ok := l.leading(time.Now().Add(time.Hour))
+	until, ok := l.Leading(time.Now().Add(time.Hour))
 	if !ok || !until.IsZero() {
 		t.Fatalf("leading() = %v, %v; want always leading with no end", until, ok)
 	}
@@ -96,7 +96,7 @@ func TestLeadershipFollowsRenewals(t *testing.T) {
 			if inner.writes != len(tc.writes) {
 				t.Fatalf("%d writes reached the lock, want %d", inner.writes, len(tc.writes))
 			}
-			until, ok := l.leading(last)
+			until, ok := l.Leading(last)
 			if ok != tc.leading {
 				t.Fatalf("leading = %v, want %v", ok, tc.leading)
 			}
@@ -107,7 +107,7 @@ func TestLeadershipFollowsRenewals(t *testing.T) {
 			if until.Before(first.Add(renew)) || until.After(last.Add(renew)) {
 				t.Fatalf("leading until %v, want within [%v, %v]", until, first.Add(renew), last.Add(renew))
 			}
-			if _, ok := l.leading(until); ok {
+			if _, ok := l.Leading(until); ok {
 				t.Fatal("still leading at the end of the renewal's deadline")
 			}
 		})
@@ -124,7 +124,7 @@ func TestLeadershipFollowOnce(t *testing.T) {
 		t.Fatal("a second Follow wrapped the lock again")
 	}
 	l.Follow(nil)
-	if _, ok := l.leading(time.Now()); ok {
+	if _, ok := l.Leading(time.Now()); ok {
 		t.Fatal("a later Follow(nil) turned leader election off")
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package status
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func NewLeadership() *Leadership {
 }
 
 // AlwaysLeading returns a Leadership of a process that runs no leader
-// election (Follow(nil)): its cache writes status from the start. For tools
+// election (Follow(nil)): its writer writes from the start. For tools
 // and tests that build a cache without kube-scheduler's command.
 func AlwaysLeading() *Leadership {
 	l := NewLeadership()
@@ -68,9 +68,9 @@ func (l *Leadership) Follow(le *leaderelection.LeaderElectionConfig) {
 	})
 }
 
-// leading reports whether this process may write now, and the moment its
+// Leading reports whether this process may write now, and the moment its
 // right ends (zero when leader election is off: no end).
-func (l *Leadership) leading(now time.Time) (time.Time, bool) {
+func (l *Leadership) Leading(now time.Time) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.elected {

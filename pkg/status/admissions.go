@@ -1,0 +1,177 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// AdmissionAction is the Event's action for a decision: the check a refused
+// unit failed is in it. client-go's events library folds Events of one
+// object with the same reason and action into one series that keeps its
+// first note, so with one action for every refusal a unit refused for its
+// queue's capability and then for fair share kept showing the capability
+// message.
+func AdmissionAction(admitted bool, check queue.Check) string {
+	if admitted {
+		return "Admission"
+	}
+	return "Admission" + check.String()
+}
+
+// WriteAdmissions is the leader's side of admission: Events, the
+// admitted-at annotation that lets a restarted scheduler know a gang was
+// admitted without admitting it again past capacity, and the removal of
+// the nominations of pods whose unit is not admitted.
+func (w *Writer) WriteAdmissions(ctx context.Context) {
+	if !w.src.Admitting() {
+		return
+	}
+	writes := w.src.AdmissionWrites()
+	w.DropGatedNominations()
+	for _, a := range writes {
+		w.writeAdmission(ctx, a)
+	}
+}
+
+func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
+	logger := klog.FromContext(ctx)
+	if a.ClearNomination {
+		w.clearNomination(ctx, a.Pod)
+		return
+	}
+	var pg *v1alpha1.PodGroup
+	if a.PodGroup != nil {
+		got, ok := w.src.PodGroup(*a.PodGroup)
+		if !ok || got.UID != a.UID {
+			return // gone, or another object by now
+		}
+		pg = got
+	}
+	if a.Unadmit {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
+		if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
+			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", a.PodGroup.String())
+		}
+		return
+	}
+	rec := w.src.Recorder(a.Profile)
+	if a.Pod != nil {
+		rec = w.src.Recorder(a.Pod.Spec.SchedulerName)
+	}
+	reason, typ := "NotAdmitted", v1.EventTypeWarning
+	if a.Admitted {
+		reason, typ = "Admitted", v1.EventTypeNormal
+	}
+	if pg == nil {
+		if a.Pod != nil {
+			rec.Eventf(a.Pod, nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)
+		}
+		return
+	}
+	rec.Eventf(PodGroupRef(pg), nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)
+	if !a.Admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
+		return
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
+	if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
+		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", a.PodGroup.String())
+	}
+}
+
+// clearNomination removes pod's status.nominatedNodeName if its unit is
+// still not admitted. The uid and resourceVersion in the patch are
+// preconditions: a pod recreated under the name, or one that changed since
+// (re-admitted and nominated afresh by a new plan), is left alone.
+func (w *Writer) clearNomination(ctx context.Context, pod *v1.Pod) {
+	if !w.src.NominationStale(pod) {
+		w.src.NominationSettled(pod.UID)
+		return
+	}
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q},"status":{"nominatedNodeName":null}}`, pod.UID, pod.ResourceVersion)
+	_, err := w.cl.Pods.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		klog.FromContext(ctx).V(3).Info("Cleared the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
+		return
+	}
+	writeErrors.WithLabelValues(WritePodNomination).Inc()
+	klog.FromContext(ctx).Error(err, "Cannot clear the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod))
+	w.src.NominationSettled(pod.UID) // queued again at the next period
+}
+
+// DropGatedNominations removes from the scheduler's memory the nominations
+// of pods whose unit is not admitted. CalderaReclaim nominates a gang's
+// other members to the nodes its plan frees only in memory (they are never
+// written to the API, so clearNomination cannot reach them), and
+// kube-scheduler keeps such a nomination through pod updates until the pod
+// runs a cycle; a released gang, gated in PreEnqueue, runs none, and its
+// members kept that room from every pod of lower or equal priority. The
+// nominator is the scheduling queue every profile shares. O(nodes +
+// nominated pods) per status period; the nominator is asked without the
+// state's lock.
+func (w *Writer) DropGatedNominations() {
+	if w.cl.Nominator == nil {
+		return
+	}
+	var nominated []*v1.Pod
+	for _, n := range w.src.NodeNames() {
+		for _, pi := range w.cl.Nominator.NominatedPodsForNode(n) {
+			nominated = append(nominated, pi.GetPod())
+		}
+	}
+	if len(nominated) == 0 {
+		return
+	}
+	for _, p := range w.src.Gated(nominated) {
+		w.cl.Nominator.DeleteNominatedPodIfExists(p)
+	}
+}
+
+// SyncQueues writes the status of each Queue whose status changed.
+func (w *Writer) SyncQueues(ctx context.Context) {
+	if !w.src.Admitting() {
+		return
+	}
+	for _, q := range w.src.QueueStatusUpdates() {
+		if _, err := w.cl.Queues.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			writeErrors.WithLabelValues(WriteQueueStatus).Inc()
+			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
+		}
+	}
+}
+
+// EnsureQueue creates the Queue named name (weight 1, reclaimable, open)
+// unless it exists, retrying every 5 seconds until it does or ctx ends.
+// Every replica may call it: creation is idempotent.
+func EnsureQueue(ctx context.Context, client qclient.Interface, name string) {
+	logger := klog.FromContext(ctx)
+	q := &qapi.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       qapi.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: qapi.QueueStateOpen},
+	}
+	for ctx.Err() == nil {
+		_, err := client.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return
+		}
+		logger.Error(err, "Cannot create the default queue; retrying", "queue", name)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}

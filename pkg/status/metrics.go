@@ -1,0 +1,41 @@
+package status
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Objects of caldera_status_write_errors_total.
+const (
+	WritePodGroupStatus     = "podgroup_status"
+	WritePodGroupAnnotation = "podgroup_annotation"
+	WriteQueueStatus        = "queue_status"
+	WritePodNomination      = "pod_nomination"
+)
+
+var (
+	writeErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "caldera",
+		Name:           "status_write_errors_total",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status and stale pod nominations, by object.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"object"})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers the writer's metrics in legacyregistry, which
+// kube-scheduler serves on its /metrics; calls after the first do nothing.
+// Every series exists from the start, at zero: an alert on increase() or
+// rate() then sees the first failure, which it would miss on a series that
+// appears with it.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(writeErrors)
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination} {
+			writeErrors.WithLabelValues(o)
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package status
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// WriteGroups posts each group's notice and writes the status of those
+// whose PodGroup's differs from what it should be. A failed write hands
+// the group back to the source, so the next pass tries again.
+func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
+	logger := klog.FromContext(ctx)
+	for _, g := range work {
+		w.emit(g)
+		if g.PodGroup == nil || equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
+			continue
+		}
+		if err := w.writeStatus(ctx, g); err != nil && !apierrors.IsNotFound(err) {
+			writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
+			logger.Error(err, "Cannot write PodGroup status; will retry", "podGroup", g.Key.String())
+			w.src.RetryGroupStatus(g.Key)
+		}
+	}
+}
+
+func (w *Writer) writeStatus(ctx context.Context, g Group) error {
+	client := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(g.Key.Namespace)
+	pg := g.PodGroup.DeepCopy()
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			latest, err := client.Get(ctx, g.Key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pg = latest
+		}
+		first = false
+		// Only the status we own changes; a ScheduleStartTime someone else set stays.
+		status := g.Status
+		if !pg.Status.ScheduleStartTime.IsZero() {
+			status.ScheduleStartTime = pg.Status.ScheduleStartTime
+		}
+		status.OccupiedBy = pg.Status.OccupiedBy
+		pg.Status = status
+		_, err := client.UpdateStatus(ctx, pg, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (w *Writer) emit(g Group) {
+	if g.Notice.Reason == "" {
+		return
+	}
+	typ := v1.EventTypeNormal
+	if g.Notice.Warning {
+		typ = v1.EventTypeWarning
+	}
+	if g.PodGroup != nil {
+		w.src.Recorder(g.Profile).Eventf(PodGroupRef(g.PodGroup), nil, typ, g.Notice.Reason, "Scheduling", "%s", g.Notice.Message)
+		return
+	}
+	for _, p := range g.Pods {
+		w.src.Recorder(p.Spec.SchedulerName).Eventf(p, nil, typ, g.Notice.Reason, "Scheduling", "%s", g.Notice.Message)
+	}
+}
+
+// PodGroupRef is the Event target for a PodGroup. The scheduler's event scheme
+// does not know PodGroups, so the reference is spelled out.
+func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
+	return &v1.ObjectReference{
+		APIVersion:      v1alpha1.SchemeGroupVersion.String(),
+		Kind:            "PodGroup",
+		Namespace:       pg.Namespace,
+		Name:            pg.Name,
+		UID:             pg.UID,
+		ResourceVersion: pg.ResourceVersion,
+	}
+}

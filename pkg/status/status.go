@@ -1,0 +1,197 @@
+// Package status writes what Caldera tells the API server about the groups
+// and queues it schedules: PodGroup status and Events (Volcano's
+// closeSession), admission Events and the admitted-at annotation, Queue
+// status, the removal of stale nominations, and the default queue. Binding
+// and evictions stay with the plugins that decide them.
+//
+// The writer reads the scheduler's state only through Source, whose work
+// items are copied out under the state's lock, so no API call ever runs
+// under it. It writes only while its process leads (Leadership), retries
+// what failed at its next period, and counts failures in
+// caldera_status_write_errors_total.
+package status
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// Group is the status work of one group, copied out of the state.
+type Group struct {
+	Key types.NamespacedName
+	// PodGroup is the object as the state last saw it; nil when the
+	// group's PodGroup does not exist.
+	PodGroup *v1alpha1.PodGroup
+	// Status is the status the PodGroup should have (with PodGroup only).
+	Status v1alpha1.PodGroupStatus
+	// Notice is the Event to post; zero when the group's state did not
+	// change since the last one.
+	Notice gang.Notice
+	// Pods receive the notice when the PodGroup does not exist.
+	Pods []*v1.Pod
+	// Profile is the scheduler name whose recorder reports Events about
+	// the PodGroup (one of its members').
+	Profile string
+}
+
+// Admission is one write that an admission decision asks for: an Event and,
+// for a gang, the admitted-at annotation; or, with Unadmit, the removal of
+// that annotation; or, with ClearNomination, the removal of Pod's
+// nominated node.
+type Admission struct {
+	// PodGroup names the gang's PodGroup; nil for a singleton.
+	PodGroup *types.NamespacedName
+	// UID is the PodGroup's: a decision about one object is never written
+	// on another created under its name since.
+	UID types.UID
+	// Pod is a singleton's pod, or the pod whose nomination is cleared.
+	Pod      *v1.Pod
+	Admitted bool
+	// Unadmit: remove the admitted-at annotation of a released gang.
+	Unadmit bool
+	// Check is the admission check a refused unit failed.
+	Check queue.Check
+	// ClearNomination: remove Pod's nominated node (its unit is not
+	// admitted); nothing else is written.
+	ClearNomination bool
+	Message         string
+	// Profile reports a gang's Events; a singleton's are its pod's profile's.
+	Profile string
+}
+
+// Source is the scheduler state the writer reads: the cache. Every method
+// copies out under the state's lock and returns without it.
+type Source interface {
+	// StatusReady reports whether the state has every member the
+	// scheduler's informer listed at start: counts are incomplete before.
+	StatusReady() bool
+	// GroupStatusWork returns the groups whose status or Events may need
+	// writing, and forgets them; a group whose write fails is handed back
+	// with RetryGroupStatus.
+	GroupStatusWork(now time.Time) []Group
+	RetryGroupStatus(key types.NamespacedName)
+	// MarkAllGroupsDirty hands every group out again at the next pass: a
+	// new leader does not know what the previous one left unwritten.
+	MarkAllGroupsDirty()
+	// RecordGroupMetrics refreshes the per-phase PodGroup gauges.
+	RecordGroupMetrics()
+	// Admitting reports whether a profile admits through queues; the
+	// admission and Queue methods are used only then.
+	Admitting() bool
+	// AdmissionWrites returns the admission writes queued since the last
+	// call, after queueing those of pending units whose verdict changed.
+	AdmissionWrites() []Admission
+	// NominationStale reports whether pod, handed out to have its
+	// nomination cleared, still names a node while its unit is not
+	// admitted; NominationSettled forgets that it was handed out, so that
+	// a later period may hand it out again.
+	NominationStale(pod *v1.Pod) bool
+	NominationSettled(uid types.UID)
+	// NodeNames lists the nodes the state knows.
+	NodeNames() []string
+	// Gated returns those of pods (nominated in the scheduler's memory)
+	// whose unit is not admitted.
+	Gated(pods []*v1.Pod) []*v1.Pod
+	// QueueStatusUpdates returns the Queues whose status changed, with the
+	// status to write.
+	QueueStatusUpdates() []*qapi.Queue
+	// PodGroup returns the PodGroup as the state's informer has it.
+	PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool)
+	// Recorder returns the Event recorder of the profile named
+	// schedulerName.
+	Recorder(schedulerName string) events.EventRecorderLogger
+}
+
+// Nominator is the scheduler's in-memory nominator (fwk.Handle has it).
+type Nominator interface {
+	NominatedPodsForNode(nodeName string) []fwk.PodInfo
+	DeleteNominatedPodIfExists(pod *v1.Pod)
+}
+
+// Clients are what the writer writes with.
+type Clients struct {
+	PodGroups pgclient.Interface
+	// Queues is nil when no profile admits through queues.
+	Queues qclient.Interface
+	// Pods patches pods' status (nominations).
+	Pods      kubernetes.Interface
+	Nominator Nominator
+}
+
+// Writer writes status for one scheduler process.
+type Writer struct {
+	src Source
+	cl  Clients
+}
+
+// New returns a writer of src's status with cl.
+func New(src Source, cl Clients) *Writer {
+	RegisterMetrics()
+	return &Writer{src: src, cl: cl}
+}
+
+// Run writes status every period while the process leads, as lead tells,
+// each pass bounded by the end of the current leadership so that a write
+// cannot outlive it; it returns when ctx ends. Until lead.Follow is called
+// it writes nothing.
+func (w *Writer) Run(ctx context.Context, period time.Duration, lead *Leadership) {
+	logger := klog.FromContext(ctx).WithName("status")
+	select {
+	case <-lead.resolved:
+	case <-ctx.Done():
+		return
+	}
+	writing := false
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		until, ok := lead.Leading(time.Now())
+		if !ok {
+			if writing {
+				logger.Info("Stopped writing PodGroup status: the scheduler is not leading")
+				writing = false
+			}
+			return
+		}
+		if !writing {
+			logger.Info("Writing PodGroup status: the scheduler is leading")
+			// The previous leader may have left anything unwritten.
+			w.src.MarkAllGroupsDirty()
+			writing = true
+		}
+		if !until.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, until)
+			defer cancel()
+		}
+		w.Sync(ctx)
+	}, period)
+}
+
+// Sync is one pass: status and Events of the groups that changed since the
+// last pass, admission writes, Queue status. Its cost is proportional to
+// what changed, not to all groups. Before the state has every member it
+// writes nothing (counts would miss members not yet listed).
+func (w *Writer) Sync(ctx context.Context) {
+	if !w.src.StatusReady() {
+		return
+	}
+	work := w.src.GroupStatusWork(time.Now())
+	w.src.RecordGroupMetrics()
+	w.WriteAdmissions(ctx)
+	w.SyncQueues(ctx)
+	w.WriteGroups(ctx, work)
+}
