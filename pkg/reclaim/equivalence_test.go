@@ -39,6 +39,17 @@ func TestDecideEquivalence(t *testing.T) {
 			wholeGang++
 		}
 	}
+	// A few of BenchmarkDecide's worlds at a size where the bound skips
+	// almost every node.
+	for seed := range uint64(3) {
+		r := rand.New(rand.NewPCG(seed, 0x1a26e))
+		want, wantOK, wantWhy := referenceDecide(uniformInput(r, 1000))
+		r = rand.New(rand.NewPCG(seed, 0x1a26e))
+		got, gotOK, gotWhy := Decide(uniformInput(r, 1000))
+		if gotOK != wantOK || gotWhy != wantWhy || !reflect.DeepEqual(got, want) {
+			t.Fatalf("1000 nodes, seed %d: Decide = %+v, %v, %q; reference = %+v, %v, %q", seed, got, gotOK, gotWhy, want, wantOK, wantWhy)
+		}
+	}
 	// The worlds must exercise the search, not only its early exits: a
 	// generator that stopped producing plans would pass vacuously.
 	t.Logf("%d worlds: %d reclaim plans, %d preempt plans (%d taking a whole gang), %d without a plan",
@@ -88,7 +99,7 @@ func randomInput(seed uint64) Input {
 	chance := func(p float64) bool { return r.Float64() < p }
 	pick := func(vals ...int64) int64 { return vals[r.IntN(len(vals))] }
 	if chance(0.15) {
-		return uniformInput(r)
+		return uniformInput(r, 5+r.IntN(150))
 	}
 
 	var nNodes int
@@ -267,8 +278,8 @@ func randomInput(seed uint64) Input {
 // varied: every node runs one gang of identical pods with spare members,
 // the pods start all at once, in node order or in reverse, so that many
 // nodes are equally cheap and the tie goes to the first.
-func uniformInput(r *rand.Rand) Input {
-	nodes, size := 5+r.IntN(150), 4+r.IntN(5)
+func uniformInput(r *rand.Rand, nodes int) Input {
+	size := 4 + r.IntN(5)
 	in := Input{
 		Preemptor: Preemptor{Group: "b/g", Queue: "b", Priority: int32(r.IntN(2))},
 		Queues: map[string]Queue{
