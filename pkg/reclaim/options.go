@@ -29,7 +29,7 @@ func (s *state) options(wholeGangs bool) []option {
 		if s.podEligible[i] < 0 && !s.inDeficit(p) {
 			continue // only reachable through its whole gang
 		}
-		if p.Group == "" || s.spare[p.Group] > 0 {
+		if g := s.podGroup[i]; g < 0 || s.spareOf[g] > 0 {
 			one[j] = i
 			o := option{pods: one[j : j+1 : j+1], disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started}
 			if p.Disruptive {

@@ -301,12 +301,14 @@ type state struct {
 	placedOn    marks            // scratch of place: nodes in placedAt
 	podNode     []int32          // per pod: its node's index in in.Nodes, -1 when unknown
 	podEligible []int32          // per pod: its node's index in nodeIndex, -1 when not eligible
+	podGroup    []int32          // per pod: its gang's dense id, -1 for none
+	spareOf     []int32          // per gang id: spare
 	round       int              // which round of search: 1 for single pods, 2 with whole gangs
 	scratch     []int64          // scratch of bound
 }
 
 func newState(in Input, mode Mode) *state {
-	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}, running: map[string]int32{}}
+	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}}
 	s.allNodes = make(map[string]int, len(in.Nodes))
 	for i, n := range in.Nodes {
 		if _, dup := s.allNodes[n.Name]; !dup {
@@ -328,29 +330,61 @@ func newState(in Input, mode Mode) *state {
 	}
 	s.podNode = make([]int32, len(in.Pods))
 	s.podEligible = make([]int32, len(in.Pods))
+	// Gangs get dense ids, so that what is counted per gang while the
+	// pods are read goes to slices, and the maps are filled once a gang.
+	s.podGroup = make([]int32, len(in.Pods))
+	gid := map[string]int32{}
+	var keys []string
+	var running, nCandidates []int32
 	for i := range in.Pods {
 		p := &in.Pods[i]
-		s.podNode[i], s.podEligible[i] = -1, -1
+		s.podNode[i], s.podEligible[i], s.podGroup[i] = -1, -1, -1
 		if j, known := s.allNodes[p.Node]; known {
 			s.podNode[i], s.podEligible[i] = int32(j), eligibleOf[j]
 		}
 		if p.Group != "" {
-			s.running[p.Group]++
+			g, ok := gid[p.Group]
+			if !ok {
+				g = int32(len(keys))
+				gid[p.Group] = g
+				keys = append(keys, p.Group)
+				running, nCandidates = append(running, 0), append(nCandidates, 0)
+			}
+			s.podGroup[i] = g
+			running[g]++
 		}
 		if s.podNode[i] >= 0 && s.eligible(i) {
 			s.candidates = append(s.candidates, i)
-			if p.Group != "" {
-				s.groupPods[p.Group] = append(s.groupPods[p.Group], i)
+			if g := s.podGroup[i]; g >= 0 {
+				nCandidates[g]++
 			}
 		}
 	}
-	s.spare = map[string]int32{}
-	for g, n := range s.running {
-		min := in.Groups[g].MinMember
-		if min <= 1 {
-			s.spare[g] = n // a group of one: every pod may go
+	members := make([][]int, len(keys))
+	backing := make([]int, 0, len(s.candidates))
+	for g, n := range nCandidates {
+		members[g] = backing[len(backing) : len(backing) : len(backing)+int(n)]
+		backing = backing[:len(backing)+int(n)]
+	}
+	for _, i := range s.candidates {
+		if g := s.podGroup[i]; g >= 0 {
+			members[g] = append(members[g], i)
+		}
+	}
+	s.running = make(map[string]int32, len(keys))
+	s.spare = make(map[string]int32, len(keys))
+	s.spareOf = make([]int32, len(keys))
+	for g, key := range keys {
+		n := running[g]
+		s.running[key] = n
+		if min := in.Groups[key].MinMember; min <= 1 {
+			s.spareOf[g] = n // a group of one: every pod may go
 		} else {
-			s.spare[g] = max(n-min, 0)
+			s.spareOf[g] = max(n-min, 0)
+		}
+		s.spare[key] = s.spareOf[g]
+		if len(members[g]) > 0 {
+			s.groupPods[key] = members[g]
 		}
 	}
 	s.order = make([]int, len(in.Preemptor.Members))
