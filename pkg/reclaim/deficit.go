@@ -15,7 +15,7 @@ type Deficit struct {
 
 // inDeficit: pod p is in the subtree of some deficit, so evicting it helps
 // whichever node it is on.
-func (s *state) inDeficit(p Pod) bool {
+func (s *state) inDeficit(p *Pod) bool {
 	for _, d := range s.in.Deficits {
 		if d.Queues[p.Queue] {
 			return true

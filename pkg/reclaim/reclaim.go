@@ -242,6 +242,7 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 	// that a plan of few pods beats one that takes a whole gang.
 	for _, wholeGangs := range []bool{false, true} {
 		s.reset()
+		s.round++
 		s.opts = s.options(wholeGangs)
 		s.index(s.opts)
 		if !s.greedy() || !s.cover() {
@@ -266,89 +267,6 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 	return Plan{}, false, failure
 }
 
-// greedy places every member, taking victims where needed; false when a
-// member finds no node.
-func (s *state) greedy() bool {
-	for _, m := range s.order {
-		req := s.in.Preemptor.Members[m]
-		at := -1
-		for _, i := range s.eligibleNodes {
-			if s.roomFor(i, req) {
-				at = i
-				break
-			}
-		}
-		if at < 0 {
-			var best []option
-			for _, i := range s.eligibleNodes {
-				if opts, ok := s.makeRoom(i, req); ok && (at < 0 || cheaper(opts, best)) {
-					at, best = i, opts
-				}
-			}
-			if at < 0 {
-				return false
-			}
-			for _, o := range best {
-				s.take(o)
-			}
-		}
-		s.used[at].Add(req)
-		s.placement[m] = at
-	}
-	return true
-}
-
-// roomFor: req fits node i's free room minus the members placed there.
-func (s *state) roomFor(i int, req resources.List) bool {
-	for k, v := range req {
-		if v > 0 && v > s.free[i][k]-s.used[i][k] {
-			return false
-		}
-	}
-	return true
-}
-
-// makeRoom finds the options on node i whose eviction makes room for req:
-// the node's options in preference order until req fits, then back to
-// front, each one the room can do without is given back. Nothing stays
-// taken; the caller takes the answer.
-func (s *state) makeRoom(i int, req resources.List) ([]option, bool) {
-	var got []option
-	fit, n0 := false, len(s.steps)
-	// Options that break no disruption budget go first; those that would
-	// take a budget below zero (given what is taken by then) only when the
-	// others do not make room. So of a budget that allows one disruption,
-	// one pod goes before any other pod it covers is considered.
-	for pass := 0; pass < 2 && !fit; pass++ {
-		for _, o := range s.byNode[i] {
-			if pass == 0 && s.violations(o.pods) > 0 {
-				continue
-			}
-			if s.take(o) {
-				got = append(got, s.steps[len(s.steps)-1])
-				if fit = s.roomFor(i, req); fit {
-					break
-				}
-			}
-		}
-	}
-	if fit {
-		for j := len(got) - 1; j >= 0; j-- {
-			s.untake(got[j].pods)
-			if s.roomFor(i, req) && s.gangsIntact() {
-				got = slices.Delete(got, j, j+1)
-				continue
-			}
-			s.retake(got[j].pods)
-		}
-	}
-	for _, o := range got {
-		s.untake(o.pods)
-	}
-	s.steps = s.steps[:n0]
-	return got, fit
-}
-
 // state is the search's scratch: what is taken so far.
 type state struct {
 	in            Input
@@ -357,7 +275,7 @@ type state struct {
 	nodeIndex     map[string]int   // eligible node name -> index in in.Nodes
 	allNodes      map[string]int   // every node name -> index in in.Nodes
 	eligibleNodes []int            // indexes of eligible nodes, in Input order
-	free          []resources.List // per node: Free + freed by taken pods
+	free          []resources.List // per node: Free + freed by taken pods; nil until changed (see freeOf)
 	taken         map[int]bool     // pod index -> taken
 	spent         []int32          // per budget: disruptions the taken pods spend
 	takenQ        map[string]resources.List
@@ -367,14 +285,30 @@ type state struct {
 	spare         map[string]int32 // gang key -> members it may lose one by one
 	steps         []option         // taken options, in order
 	opts          []option         // this round's options, best first
-	byNode        map[int][]option // eligible node -> options with a pod there, best first
-	used          []resources.List // per node: what placed members use
+	byNode        [][]int32        // per node: indexes in opts of the options with a pod there (eligible nodes only)
+	used          []resources.List // per node: what placed members use; nil when nothing
 	placement     []int            // member -> node index (scratch)
 	order         []int            // members by size, largest first
+
+	// The bounded search's indexes (bound.go).
+	eligibleAt  []bool           // per node: it is in eligibleNodes
+	touched     marks            // nodes whose free changed since reset
+	occupied    marks            // nodes where greedy placed a member
+	reqs        []*request       // per member: its request's index, shared by equal requests
+	nodeBound   []nodeBound      // per node: this round's static part of the bound
+	covers      [][]int          // per node: the pods there that this round's options can take
+	placedAt    []resources.List // scratch of place: what the members placed so far use
+	placedOn    marks            // scratch of place: nodes in placedAt
+	podNode     []int32          // per pod: its node's index in in.Nodes, -1 when unknown
+	podEligible []int32          // per pod: its node's index in nodeIndex, -1 when not eligible
+	podGroup    []int32          // per pod: its gang's dense id, -1 for none
+	spareOf     []int32          // per gang id: spare
+	round       int              // which round of search: 1 for single pods, 2 with whole gangs
+	scratch     []int64          // scratch of bound
 }
 
 func newState(in Input, mode Mode) *state {
-	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}, running: map[string]int32{}}
+	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}}
 	s.allNodes = make(map[string]int, len(in.Nodes))
 	for i, n := range in.Nodes {
 		if _, dup := s.allNodes[n.Name]; !dup {
@@ -385,24 +319,72 @@ func newState(in Input, mode Mode) *state {
 			s.eligibleNodes = append(s.eligibleNodes, i)
 		}
 	}
-	for i, p := range in.Pods {
-		if p.Group != "" {
-			s.running[p.Group]++
+	// Each pod's node, looked up once: -1 for an unknown (or, in
+	// podEligible, an ineligible) node.
+	eligibleOf := make([]int32, len(in.Nodes))
+	for i, n := range in.Nodes {
+		eligibleOf[i] = -1
+		if j, ok := s.nodeIndex[n.Name]; ok && s.allNodes[n.Name] == i {
+			eligibleOf[i] = int32(j)
 		}
-		if _, known := s.allNodes[p.Node]; known && s.eligible(p) {
+	}
+	s.podNode = make([]int32, len(in.Pods))
+	s.podEligible = make([]int32, len(in.Pods))
+	// Gangs get dense ids, so that what is counted per gang while the
+	// pods are read goes to slices, and the maps are filled once a gang.
+	s.podGroup = make([]int32, len(in.Pods))
+	gid := map[string]int32{}
+	var keys []string
+	var running, nCandidates []int32
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		s.podNode[i], s.podEligible[i], s.podGroup[i] = -1, -1, -1
+		if j, known := s.allNodes[p.Node]; known {
+			s.podNode[i], s.podEligible[i] = int32(j), eligibleOf[j]
+		}
+		if p.Group != "" {
+			g, ok := gid[p.Group]
+			if !ok {
+				g = int32(len(keys))
+				gid[p.Group] = g
+				keys = append(keys, p.Group)
+				running, nCandidates = append(running, 0), append(nCandidates, 0)
+			}
+			s.podGroup[i] = g
+			running[g]++
+		}
+		if s.podNode[i] >= 0 && s.eligible(i) {
 			s.candidates = append(s.candidates, i)
-			if p.Group != "" {
-				s.groupPods[p.Group] = append(s.groupPods[p.Group], i)
+			if g := s.podGroup[i]; g >= 0 {
+				nCandidates[g]++
 			}
 		}
 	}
-	s.spare = map[string]int32{}
-	for g, n := range s.running {
-		min := in.Groups[g].MinMember
-		if min <= 1 {
-			s.spare[g] = n // a group of one: every pod may go
+	members := make([][]int, len(keys))
+	backing := make([]int, 0, len(s.candidates))
+	for g, n := range nCandidates {
+		members[g] = backing[len(backing) : len(backing) : len(backing)+int(n)]
+		backing = backing[:len(backing)+int(n)]
+	}
+	for _, i := range s.candidates {
+		if g := s.podGroup[i]; g >= 0 {
+			members[g] = append(members[g], i)
+		}
+	}
+	s.running = make(map[string]int32, len(keys))
+	s.spare = make(map[string]int32, len(keys))
+	s.spareOf = make([]int32, len(keys))
+	for g, key := range keys {
+		n := running[g]
+		s.running[key] = n
+		if min := in.Groups[key].MinMember; min <= 1 {
+			s.spareOf[g] = n // a group of one: every pod may go
 		} else {
-			s.spare[g] = max(n-min, 0)
+			s.spareOf[g] = max(n-min, 0)
+		}
+		s.spare[key] = s.spareOf[g]
+		if len(members[g]) > 0 {
+			s.groupPods[key] = members[g]
 		}
 	}
 	s.order = make([]int, len(in.Preemptor.Members))
@@ -415,17 +397,24 @@ func newState(in Input, mode Mode) *state {
 		return compareRequests(in.Preemptor.Members[b], in.Preemptor.Members[a])
 	})
 	s.placement = make([]int, len(in.Preemptor.Members))
+	s.eligibleAt = make([]bool, len(in.Nodes))
+	for _, i := range s.eligibleNodes {
+		s.eligibleAt[i] = true
+	}
+	s.indexRequests()
+	s.placedAt = make([]resources.List, len(in.Nodes))
+	s.placedOn.reset(len(in.Nodes))
 	return s
 }
 
 // eligible applies the mode's victim rules that do not depend on what else
 // is taken.
-func (s *state) eligible(p Pod) bool {
-	pre := s.in.Preemptor
+func (s *state) eligible(i int) bool {
+	p, pre := &s.in.Pods[i], &s.in.Preemptor
 	if p.Queue == "" || (pre.Group != "" && p.Group == pre.Group) {
 		return false
 	}
-	if _, ok := s.nodeIndex[p.Node]; !ok && !s.gangMember(p) && !s.inDeficit(p) {
+	if s.podEligible[i] < 0 && !s.gangMember(p) && !s.inDeficit(p) {
 		return false
 	}
 	if d := s.in.Options.MinRuntime; d > 0 && s.in.Options.Now.Sub(p.Started) < d {
@@ -443,19 +432,18 @@ func (s *state) eligible(p Pod) bool {
 
 // gangMember: a pod of a gang may be taken on a node the preemptor cannot
 // use, as part of taking its whole gang.
-func (s *state) gangMember(p Pod) bool {
+func (s *state) gangMember(p *Pod) bool {
 	return p.Group != "" && s.in.Groups[p.Group].MinMember > 1
 }
 
 func (s *state) reset() {
+	// free and used are filled in on the first change of a node (mutFree,
+	// greedy): at 5000 nodes cloning every node's lists was a good part of
+	// a decision.
 	s.free = make([]resources.List, len(s.in.Nodes))
-	for i, n := range s.in.Nodes {
-		s.free[i] = n.Free.Clone()
-	}
 	s.used = make([]resources.List, len(s.in.Nodes))
-	for i := range s.used {
-		s.used[i] = resources.List{}
-	}
+	s.touched.reset(len(s.in.Nodes))
+	s.occupied.reset(len(s.in.Nodes))
 	s.taken = map[int]bool{}
 	s.spent = make([]int32, len(s.in.Budgets))
 	s.takenQ = map[string]resources.List{}
@@ -463,87 +451,26 @@ func (s *state) reset() {
 	s.steps = s.steps[:0]
 }
 
-// options lists the steps of the greedy search, best first: lower priority,
-// then most recently started, then pod ID. Every member of a gang with
-// spare members is a step of its own, wherever it runs, and take stops at
-// the spare count: which members go depends on the node that needs room
-// (the youngest there first), not on the gang's youngest overall, which may
-// run where their room is of no use. With wholeGangs a gang with no spare
-// members is also one step.
-func (s *state) options(wholeGangs bool) []option {
-	var out []option
-	byRecency := slices.Clone(s.candidates)
-	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
-	for _, i := range byRecency {
-		p := s.in.Pods[i]
-		if _, ok := s.nodeIndex[p.Node]; !ok && !s.inDeficit(p) {
-			continue // only reachable through its whole gang
-		}
-		if p.Group == "" || s.spare[p.Group] > 0 {
-			out = append(out, option{pods: []int{i}, disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started})
-		}
+// freeOf is node i's free room: Free plus what its taken pods request.
+func (s *state) freeOf(i int) resources.List {
+	if s.free[i] == nil {
+		return s.in.Nodes[i].Free
 	}
-	if wholeGangs {
-		for g, pods := range s.groupPods {
-			if s.spare[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
-				// A group of one is already offered pod by pod; a gang
-				// with members that are not victims (too young, on an
-				// ineligible queue) cannot be taken whole.
-				continue
-			}
-			p := s.in.Pods[pods[0]]
-			o := option{pods: slices.Clone(pods), priority: p.Priority, whole: true, started: p.Started, earliest: p.Started}
-			for _, i := range pods {
-				o.disruptive += b2i(s.in.Pods[i].Disruptive)
-				t := s.in.Pods[i].Started
-				if t.After(o.started) {
-					o.started = t
-				}
-				if t.Before(o.earliest) {
-					o.earliest = t
-				}
-			}
-			out = append(out, o)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b option) int {
-		if c := cmp.Compare(b2i(a.disruptive > 0), b2i(b.disruptive > 0)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.priority, b.priority); c != 0 {
-			return c
-		}
-		if c := b.started.Compare(a.started); c != 0 {
-			return c
-		}
-		if a.whole != b.whole { // fewer victims
-			if a.whole {
-				return 1
-			}
-			return -1
-		}
-		return strings.Compare(s.in.Pods[a.pods[0]].ID, s.in.Pods[b.pods[0]].ID)
-	})
-	return out
+	return s.free[i]
 }
 
-// index files the options under the eligible nodes they free room on.
-func (s *state) index(opts []option) {
-	s.byNode = map[int][]option{}
-	for _, o := range opts {
-		seen := map[int]bool{}
-		for _, p := range o.pods {
-			if i, ok := s.nodeIndex[s.in.Pods[p].Node]; ok && !seen[i] {
-				seen[i] = true
-				s.byNode[i] = append(s.byNode[i], o)
-			}
-		}
+// mutFree is node i's free room to change; the node is marked touched.
+func (s *state) mutFree(i int) resources.List {
+	if s.free[i] == nil {
+		s.free[i] = s.in.Nodes[i].Free.Clone()
+		s.touched.add(i)
 	}
+	return s.free[i]
 }
 
 // comparePods orders candidate pods: lower priority, most recently started, ID.
 func (s *state) comparePods(a, b int) int {
-	pa, pb := s.in.Pods[a], s.in.Pods[b]
+	pa, pb := &s.in.Pods[a], &s.in.Pods[b]
 	if c := cmp.Compare(pa.Priority, pb.Priority); c != 0 {
 		return c
 	}
@@ -587,7 +514,7 @@ func (s *state) take(o option) bool {
 		}
 		s.taken[i] = true
 		s.spend(p, 1)
-		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
+		s.mutFree(s.nodeIndexOf(p.Node)).Add(p.Request)
 		s.takenQ[p.Queue] = s.takenQ[p.Queue].Add(p.Request)
 	}
 	s.steps = append(s.steps, st)
@@ -599,25 +526,25 @@ func (s *state) take(o option) bool {
 func (s *state) nodeIndexOf(name string) int { return s.allNodes[name] }
 
 // place puts the members first-fit-decreasing and returns the first
-// member's node.
+// member's node. What the members use is kept aside (placedAt) for the
+// few nodes they go to, rather than in a copy of every node's room.
 func (s *state) place() (string, bool) {
-	room := make([]resources.List, len(s.free))
-	for i, f := range s.free {
-		room[i] = f.Clone()
-	}
+	defer func() {
+		for _, i := range s.placedOn.list {
+			s.placedAt[i] = nil
+		}
+		s.placedOn.reset(len(s.in.Nodes))
+	}()
 	for _, m := range s.order {
 		req := s.in.Preemptor.Members[m]
-		placed := -1
-		for _, i := range s.eligibleNodes {
-			if req.FitsIn(room[i]) {
-				placed = i
-				break
-			}
-		}
+		placed := s.firstFit(m, &s.placedOn, s.placedAt)
 		if placed < 0 {
 			return "", false
 		}
-		room[placed].Sub(req)
+		if s.placedAt[placed] == nil {
+			s.placedOn.add(placed)
+		}
+		s.placedAt[placed] = s.placedAt[placed].Add(req)
 		s.placement[m] = placed
 	}
 	return s.in.Nodes[s.placement[0]].Name, true
@@ -661,7 +588,7 @@ func (s *state) untake(pods []int) {
 			s.takenG[p.Group]--
 		}
 		s.spend(p, -1)
-		s.free[s.nodeIndexOf(p.Node)].Sub(p.Request)
+		s.mutFree(s.nodeIndexOf(p.Node)).Sub(p.Request)
 		s.takenQ[p.Queue].Sub(p.Request)
 	}
 }
@@ -674,7 +601,7 @@ func (s *state) retake(pods []int) {
 			s.takenG[p.Group]++
 		}
 		s.spend(p, 1)
-		s.free[s.nodeIndexOf(p.Node)].Add(p.Request)
+		s.mutFree(s.nodeIndexOf(p.Node)).Add(p.Request)
 		s.takenQ[p.Queue].Add(p.Request)
 	}
 }
