@@ -348,7 +348,9 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.activate(logger, act)
 }
 
-// noteLocked queues the Event (and annotation) for a decision, once per change.
+// noteLocked queues the Event (and annotation) for a decision, once per
+// change, with the unit's pods that wait for a node: the writer tells them
+// the verdict in their PodScheduled condition. O(members).
 func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string) {
 	id := fmt.Sprint(admitted, msg)
 	if u.notice == id {
@@ -359,6 +361,13 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 	if u.gang != nil {
 		k := u.gang.key.named()
 		w.PodGroup, w.UID, w.Profile = &k, u.gang.pg.UID, u.gang.profileLocked()
+		for _, m := range u.gang.members {
+			if !m.state.Placed() && !m.state.Phase.Terminal() {
+				w.Waiting = append(w.Waiting, m.pod)
+			}
+		}
+	} else if u.pod.Spec.NodeName == "" {
+		w.Waiting = []*v1.Pod{u.pod}
 	}
 	select {
 	case c.adm.writes <- w:

@@ -1452,14 +1452,15 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 	}
 	kube.ClearActions()
 	writer(c).WriteAdmissions(ctx)
+	// (The refused pod's PodScheduled condition is patched too.)
 	var patched []string
 	for _, a := range kube.Actions() {
-		if p, ok := a.(clienttesting.PatchAction); ok && p.GetSubresource() == "status" {
+		if p, ok := a.(clienttesting.PatchAction); ok && p.GetSubresource() == "status" && strings.Contains(string(p.GetPatch()), "nominatedNodeName") {
 			patched = append(patched, p.GetName())
 		}
 	}
 	if !slices.Equal(patched, []string{"waiting"}) {
-		t.Fatalf("pod status patches %v, want the refused pod's alone", patched)
+		t.Fatalf("nomination patches %v, want the refused pod's alone", patched)
 	}
 	got, err := kube.CoreV1().Pods("ns").Get(ctx, "waiting", metav1.GetOptions{})
 	if err != nil || got.Status.NominatedNodeName != "" {

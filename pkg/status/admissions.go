@@ -76,6 +76,7 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	if a.Admitted {
 		reason, typ = "Admitted", v1.EventTypeNormal
 	}
+	w.tellWaiting(ctx, a)
 	if pg == nil {
 		if a.Pod != nil {
 			rec.Eventf(a.Pod, nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)

@@ -13,13 +13,14 @@ const (
 	WritePodGroupAnnotation = "podgroup_annotation"
 	WriteQueueStatus        = "queue_status"
 	WritePodNomination      = "pod_nomination"
+	WritePodCondition       = "pod_condition"
 )
 
 var (
 	writeErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "caldera",
 		Name:           "status_write_errors_total",
-		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status and stale pod nominations, by object.",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status, stale pod nominations and pod conditions, by object.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 
@@ -34,7 +35,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(writeErrors)
-		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination} {
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition} {
 			writeErrors.WithLabelValues(o)
 		}
 	})

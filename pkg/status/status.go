@@ -60,7 +60,11 @@ type Admission struct {
 	// on another created under its name since.
 	UID types.UID
 	// Pod is a singleton's pod, or the pod whose nomination is cleared.
-	Pod      *v1.Pod
+	Pod *v1.Pod
+	// Waiting are the unit's pods that wait for a node, as the state's
+	// informer last delivered them: a refusal's verdict goes into their
+	// PodScheduled condition, an admission takes it out.
+	Waiting  []*v1.Pod
 	Admitted bool
 	// Unadmit: remove the admitted-at annotation of a released gang.
 	Unadmit bool

@@ -335,3 +335,60 @@ func TestRunMarksAllDirtyWhenItStartsLeading(t *testing.T) {
 		t.Errorf("MarkAllGroupsDirty called %d times, want once, before the first pass", src.allDirty)
 	}
 }
+
+// A refusal's verdict goes into the PodScheduled condition of the unit's
+// waiting pods, once per verdict; an admission takes it out, unless the
+// scheduler has written its own condition since.
+func TestWaitingPodsToldTheVerdict(t *testing.T) {
+	waiting := func(conds ...v1.PodCondition) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "pod-s"},
+			Status: v1.PodStatus{Phase: v1.PodPending, Conditions: conds}}
+	}
+	ours := func(msg string) v1.PodCondition {
+		return v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonWaitingForAdmission, Message: msg}
+	}
+	unschedulable := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: "0/2 nodes"}
+	const msg = "queue q: cpu request 1 exceeds remaining capability 0"
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod // as the state has it, and as stored
+		admitted bool
+		want     *v1.PodCondition // the stored PodScheduled condition after
+		patches  int
+	}{
+		{name: "a refused pod without a condition is told", pod: waiting(), want: ptrTo(ours(msg)), patches: 1},
+		{name: "a pod told another verdict is told the new one", pod: waiting(ours("older numbers")), want: ptrTo(ours(msg)), patches: 1},
+		{name: "a pod told this verdict is not written again", pod: waiting(ours(msg)), want: ptrTo(ours(msg))},
+		{name: "an admitted pod loses the verdict", pod: waiting(ours(msg)), admitted: true, patches: 1},
+		{name: "an admitted pod keeps the scheduler's condition", pod: waiting(unschedulable), admitted: true, want: &unschedulable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := kfake.NewSimpleClientset(tc.pod.DeepCopy())
+			src := &fakeSource{ready: true, admitting: true, rec: &recorder{},
+				writes: []Admission{{Pod: tc.pod, Waiting: []*v1.Pod{tc.pod}, Admitted: tc.admitted, Check: queue.CheckCapability, Message: msg}}}
+			New(src, Clients{Pods: pods}).WriteAdmissions(t.Context())
+			n := 0
+			for _, a := range pods.Actions() {
+				if a.GetVerb() == "patch" {
+					n++
+				}
+			}
+			if n != tc.patches {
+				t.Errorf("%d patches, want %d", n, tc.patches)
+			}
+			got, err := pods.CoreV1().Pods("ns").Get(t.Context(), "s", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := podScheduled(got)
+			if (c == nil) != (tc.want == nil) || c != nil && (c.Status != tc.want.Status || c.Reason != tc.want.Reason || c.Message != tc.want.Message) {
+				t.Errorf("PodScheduled = %+v, want %+v", c, tc.want)
+			}
+			if c != nil && c.Reason == v1.PodReasonUnschedulable && !tc.admitted {
+				t.Error("a pod held by admission says Unschedulable: cluster-autoscaler would add nodes for it")
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
