@@ -272,6 +272,9 @@ type group struct {
 	// lastEvent is the reason and message of the last Event written, so that
 	// one state produces one Event.
 	lastEvent string
+	// toldWaiting: the last status work told the members' conditions that
+	// the gang waits for members or its PodGroup (waitingWorkLocked).
+	toldWaiting bool
 	// finishing holds the bound members that left the scheduler's informer
 	// without the finished-member informer having delivered them, each until
 	// its deadline: they may be finishing, and while one may, the group's

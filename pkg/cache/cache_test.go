@@ -28,6 +28,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // t0 is the fixed "now" of the tests; every time-dependent call takes it (or an
@@ -1507,5 +1508,44 @@ func TestBindSlotsSharedByProfiles(t *testing.T) {
 	a.Release()
 	if _, err := c.BindSlots(8); err == nil || !strings.Contains(err.Error(), "8 differs from another profile's 4") {
 		t.Fatalf("BindSlots(8) after 4: error %v", err)
+	}
+}
+
+// A gang short of members tells its waiting pods so in their condition,
+// with a message free of counts (so pods arriving one by one do not rewrite
+// each other's), and takes it out once the gang has its members.
+func TestGroupStatusWorkTellsWaitingMembers(t *testing.T) {
+	c, _ := newTestCache(t)
+	addPG(c, mkPG("ns", "g", 3))
+	add(c, mkPod("ns", "p0", "g"))
+	add(c, mkPod("ns", "p1", "g"))
+	names := func(pods []*v1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	work := c.GroupStatusWork(t0)
+	if len(work) != 1 || work[0].WaitingReason != status.ReasonWaitingForMembers ||
+		work[0].WaitingMessage != "waiting for PodGroup ns/g to have minMember 3 members" || !slices.Equal(names(work[0].Waiting), []string{"p0", "p1"}) {
+		t.Fatalf("work while short of members = %+v", work)
+	}
+	add(c, mkPod("ns", "p2", "g"))
+	work = c.GroupStatusWork(t0)
+	if len(work) != 1 || work[0].WaitingReason != "" || !slices.Equal(names(work[0].Waiting), []string{"p0", "p1", "p2"}) {
+		t.Fatalf("work once the members exist = %+v, want every waiting pod, to take the condition out", work)
+	}
+	c.MarkAllGroupsDirty()
+	if work = c.GroupStatusWork(t0); len(work) != 1 || len(work[0].Waiting) != 0 {
+		t.Errorf("work after the condition was taken out = %+v, want no pods", work)
+	}
+	// Without a PodGroup the pods wait for it.
+	add(c, mkPod("ns", "q0", "nopg"))
+	for _, w := range c.GroupStatusWork(t0) {
+		if w.Key.Name == "nopg" && (w.WaitingReason != status.ReasonWaitingForPodGroup || !slices.Equal(names(w.Waiting), []string{"q0"})) {
+			t.Errorf("work of a group without its PodGroup = %+v", w)
+		}
 	}
 }

@@ -87,6 +87,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		delete(c.dirty, key)
 		w := status.Group{Key: key.named(), PodGroup: g.pg, Profile: g.profileLocked()}
 		w.Notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
+		g.waitingWorkLocked(&w)
 		noticeID := w.Notice.Reason + "\x00" + w.Notice.Message
 		if w.Notice.Reason == "" || noticeID == g.lastEvent {
 			w.Notice = gang.Notice{}
@@ -117,4 +118,28 @@ func desiredStatus(g *group) v1alpha1.PodGroupStatus {
 		s.ScheduleStartTime = metav1.NewTime(g.firstAttempt.Truncate(time.Second))
 	}
 	return s
+}
+
+// waitingWorkLocked adds to w the pods whose condition is to say that the
+// gang waits for members or for its PodGroup (w.Notice says whether it
+// does), or, once it no longer does, the pods to take that out of. The
+// message carries no counts, so a Job creating its pods one by one does
+// not rewrite every pod's condition per arrival; the writer skips pods that
+// already say it. O(members) for a group that waits or just stopped.
+func (g *group) waitingWorkLocked(w *status.Group) {
+	switch {
+	case w.Notice.Reason == gang.ReasonWaiting && g.pg == nil:
+		w.WaitingReason, w.WaitingMessage = status.ReasonWaitingForPodGroup, w.Notice.Message
+	case w.Notice.Reason == gang.ReasonWaiting:
+		w.WaitingReason = status.ReasonWaitingForMembers
+		w.WaitingMessage = fmt.Sprintf("waiting for PodGroup %s to have minMember %d members", g.key, g.spec.MinMember)
+	case !g.toldWaiting:
+		return
+	}
+	g.toldWaiting = w.WaitingReason != ""
+	for _, m := range g.members {
+		if !m.state.Placed() && !m.state.Phase.Terminal() {
+			w.Waiting = append(w.Waiting, m.pod)
+		}
+	}
 }

@@ -21,6 +21,21 @@ import (
 // queue's capability, its fair share or a ResourceQuota holds back.
 const ReasonWaitingForAdmission = "WaitingForAdmission"
 
+// ReasonWaitingForMembers and ReasonWaitingForPodGroup are the reasons of
+// the PodScheduled=False condition of a gang's pods while the gang has
+// fewer than minMember members, or no PodGroup: CalderaGang holds them in
+// PreEnqueue, so they too run no cycle, and a new node would not help them
+// either.
+const (
+	ReasonWaitingForMembers  = "WaitingForMembers"
+	ReasonWaitingForPodGroup = "WaitingForPodGroup"
+)
+
+// ours reports whether a PodScheduled reason is one the writer sets.
+func ours(reason string) bool {
+	return reason == ReasonWaitingForAdmission || reason == ReasonWaitingForMembers || reason == ReasonWaitingForPodGroup
+}
+
 // tellWaiting puts a refusal's verdict into the PodScheduled condition of
 // the unit's waiting pods, or takes it out of them on admission (the
 // scheduler's own cycle then writes what happens next). A pod whose
@@ -34,7 +49,7 @@ func (w *Writer) tellWaiting(ctx context.Context, a Admission) {
 		if a.Admitted {
 			w.untell(ctx, p)
 		} else {
-			w.tell(ctx, p, a.Message)
+			w.tell(ctx, p, ReasonWaitingForAdmission, a.Message)
 		}
 	}
 }
@@ -49,12 +64,12 @@ func podScheduled(pod *v1.Pod) (*v1.PodCondition, int) {
 	return nil, -1
 }
 
-func (w *Writer) tell(ctx context.Context, pod *v1.Pod, message string) {
+func (w *Writer) tell(ctx context.Context, pod *v1.Pod, reason, message string) {
 	old, _ := podScheduled(pod)
-	if old != nil && old.Status == v1.ConditionFalse && old.Reason == ReasonWaitingForAdmission && old.Message == message {
+	if old != nil && old.Status == v1.ConditionFalse && old.Reason == reason && old.Message == message {
 		return
 	}
-	cond := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonWaitingForAdmission, Message: message, LastTransitionTime: metav1.Now()}
+	cond := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
 	if old != nil && old.Status == v1.ConditionFalse {
 		cond.LastTransitionTime = old.LastTransitionTime
 	}
@@ -73,15 +88,15 @@ func (w *Writer) tell(ctx context.Context, pod *v1.Pod, message string) {
 
 func (w *Writer) untell(ctx context.Context, pod *v1.Pod) {
 	old, i := podScheduled(pod)
-	if old == nil || old.Reason != ReasonWaitingForAdmission {
+	if old == nil || !ours(old.Reason) {
 		return
 	}
 	// The test operations make the removal conditional: if the scheduler
 	// has written its own PodScheduled condition since (bound, or
 	// Unschedulable after a cycle), the patch fails and that one stays.
 	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"test","path":"/status/conditions/%d/reason","value":%q},{"op":"remove","path":"/status/conditions/%d"}]`,
-		pod.UID, i, ReasonWaitingForAdmission, i)
-	w.patchPodStatus(ctx, pod, types.JSONPatchType, []byte(patch), "Cannot take the admission verdict out of a pod's condition")
+		pod.UID, i, old.Reason, i)
+	w.patchPodStatus(ctx, pod, types.JSONPatchType, []byte(patch), "Cannot take the verdict out of a pod's condition")
 }
 
 func (w *Writer) patchPodStatus(ctx context.Context, pod *v1.Pod, pt types.PatchType, patch []byte, failure string) {
@@ -92,5 +107,20 @@ func (w *Writer) patchPodStatus(ctx context.Context, pod *v1.Pod, pt types.Patch
 	default:
 		writeErrors.WithLabelValues(WritePodCondition).Inc()
 		klog.FromContext(ctx).Error(err, failure, "pod", klog.KObj(pod))
+	}
+}
+
+// tellMembers puts a gang's waiting stage into its waiting pods' condition,
+// or takes it out once the gang no longer waits for members or a PodGroup.
+func (w *Writer) tellMembers(ctx context.Context, g Group) {
+	if w.cl.Pods == nil {
+		return
+	}
+	for _, p := range g.Waiting {
+		if g.WaitingReason == "" {
+			w.untell(ctx, p)
+		} else {
+			w.tell(ctx, p, g.WaitingReason, g.WaitingMessage)
+		}
 	}
 }

@@ -19,6 +19,7 @@ func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
 	logger := klog.FromContext(ctx)
 	for _, g := range work {
 		w.emit(g)
+		w.tellMembers(ctx, g)
 		if g.PodGroup == nil || equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
 			continue
 		}

@@ -47,6 +47,12 @@ type Group struct {
 	// Profile is the scheduler name whose recorder reports Events about
 	// the PodGroup (one of its members').
 	Profile string
+	// Waiting are the group's pods that wait for a node. With a
+	// WaitingReason (ReasonWaitingForMembers, ReasonWaitingForPodGroup)
+	// their PodScheduled condition is to say so, with WaitingMessage;
+	// without one, a condition of the writer's is to be taken out.
+	Waiting                       []*v1.Pod
+	WaitingReason, WaitingMessage string
 }
 
 // Admission is one write that an admission decision asks for: an Event and,

@@ -116,6 +116,49 @@ func TestWaitingPodsShowTheVerdict(t *testing.T) {
 	}, "every pod bound with PodScheduled=True")
 }
 
+// A gang short of members is held by CalderaGang: its pods say so in their
+// condition, and lose it when the last member arrives and the gang runs.
+func TestPodsOfAGangShortOfMembersShowIt(t *testing.T) {
+	env := harness.Start(t)
+	ns := env.Namespace(t)
+	env.AddNodes(t, 1, "8", "16Gi")
+	env.StartScheduler(t)
+	env.CreatePodGroup(t, harness.PodGroup(ns, "short", 3))
+	members := harness.Members(ns, "short", 3, "1")
+	env.CreatePods(t, members[:2]...)
+	harness.WaitFor(t, 5*time.Second, func() (bool, error) {
+		for _, p := range members[:2] {
+			got, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := scheduledCondition(got)
+			if c == nil || c.Reason != status.ReasonWaitingForMembers || c.Status != v1.ConditionFalse {
+				return false, nil
+			}
+			if !strings.Contains(c.Message, "minMember 3") {
+				return false, fmt.Errorf("%s: the message should give minMember: %q", p.Name, c.Message)
+			}
+		}
+		return true, nil
+	}, "the members' PodScheduled condition to say the gang waits for members")
+	env.CreatePods(t, members[2])
+	names := []string{members[0].Name, members[1].Name, members[2].Name}
+	env.WaitBound(t, ns, timeout, names...)
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		for _, name := range names {
+			p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if c := scheduledCondition(p); c == nil || c.Status != v1.ConditionTrue {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "every member bound with PodScheduled=True")
+}
+
 func scheduledCondition(p *v1.Pod) *v1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == v1.PodScheduled {
