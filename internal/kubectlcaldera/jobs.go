@@ -99,7 +99,9 @@ type JobRow struct {
 	// Waiting is how long the job has existed without having started; empty
 	// once it runs.
 	Waiting string `json:"waiting,omitempty"`
-	// Verdict is the newest Event's reason and message.
+	// Verdict is why the job waits, as "Reason: message": the PodGroup's
+	// verdict annotation, else a waiting pod's PodScheduled=False
+	// condition, else the newest Event.
 	Verdict string `json:"verdict,omitempty"`
 }
 
@@ -138,6 +140,8 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 	type members struct {
 		n, bound int
 		queue    string
+		// held is a waiting member's PodScheduled=False condition.
+		held string
 	}
 	byGroup := map[types.NamespacedName]*members{}
 	var rows []JobRow
@@ -160,6 +164,9 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 			if m.queue == "" {
 				m.queue = p.Labels[qapi.QueueLabel]
 			}
+			if m.held == "" {
+				m.held = heldBy(p)
+			}
 			continue
 		}
 		if !slices.Contains(schedulers, p.Spec.SchedulerName) {
@@ -167,7 +174,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		}
 		row := JobRow{Namespace: p.Namespace, Name: p.Name, Kind: "Pod", MinMember: 1, Members: 1,
 			Queue: firstNonEmpty(p.Labels[qapi.QueueLabel], nsQueue[p.Namespace], defaultQueue),
-			Phase: string(p.Status.Phase), Verdict: latest[p.UID]}
+			Phase: string(p.Status.Phase), Verdict: firstNonEmpty(heldBy(p), latest[p.UID])}
 		if p.Spec.NodeName != "" {
 			row.Bound = 1
 		} else {
@@ -190,7 +197,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 			Phase:     phase,
 			MinMember: pg.Spec.MinMember, Members: m.n, Bound: m.bound,
 			AdmittedAt: pg.Annotations[qapi.AdmittedAtAnnotation],
-			Verdict:    latest[pg.UID],
+			Verdict:    firstNonEmpty(notAdmitted(pg), m.held, latest[pg.UID]),
 		}
 		if m.bound < int(pg.Spec.MinMember) && phase != string(v1alpha1.PodGroupRunning) && phase != string(v1alpha1.PodGroupFinished) {
 			row.Waiting = since(pg.CreationTimestamp.Time, now)
@@ -207,6 +214,30 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		return strings.Compare(a.Kind, b.Kind)
 	})
 	return rows
+}
+
+// heldBy is an unbound pod's PodScheduled=False condition as "Reason:
+// message" (the scheduler's verdict, which does not expire as Events do),
+// else "".
+func heldBy(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// notAdmitted is the admission verdict the scheduler keeps on a PodGroup
+// its queue has not admitted, as "NotAdmitted: message", else "".
+func notAdmitted(pg *v1alpha1.PodGroup) string {
+	if v := pg.Annotations[qapi.VerdictAnnotation]; v != "" {
+		return "NotAdmitted: " + v
+	}
+	return ""
 }
 
 // latestEvents maps each object's UID to its newest Event, as "Reason:

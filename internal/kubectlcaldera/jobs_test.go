@@ -3,6 +3,7 @@ package kubectlcaldera
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,42 @@ func TestJobRows(t *testing.T) {
 	out.Reset()
 	if err := printJobs(&out, nil, "json"); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Errorf("no rows as JSON: %q %v, want []", out.String(), err)
+	}
+}
+
+// The verdict the scheduler keeps on the objects wins over Events, which
+// expire and fold repeats: a PodGroup's verdict annotation, else a waiting
+// member's PodScheduled=False condition; a singleton's condition.
+func TestJobRowsPreferKeptVerdicts(t *testing.T) {
+	const sched = "caldera-scheduler"
+	held := func(p corev1.Pod, reason, msg string) corev1.Pod {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg}}
+		return p
+	}
+	pgs := []v1alpha1.PodGroup{
+		pg("ml", "refused", 2, nil, map[string]string{qapi.VerdictAnnotation: "queue q: cpu request 2 exceeds remaining capability 0"}, ""),
+		pg("ml", "short", 3, nil, nil, ""),
+	}
+	pods := []corev1.Pod{
+		held(pod("ml", "refused-0", "refused", "", sched, corev1.PodPending, nil), "WaitingForAdmission", "older numbers"),
+		held(pod("ml", "short-0", "short", "", sched, corev1.PodPending, nil), "WaitingForMembers", "waiting for PodGroup ml/short to have minMember 3 members"),
+		held(pod("ml", "solo", "", "", sched, corev1.PodPending, nil), "WaitingForAdmission", "queue q: cpu request 1 exceeds remaining deserved share 0"),
+	}
+	events := []eventsv1.Event{
+		event("ml/refused", "NotAdmitted", "an old Event", t0),
+		event("ml/short", "Waiting", "waiting for members: 1/3", t0),
+		event("ml/solo", "NotAdmitted", "an old Event", t0),
+	}
+	got := map[string]string{}
+	for _, r := range JobRows(pgs, pods, events, nil, []string{sched}, "q", t0) {
+		got[r.Name] = r.Verdict
+	}
+	want := map[string]string{
+		"refused": "NotAdmitted: queue q: cpu request 2 exceeds remaining capability 0",
+		"short":   "WaitingForMembers: waiting for PodGroup ml/short to have minMember 3 members",
+		"solo":    "WaitingForAdmission: queue q: cpu request 1 exceeds remaining deserved share 0",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("verdicts\n got %v\nwant %v", got, want)
 	}
 }

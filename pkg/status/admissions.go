@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -84,13 +85,29 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 		return
 	}
 	rec.Eventf(PodGroupRef(pg), nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)
-	if !a.Admitted || pg.Annotations[qapi.AdmittedAtAnnotation] != "" {
+	// One merge patch: on admission the admitted-at annotation (once) and
+	// the verdict's removal; on a refusal the verdict, when it changed.
+	ann := map[string]any{}
+	if a.Admitted {
+		if pg.Annotations[qapi.AdmittedAtAnnotation] == "" {
+			ann[qapi.AdmittedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		}
+		if _, ok := pg.Annotations[qapi.VerdictAnnotation]; ok {
+			ann[qapi.VerdictAnnotation] = nil
+		}
+	} else if pg.Annotations[qapi.VerdictAnnotation] != a.Message {
+		ann[qapi.VerdictAnnotation] = a.Message
+	}
+	if len(ann) == 0 {
 		return
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, qapi.AdmittedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
-	if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return
+	}
+	if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
-		logger.Error(err, "Cannot record admission on PodGroup", "podGroup", a.PodGroup.String())
+		logger.Error(err, "Cannot record the admission decision on PodGroup", "podGroup", a.PodGroup.String())
 	}
 }
 

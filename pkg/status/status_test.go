@@ -230,6 +230,8 @@ func TestWriteAdmissions(t *testing.T) {
 		events  []string
 		patches []string // "resource subresource"
 		settled bool
+		// verdict is the PodGroup's verdict annotation after (with pg).
+		verdict string
 	}{{
 		name:    "an admitted gang gets its Event and the admitted-at annotation",
 		pg:      mkPG("u1", nil),
@@ -241,6 +243,25 @@ func TestWriteAdmissions(t *testing.T) {
 		pg:     mkPG("u1", annotated),
 		write:  Admission{PodGroup: &k, UID: "u1", Admitted: true, Message: "admitted to queue q"},
 		events: []string{"PodGroup ns/g Normal Admitted Admission: admitted to queue q"},
+	}, {
+		name:    "a refused gang keeps the verdict on its PodGroup",
+		pg:      mkPG("u1", nil),
+		write:   Admission{PodGroup: &k, UID: "u1", Check: queue.CheckCapability, Message: "queue q: cpu request 3 exceeds remaining capability 2"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionCapability: queue q: cpu request 3 exceeds remaining capability 2"},
+		patches: []string{"podgroups "},
+		verdict: "queue q: cpu request 3 exceeds remaining capability 2",
+	}, {
+		name:    "the same verdict is not written again",
+		pg:      mkPG("u1", map[string]string{qapi.VerdictAnnotation: "queue q: closed"}),
+		write:   Admission{PodGroup: &k, UID: "u1", Check: queue.CheckQueueClosed, Message: "queue q: closed"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionQueueClosed: queue q: closed"},
+		verdict: "queue q: closed",
+	}, {
+		name:    "admission takes the verdict out, in the patch that records it",
+		pg:      mkPG("u1", map[string]string{qapi.VerdictAnnotation: "queue q: closed"}),
+		write:   Admission{PodGroup: &k, UID: "u1", Admitted: true, Message: "admitted to queue q"},
+		events:  []string{"PodGroup ns/g Normal Admitted Admission: admitted to queue q"},
+		patches: []string{"podgroups "},
 	}, {
 		name:  "a decision about a PodGroup since replaced under its name is dropped",
 		pg:    mkPG("u2", nil),
@@ -307,8 +328,11 @@ func TestWriteAdmissions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if has := got.Annotations[qapi.AdmittedAtAnnotation] != ""; has != !tc.write.Unadmit {
+			if has := got.Annotations[qapi.AdmittedAtAnnotation] != ""; has != (tc.write.Admitted && !tc.write.Unadmit) {
 				t.Errorf("admitted-at annotation present %v after %+v", has, tc.write)
+			}
+			if v, ok := got.Annotations[qapi.VerdictAnnotation]; v != tc.verdict || ok != (tc.verdict != "") {
+				t.Errorf("verdict annotation %q (present %v), want %q", v, ok, tc.verdict)
 			}
 		})
 	}

@@ -18,6 +18,13 @@ const (
 	// format. Its presence is how users and tools see that a group has
 	// passed admission and its pods may be scheduled.
 	AdmittedAtAnnotation = GroupName + "/admitted-at"
+
+	// VerdictAnnotation is written by the scheduler on a PodGroup its queue
+	// has not admitted: why (the NotAdmitted message, e.g. "queue team-a:
+	// cpu request 3 exceeds remaining capability 1"), rewritten when that
+	// changes and removed at admission. scheduler-plugins' PodGroup status
+	// has no conditions, and Events expire.
+	VerdictAnnotation = GroupName + "/verdict"
 )
 
 // DefaultQueueName is the queue used when no QueueLabel applies, unless the
