@@ -102,18 +102,7 @@ func TestWaitingPodsShowTheVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.WaitBound(t, ns, timeout, waiting...)
-	harness.WaitFor(t, timeout, func() (bool, error) {
-		for _, name := range waiting {
-			p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if c := scheduledCondition(p); c == nil || c.Status != v1.ConditionTrue {
-				return false, nil
-			}
-		}
-		return true, nil
-	}, "every pod bound with PodScheduled=True")
+	waitScheduled(t, env, ns, waiting)
 }
 
 // A gang short of members is held by CalderaGang: its pods say so in their
@@ -145,6 +134,13 @@ func TestPodsOfAGangShortOfMembersShowIt(t *testing.T) {
 	env.CreatePods(t, members[2])
 	names := []string{members[0].Name, members[1].Name, members[2].Name}
 	env.WaitBound(t, ns, timeout, names...)
+	waitScheduled(t, env, ns, names)
+}
+
+// waitScheduled waits until every named pod has PodScheduled=True: bound,
+// with no verdict of Caldera's left.
+func waitScheduled(t *testing.T, env *harness.Env, ns string, names []string) {
+	t.Helper()
 	harness.WaitFor(t, timeout, func() (bool, error) {
 		for _, name := range names {
 			p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
@@ -156,7 +152,7 @@ func TestPodsOfAGangShortOfMembersShowIt(t *testing.T) {
 			}
 		}
 		return true, nil
-	}, "every member bound with PodScheduled=True")
+	}, "every pod bound with PodScheduled=True")
 }
 
 func scheduledCondition(p *v1.Pod) *v1.PodCondition {
