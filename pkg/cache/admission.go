@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -113,9 +112,7 @@ func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
 		a.profiles[profile] = true
 		return nil
 	}
-	cfg := rest.CopyConfig(c.handle.KubeConfig())
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
+	cfg := status.CRDConfig(c.handle.KubeConfig())
 	client, err := qclient.NewForConfig(cfg)
 	if err != nil {
 		c.mu.Unlock()
@@ -361,11 +358,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 	if u.gang != nil {
 		k := u.gang.key.named()
 		w.PodGroup, w.UID, w.Profile = &k, u.gang.pg.UID, u.gang.profileLocked()
-		for _, m := range u.gang.members {
-			if !m.state.Placed() && !m.state.Phase.Terminal() {
-				w.Waiting = append(w.Waiting, m.pod)
-			}
-		}
+		w.Waiting = u.gang.waitingPodsLocked()
 	} else if u.pod.Spec.NodeName == "" {
 		w.Waiting = []*v1.Pod{u.pod}
 	}

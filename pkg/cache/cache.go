@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -215,10 +214,10 @@ func (c *Cache) addProfile(h fwk.Handle) {
 	}
 }
 
-// recorder returns the Event recorder of the profile named schedulerName,
-// else that of the profile that built the cache (a pod of no Caldera
-// profile, or a PodGroup with no member yet).
-func (c *Cache) recorder(schedulerName string) events.EventRecorderLogger {
+// Recorder implements status.Source: the Event recorder of the profile
+// named schedulerName, else that of the profile that built the cache (a
+// pod of no Caldera profile, or a PodGroup with no member yet).
+func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
 	c.recordersMu.RLock()
 	r := c.recorders[schedulerName]
 	c.recordersMu.RUnlock()
@@ -316,6 +315,10 @@ type member struct {
 	reservedOn string
 }
 
+// waiting reports whether the member waits for a node: neither placed nor
+// finished.
+func (m *member) waiting() bool { return !m.state.Placed() && !m.state.Phase.Terminal() }
+
 // node is where a placed member holds room, "" when it holds none.
 func (m *member) node() string {
 	switch {
@@ -347,10 +350,7 @@ func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 
 func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	logger := klog.FromContext(ctx)
-	// The scheduler's rest config asks for protobuf, which CRDs do not speak.
-	cfg := rest.CopyConfig(h.KubeConfig())
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
+	cfg := status.CRDConfig(h.KubeConfig())
 	client, err := pgclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building PodGroup client: %w", err)
@@ -593,8 +593,20 @@ func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
 func (g *group) pendingPodsLocked() map[string]*v1.Pod {
 	out := make(map[string]*v1.Pod, g.counts.Pending)
 	for _, m := range g.members {
-		if !m.state.Placed() && !m.state.Phase.Terminal() {
+		if m.waiting() {
 			out[m.pod.Namespace+"/"+m.pod.Name] = m.pod
+		}
+	}
+	return out
+}
+
+// waitingPodsLocked lists the members that wait for a node, for the status
+// writer's conditions.
+func (g *group) waitingPodsLocked() []*v1.Pod {
+	var out []*v1.Pod
+	for _, m := range g.members {
+		if m.waiting() {
+			out = append(out, m.pod)
 		}
 	}
 	return out

@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -50,21 +49,15 @@ func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
 	return pg, err == nil
 }
 
-// Recorder implements status.Source: the Event recorder of the profile
-// named schedulerName, else that of the profile that built the cache (a
-// pod of no Caldera profile, or a PodGroup with no member yet).
-func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
-	return c.recorder(schedulerName)
-}
-
 // QueueStatusUpdates implements status.Source: the Queues whose status
 // differs from what the informer last delivered, with the status to write.
 func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
-	if !c.Admitting() {
-		return nil
-	}
 	type counts struct{ pending, admitted, running, completed int32 }
 	c.mu.RLock()
+	if !c.adm.on() {
+		c.mu.RUnlock()
+		return nil
+	}
 	a := c.adm
 	per := map[string]*counts{}
 	for _, u := range a.units {

@@ -137,9 +137,5 @@ func (g *group) waitingWorkLocked(w *status.Group) {
 		return
 	}
 	g.toldWaiting = w.WaitingReason != ""
-	for _, m := range g.members {
-		if !m.state.Placed() && !m.state.Phase.Terminal() {
-			w.Waiting = append(w.Waiting, m.pod)
-		}
-	}
+	w.Waiting = g.waitingPodsLocked()
 }

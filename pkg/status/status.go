@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -141,6 +142,16 @@ type Clients struct {
 	// Pods patches pods' status (nominations).
 	Pods      kubernetes.Interface
 	Nominator Nominator
+}
+
+// CRDConfig returns a copy of the scheduler's rest config for clients of
+// custom resources: the scheduler's asks for protobuf, which CRDs do not
+// speak.
+func CRDConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.ContentType = "application/json"
+	out.AcceptContentTypes = "application/json"
+	return out
 }
 
 // Writer writes status for one scheduler process.

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
@@ -80,10 +79,7 @@ func (p *Plugins) Start(ctx context.Context) error {
 	p.mu.Lock()
 	h := p.handle
 	p.mu.Unlock()
-	// The scheduler's rest config asks for protobuf, which CRDs do not speak.
-	cfg := rest.CopyConfig(h.KubeConfig())
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
+	cfg := status.CRDConfig(h.KubeConfig())
 	cl := status.Clients{Pods: h.ClientSet(), Nominator: h}
 	var err error
 	if cl.PodGroups, err = pgclient.NewForConfig(cfg); err != nil {
