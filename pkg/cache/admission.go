@@ -47,7 +47,7 @@ type admissionState struct {
 	tree     *queue.Tree
 	nsQueue  map[string]string
 	pending  *queue.Pending
-	units    map[string]*unit
+	units    map[queue.Key]*unit
 	pods     map[types.UID]*podAcct
 	// unitPods indexes pods by the unit they are accounted to, whether or
 	// not the unit exists. Moving or re-creating a unit re-tags exactly
@@ -56,7 +56,7 @@ type admissionState struct {
 	// accounted to its unit can differ for a while. A slice (each account
 	// knows its slot) rather than a set: most units are singletons, and a
 	// one-entry map costs a few hundred bytes per pod.
-	unitPods map[string][]*podAcct
+	unitPods map[queue.Key][]*podAcct
 	// nsPods indexes, per namespace, the accounts whose queue follows the
 	// namespace's label (podAcct.followsNS): pods accounted without a unit,
 	// e.g. the members of a PodGroup that does not exist. onNamespace moves
@@ -184,9 +184,9 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		tree:     queue.BuildTree(nil),
 		nsQueue:  map[string]string{},
 		pending:  queue.NewPending(),
-		units:    map[string]*unit{},
+		units:    map[queue.Key]*unit{},
 		pods:     map[types.UID]*podAcct{},
-		unitPods: map[string][]*podAcct{},
+		unitPods: map[queue.Key][]*podAcct{},
 		nsPods:   map[string]map[types.UID]*podAcct{},
 		usage:    map[string]*queueUsage{},
 		byPrio:   map[string]map[int32]resources.List{},
@@ -396,7 +396,7 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 	defer c.mu.RUnlock()
 	a := c.adm
 	key, labelled := GroupKeyOf(pod)
-	var uk string
+	var uk queue.Key
 	if labelled {
 		if g := c.groups[key]; g == nil || g.pg == nil {
 			// CalderaGang says what the pod waits for.

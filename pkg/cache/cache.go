@@ -31,6 +31,7 @@ import (
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -145,13 +146,13 @@ type Cache struct {
 	tooLarge map[GroupKey]struct{}
 	// deficitRefused holds the admission units PreFilter refused for a
 	// capability deficit (deficit.go), activated when a bound pod leaves.
-	deficitRefused map[string]struct{}
+	deficitRefused map[queue.Key]struct{}
 	// freeRoomOnly holds the units admission counts no eviction room for
 	// until their freeRoomUntil, or until a bound pod leaves.
-	freeRoomOnly map[string]struct{}
+	freeRoomOnly map[queue.Key]struct{}
 	// short holds the admitted gangs short of members, with when an
 	// admission pass first saw them so (zero until one has).
-	short map[string]time.Time
+	short map[queue.Key]time.Time
 
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState

@@ -69,9 +69,9 @@ func deficitMessage(key string, ds []queue.Deficit) string {
 // this cache has seen it leave, and PreFilter then refuses it again with no
 // further event to come; so when a bound pod leaves, the cache activates
 // the refused units' pending pods itself (takeDeficitRefusedLocked).
-func (c *Cache) refuseDeficitLocked(key string) {
+func (c *Cache) refuseDeficitLocked(key queue.Key) {
 	if c.deficitRefused == nil {
-		c.deficitRefused = map[string]struct{}{}
+		c.deficitRefused = map[queue.Key]struct{}{}
 	}
 	c.deficitRefused[key] = struct{}{}
 }
@@ -186,7 +186,7 @@ func (c *Cache) markFreeRoomOnlyLocked(u *unit, now time.Time) {
 	}
 	u.freeRoomUntil = now.Add(freeRoomOnlyFor)
 	if c.freeRoomOnly == nil {
-		c.freeRoomOnly = map[string]struct{}{}
+		c.freeRoomOnly = map[queue.Key]struct{}{}
 	}
 	c.freeRoomOnly[u.key] = struct{}{}
 	if !u.admitted {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -122,7 +123,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 				State: string(s.State), Reclaimable: s.Reclaimable,
 				Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
 				Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
-				Order: a.pending.Order(name),
+				Order: keyStrings(a.pending.Order(name)),
 			}
 			if u := a.usage[name]; u != nil {
 				qd.Inflight = u.inflight.Clone()
@@ -271,4 +272,16 @@ func minRequestRLocked(g *group) resources.List {
 		}
 	}
 	return gang.MinRequest(g.spec, reqs).Clone()
+}
+
+// keyStrings renders unit keys as the dump shows them ("pg:ns/name").
+func keyStrings(keys []queue.Key) []string {
+	if keys == nil {
+		return nil
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
 }

@@ -249,9 +249,11 @@ func (c *Cache) HoldForGang(group string, nodes map[types.UID]string) {
 // one it is nominated to, where upstream's check for terminating victims
 // does not look. O(1).
 func (c *Cache) GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool) {
-	pk := planKeyOf("", pod.UID)
+	var pk string
 	if key, ok := GroupKeyOf(pod); ok {
-		pk = gangUnitKey(key)
+		pk = gangUnitKey(key).String()
+	} else {
+		pk = planKeyOf("", pod.UID)
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -264,5 +266,5 @@ func (c *Cache) GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool) {
 
 // gangPlanLocked: the gang has evictions in flight.
 func (c *Cache) gangPlanLocked(key GroupKey) bool {
-	return c.evictions.gangs[gangUnitKey(key)] != nil
+	return c.evictions.gangs[gangUnitKey(key).String()] != nil
 }

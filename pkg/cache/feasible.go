@@ -44,14 +44,14 @@ type passPlacement struct {
 	haveUnt   bool
 
 	// reservedBy names, per node, the group the node is reserved for.
-	reservedBy []string
+	reservedBy []queue.Key
 
 	// What the last Check found, applied to free by Commit.
-	lastKey   string
+	lastKey   queue.Key
 	lastOK    bool
 	lastSteps []placement.Step
 	classes   []placement.Class
-	classKey  string
+	classKey  queue.Key
 
 	// starts remembers, per request and node list, where the last plain
 	// search found the first node with room: the working room only shrinks
@@ -163,7 +163,7 @@ func (c *Cache) placementLocked() *passPlacement {
 	clear(pp.starts)
 	pp.slab = pp.slab[:0]
 	pp.haveUnt, pp.pool.ready = false, false
-	pp.lastKey, pp.lastOK, pp.classKey = "", false, ""
+	pp.lastKey, pp.lastOK, pp.classKey = queue.Key{}, false, queue.Key{}
 
 	index := pp.index
 	// Admitted groups not placed yet: their members' room is not free.
@@ -219,7 +219,7 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		return
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
-	pp.classKey = ""
+	pp.classKey = queue.Key{}
 	pp.placer.Place(&pp.free, pp.classes)
 }
 
@@ -402,7 +402,7 @@ func tolerated(node *v1.Node, tolerations []v1.Toleration) bool {
 // unitClasses returns the classes of the members admission must place for
 // the unit: a singleton's pod, or a gang's minMember smallest unbound
 // members (less those already bound). Memoized for the unit last asked.
-func (pp *passPlacement) unitClasses(key string) ([]placement.Class, int) {
+func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 	if pp.classKey == key {
 		return pp.classes, countOf(pp.classes)
 	}
@@ -485,7 +485,7 @@ func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
 	m := f.memos[u.key]
 	if m == nil {
 		if f.memos == nil {
-			f.memos = map[string]*classMemo{}
+			f.memos = map[queue.Key]*classMemo{}
 		}
 		m = &classMemo{}
 		f.memos[u.key] = m

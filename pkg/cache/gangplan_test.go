@@ -32,7 +32,7 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 	pass(c, t0)
 	wantAdmitted(t, c, admission{ok: true}, m0, m1)
 
-	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"}).String()
 	if !c.StartEvictions([]Eviction{{Victim: victim.UID, Preemptor: m0.UID, PreemptorName: "ns/m0", Group: group,
 		Mode: reclaim.Preempt, Queue: "q", VictimQueue: "q"}}, time.Now()) {
 		t.Fatal("StartEvictions refused on an empty book")
@@ -123,7 +123,7 @@ func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
 func gangEvictions(member *v1.Pod, victims ...*v1.Pod) []Eviction {
 	evs := evictionsOf(member.UID, victims...)
 	for i := range evs {
-		evs[i].Group = gangUnitKey(GroupKey{Namespace: "ns", Name: "g"})
+		evs[i].Group = gangUnitKey(GroupKey{Namespace: "ns", Name: "g"}).String()
 	}
 	return evs
 }

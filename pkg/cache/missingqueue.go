@@ -49,7 +49,7 @@ func (c *Cache) refoldLocked(name string) {
 		if p.asked != name && p.queue != name {
 			continue
 		}
-		if p.unit != "" && a.units[p.unit] != nil {
+		if !p.unit.IsZero() && a.units[p.unit] != nil {
 			continue // moved with its unit above
 		}
 		want := p.asked

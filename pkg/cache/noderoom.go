@@ -3,6 +3,7 @@ package cache
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -34,13 +35,13 @@ type feasibleState struct {
 	// inflight holds the admitted units that still reserve room (their
 	// inflight is not empty): their unbound members are placed first in
 	// every pass, so new admissions do not count their room as free.
-	inflight map[string]*unit
+	inflight map[queue.Key]*unit
 	// reservations are the starving heads' reserved nodes (Reserve),
 	// renewed by each pass that finds them still starving.
-	reservations map[string]*reservation
+	reservations map[queue.Key]*reservation
 	pass         passPlacement
 	// memos keep pending gangs' placement classes between passes.
-	memos map[string]*classMemo
+	memos map[queue.Key]*classMemo
 	// nodesChanged: a node was added or deleted since the pass last sorted
 	// the node names.
 	nodesChanged bool
@@ -162,7 +163,7 @@ func (f *feasibleState) track(u *unit, gone bool) {
 		return
 	}
 	if f.inflight == nil {
-		f.inflight = map[string]*unit{}
+		f.inflight = map[queue.Key]*unit{}
 	}
 	f.inflight[u.key] = u
 }

@@ -65,7 +65,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	// (their pods have no queue label, or they would not follow it).
 	nsQ, nsAsked := c.resolveQueueLocked(nil, nil, ns.Name)
 	for _, p := range a.nsPods[ns.Name] {
-		if p.unit != "" && a.units[p.unit] != nil {
+		if !p.unit.IsZero() && a.units[p.unit] != nil {
 			continue // created since: the unit decides, and moves it below
 		}
 		a.moveAcctLocked(p, nsQ)

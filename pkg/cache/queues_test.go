@@ -25,6 +25,7 @@ import (
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -174,9 +175,8 @@ func wantAdmitted(t *testing.T, c *Cache, want admission, pods ...*v1.Pod) {
 	}
 }
 
-// unitOf returns a copy of the admission unit of key ("pg:ns/name" or
-// "pod:ns/name"), or nil.
-func unitOf(c *Cache, key string) *unit {
+// unitOf returns a copy of the admission unit of key, or nil.
+func unitOf(c *Cache, key queue.Key) *unit {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	u := c.adm.units[key]
@@ -243,9 +243,9 @@ func recount(c *Cache) []string {
 	var errs []string
 	used := resources.List{}
 	alloc := map[string]resources.List{}
-	held := map[string]resources.List{}
+	held := map[queue.Key]resources.List{}
 	for uid, p := range a.pods {
-		if u := a.units[p.unit]; p.unit != "" && u != nil && u.queue != p.queue {
+		if u := a.units[p.unit]; !p.unit.IsZero() && u != nil && u.queue != p.queue {
 			errs = append(errs, fmt.Sprintf("pod %s of unit %s is accounted in queue %q, its unit in %q", uid, p.unit, p.queue, u.queue))
 		}
 		if !p.bound {
@@ -255,7 +255,7 @@ func recount(c *Cache) []string {
 		if p.queue != "" {
 			alloc[p.queue] = alloc[p.queue].Add(p.req)
 		}
-		if p.unit != "" {
+		if !p.unit.IsZero() {
 			held[p.unit] = held[p.unit].Add(p.req)
 		}
 	}
@@ -395,7 +395,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 			c.onNode(logger, mkNode("n1", "16"))
 			c.onNamespace(mkNamespace("ns", tc.nsQ), false)
 			var pods []*v1.Pod
-			uk := "pod:ns/p0"
+			uk := queue.PodUnit("ns", "p0")
 			if tc.pgQueue == "-" {
 				pods = []*v1.Pod{single("ns", "p0", inQueue(tc.podQ))}
 			} else {
@@ -405,7 +405,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 				}
 				addPG(c, mkPG("ns", "g", 2, opts...))
 				pods = []*v1.Pod{memberOf("ns", "p0", "g", inQueue(tc.podQ)), memberOf("ns", "p1", "g", inQueue(tc.podQ))}
-				uk = "pg:ns/g"
+				uk = queue.GroupUnit("ns", "g")
 			}
 			for _, p := range pods {
 				podEvent(c, p)
@@ -461,7 +461,7 @@ func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 	wantUsage(t, c, "team", 2, 2)
 	wantUsage(t, c, "default", 1, 0)
 	wantConsistent(t, c, "after the namespace was labelled")
-	for _, k := range []string{"pg:ns/g", "pod:ns/s0", "pod:ns/s1"} {
+	for _, k := range []queue.Key{queue.GroupUnit("ns", "g"), queue.PodUnit("ns", "s0"), queue.PodUnit("ns", "s1")} {
 		if u := unitOf(c, k); u == nil || u.queue != "team" {
 			t.Errorf("unit %s: %+v, want it in queue team", k, u)
 		}
@@ -657,7 +657,7 @@ func TestAdmissionSingletonsDisabled(t *testing.T) {
 	s := single("ns", "s")
 	podEvent(c, s)
 	wantAdmitted(t, c, admission{true, ""}, s)
-	if u := unitOf(c, "pod:ns/s"); u != nil {
+	if u := unitOf(c, queue.PodUnit("ns", "s")); u != nil {
 		t.Errorf("a singleton got a unit without AdmitSingletons: %+v", u)
 	}
 	// Its node still counts against its queue.
@@ -728,12 +728,12 @@ func TestAdmissionGangLifecycle(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the gang finished")
-	if u := unitOf(c, "pg:ns/g"); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted {
 		t.Errorf("a finished gang's unit: %+v, want it still admitted", u)
 	}
 	// The PodGroup goes.
 	delPG(c, mkPG("ns", "g", 3, pgQueue("q")))
-	if u := unitOf(c, "pg:ns/g"); u != nil {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u != nil {
 		t.Errorf("unit survives its PodGroup: %+v", u)
 	}
 	wantUsage(t, c, "q", 0, 0)
@@ -990,7 +990,7 @@ func TestAdmissionSingletonLeavesForGang(t *testing.T) {
 	podEvent(c, s0)
 	addPG(c, mkPG("ns", "g", 1, pgQueue("a")))
 	podEvent(c, next(s0, label("g")))
-	if u := unitOf(c, "pod:ns/s0"); u != nil {
+	if u := unitOf(c, queue.PodUnit("ns", "s0")); u != nil {
 		t.Errorf("the pod's singleton unit survives its joining a gang: %+v", u)
 	}
 	writer(c).SyncQueues(context.Background())

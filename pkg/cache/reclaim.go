@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -44,6 +45,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
 	}
 	in := reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}
+	groupIDs := groupIDMemo{}
 	pre, ok, why := c.preemptorLocked(pod)
 	if !ok {
 		return in, false, why
@@ -83,8 +85,8 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		if u := a.units[acct.unit]; u != nil {
 			rp.Priority = u.priority
 			if u.gang != nil {
-				rp.Group = u.key
-				in.Groups[u.key] = reclaim.Group{MinMember: u.min}
+				rp.Group = groupIDs.of(u.key)
+				in.Groups[rp.Group] = reclaim.Group{MinMember: u.min}
 			}
 		}
 		in.Pods = append(in.Pods, rp)
@@ -129,7 +131,7 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 	if !u.admitted {
 		return reclaim.Preemptor{}, false, "the PodGroup is not admitted to queue " + u.queue
 	}
-	pre := reclaim.Preemptor{Group: uk, Queue: u.queue, Priority: u.priority,
+	pre := reclaim.Preemptor{Group: uk.String(), Queue: u.queue, Priority: u.priority,
 		Members: []resources.List{first}, MemberIDs: []string{string(pod.UID)}}
 	// The gang needs minMember members placed; the pod is one, the rest
 	// come from its siblings that hold no node (reclaim.PickSiblings picks
@@ -196,4 +198,17 @@ func (c *Cache) GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod {
 		}
 	}
 	return nil
+}
+
+// groupIDMemo renders unit keys as reclaim's group ids (strings: pkg/reclaim
+// names groups opaquely), once per gang per decision rather than per pod.
+type groupIDMemo map[queue.Key]string
+
+func (m groupIDMemo) of(k queue.Key) string {
+	id, ok := m[k]
+	if !ok {
+		id = k.String()
+		m[k] = id
+	}
+	return id
 }

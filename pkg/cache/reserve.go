@@ -74,7 +74,7 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	if res == nil {
 		res = &reservation{}
 		if f.reservations == nil {
-			f.reservations = map[string]*reservation{}
+			f.reservations = map[queue.Key]*reservation{}
 		}
 		f.reservations[g.Key] = res
 	}
@@ -114,18 +114,18 @@ func (pp *passPlacement) finish() {
 }
 
 // block marks node i reserved for key.
-func (pp *passPlacement) block(i int, key string) {
+func (pp *passPlacement) block(i int, key queue.Key) {
 	n := len(pp.names)
 	if pp.free.Blocked == nil {
 		pp.free.Blocked = make([]bool, n)
-		pp.reservedBy = make([]string, n)
+		pp.reservedBy = make([]queue.Key, n)
 	}
 	pp.free.Blocked[i], pp.reservedBy[i] = true, key
 }
 
 // unblockOwn lifts, for key's own checks, the block on the nodes reserved
 // for it, and returns them.
-func (pp *passPlacement) unblockOwn(key string) []int {
+func (pp *passPlacement) unblockOwn(key queue.Key) []int {
 	if pp.free.Blocked == nil {
 		return nil
 	}
@@ -139,7 +139,7 @@ func (pp *passPlacement) unblockOwn(key string) []int {
 	return own
 }
 
-func (pp *passPlacement) reblock(own []int, key string) {
+func (pp *passPlacement) reblock(own []int, key queue.Key) {
 	for _, i := range own {
 		pp.block(i, key)
 	}

@@ -1,6 +1,10 @@
 package cache
 
-import "time"
+import (
+	"time"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
 
 // Admitted gangs short of members. A gang is admitted when it has its
 // minMember members; one that loses them before it starts cannot start,
@@ -30,7 +34,7 @@ func (c *Cache) unadmitShortLocked(g *group, u *unit) {
 	}
 	if _, ok := c.short[u.key]; !ok {
 		if c.short == nil {
-			c.short = map[string]time.Time{}
+			c.short = map[queue.Key]time.Time{}
 		}
 		c.short[u.key] = time.Time{} // the next pass starts the clock
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -130,7 +131,7 @@ func aggregates(c *Cache) []string {
 		}
 	}
 	for uid, p := range a.pods {
-		if p.unit != "" && a.units[p.unit] == nil && isGangUnit(p.unit) {
+		if !p.unit.IsZero() && a.units[p.unit] == nil && p.unit.Kind == queue.KindGroup {
 			if p.bound {
 				allocated[p.queue].Sub(p.req)
 				if l := byPrio[fmt.Sprintf("%s/%d", p.queue, p.prio)]; l != nil {
@@ -158,8 +159,6 @@ func aggregates(c *Cache) []string {
 	sort.Strings(out)
 	return out
 }
-
-func isGangUnit(key string) bool { return strings.HasPrefix(key, "pg:") }
 
 // nonZero renders a list without its zero amounts, which are not kept
 // consistently (an amount that went up and down again stays as a zero).
@@ -210,7 +209,7 @@ func TestResizedMemberChangesGangMinimum(t *testing.T) {
 	if got, _ := c.MinRequest(key(stormNS, "g")); got[resources.CPU] != 4000 {
 		t.Fatalf("gang minimum after a member was resized from 1 to 3 cpu = %s, want cpu=4", got)
 	}
-	if u := unitOf(c, "pg:"+stormNS+"/g"); u == nil || u.request[resources.CPU] != 4000 {
+	if u := unitOf(c, queue.GroupUnit(stormNS, "g")); u == nil || u.request[resources.CPU] != 4000 {
 		t.Fatalf("admission unit of the resized gang = %+v, want a request of 4 cpu", u)
 	}
 }
@@ -233,7 +232,7 @@ func indexErrors(c *Cache) []string {
 		}
 	}
 	for uid, p := range c.adm.pods {
-		if l := c.adm.unitPods[p.unit]; p.unit != "" && (int(p.slot) >= len(l) || l[p.slot] != p) {
+		if l := c.adm.unitPods[p.unit]; !p.unit.IsZero() && (int(p.slot) >= len(l) || l[p.slot] != p) {
 			errs = append(errs, fmt.Sprintf("pod %s of unit %s is not indexed", uid, p.unit))
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -95,7 +96,7 @@ func TestRecreatedPodGroupStartsFresh(t *testing.T) {
 			if !first.IsZero() || backoff.Active(t0) || reason != "" {
 				t.Errorf("recreated group kept first attempt %v, backoff %+v, reason %q", first, backoff, reason)
 			}
-			if u := unitOf(c, "pg:ns/g"); u == nil || u.admitted {
+			if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
 				t.Errorf("recreated gang's unit: %+v, want it pending", u)
 			}
 		})
@@ -110,12 +111,12 @@ func TestStaleAdmittedAnnotationDoesNotAdmit(t *testing.T) {
 	pg := mkPG("ns", "g", 1, admittedAt)
 	pg.CreationTimestamp.Time = t0 // admittedAt writes t0 - 1m
 	addPG(c, pg)
-	if u := unitOf(c, "pg:ns/g"); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
 		t.Errorf("unit: %+v, want it pending", u)
 	}
 	ok := mkPG("ns", "h", 1, admittedAt)
 	addPG(c, ok)
-	if u := unitOf(c, "pg:ns/h"); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "h")); u == nil || !u.admitted {
 		t.Errorf("unit of a PodGroup admitted after its creation: %+v, want it admitted", u)
 	}
 }
@@ -250,7 +251,7 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 	wantUsage(t, c, MissingQueue, 0, 0)
 	c.onQueue(mkQueue("tenant-pg"), false)
 	pass(c, t0.Add(time.Second))
-	if u := unitOf(c, "pg:ns/g"); u == nil || u.queue != "tenant-pg" || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.queue != "tenant-pg" || !u.admitted {
 		t.Errorf("gang after its Queue was created: %+v", u)
 	}
 	c.onQueue(mkQueue("tenant-3"), true)
@@ -290,11 +291,11 @@ func TestShortGangReturnsToPending(t *testing.T) {
 	// Short for longer than the grace: back to pending, its room free.
 	podDelete(c, again)
 	pass(c, t0.Add(10*time.Second))
-	if u := unitOf(c, "pg:ns/g"); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted {
 		t.Fatalf("unit %+v: returned before its grace", u)
 	}
 	pass(c, t0.Add(10*time.Second+shortGrace))
-	if u := unitOf(c, "pg:ns/g"); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
 		t.Errorf("unit %+v: still admitted after %v short of members", u, shortGrace)
 	}
 	wantUsage(t, c, "q", 0, 0)

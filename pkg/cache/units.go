@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,10 +13,10 @@ import (
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
-// unit is one unit of admission: a gang (key "pg:ns/name") or a singleton pod
-// (key "pod:ns/name").
+// unit is one unit of admission: a gang (a queue.KindGroup key) or a singleton
+// pod (a queue.KindPod key).
 type unit struct {
-	key   string
+	key   queue.Key
 	gang  *group  // nil for singletons
 	pod   *v1.Pod // the singleton's pod
 	queue string
@@ -60,30 +59,11 @@ type unit struct {
 	extraQueue  string
 }
 
-func gangUnitKey(k GroupKey) string { return "pg:" + k.Namespace + "/" + k.Name }
+// gangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
+func gangUnitKey(k GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
 
-func podUnitKey(p *v1.Pod) string { return "pod:" + p.Namespace + "/" + p.Name }
-
-// isPodUnitKey reports whether a unit key is a singleton's (podUnitKey).
-func isPodUnitKey(key string) bool { return strings.HasPrefix(key, "pod:") }
-
-// podUnitKeyOf is podUnitKey(pod), taken from the pod's previous account
-// when that already names its singleton unit.
-func podUnitKeyOf(pod *v1.Pod, old *podAcct) string {
-	if old != nil && isPodUnitKey(old.unit) {
-		return old.unit
-	}
-	return podUnitKey(pod)
-}
-
-// isGangUnitKey reports whether key == gangUnitKey(k), without building it.
-func isGangUnitKey(key string, k GroupKey) bool {
-	rest, ok := strings.CutPrefix(key, "pg:")
-	if !ok || len(rest) != len(k.Namespace)+1+len(k.Name) {
-		return false
-	}
-	return rest[:len(k.Namespace)] == k.Namespace && rest[len(k.Namespace)] == '/' && rest[len(k.Namespace)+1:] == k.Name
-}
+// podUnitKey is the singleton unit of pod p, sharing its strings.
+func podUnitKey(p *v1.Pod) queue.Key { return queue.PodUnit(p.Namespace, p.Name) }
 
 // queueSort is what QueueSort reads about a queue.
 type queueSort struct {

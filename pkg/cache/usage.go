@@ -9,13 +9,14 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // podAcct remembers how one unfinished pod was counted, so that its update or
 // deletion subtracts exactly that.
 type podAcct struct {
-	unit  string
+	unit  queue.Key
 	queue string
 	req   resources.List
 	bound bool
@@ -41,7 +42,7 @@ type queueUsage struct {
 
 // indexPodLocked records that p is accounted to p.unit. O(1).
 func (a *admissionState) indexPodLocked(p *podAcct) {
-	if p.unit == "" {
+	if p.unit.IsZero() {
 		return
 	}
 	l := a.unitPods[p.unit]
@@ -55,7 +56,7 @@ func (a *admissionState) indexPodLocked(p *podAcct) {
 // again.
 func (a *admissionState) unindexPodLocked(p *podAcct) {
 	l := a.unitPods[p.unit]
-	if p.unit == "" || int(p.slot) >= len(l) || l[p.slot] != p {
+	if p.unit.IsZero() || int(p.slot) >= len(l) || l[p.slot] != p {
 		return
 	}
 	last := l[len(l)-1]
@@ -210,18 +211,18 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	singleton := false
 	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
 		singleton = true
-	} else if a.opts.AdmitSingletons && (old == nil || isPodUnitKey(old.unit)) {
+	} else if a.opts.AdmitSingletons && (old == nil || old.unit.Kind == queue.KindPod) {
 		// A singleton that joined a PodGroup through its label: its gang
 		// is admitted instead. (Its unit exists only while its account
 		// names it, so members already accounted as such skip the lookup.)
-		if u := a.units[podUnitKeyOf(pod, old)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
+		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
 			c.dropUnitLocked(u)
 		}
 	}
 	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
-			if u := a.units[podUnitKeyOf(pod, old)]; u != nil {
+			if u := a.units[podUnitKey(pod)]; u != nil {
 				c.dropUnitLocked(u)
 			}
 		}
@@ -233,20 +234,11 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	if acct == nil {
 		acct = &podAcct{}
 	}
-	prevUnit := acct.unit
 	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
 	if labelled && a.ours(pod) {
-		if isGangUnitKey(prevUnit, gk) {
-			acct.unit = prevUnit
-		} else {
-			acct.unit = gangUnitKey(gk)
-		}
+		acct.unit = gangUnitKey(gk)
 	} else if singleton {
-		if isPodUnitKey(prevUnit) {
-			acct.unit = prevUnit // namespace and name never change for a UID
-		} else {
-			acct.unit = podUnitKey(pod)
-		}
+		acct.unit = podUnitKey(pod)
 		u := a.units[acct.unit]
 		if u == nil {
 			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
@@ -274,7 +266,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	}
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
-	} else if acct.unit != "" || a.ours(pod) {
+	} else if !acct.unit.IsZero() || a.ours(pod) {
 		acct.queue, acct.asked = c.resolveQueueLocked(nil, pod, pod.Namespace)
 		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}

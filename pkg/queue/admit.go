@@ -453,7 +453,7 @@ func (p *Pending) attempt(q *pqueue) bool {
 			}
 			p.apply(e, q)
 			if head {
-				q.headKey = ""
+				q.headKey = Key{}
 			}
 			q.admitted++
 			ps.res.Admitted = append(ps.res.Admitted, Outcome{Group: e.g, Decision: d})

@@ -14,7 +14,7 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // grp is a ready group of one member asking for req, created i seconds after t0.
 func grp(key, queue string, i int, req resources.List) Group {
-	return Group{Key: key, Queue: queue, Created: t0.Add(time.Duration(i) * time.Second), Request: req, Members: 1, MinMember: 1}
+	return Group{Key: k(key), Queue: queue, Created: t0.Add(time.Duration(i) * time.Second), Request: req, Members: 1, MinMember: 1}
 }
 
 // world is the input of one admission pass.
@@ -55,7 +55,7 @@ func (w world) run() (*Pending, *Result, *Shares) {
 func admittedKeys(res *Result) []string {
 	out := []string{}
 	for _, o := range res.Admitted {
-		out = append(out, o.Group.Key)
+		out = append(out, short(o.Group.Key))
 	}
 	return out
 }
@@ -115,7 +115,7 @@ func TestAdmitRules(t *testing.T) {
 				groups: []Group{
 					// Counted, its 16 cpu would leave b a share of 16/5 and
 					// keep ns/s out of the 6 idle cores for good.
-					{Key: "ns/short", Queue: "a", Created: t0, Request: cores(16), Members: 1, MinMember: 2},
+					{Key: k("ns/short"), Queue: "a", Created: t0, Request: cores(16), Members: 1, MinMember: 2},
 					grp("ns/s", "b", 1, cores(3)),
 				},
 			},
@@ -251,7 +251,7 @@ func TestAdmitRules(t *testing.T) {
 			w: world{
 				specs:  []Spec{{Name: "q"}},
 				total:  cores(8),
-				groups: []Group{{Key: "ns/gang", Queue: "q", Request: cores(1), Members: 2, MinMember: 3}, grp("ns/ok", "q", 1, cores(1))},
+				groups: []Group{{Key: k("ns/gang"), Queue: "q", Request: cores(1), Members: 2, MinMember: 3}, grp("ns/ok", "q", 1, cores(1))},
 			},
 			admitted: []string{"ns/ok"},
 			messages: map[string]string{"ns/gang": "waiting for members: 2/3"},
@@ -299,7 +299,7 @@ func TestAdmitRules(t *testing.T) {
 				total:  cores(8),
 				groups: []Group{grp("full/a", "q", 0, cores(1)), grp("ok/b", "q", 1, cores(1))},
 				opts: Options{Quota: func(g Group) (bool, string) {
-					if strings.HasPrefix(g.Key, "full/") {
+					if strings.HasPrefix(short(g.Key), "full/") {
 						return false, "namespace full: exceeded quota: cpu"
 					}
 					return true, ""
@@ -415,7 +415,7 @@ func TestAdmitRules(t *testing.T) {
 				total: cores(16),
 				groups: []Group{
 					grp("ns/c-old", "q", 0, cores(1)),
-					{Key: "ns/urgent", Queue: "q", Priority: 10, Created: t0.Add(time.Hour), Request: cores(1), Members: 1, MinMember: 1},
+					{Key: k("ns/urgent"), Queue: "q", Priority: 10, Created: t0.Add(time.Hour), Request: cores(1), Members: 1, MinMember: 1},
 					grp("ns/b-same", "q", 5, cores(1)),
 					grp("ns/a-same", "q", 5, cores(1)),
 				},
@@ -438,12 +438,12 @@ func TestAdmitRules(t *testing.T) {
 				if _, ok := p.Decision(o.Group.Key); ok {
 					t.Errorf("admitted group %s is still pending", o.Group.Key)
 				}
-				if o.Decision.HeadException != (o.Group.Key == tt.waived) {
+				if o.Decision.HeadException != (short(o.Group.Key) == tt.waived) {
 					t.Errorf("admitted %s with HeadException %v", o.Group.Key, o.Decision.HeadException)
 				}
 			}
 			for key, want := range tt.messages {
-				d, ok := p.Decision(key)
+				d, ok := p.Decision(k(key))
 				if !ok {
 					t.Errorf("group %s is not pending", key)
 					continue
@@ -453,7 +453,7 @@ func TestAdmitRules(t *testing.T) {
 				}
 			}
 			for key, want := range tt.checks {
-				if d, _ := p.Decision(key); d.Check != want {
+				if d, _ := p.Decision(k(key)); d.Check != want {
 					t.Errorf("Decision(%s).Check = %v, want %v", key, d.Check, want)
 				}
 			}
@@ -566,11 +566,11 @@ func TestAdmitStarvationGuard(t *testing.T) {
 	if got := admittedKeys(res); len(got) != 0 {
 		t.Fatalf("pass at 300s admitted %v, want nothing: the head reserved the queue", got)
 	}
-	d, _ := p.Decision("ns/s3")
-	if d.Check != CheckReserved || d.Message() != "queue q is reserved for ns/big, at its head since 2030-01-01T00:00:00Z" {
+	d, _ := p.Decision(k("ns/s3"))
+	if d.Check != CheckReserved || d.Message() != "queue q is reserved for pg:ns/big, at its head since 2030-01-01T00:00:00Z" {
 		t.Errorf("Decision(s3) = %v %q", d.Check, d.Message())
 	}
-	if d, _ := p.Decision("ns/big"); d.Message() != "queue q: cpu request 2 exceeds remaining capability 1" {
+	if d, _ := p.Decision(k("ns/big")); d.Message() != "queue q: cpu request 2 exceeds remaining capability 1" {
 		t.Errorf("Decision(big) = %q", d.Message())
 	}
 	if q := res.Queues[0]; q.Stop.Check != CheckReserved || q.Refused != 1 || q.Waiting != 1 {
@@ -597,7 +597,7 @@ func TestAdmitStarvationGuard(t *testing.T) {
 			t.Error("reserved 299s after b reached the head")
 		}
 		res, _ = w.pass(p, t0.Add(time.Hour+300*time.Second))
-		if res.Queues[0].Stop.Check != CheckReserved || res.Queues[0].Stop.Behind != "ns/b" {
+		if res.Queues[0].Stop.Check != CheckReserved || res.Queues[0].Stop.Behind != k("ns/b") {
 			t.Errorf("queue outcome %+v, want reserved for b", res.Queues[0].Stop)
 		}
 	})
@@ -623,7 +623,7 @@ func TestAdmitStarvationGuard(t *testing.T) {
 			specs: []Spec{{Name: "q"}},
 			total: cores(16),
 			opts: Options{StarvationThreshold: time.Second, Quota: func(g Group) (bool, string) {
-				return g.Key != "ns/over-quota", "quota"
+				return g.Key != k("ns/over-quota"), "quota"
 			}},
 		}
 		p := NewPending()
@@ -652,11 +652,11 @@ func TestAdmitLookahead(t *testing.T) {
 	if q := res.Queues[0]; q.Stop.Check != CheckWaiting || q.Refused != 4 || q.Waiting != 36 {
 		t.Errorf("queue outcome %+v", q)
 	}
-	d, _ := p.Decision("q/30")
-	if d.Check != CheckWaiting || d.Message() != "queue q: waiting behind q/0" {
+	d, _ := p.Decision(k("q/30"))
+	if d.Check != CheckWaiting || d.Message() != "queue q: waiting behind pg:q/0" {
 		t.Errorf("Decision(q/30) = %q", d.Message())
 	}
-	if d, _ := p.Decision("q/3"); d.Check != CheckCapability {
+	if d, _ := p.Decision(k("q/3")); d.Check != CheckCapability {
 		t.Errorf("Decision(q/3) = %q, want its own refusal", d.Message())
 	}
 
@@ -686,11 +686,11 @@ func TestAdmitLookahead(t *testing.T) {
 			opts:   Options{Lookahead: 1, Quota: func(Group) (bool, string) { return false, "" }},
 		}
 		p, _, _ := w.run()
-		d, _ := p.Decision("q/4")
+		d, _ := p.Decision(k("q/4"))
 		if d.Message() != "queue q: waiting behind 2 groups that could not be admitted" {
 			t.Errorf("Decision(q/4) = %q", d.Message())
 		}
-		if d, _ := p.Decision("q/0"); d.Message() != "resource quota exceeded" {
+		if d, _ := p.Decision(k("q/0")); d.Message() != "resource quota exceeded" {
 			t.Errorf("Decision(q/0) = %q", d.Message())
 		}
 	})
@@ -711,7 +711,7 @@ func TestAdmitParking(t *testing.T) {
 	if len(res.Refused) != 0 || len(res.Admitted) != 0 {
 		t.Fatalf("second pass examined %d groups", len(res.Refused)+len(res.Admitted))
 	}
-	if d, _ := p.Decision("ns/huge"); d.Message() != "queue q: cpu request 12 exceeds capability 8" {
+	if d, _ := p.Decision(k("ns/huge")); d.Message() != "queue q: cpu request 12 exceeds capability 8" {
 		t.Errorf("Decision = %q", d.Message())
 	}
 	// A smaller capability keeps it parked; a larger one retries it.
@@ -742,10 +742,10 @@ func TestAdmitParking(t *testing.T) {
 		p.Set(grp("ns/a", "q", 0, cores(12)))
 		p.Set(grp("ns/b", "q", 0, cores(12)))
 		w.pass(p, t0)
-		if !p.Delete("ns/a") || p.Len() != 1 || p.QueueLen("q") != 1 {
+		if !p.Delete(k("ns/a")) || p.Len() != 1 || p.QueueLen("q") != 1 {
 			t.Fatal("Delete of a parked group")
 		}
-		if d, ok := p.Decision("ns/b"); !ok || !d.Permanent {
+		if d, ok := p.Decision(k("ns/b")); !ok || !d.Permanent {
 			t.Errorf("Decision(b) = %+v %v", d, ok)
 		}
 	})
@@ -775,7 +775,7 @@ func TestAdmitParentWithOwnGroups(t *testing.T) {
 	if got, want := countByQueue(res), map[string]int{"org": 4, "a": 12, "other": 16}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("admitted per queue %v, want %v", got, want)
 	}
-	if d, _ := p.Decision("org/4"); d.Message() != "queue org: cpu request 1 exceeds remaining deserved share 0" {
+	if d, _ := p.Decision(k("org/4")); d.Message() != "queue org: cpu request 1 exceeds remaining deserved share 0" {
 		t.Errorf("Decision(org/4) = %q", d.Message())
 	}
 }
@@ -844,8 +844,8 @@ func TestDecisionMessages(t *testing.T) {
 		{Decision{Check: CheckQueueMissing, Queue: "x"}, "queue x not found"},
 		{Decision{Check: CheckQueueClosed, Queue: "x"}, "queue x is closed"},
 		{Decision{Check: CheckQueueBroken, Queue: "x", Detail: "parent cycle: x -> x"}, "queue x: parent cycle: x -> x"},
-		{Decision{Check: CheckReserved, Queue: "q", Behind: "ns/a", Since: t0}, "queue q is reserved for ns/a, at its head since 2030-01-01T00:00:00Z"},
-		{Decision{Check: CheckWaiting, Queue: "q", Behind: "ns/a"}, "queue q: waiting behind ns/a"},
+		{Decision{Check: CheckReserved, Queue: "q", Behind: k("ns/a"), Since: t0}, "queue q is reserved for pg:ns/a, at its head since 2030-01-01T00:00:00Z"},
+		{Decision{Check: CheckWaiting, Queue: "q", Behind: k("ns/a")}, "queue q: waiting behind pg:ns/a"},
 		{Decision{Check: Check(200)}, "Check(200)"},
 	}
 	for _, tt := range tests {

@@ -38,7 +38,7 @@ func newBenchWorld(n, queues int) *benchWorld {
 		cpu := int64(1+rng.IntN(4)) * 1000
 		need += cpu
 		w.groups = append(w.groups, Group{
-			Key:       fmt.Sprintf("ns%d/g%d", i%37, i),
+			Key:       GroupUnit(fmt.Sprintf("ns%d", i%37), fmt.Sprintf("g%d", i)),
 			Queue:     specs[rng.IntN(queues)].Name,
 			Priority:  int32(rng.IntN(3)),
 			Created:   t0.Add(time.Duration(rng.IntN(3600)) * time.Second),

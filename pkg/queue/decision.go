@@ -96,7 +96,7 @@ type Decision struct {
 	Members, MinMember int32
 	// Behind is the key of the group at the head of the queue, for CheckReserved
 	// and CheckWaiting.
-	Behind string
+	Behind Key
 	// Since is when that group reached the head (CheckReserved).
 	Since time.Time
 	// Refused counts the groups the pass refused in the queue before it stopped
@@ -154,7 +154,7 @@ func (d Decision) Message() string {
 	case CheckReserved:
 		return fmt.Sprintf("queue %s is reserved for %s, at its head since %s", d.Queue, d.Behind, d.Since.UTC().Format(time.RFC3339))
 	case CheckWaiting:
-		if d.Behind != "" {
+		if !d.Behind.IsZero() {
 			return fmt.Sprintf("queue %s: waiting behind %s", d.Queue, d.Behind)
 		}
 		return fmt.Sprintf("queue %s: waiting behind %d groups that could not be admitted", d.Queue, d.Refused)

@@ -22,10 +22,10 @@ func Example() {
 
 	// On PodGroup and pod events: Set or Delete groups, O(log n) each.
 	pending := queue.NewPending()
-	pending.Set(queue.Group{Key: "ns/a1", Queue: "team-a", Created: now, Request: cpu(3), Members: 4, MinMember: 4})
-	pending.Set(queue.Group{Key: "ns/a2", Queue: "team-a", Created: now.Add(time.Second), Request: cpu(3), Members: 4, MinMember: 4})
-	pending.Set(queue.Group{Key: "ns/b1", Queue: "team-b", Created: now, Request: cpu(8), Members: 2, MinMember: 2})
-	pending.Set(queue.Group{Key: "ns/b2", Queue: "team-b", Created: now, Request: cpu(1), Members: 1, MinMember: 2})
+	pending.Set(queue.Group{Key: queue.GroupUnit("ns", "a1"), Queue: "team-a", Created: now, Request: cpu(3), Members: 4, MinMember: 4})
+	pending.Set(queue.Group{Key: queue.GroupUnit("ns", "a2"), Queue: "team-a", Created: now.Add(time.Second), Request: cpu(3), Members: 4, MinMember: 4})
+	pending.Set(queue.Group{Key: queue.GroupUnit("ns", "b1"), Queue: "team-b", Created: now, Request: cpu(8), Members: 2, MinMember: 2})
+	pending.Set(queue.Group{Key: queue.GroupUnit("ns", "b2"), Queue: "team-b", Created: now, Request: cpu(1), Members: 1, MinMember: 2})
 
 	// On a pass: usage from the cache's aggregates plus the pending requests.
 	usage := map[string]queue.Usage{}
@@ -39,7 +39,7 @@ func Example() {
 	for _, o := range res.Admitted {
 		fmt.Println(o.Group.Key, o.Decision.Message())
 	}
-	for _, key := range []string{"ns/a2", "ns/b2"} {
+	for _, key := range []queue.Key{queue.GroupUnit("ns", "a2"), queue.GroupUnit("ns", "b2")} {
 		d, _ := pending.Decision(key)
 		fmt.Println(key, d.Message())
 	}
@@ -48,10 +48,10 @@ func Example() {
 		fmt.Println(q, "deserved", st.Deserved, "share", queue.FormatShare(st.Share))
 	}
 	// Output:
-	// ns/a1 admitted to queue team-a
-	// ns/b1 admitted to queue team-b
-	// ns/a2 queue team-a: cpu request 3 exceeds remaining capability 1
-	// ns/b2 waiting for members: 1/2
+	// pg:ns/a1 admitted to queue team-a
+	// pg:ns/b1 admitted to queue team-b
+	// pg:ns/a2 queue team-a: cpu request 3 exceeds remaining capability 1
+	// pg:ns/b2 waiting for members: 1/2
 	// team-a deserved cpu=4 share 0.00
 	// team-b deserved cpu=8 share 0.00
 }

@@ -51,7 +51,7 @@ func TestAdmitChildReclaimsSiblingUnderParentCapability(t *testing.T) {
 			if got := countByQueue(res); got["c3"] != tc.want || got["c1"] != 0 {
 				t.Fatalf("admitted %v, want c3 %d and c1 0 (refused: %+v)", got, tc.want, res.Refused)
 			}
-			d, _ := p.Decision("c3/5")
+			d, _ := p.Decision(k("c3/5"))
 			if d.Message() != tc.msg {
 				t.Errorf("c3's last group: %q, want %q", d.Message(), tc.msg)
 			}
@@ -72,21 +72,21 @@ type fakePlacement struct {
 func (f *fakePlacement) Check(g Group, plan Plan) (int, int) {
 	want := int(g.MinMember)
 	f.plans = append(f.plans, plan)
-	if n, ok := f.fit[g.Key]; ok && plan == PlanNone {
+	if n, ok := f.fit[short(g.Key)]; ok && plan == PlanNone {
 		return n, want
 	}
-	if n, ok := f.planFit[g.Key]; ok && plan != PlanNone {
+	if n, ok := f.planFit[short(g.Key)]; ok && plan != PlanNone {
 		return n, want
 	}
-	if _, ok := f.fit[g.Key]; ok {
-		return f.fit[g.Key], want
+	if _, ok := f.fit[short(g.Key)]; ok {
+		return f.fit[short(g.Key)], want
 	}
 	return want, want
 }
-func (f *fakePlacement) Commit(g Group) { f.committed = append(f.committed, g.Key) }
+func (f *fakePlacement) Commit(g Group) { f.committed = append(f.committed, short(g.Key)) }
 func (f *fakePlacement) Reserve(g Group) bool {
-	if f.reservable[g.Key] {
-		f.reserved = append(f.reserved, g.Key)
+	if f.reservable[short(g.Key)] {
+		f.reserved = append(f.reserved, short(g.Key))
 		return true
 	}
 	return false
@@ -112,7 +112,7 @@ func TestAdmitPlacement(t *testing.T) {
 	}{
 		{name: "backfill before the threshold", reservable: true, at: 0, want: []string{"q/pod"}},
 		{name: "starving and feasible on the total: reserved", reservable: true, at: 10 * time.Minute, want: []string{},
-			reserved: []string{"q/gang"}, podMsg: "queue q is reserved for q/gang"},
+			reserved: []string{"q/gang"}, podMsg: "queue q is reserved for pg:q/gang"},
 		{name: "starving but never placeable: no reservation", reservable: false, at: 10 * time.Minute, want: []string{"q/pod"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,12 +145,12 @@ func TestAdmitPlacement(t *testing.T) {
 			if !reflect.DeepEqual(f.reserved, tc.reserved) && (len(f.reserved) > 0 || len(tc.reserved) > 0) {
 				t.Errorf("reserved %v, want %v", f.reserved, tc.reserved)
 			}
-			d, _ := p.Decision("q/gang")
+			d, _ := p.Decision(k("q/gang"))
 			if want := "members not placeable: 4/5 fit on the free nodes"; d.Message() != want {
 				t.Errorf("gang: %q, want %q", d.Message(), want)
 			}
 			if tc.podMsg != "" {
-				if d, _ := p.Decision("q/pod"); !strings.HasPrefix(d.Message(), tc.podMsg) {
+				if d, _ := p.Decision(k("q/pod")); !strings.HasPrefix(d.Message(), tc.podMsg) {
 					t.Errorf("pod: %q, want prefix %q", d.Message(), tc.podMsg)
 				}
 			}
@@ -189,7 +189,7 @@ func TestAdmitPlacementWithPlan(t *testing.T) {
 				t.Fatalf("admitted %v, want %v", got, tc.want)
 			}
 			if tc.msg != "" {
-				if d, _ := p.Decision("b/gang"); d.Message() != tc.msg {
+				if d, _ := p.Decision(k("b/gang")); d.Message() != tc.msg {
 					t.Errorf("gang: %q, want %q", d.Message(), tc.msg)
 				}
 			}
@@ -234,7 +234,7 @@ func TestAdmitDoesNotCombineReclaimAndPreemption(t *testing.T) {
 	if got, want := admittedKeys(res), []string{"b/small"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("admitted %v, want %v (refused: %+v)", got, want, res.Refused)
 	}
-	if d, _ := p.Decision("b/hi"); d.Check != CheckFairness {
+	if d, _ := p.Decision(k("b/hi")); d.Check != CheckFairness {
 		t.Errorf("b/hi: %q, want the fairness refusal of the reclaim try", d.Message())
 	}
 	for _, pl := range f.plans {

@@ -456,7 +456,7 @@ func FuzzAdmit(f *testing.F) {
 			}
 			flags := in.byte()
 			p.Set(Group{
-				Key:       itoa(i),
+				Key:       k(itoa(i)),
 				Queue:     qname,
 				Priority:  int32(flags % 3),
 				Created:   t0.Add(time.Duration(in.byte()) * time.Second),

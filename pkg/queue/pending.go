@@ -9,8 +9,8 @@ import (
 
 // Group is one unit of admission: a gang (PodGroup) or a singleton pod.
 type Group struct {
-	// Key identifies the group, e.g. "namespace/name"; unique in a Pending.
-	Key string
+	// Key identifies the group; unique in a Pending.
+	Key Key
 	// Queue names the group's queue.
 	Queue string
 	// Priority orders groups within a queue: higher first.
@@ -76,7 +76,7 @@ func (a *entry) before(b *entry) bool {
 	if a.nsec != b.nsec {
 		return a.nsec < b.nsec
 	}
-	return a.g.Key < b.g.Key
+	return a.g.Key.Compare(b.g.Key) < 0
 }
 
 // pqueue is the pending side of one queue.
@@ -92,7 +92,7 @@ type pqueue struct {
 	parkedCeil []int64
 
 	// Starvation guard: the group found at the head and since when.
-	headKey   string
+	headKey   Key
 	headSince time.Time
 
 	// What stopped the queue in pass stopGen, for the groups it did not reach.
@@ -118,7 +118,7 @@ type pqueue struct {
 // pass pops groups from the queues' heads. A Pending is not safe for
 // concurrent use.
 type Pending struct {
-	groups map[string]*entry
+	groups map[Key]*entry
 	queues map[string]*pqueue
 	rindex map[string]int32 // resource name -> position
 	rnames []string
@@ -130,7 +130,7 @@ type Pending struct {
 // NewPending returns an empty store.
 func NewPending() *Pending {
 	return &Pending{
-		groups: map[string]*entry{},
+		groups: map[Key]*entry{},
 		queues: map[string]*pqueue{},
 		rindex: map[string]int32{},
 	}
@@ -201,7 +201,7 @@ func (p *Pending) Set(g Group) {
 
 // Delete removes a group (admitted elsewhere, deleted, or no longer pending)
 // and reports whether it was there.
-func (p *Pending) Delete(key string) bool {
+func (p *Pending) Delete(key Key) bool {
 	e := p.groups[key]
 	if e == nil {
 		return false
@@ -237,7 +237,7 @@ func (p *Pending) unlink(e *entry) {
 }
 
 // Get returns the group stored under key.
-func (p *Pending) Get(key string) (Group, bool) {
+func (p *Pending) Get(key Key) (Group, bool) {
 	if e := p.groups[key]; e != nil {
 		return e.g, true
 	}
@@ -271,7 +271,7 @@ func (p *Pending) Queues() []string {
 // never fit the queue's limits), are not examined and not listed. It sorts
 // a copy of the queue's heap, O(n log n): for dumps and tools, not for a hot
 // path.
-func (p *Pending) Order(queue string) []string {
+func (p *Pending) Order(queue string) []Key {
 	q := p.queues[queue]
 	if q == nil || len(q.heap) == 0 {
 		return nil
@@ -286,7 +286,7 @@ func (p *Pending) Order(queue string) []string {
 		}
 		return 0
 	})
-	out := make([]string, len(entries))
+	out := make([]Key, len(entries))
 	for i, e := range entries {
 		out[i] = e.g.Key
 	}
@@ -315,7 +315,7 @@ func (p *Pending) PendingRequest(queue string) resources.List {
 // fit), else the reason its queue stopped before reaching it, else CheckNone
 // ("waiting for admission"). False when the key is not pending; admitted groups
 // leave the store and their decision is in the pass's Result.
-func (p *Pending) Decision(key string) (Decision, bool) {
+func (p *Pending) Decision(key Key) (Decision, bool) {
 	e := p.groups[key]
 	if e == nil {
 		return Decision{}, false

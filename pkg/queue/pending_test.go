@@ -18,7 +18,7 @@ func TestPendingSetDelete(t *testing.T) {
 	}
 	p.Set(grp("ns/a", "q", 0, resources.List{resources.CPU: 1000, "memory": 10}))
 	p.Set(grp("ns/b", "q", 1, cores(2)))
-	p.Set(Group{Key: "ns/c", Queue: "r", Request: cores(4), Members: 0, MinMember: 2})
+	p.Set(Group{Key: k("ns/c"), Queue: "r", Request: cores(4), Members: 0, MinMember: 2})
 	if p.Len() != 3 || p.QueueLen("q") != 2 || p.QueueLen("r") != 1 {
 		t.Fatalf("Len %d, QueueLen(q) %d, QueueLen(r) %d", p.Len(), p.QueueLen("q"), p.QueueLen("r"))
 	}
@@ -34,19 +34,19 @@ func TestPendingSetDelete(t *testing.T) {
 	if got := p.PendingRequest("r"); len(got) != 0 {
 		t.Errorf("PendingRequest(r) = %v, want nothing while ns/c waits for members", got)
 	}
-	if g, ok := p.Get("ns/b"); !ok || g.Queue != "q" {
+	if g, ok := p.Get(k("ns/b")); !ok || g.Queue != "q" {
 		t.Errorf("Get(ns/b) = %+v, %v", g, ok)
 	}
-	if d, ok := p.Decision("ns/a"); !ok || d.Check != CheckNone || d.Message() != "waiting for admission to queue q" {
+	if d, ok := p.Decision(k("ns/a")); !ok || d.Check != CheckNone || d.Message() != "waiting for admission to queue q" {
 		t.Errorf("Decision(ns/a) before any pass = %+v", d)
 	}
-	if d, _ := p.Decision("ns/c"); d.Message() != "waiting for members: 0/2" {
+	if d, _ := p.Decision(k("ns/c")); d.Message() != "waiting for members: 0/2" {
 		t.Errorf("Decision(ns/c) = %q", d.Message())
 	}
 
 	// Update: ns/a moves to r with a new request; ns/c gets its members.
 	p.Set(grp("ns/a", "r", 0, cores(1)))
-	p.Set(Group{Key: "ns/c", Queue: "r", Request: cores(4), Members: 2, MinMember: 2})
+	p.Set(Group{Key: k("ns/c"), Queue: "r", Request: cores(4), Members: 2, MinMember: 2})
 	if p.QueueLen("q") != 1 || p.QueueLen("r") != 2 || p.Len() != 3 {
 		t.Fatalf("after moving: QueueLen(q) %d, QueueLen(r) %d", p.QueueLen("q"), p.QueueLen("r"))
 	}
@@ -57,16 +57,16 @@ func TestPendingSetDelete(t *testing.T) {
 		t.Errorf("PendingRequest(r) after the move = %v", got)
 	}
 
-	if !p.Delete("ns/b") || p.Delete("ns/b") || p.Delete("never") {
+	if !p.Delete(k("ns/b")) || p.Delete(k("ns/b")) || p.Delete(k("never")) {
 		t.Error("Delete results")
 	}
 	if p.QueueLen("q") != 0 || slices.Contains(p.Queues(), "q") {
 		t.Error("an emptied queue is still listed")
 	}
-	if _, ok := p.Decision("ns/b"); ok {
+	if _, ok := p.Decision(k("ns/b")); ok {
 		t.Error("Decision of a deleted group")
 	}
-	if _, ok := p.Get("ns/b"); ok {
+	if _, ok := p.Get(k("ns/b")); ok {
 		t.Error("Get of a deleted group")
 	}
 }
@@ -77,11 +77,11 @@ func TestPendingSetForgetsTheDecision(t *testing.T) {
 	p.Set(grp("ns/a", "q", 0, cores(1)))
 	p.Set(grp("ns/b", "q", 1, cores(1)))
 	w.pass(p, t0)
-	if d, _ := p.Decision("ns/b"); d.Check != CheckCapability {
+	if d, _ := p.Decision(k("ns/b")); d.Check != CheckCapability {
 		t.Fatalf("Decision(b) = %q", d.Message())
 	}
 	p.Set(grp("ns/b", "q", 1, cores(1)))
-	if d, _ := p.Decision("ns/b"); d.Check != CheckNone {
+	if d, _ := p.Decision(k("ns/b")); d.Check != CheckNone {
 		t.Errorf("Decision(b) after Set = %q, want none", d.Message())
 	}
 }
@@ -97,11 +97,11 @@ func TestPendingHeapOrder(t *testing.T) {
 		key := "g" + itoa(rng.IntN(300))
 		switch rng.IntN(4) {
 		case 0:
-			p.Delete(key)
+			p.Delete(k(key))
 			delete(live, key)
 		default:
 			g := Group{
-				Key:       key,
+				Key:       k(key),
 				Queue:     queues[rng.IntN(len(queues))],
 				Priority:  int32(rng.IntN(3)),
 				Created:   t0.Add(time.Duration(rng.IntN(50)) * time.Millisecond),
@@ -147,7 +147,7 @@ func checkHeap(t *testing.T, p *Pending, queue string, live map[string]Group) {
 		if !a.Created.Equal(b.Created) {
 			return a.Created.Before(b.Created)
 		}
-		return a.Key < b.Key
+		return a.Key.Compare(b.Key) < 0
 	})
 	q := p.queues[queue]
 	if q == nil {
@@ -169,20 +169,24 @@ func checkHeap(t *testing.T, p *Pending, queue string, live map[string]Group) {
 	}
 	var got []string
 	for len(cp.heap) > 0 {
-		got = append(got, cp.pop().g.Key)
+		got = append(got, short(cp.pop().g.Key))
 	}
 	for i, e := range q.heap {
 		e.pos = saved[i]
 	}
 	var keys []string
 	for _, g := range want {
-		keys = append(keys, g.Key)
+		keys = append(keys, short(g.Key))
 	}
 	if !reflect.DeepEqual(got, keys) {
 		t.Fatalf("queue %s pops %v, want %v", queue, got, keys)
 	}
 	// Order lists the same, without touching the heap.
-	if order := p.Order(queue); !reflect.DeepEqual(order, keys) && (len(order) != 0 || len(keys) != 0) {
+	var order []string
+	for _, key := range p.Order(queue) {
+		order = append(order, short(key))
+	}
+	if !reflect.DeepEqual(order, keys) && (len(order) != 0 || len(keys) != 0) {
 		t.Fatalf("queue %s: Order %v, want %v", queue, order, keys)
 	}
 }
