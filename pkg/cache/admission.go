@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	admissionloop "github.com/caldera-sched/caldera/pkg/admission"
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -97,8 +98,8 @@ func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.Schedul
 
 // EnableAdmission turns on queue admission for the profile named profile. The
 // first call installs the admission state and the event handlers, and sets
-// up what Start starts: the Queue informer, the default queue and the
-// admission loop. Later calls (other profiles) must pass the same options.
+// up what Start starts: the Queue informer (the command then runs the
+// AdmissionLoop and creates the default queue). Later calls (other profiles) must pass the same options.
 func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
 	if c.isStarted() {
 		return fmt.Errorf("queue admission for profile %s set up after the cache started: plugins are built before Start", profile)
@@ -168,7 +169,6 @@ func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
 		if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
 			return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
 		}
-		go c.admissionLoop(ctx, logger)
 		return nil
 	})
 }
@@ -232,33 +232,24 @@ func (c *Cache) kickAdmission() {
 	c.adm.kickLocked()
 }
 
-// debounce gathers the events of a burst (a Job creating its pods) into one pass.
-const debounce = 20 * time.Millisecond
-
-func (c *Cache) admissionLoop(ctx context.Context, logger klog.Logger) {
-	// A pass before the scheduler's informers have listed nodes and pods
-	// would see an empty cluster and refuse everything; wait for them (the
-	// scheduler starts its factory once every plugin is built).
+// AdmissionLoop returns the loop that runs this cache's admission passes
+// (on its kicks and period, once the scheduler's informers and the gang
+// members are in), and false when no profile enabled admission. The command
+// runs it: the cache starts no goroutine of its own. Call it after Start.
+func (c *Cache) AdmissionLoop() (admissionloop.Loop, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.adm.on() {
+		return admissionloop.Loop{}, false
+	}
 	sif := c.handle.SharedInformerFactory().Core().V1()
-	if !cache.WaitFor(ctx, "", sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(), sif.Namespaces().Informer().HasSyncedChecker(), c.membersSynced) {
-		return
-	}
-	tick := time.NewTicker(c.adm.opts.Period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.adm.kick:
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(debounce):
-			}
-		case <-tick.C:
-		}
-		c.AdmissionPass(logger, time.Now())
-	}
+	return admissionloop.Loop{
+		Pass:   c,
+		Period: c.adm.opts.Period,
+		Kicks:  c.adm.kick,
+		Ready: []cache.DoneChecker{sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(),
+			sif.Namespaces().Informer().HasSyncedChecker(), c.membersSynced},
+	}, true
 }
 
 // AdmissionPass runs Volcano's enqueue action once: it divides the cluster

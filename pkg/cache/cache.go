@@ -130,6 +130,10 @@ type Cache struct {
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
 	membersSynced *onceSignal
+	// memberReg is the cache's handler on the scheduler's pod informer;
+	// membersOnce runs membersListed once it has synced (WaitForMembers).
+	memberReg   cache.ResourceEventHandlerRegistration
+	membersOnce sync.Once
 
 	mu     sync.RWMutex
 	groups map[GroupKey]*group
@@ -191,7 +195,6 @@ type Cache struct {
 	lead *status.Leadership
 	// requests shares equal request lists among pods; guarded by mu.
 	requests requestInterner
-	ctx      context.Context
 	// bindSlots bound the binding calls in flight (CalderaBinder).
 	bindSlots Slots
 
@@ -343,7 +346,6 @@ func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 		total:    resources.List{},
 		dirty:    map[GroupKey]struct{}{},
 		tooLarge: map[GroupKey]struct{}{},
-		ctx:      ctx,
 
 		membersSynced: newOnceSignal("Caldera's gang members"),
 	}
@@ -378,7 +380,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	// status counts succeeded and failed members, so finished members come
 	// from an informer of our own, limited by label and phase and slimmed to
 	// what the cache reads (slimPod). handlers.go says how the two agree.
-	memberReg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.memberReg, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onUnfinishedPod(logger, obj) },
 		UpdateFunc: func(old, obj any) { c.onUnfinishedPodUpdate(logger, old, obj) },
 		DeleteFunc: func(obj any) { c.onUnfinishedPodDelete(logger, obj) },
@@ -431,9 +433,8 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		c.mu.RUnlock()
 		logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
 		// The scheduler starts its own informers in app.Run, after this, so
-		// the unfinished members cannot be waited for here.
-		go c.awaitMembers(ctx, logger, memberReg)
-		c.startDumpSignals(logger)
+		// the unfinished members cannot be waited for here: the command
+		// runs WaitForMembers beside the scheduler.
 		return nil
 	})
 	return c, nil
@@ -442,13 +443,13 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 // startFunc is one step of Start.
 type startFunc func(ctx context.Context, logger klog.Logger) error
 
-// Start starts the cache's informers and goroutines, once: its own
-// informers (waiting until they have delivered their initial lists, so that
-// the first scheduling cycle sees every PodGroup), then admission's (queue
-// informer, default queue, admission loop) if a profile enabled it, then the
-// status writer if a profile asked for it. The command calls it once every
-// plugin is built (after app.Setup), so no plugin factory starts anything;
-// later calls return nil. ctx ends all of it.
+// Start starts the cache's informers, once: its own (waiting until they have
+// delivered their initial lists, so that the first scheduling cycle sees
+// every PodGroup), then the Queue informer if a profile enabled admission.
+// It starts nothing else: the command runs WaitForMembers, the AdmissionLoop
+// and the status writer beside the scheduler. The command calls it once
+// every plugin is built (after app.Setup), so no plugin factory starts
+// anything; later calls return nil. ctx ends the informers.
 func (c *Cache) Start(ctx context.Context) error {
 	c.startMu.Lock()
 	defer c.startMu.Unlock()
@@ -489,15 +490,6 @@ func (c *Cache) setUp(what string, f startFunc) error {
 // (a pod without a phase matches both; onFinishedPod leaves it to the other).
 const finishedSelector = "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown)
 
-// awaitMembers waits for the scheduler's pod informer to have delivered its
-// initial list, then lets gang pods through PreEnqueue: it activates the
-// pending members of every group that was already enqueueable.
-func (c *Cache) awaitMembers(ctx context.Context, logger klog.Logger, reg cache.ResourceEventHandlerRegistration) {
-	if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		c.membersListed(logger)
-	}
-}
-
 // membersListed records that every member the scheduler's pod informer
 // listed at start has been delivered.
 func (c *Cache) membersListed(logger klog.Logger) {
@@ -519,13 +511,24 @@ func (c *Cache) membersListed(logger klog.Logger) {
 	c.activate(logger, act)
 }
 
-// WaitForMembers blocks until the cache has every gang member the scheduler's
-// pod informer listed at start, or ctx ends; it reports which. For tools and
-// tests that build a cache without a scheduler and start its informer
-// factory themselves.
+// WaitForMembers blocks until the scheduler's pod informer has delivered its
+// initial list to the cache, or ctx ends; it reports which. The first call
+// to see the list delivered then lets gang pods through PreEnqueue: it
+// activates the pending members of every group that was already
+// enqueueable. Until some caller runs it, gang pods wait and no status is
+// written, so the command runs it beside the scheduler (whose informers
+// start after the cache's Start); tools and tests that start a handle's
+// informer factory themselves call it to wait.
 func (c *Cache) WaitForMembers(ctx context.Context) bool {
-	return cache.WaitFor(ctx, "", c.membersSynced)
+	if !cache.WaitFor(ctx, "", c.memberReg.HasSyncedChecker()) {
+		return false
+	}
+	c.membersOnce.Do(func() { c.membersListed(klog.FromContext(ctx)) })
+	return true
 }
+
+// MembersSynced is done once WaitForMembers has let gang pods through.
+func (c *Cache) MembersSynced() cache.DoneChecker { return c.membersSynced }
 
 // onceSignal is a cache.DoneChecker for an event that happens once.
 type onceSignal struct {

@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
@@ -220,43 +216,6 @@ func (c *Cache) DumpToFile(dir string) (string, error) {
 		return "", fmt.Errorf("writing cache dump: %w", err)
 	}
 	return path, nil
-}
-
-// startDumpSignals installs the dump signals for this cache until its
-// context ends: SIGUSR1 writes a file (DumpToFile), SIGUSR2 logs the JSON.
-func (c *Cache) startDumpSignals(logger klog.Logger) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGUSR1, syscall.SIGUSR2)
-	go func() {
-		defer signal.Stop(ch)
-		for {
-			select {
-			case <-c.ctx.Done():
-				return
-			case sig := <-ch:
-				c.handleDumpSignal(logger, sig)
-			}
-		}
-	}()
-}
-
-func (c *Cache) handleDumpSignal(logger klog.Logger, sig os.Signal) {
-	switch sig {
-	case syscall.SIGUSR1:
-		path, err := c.DumpToFile("")
-		if err != nil {
-			logger.Error(err, "Cannot dump the Caldera cache")
-			return
-		}
-		logger.Info("Dumped the Caldera cache", "file", path)
-	case syscall.SIGUSR2:
-		data, err := c.Dump()
-		if err != nil {
-			logger.Error(err, "Cannot dump the Caldera cache")
-			return
-		}
-		logger.Info("Caldera cache dump", "cache", string(data))
-	}
 }
 
 // minRequestRLocked is minRequestLocked for a reader: it uses the group's

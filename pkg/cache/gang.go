@@ -55,7 +55,7 @@ func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.membersSynced.fired() {
-		// Read under mu, which awaitMembers holds as it flips it: a pod
+		// Read under mu, which membersListed holds as it flips it: a pod
 		// refused here is then activated by it.
 		return true, false, "waiting for the scheduler's pod informer to list gang members"
 	}

@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -354,52 +352,6 @@ func TestDumpToFile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("dump dir holds %d entries, want the dump alone", len(entries))
-	}
-}
-
-func TestDumpSignal(t *testing.T) {
-	c, _, _ := gangOf(t, 2, 2)
-	dir := t.TempDir()
-	t.Setenv(DumpDirEnv, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.ctx = ctx
-	// The handler's log lines tell the test when it has handled a signal.
-	logged := make(chan string, 16)
-	c.startDumpSignals(funcr.New(func(_, args string) { logged <- args }, funcr.Options{}))
-	// signal.Notify runs before startDumpSignals returns: the signal is ours.
-	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		matches, _ := filepath.Glob(filepath.Join(dir, "caldera-cache-*.json"))
-		if len(matches) == 1 {
-			data, err := os.ReadFile(matches[0])
-			if err != nil || !json.Valid(data) {
-				t.Fatalf("dump %s: %v, valid JSON %v", matches[0], err, json.Valid(data))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dump in %s after SIGUSR1", dir)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// SIGUSR2 logs instead; it must not write a file.
-	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
-		t.Fatal(err)
-	}
-	for handled := false; !handled; {
-		select {
-		case line := <-logged:
-			handled = strings.Contains(line, `"Caldera cache dump"`)
-		case <-time.After(10 * time.Second):
-			t.Fatal("SIGUSR2 was not handled within 10s")
-		}
-	}
-	if matches, _ := filepath.Glob(filepath.Join(dir, "caldera-cache-*.json")); len(matches) != 1 {
-		t.Errorf("dumps after SIGUSR2: %v, want the SIGUSR1 one alone", matches)
 	}
 }
 

@@ -100,6 +100,9 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 		if !c.WaitForMembers(syncCtx) {
 			tb.Fatalf("cachetest: gang members were not listed within a minute")
 		}
+		if loop, ok := c.AdmissionLoop(); ok {
+			go loop.Run(ctx)
+		}
 	}
 	return c, fs, start
 }

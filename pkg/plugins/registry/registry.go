@@ -13,6 +13,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dumpsignal"
 	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
@@ -64,10 +65,12 @@ func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig
 }
 
 // Start starts what the plugins share, once: the cache's informers (waiting
-// for their initial lists) and admission loop, the default queue's creation
-// and the status writer, each if a profile asked for it. Call it after
-// app.Setup, which builds the plugins, and before app.Run; an error (a
-// missing CRD, say) is a start-up failure.
+// for their initial lists), then beside the scheduler the wait for its gang
+// members, the admission loop, the dump signals, the default queue's
+// creation and the status writer, each if a profile asked for it. The cache
+// itself runs no goroutine: everything that runs on its own is started here.
+// Call it after app.Setup, which builds the plugins, and before app.Run; an
+// error (a missing CRD, say) is a start-up failure.
 func (p *Plugins) Start(ctx context.Context) error {
 	if err := p.provider.Start(ctx); err != nil {
 		return err
@@ -76,6 +79,12 @@ func (p *Plugins) Start(ctx context.Context) error {
 	if c == nil {
 		return nil // no Caldera plugin in any profile
 	}
+	// The scheduler starts its pod informer in app.Run, after this.
+	go c.WaitForMembers(ctx)
+	if loop, ok := c.AdmissionLoop(); ok {
+		go loop.Run(ctx)
+	}
+	dumpsignal.Serve(ctx, c)
 	p.mu.Lock()
 	h := p.handle
 	p.mu.Unlock()

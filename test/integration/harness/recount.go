@@ -105,5 +105,9 @@ func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, prof
 	if !c.WaitForMembers(syncCtx) {
 		return nil, fmt.Errorf("gang members were not listed within %v", cacheTimeout)
 	}
+	// As the command does: the recount admits as the scheduler would.
+	if loop, ok := c.AdmissionLoop(); ok {
+		go loop.Run(ctx)
+	}
 	return c, nil
 }
