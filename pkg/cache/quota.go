@@ -27,15 +27,7 @@ func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 		if err != nil || len(list) == 0 {
 			return true, ""
 		}
-		quotas := make([]queue.Quota, 0, len(list))
-		for _, q := range list {
-			hard := q.Status.Hard
-			if hard == nil {
-				hard = q.Spec.Hard
-			}
-			quotas = append(quotas, queue.Quota{Name: q.Name, Hard: convert.QuotaResources(hard), Used: convert.QuotaResources(q.Status.Used)})
-		}
-		if ok, msg := queue.FitsQuotas(ns, quotas, g.Request, own, extra[ns]); !ok {
+		if ok, msg := queue.FitsQuotas(ns, convert.Quotas(list), g.Request, own, extra[ns]); !ok {
 			return false, msg
 		}
 		extra[ns] = extra[ns].Add(g.Request)

@@ -107,6 +107,22 @@ func QueueSpec(q *qapi.Queue) queue.Spec {
 	return s
 }
 
+// Quotas converts a namespace's ResourceQuotas to admission's quota check
+// input: each quota's enforced hard amounts (status, which the quota
+// controller keeps, else spec) and used amounts, for the resources that
+// limit requests.
+func Quotas(list []*v1.ResourceQuota) []queue.Quota {
+	out := make([]queue.Quota, 0, len(list))
+	for _, q := range list {
+		hard := q.Status.Hard
+		if hard == nil {
+			hard = q.Spec.Hard
+		}
+		out = append(out, queue.Quota{Name: q.Name, Hard: QuotaResources(hard), Used: QuotaResources(q.Status.Used)})
+	}
+	return out
+}
+
 // QuotaResources converts a ResourceQuota's amounts to the requests they
 // limit, dropping what does not limit requests (limits.*, object counts).
 func QuotaResources(rl v1.ResourceList) resources.List {

@@ -110,3 +110,32 @@ func TestQuotaResources(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotas(t *testing.T) {
+	enforced := &v1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "enforced"},
+		Spec:       v1.ResourceQuotaSpec{Hard: rl("requests.cpu", "8")},
+		Status:     v1.ResourceQuotaStatus{Hard: rl("requests.cpu", "4", "limits.cpu", "8"), Used: rl("requests.cpu", "1500m")},
+	}
+	fresh := &v1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "fresh"},
+		Spec:       v1.ResourceQuotaSpec{Hard: rl("memory", "1Gi")},
+	}
+	got := Quotas([]*v1.ResourceQuota{enforced, fresh})
+	if len(got) != 2 {
+		t.Fatalf("Quotas = %v, want 2", got)
+	}
+	for i, want := range []struct {
+		name       string
+		hard, used resources.List
+	}{
+		// The status is what the quota controller enforces; limits drop out.
+		{"enforced", resources.List{resources.CPU: 4000}, resources.List{resources.CPU: 1500}},
+		// No status yet: the spec, nothing used.
+		{"fresh", resources.List{"memory": 1 << 30}, resources.List{}},
+	} {
+		if got[i].Name != want.name || !got[i].Hard.Equal(want.hard) || !got[i].Used.Equal(want.used) {
+			t.Errorf("Quotas[%d] = %+v, want %s hard %v used %v", i, got[i], want.name, want.hard, want.used)
+		}
+	}
+}
