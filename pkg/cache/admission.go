@@ -297,6 +297,9 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 			continue
 		}
 		u.admitted, u.onPlan = true, o.Decision.OnPlan
+		if u.gang != nil {
+			u.noteAdmittedSpec(u.gang)
+		}
 		observeAdmissionLocked(u, now)
 		c.setInflightLocked(u)
 		if u.gang != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
@@ -300,4 +301,54 @@ func TestShortGangReturnsToPending(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the short gang went back")
+}
+
+// An admitted gang that has not started and whose minMember is raised
+// reserves the larger minimum, which admission never checked: the
+// randomized harness (seed 515) saw a gang admitted at minMember 1 raised to
+// 7 members its nodes could never hold, reserving its queue's room while a
+// singleton that fitted waited. Raised before it starts, the gang goes back
+// to pending and admission decides again; lowered, it keeps its admission.
+func TestRaisedMinMemberIsAdmittedAgain(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
+	g := []*v1.Pod{
+		memberOf("ns", "g0", "g", cpu("2")), memberOf("ns", "g1", "g", cpu("2")),
+		memberOf("ns", "g2", "g", cpu("2")), memberOf("ns", "g3", "g", cpu("2")),
+	}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, g...)
+
+	// Lowered or unchanged: the admission stands.
+	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{true, ""}, g...)
+
+	// Raised to 4 members of 2 cpu: 8 cpu, past the queue's capability 4.
+	addPG(c, mkPG("ns", "g", 4, pgQueue("q")))
+	s := single("ns", "s", cpu("1"), inQueue("q"))
+	podEvent(c, s)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 8 exceeds capability 4"}, g...)
+	wantAdmitted(t, c, admission{true, ""}, s)
+	wantConsistent(t, c, "after the raised gang went back")
+}
+
+// The same for minResources raised past what was admitted.
+func TestRaisedMinResourcesIsAdmittedAgain(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 1, pgQueue("q"), minResources(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")})))
+	g0 := memberOf("ns", "g0", "g", cpu("1"))
+	podEvent(c, g0)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, g0)
+	addPG(c, mkPG("ns", "g", 1, pgQueue("q"), minResources(v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")})))
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{false, "queue q: cpu request 8 exceeds capability 4"}, g0)
+	wantConsistent(t, c, "after the raised gang went back")
 }

@@ -43,6 +43,11 @@ type unit struct {
 	// share (interned), so it must be copied before it is changed. A bound
 	// singleton then holds no list of its own.
 	heldShared bool
+	// admittedMin and admittedMinRes are the gang's minMember and
+	// minResources when it was admitted: a spec raised past them before the
+	// gang starts asks for more than admission checked (raisedLocked).
+	admittedMin    int32
+	admittedMinRes resources.List
 	// onPlan: admitted on room only a reclaim or preemption plan frees
 	// (queue.Decision.OnPlan).
 	onPlan bool
@@ -161,6 +166,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
 		u.admitted = true
+		u.noteAdmittedSpec(g)
 		a.pending.Delete(uk)
 	}
 	u.annotated = annotated
@@ -170,12 +176,36 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	// before the scheduler's pod informer has delivered its members, and a
 	// request frozen then would reserve nothing.
 	u.request = c.minRequestLocked(g)
+	if u.admitted && !u.started && u.raised(g) {
+		// Admission checked the smaller minimum only (capability, share,
+		// placement); kept, the larger one would be reserved unchecked,
+		// and a gang its nodes can never hold would keep its queue's room
+		// from work that fits. Decided again, it is admitted at once if it
+		// still fits. A gang that started keeps its admission, as when
+		// it is released.
+		c.unadmitLocked(g)
+	}
 	c.unadmitShortLocked(g, u)
 	if !u.admitted {
 		c.setPendingLocked(u)
 		a.kickLocked()
 	}
 	c.setInflightLocked(u)
+}
+
+// noteAdmittedSpec records the spec the gang's admission was decided for.
+func (u *unit) noteAdmittedSpec(g *group) {
+	u.admittedMin, u.admittedMinRes = g.spec.MinMember, g.spec.MinResources
+}
+
+// raised reports whether g's spec asks for more than when u was admitted:
+// a larger minMember, or minResources above the admitted ones in some
+// resource. O(resources).
+func (u *unit) raised(g *group) bool {
+	if g.spec.MinMember > u.admittedMin {
+		return true
+	}
+	return u.admittedMinRes != nil && g.spec.MinResources != nil && !g.spec.MinResources.FitsIn(u.admittedMinRes)
 }
 
 // admittedAnnotation reports whether pg carries an admission of its own: the
