@@ -170,8 +170,11 @@ type Explanation struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	Queue     string `json:"queue"`
-	MinMember int32  `json:"minMember"`
+	Queue string `json:"queue"`
+	// Position is the job's place in its queue's admission order (1 is
+	// next) from the head the scheduler publishes; 0 when not there.
+	Position  int   `json:"position,omitempty"`
+	MinMember int32 `json:"minMember"`
 	Members   int    `json:"members"`
 	Bound     int    `json:"bound"`
 	// Stage is where the scheduler holds the job: Running, Finished,
@@ -293,6 +296,11 @@ func Explain(in ExplainInput, now time.Time) Explanation {
 	if len(needs) > 0 && e.Stage != "Running" && e.Stage != "Finished" {
 		e.Needs = quantities(needs)
 		e.Checks = queueChecks(in.Queues, e.Queue, needs)
+	}
+	if e.Kind != "" {
+		rows := []JobRow{{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}}
+		SetPositions(rows, in.Queues)
+		e.Position = rows[0].Position
 	}
 	e.Changes = changes(e)
 	e.Events = newestEvents(in.Events, maxEvents)
@@ -459,6 +467,9 @@ func printExplanation(w io.Writer, e Explanation, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s %s/%s\tqueue %s\tstage %s\n", e.Kind, e.Namespace, e.Name, e.Queue, e.Stage)
 	fmt.Fprintf(tw, "members\t%d (bound %d, minMember %d)\n", e.Members, e.Bound, e.MinMember)
+	if e.Position > 0 {
+		fmt.Fprintf(tw, "position\t%d in queue %s (1 is admitted next)\n", e.Position, e.Queue)
+	}
 	if e.Verdict != "" {
 		fmt.Fprintf(tw, "verdict\t%s\n", e.Verdict)
 	}
