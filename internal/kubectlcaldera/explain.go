@@ -170,13 +170,13 @@ type Explanation struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	Queue string `json:"queue"`
+	Queue     string `json:"queue"`
 	// Position is the job's place in its queue's admission order (1 is
 	// next) from the head the scheduler publishes; 0 when not there.
 	Position  int   `json:"position,omitempty"`
 	MinMember int32 `json:"minMember"`
-	Members   int    `json:"members"`
-	Bound     int    `json:"bound"`
+	Members   int   `json:"members"`
+	Bound     int   `json:"bound"`
 	// Stage is where the scheduler holds the job: Running, Finished,
 	// WaitingForMembers, WaitingForPodGroup, WaitingForAdmission,
 	// Unschedulable (no node fits), Scheduling (admitted, not yet bound),
