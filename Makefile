@@ -52,13 +52,15 @@ image:
 		--label org.opencontainers.image.revision=$(GIT_SHA) \
 		--label org.opencontainers.image.source=https://github.com/caldera-sched/caldera
 
-## image-check: the Deployment, its kustomization and the chart use the
-## image make image writes.
+## image-check: the Deployment, its kustomization, the chart and the kubeadm
+## static pod use the image make image writes.
 image-check:
 	@grep -qx '    newTag: "$(IMAGE_TAG)"' manifests/kustomization.yaml || \
 		{ echo "manifests/kustomization.yaml does not set the tag $(IMAGE_TAG) (make image)"; exit 1; }
 	@grep -qx '          image: $(IMAGE_NAME):$(IMAGE_TAG)' manifests/scheduler/deployment.yaml || \
 		{ echo "manifests/scheduler/deployment.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
+	@grep -qx '      image: $(IMAGE_NAME):$(IMAGE_TAG)' manifests/kubeadm/kube-scheduler.yaml || \
+		{ echo "manifests/kubeadm/kube-scheduler.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
 	@grep -qx '  repository: $(IMAGE_NAME)' charts/caldera/values.yaml && grep -qx '  tag: "$(IMAGE_TAG)"' charts/caldera/values.yaml || \
 		{ echo "charts/caldera/values.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
 
