@@ -52,13 +52,15 @@ image:
 		--label org.opencontainers.image.revision=$(GIT_SHA) \
 		--label org.opencontainers.image.source=https://github.com/caldera-sched/caldera
 
-## image-check: the Deployment, its kustomization and the chart use the
-## image make image writes.
+## image-check: the Deployment, its kustomization, the chart and the kubeadm
+## static pod use the image make image writes.
 image-check:
 	@grep -qx '    newTag: "$(IMAGE_TAG)"' manifests/kustomization.yaml || \
 		{ echo "manifests/kustomization.yaml does not set the tag $(IMAGE_TAG) (make image)"; exit 1; }
 	@grep -qx '          image: $(IMAGE_NAME):$(IMAGE_TAG)' manifests/scheduler/deployment.yaml || \
 		{ echo "manifests/scheduler/deployment.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
+	@grep -qx '      image: $(IMAGE_NAME):$(IMAGE_TAG)' manifests/kubeadm/kube-scheduler.yaml || \
+		{ echo "manifests/kubeadm/kube-scheduler.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
 	@grep -qx '  repository: $(IMAGE_NAME)' charts/caldera/values.yaml && grep -qx '  tag: "$(IMAGE_TAG)"' charts/caldera/values.yaml || \
 		{ echo "charts/caldera/values.yaml does not use $(IMAGE_NAME):$(IMAGE_TAG) (make image)"; exit 1; }
 
@@ -184,8 +186,11 @@ KUSTOMIZE := $(GO) tool -modfile=hack/kustomize/go.mod kustomize
 
 ## chart-check: lint and render the Helm chart, check that its default
 ## KubeSchedulerConfiguration is manifests/scheduler/config.yaml (compared as
-## data, hack/chartconfig) and its CRDs those of manifests/crds, and render
-## manifests/ (what `kubectl apply -k` applies).
+## data, hack/chartconfig) and its CRDs those of manifests/crds, that
+## profiles.defaultScheduler.enabled renders manifests/components/sole-scheduler's
+## config (and the component applies it), that only that toggle and that
+## component serve default-scheduler, and render manifests/ (what
+## `kubectl apply -k` applies).
 chart-check:
 	@$(HELM) lint --strict charts/caldera >/dev/null
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --include-crds >/dev/null
@@ -211,7 +216,18 @@ chart-check:
 	@$(KUSTOMIZE) build hack/kustomize/route-overlay | grep -q '^kind: MutatingAdmissionPolicyBinding$$'
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set routePods.enabled=true | \
 		grep -q 'schedulerName: "caldera-scheduler"'
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring and route-to-caldera components"
+	@set -o pipefail; $(HELM) template caldera charts/caldera --namespace caldera-system \
+		--set profiles.defaultScheduler.enabled=true --set leaderElection.resourceName=kube-scheduler | \
+		$(GO) run ./hack/chartconfig manifests/components/sole-scheduler/config.yaml
+	@set -o pipefail; $(KUSTOMIZE) build hack/kustomize/sole-overlay | \
+		$(GO) run ./hack/chartconfig manifests/components/sole-scheduler/config.yaml
+	@if $(KUSTOMIZE) build manifests | grep -q '^ *- schedulerName: default-scheduler$$'; then \
+		echo "kustomize build manifests serves default-scheduler: only components/sole-scheduler may"; exit 1; fi
+	@if $(HELM) template caldera charts/caldera | grep -q '^ *- schedulerName: default-scheduler$$'; then \
+		echo "the chart's defaults serve default-scheduler: only profiles.defaultScheduler.enabled may"; exit 1; fi
+	@if $(HELM) template caldera charts/caldera --set profiles.spread.enabled=false | grep -q 'schedulerName: caldera-scheduler-spread$$'; then \
+		echo "profiles.spread.enabled=false still renders the spread profile"; exit 1; fi
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering"
 
 clean:
 	rm -rf bin

@@ -94,6 +94,29 @@ func NewProvider(lead *status.Leadership) *Provider {
 // and the command starts the shared machinery once, afterwards (Start).
 // ctx bounds the cache's lifetime (it is the scheduler's context).
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
+	p.create(ctx, h)
+	if p.err == nil {
+		p.cache.addProfile(h)
+		p.cache.NoteProfile(h.ProfileName(), true)
+	}
+	return p.cache, p.err
+}
+
+// GetForQueueSort is Get for CalderaQueueSort. kube-scheduler runs one
+// QueueSort plugin for every profile, so a profile that is not Caldera's
+// (such as a default-scheduler profile beside Caldera's) builds it too; a
+// profile that builds no other Caldera plugin is noted as plain
+// (Cache.NoteProfile), and its pods are ordered as PrioritySort orders them.
+func (p *Provider) GetForQueueSort(ctx context.Context, h fwk.Handle) (*Cache, error) {
+	p.create(ctx, h)
+	if p.err == nil {
+		p.cache.NoteProfile(h.ProfileName(), false)
+	}
+	return p.cache, p.err
+}
+
+// create makes the cache on the first call, with h's handle.
+func (p *Provider) create(ctx context.Context, h fwk.Handle) {
 	p.once.Do(func() {
 		p.cache, p.err = newCache(ctx, h)
 		if p.err == nil {
@@ -101,10 +124,6 @@ func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 			p.ready.Store(p.cache)
 		}
 	})
-	if p.err == nil {
-		p.cache.addProfile(h)
-	}
-	return p.cache, p.err
 }
 
 // Cache returns the cache once a plugin has created it, else nil. For tools
@@ -203,6 +222,29 @@ type Cache struct {
 	// is the profile's name), not by whichever profile built the cache.
 	recordersMu sync.RWMutex
 	recorders   map[string]events.EventRecorderLogger
+	// fallbackRecorder is the first Caldera profile's recorder: the cache
+	// may have been built by a plain profile's queue sort, whose name must
+	// not report Caldera's Events.
+	fallbackRecorder events.EventRecorderLogger
+
+	// profiles holds every profile that built a Caldera plugin, by name:
+	// true when it built one other than the queue sort. Guarded by mu;
+	// written while kube-scheduler builds its profiles, read by SortInfo.
+	profiles map[string]bool
+}
+
+// NoteProfile records that the profile named name built a Caldera plugin;
+// caldera says whether that plugin is one other than CalderaQueueSort. A
+// profile every call of which says false is plain: its pods are ordered as
+// upstream's PrioritySort orders them (SortInfo.Plain). A profile stays
+// Caldera's once any call said true, whatever order its plugins are built in.
+func (c *Cache) NoteProfile(name string, caldera bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.profiles == nil {
+		c.profiles = map[string]bool{}
+	}
+	c.profiles[name] = c.profiles[name] || caldera
 }
 
 // addProfile records h's profile's Event recorder; every plugin of every
@@ -216,14 +258,20 @@ func (c *Cache) addProfile(h fwk.Handle) {
 	if _, ok := c.recorders[h.ProfileName()]; !ok {
 		c.recorders[h.ProfileName()] = h.EventRecorder()
 	}
+	if c.fallbackRecorder == nil {
+		c.fallbackRecorder = h.EventRecorder()
+	}
 }
 
 // Recorder implements status.Source: the Event recorder of the profile
-// named schedulerName, else that of the profile that built the cache (a
+// named schedulerName, else that of the first Caldera profile built (for a
 // pod of no Caldera profile, or a PodGroup with no member yet).
 func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
 	c.recordersMu.RLock()
 	r := c.recorders[schedulerName]
+	if r == nil {
+		r = c.fallbackRecorder
+	}
 	c.recordersMu.RUnlock()
 	if r == nil {
 		return c.handle.EventRecorder()

@@ -14,7 +14,16 @@ import (
 
 // SortInfo is what QueueSort compares for one pod: its group's priority and
 // creation time, then the group's key. A pod without a group is its own group.
+//
+// A pod of a plain profile (NoteProfile) has Plain set, its own priority in
+// Priority, a zero queue priority and share (a priority-0 queue that holds
+// nothing) and nothing else: QueueSort orders two plain pods as PrioritySort
+// does, by priority and then the time they entered the scheduling queue,
+// which only the queue knows.
 type SortInfo struct {
+	// Plain: the pod's scheduler is a profile that built no Caldera plugin
+	// but the queue sort, whatever the pod's labels say.
+	Plain bool
 	// QueuePriority and QueueShare describe the group's queue: higher
 	// priority first, then the queue furthest below its deserved share.
 	QueuePriority int32
@@ -30,6 +39,9 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	key, ok := GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if caldera, known := c.profiles[pod.Spec.SchedulerName]; known && !caldera {
+		return SortInfo{Plain: true, Priority: podPriority(pod)}
+	}
 	var info SortInfo
 	if !ok {
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}

@@ -1,0 +1,78 @@
+package cache
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/status"
+)
+
+func scheduledBy(name string) podOpt { return func(p *v1.Pod) { p.Spec.SchedulerName = name } }
+
+// TestSortInfoPlainProfiles: a pod of a profile that built only the queue
+// sort is plain whatever its labels, with its own priority and nothing
+// else; a profile is Caldera's once any of its plugins but the queue sort
+// was built, in whichever order; a pod of a profile never noted sorts as
+// before.
+func TestSortInfoPlainProfiles(t *testing.T) {
+	c, _ := newTestCache(t)
+	c.NoteProfile("default-scheduler", false)
+	c.NoteProfile("default-scheduler", false) // one call per profile and plugin
+	c.NoteProfile("caldera-scheduler", false) // the queue sort first,
+	c.NoteProfile("caldera-scheduler", true)  // then CalderaGang
+	c.NoteProfile("caldera-spread", true)     // CalderaGang first,
+	c.NoteProfile("caldera-spread", false)    // then the queue sort
+
+	member := mkPod("ns", "m", "g", priority(100), scheduledBy("caldera-scheduler"))
+	addAll(c, member)
+	plainMember := mkPod("ns", "d1", "g", priority(3), scheduledBy("default-scheduler"))
+	plainSolo := mkPod("ns", "d2", "", scheduledBy("default-scheduler"))
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want SortInfo
+	}{
+		{plainMember, SortInfo{Plain: true, Priority: 3}},
+		{plainSolo, SortInfo{Plain: true, Priority: 0}},
+		{member, SortInfo{Priority: 100, Created: t0, Namespace: "ns", Name: "g"}},
+		{mkPod("ns", "s", "", priority(2), scheduledBy("caldera-spread")), SortInfo{Priority: 2, Created: t0, Namespace: "ns", Name: "s"}},
+		{mkPod("ns", "o", "", priority(4), scheduledBy("not-noted")), SortInfo{Priority: 4, Created: t0, Namespace: "ns", Name: "o"}},
+	} {
+		if got := c.SortInfo(tc.pod); got != tc.want {
+			t.Errorf("SortInfo(%s of %s) = %+v, want %+v", tc.pod.Name, tc.pod.Spec.SchedulerName, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { c.SortInfo(plainMember); c.SortInfo(member) }); n != 0 {
+		t.Errorf("SortInfo allocates %v times per call pair, want 0", n)
+	}
+}
+
+// A plain profile's queue sort may build the cache (kube-scheduler builds
+// profiles in the configuration's order): Events about pods of no Caldera
+// profile are still reported by a Caldera profile, never under the plain
+// profile's name.
+func TestEventsNotReportedByAPlainProfile(t *testing.T) {
+	plain, batch := newFakeHandle(), newFakeHandle()
+	plain.profile, batch.profile = "default-scheduler", "batch"
+	c := newEmpty(t.Context(), plain)
+	c.NoteProfile("default-scheduler", false)
+	c.addProfile(batch)
+	c.NoteProfile("batch", true)
+
+	notice := gang.Notice{Reason: "Unschedulable", Message: "m", Warning: true}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other"}, Spec: v1.PodSpec{SchedulerName: "default-scheduler"}}
+	status.New(c, status.Clients{}).WriteGroups(t.Context(), []status.Group{{Pods: []*v1.Pod{pod}, Notice: notice}})
+	if got := plain.recorded(); len(got) != 0 {
+		t.Errorf("the plain profile recorded %v, want nothing", got)
+	}
+	var names []string
+	for _, e := range batch.recorded() {
+		names = append(names, e.kind+" "+e.name)
+	}
+	if want := []string{"Pod ns/other"}; !slices.Equal(names, want) {
+		t.Errorf("batch recorded %v, want %v", names, want)
+	}
+}
