@@ -30,6 +30,7 @@ import (
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -57,10 +58,21 @@ func (k GroupKey) named() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
-// GroupKeyOf returns the group a pod belongs to, if it carries the label.
+// GroupKeyOf returns the group a pod belongs to, and whether it belongs to
+// one: the PodGroup its pod-group label names, else, for a pod that asks
+// for a gang by annotation (qapi.GangMinMemberAnnotation), the PodGroup of
+// its controller (qapi.ImplicitPodGroupOf). The label wins, so a
+// hand-written PodGroup always does. It is the one place that decides a
+// pod's group; only an annotated pod costs an allocation (its name).
 func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
-	name, ok := pod.Labels[PodGroupLabel]
-	if !ok || name == "" {
+	if name := pod.Labels[PodGroupLabel]; name != "" {
+		return GroupKey{Namespace: pod.Namespace, Name: name}, true
+	}
+	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
+		return GroupKey{}, false
+	}
+	name, ok := qapi.ImplicitPodGroupOf(pod)
+	if !ok {
 		return GroupKey{}, false
 	}
 	return GroupKey{Namespace: pod.Namespace, Name: name}, true
@@ -145,6 +157,8 @@ type Cache struct {
 
 	// dirty holds groups whose status or Events may need writing.
 	dirty map[GroupKey]struct{}
+	// implicit is the book of gangs asked for by annotation (implicit.go).
+	implicit implicitBook
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
@@ -305,6 +319,9 @@ type member struct {
 	// recorded from the scheduler's copy in Reserve or Permit; if it is then
 	// unreserved it is dropped, so a pod deleted mid-cycle leaves no ghost.
 	confirmed bool
+	// implicit: the member is in its group by annotation, not by label,
+	// and counted in the cache's implicitBook.
+	implicit bool
 	// released: a gang release rejected the member while it waited in Permit;
 	// its coming Unreserve is part of that release, not a new failure.
 	released bool

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -160,6 +161,12 @@ func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 		_, known := c.memberOf[pod.UID]
 		c.mu.RUnlock()
 		if !known {
+			if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; asks {
+				// It asks for a gang by annotation but gets none.
+				c.mu.Lock()
+				c.invalidGangLocked(pod)
+				c.mu.Unlock()
+			}
 			return // most pods: not a gang member, and never were
 		}
 	}
@@ -245,6 +252,7 @@ func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetNoticeLocked(pod.UID)
 	key, ok := c.memberOf[pod.UID]
 	if !ok {
 		return
@@ -269,6 +277,7 @@ func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetNoticeLocked(pod.UID)
 	if key, ok := c.memberOf[pod.UID]; ok {
 		c.removeMemberLocked(key, pod.UID)
 	}
@@ -286,6 +295,10 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
 		g.minRequestValid = false
+		if implicitMember(pod) {
+			m.implicit = true
+			c.implicitAddLocked(g, pod)
+		}
 	} else {
 		c.countLocked(g, m, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
@@ -382,6 +395,9 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	}
 	c.countLocked(g, m, -1)
 	delete(g.members, uid)
+	if m.implicit {
+		c.implicitRemoveLocked(key)
+	}
 	c.forgetRefusedExtraLocked(uid)
 	g.minRequestValid = false
 	g.removePriority(podPriority(m.pod))
@@ -412,6 +428,7 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 	appeared := g.pg == nil
 	g.pg = pg
+	c.implicitPodGroupLocked(g.key, true)
 	spec := SpecFrom(pg)
 	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)
 	if resized {
@@ -471,6 +488,7 @@ func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
 				waiting = append(waiting, uid)
 			}
 		}
+		c.implicitPodGroupLocked(key, false)
 		c.refreshLocked(g)
 		c.dropIfEmptyLocked(g)
 	}
