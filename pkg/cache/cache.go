@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -420,6 +421,27 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		return nil, err
 	}
 
+	// Finished members of gangs by annotation: an annotation cannot be
+	// selected on, so this informer lists the finished Job pods that lack
+	// the pod-group label, keeping the annotated ones slimmed and the
+	// rest as bare identities (slimJobPod). Only Jobs: other controllers'
+	// pods do not finish as members do. Without it a completed Job's
+	// PodGroup went back to Pending.
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = "!" + PodGroupLabel + "," + batchv1.JobNameLabel
+			o.FieldSelector = finishedSelector
+		}),
+		informers.WithTransform(slimJobPod))
+	jobReg, err := jobFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
+		UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
+		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	// Nodes come from the scheduler's own factory: it is started by the
 	// scheduler and synced before the first scheduling cycle.
 	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -433,6 +455,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
 		pgFactory.Start(ctx.Done())
 		finishedFactory.Start(ctx.Done())
+		jobFactory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
 		// Wait for our handlers, not just the stores, to have seen the
@@ -442,7 +465,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
 			return fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
 		}
-		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) {
+		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) || !cache.WaitFor(syncCtx, "", jobReg.HasSyncedChecker()) {
 			return fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
 		}
 		c.mu.RLock()

@@ -44,6 +44,7 @@ func slimPod(obj any) (any, error) {
 			DeletionTimestamp:          pod.DeletionTimestamp,
 			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
 			Labels:                     pod.Labels,
+			Annotations:                gangAnnotations(pod.Annotations),
 			OwnerReferences:            pod.OwnerReferences,
 		},
 		Spec: v1.PodSpec{
@@ -70,6 +71,36 @@ func slimPod(obj any) (any, error) {
 		},
 	}
 	return out, nil
+}
+
+// gangAnnotations keeps of a pod's annotations only those GroupKeyOf
+// reads, so that a finished member by annotation stays in its gang; nil
+// for most pods.
+func gangAnnotations(a map[string]string) map[string]string {
+	n, ok := a[qapi.GangMinMemberAnnotation]
+	if !ok {
+		return nil
+	}
+	out := map[string]string{qapi.GangMinMemberAnnotation: n}
+	if t, ok := a[qapi.GangTimeoutSecondsAnnotation]; ok {
+		out[qapi.GangTimeoutSecondsAnnotation] = t
+	}
+	return out
+}
+
+// slimJobPod is the transform of the finished Job pods informer, which
+// delivers the finished members of gangs by annotation (an annotation
+// cannot be selected on, so it lists every finished Job pod without the
+// pod-group label): an annotated pod is slimmed like a member, any other
+// is cut to its identity, which is all a delete needs. Idempotent.
+func slimJobPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
+		return slimPod(obj)
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}}, nil
 }
 
 func slimContainers(cs []v1.Container) []v1.Container {
