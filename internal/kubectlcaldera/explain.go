@@ -116,7 +116,7 @@ func (eo *explainOptions) gather(ctx context.Context, kc kubernetes.Interface, p
 		if err != nil {
 			return in, fmt.Errorf("getting pod %s/%s: %w", ns, name, err)
 		}
-		if g := pod.Labels[v1alpha1.PodGroupLabel]; g != "" {
+		if g := groupOf(pod); g != "" {
 			// A member is explained through its gang: the gang is what
 			// the scheduler admits and places as one.
 			pg, err := pc.SchedulingV1alpha1().PodGroups(ns).Get(ctx, g, metav1.GetOptions{})
@@ -132,11 +132,17 @@ func (eo *explainOptions) gather(ctx context.Context, kc kubernetes.Interface, p
 		}
 	}
 	if in.PodGroup != nil {
-		pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.PodGroupLabel + "=" + in.PodGroup.Name})
+		// Members by label or by the gang annotation (whose group name is
+		// derived from the owner, so no selector finds them).
+		pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return in, fmt.Errorf("listing the members of %s/%s: %w", ns, in.PodGroup.Name, err)
 		}
-		in.Pods = pods.Items
+		for i := range pods.Items {
+			if groupOf(&pods.Items[i]) == in.PodGroup.Name {
+				in.Pods = append(in.Pods, pods.Items[i])
+			}
+		}
 	}
 	if n, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
 		in.NamespaceQueue = n.Labels[qapi.QueueLabel]
@@ -163,6 +169,16 @@ func (eo *explainOptions) gather(ctx context.Context, kc kubernetes.Interface, p
 		}
 	}
 	return in, nil
+}
+
+// groupOf is the PodGroup a pod belongs to, as the scheduler decides it:
+// the pod-group label, else the gang it asks for by annotation; "" for none.
+func groupOf(pod *corev1.Pod) string {
+	if g := pod.Labels[v1alpha1.PodGroupLabel]; g != "" {
+		return g
+	}
+	g, _ := qapi.ImplicitPodGroupOf(pod)
+	return g
 }
 
 // Explanation is explain's answer.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -157,3 +158,27 @@ func TestNewestEvents(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func time1(i int) time.Duration { return time.Duration(i) * time.Second }
+
+// TestGroupOf: the label wins; else the gang asked for by annotation (named
+// after the pod's controller); else none.
+func TestGroupOf(t *testing.T) {
+	yes := true
+	owned := pod("ml", "train-0", "", "", "caldera-scheduler", corev1.PodPending, nil)
+	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "train", UID: "u1", Controller: &yes}}
+	owned.Annotations = map[string]string{qapi.GangMinMemberAnnotation: "2"}
+	labelled := owned
+	labelled.Labels = map[string]string{v1alpha1.PodGroupLabel: "hand-written"}
+	for _, tc := range []struct {
+		name string
+		pod  corev1.Pod
+		want string
+	}{
+		{"annotation", owned, "job-train"},
+		{"label wins", labelled, "hand-written"},
+		{"neither", pod("ml", "solo", "", "", "caldera-scheduler", corev1.PodPending, nil), ""},
+	} {
+		if got := groupOf(&tc.pod); got != tc.want {
+			t.Errorf("%s: groupOf = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
