@@ -318,7 +318,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		// binds behind new API connections. One that
 		// was told NotAdmitted is told it may go.
 		if u.gang != nil || u.notice != "" {
-			c.noteLocked(u, true, queue.CheckNone, "admitted to queue "+u.queue)
+			c.noteLocked(u, true, queue.CheckNone, "", "admitted to queue "+u.queue, now)
 		}
 	}
 	for name := range a.sorting {
@@ -339,15 +339,32 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.activate(logger, act)
 }
 
+// verdictRefresh is how long a refused unit's written verdict stands while
+// a new verdict differs from it only in its numbers (same check, queue and
+// resource: "remaining capability 0" becoming "1"). Each rewrite of a
+// verdict writes an Event, the PodGroup's annotation and the
+// PodScheduled condition of every waiting pod, and the numbers move with
+// every bind and completion in the queue: written at once, a backlog of a
+// thousand pods would be rewritten a thousand times per completion. A
+// change of check (capability to fair share, say) or an admission is
+// written at once; the deferred numbers are written by the first period
+// after this has passed, so the last numbers always land.
+const verdictRefresh = 30 * time.Second
+
 // noteLocked queues the Event (and annotation) for a decision, once per
 // change, with the unit's pods that wait for a node: the writer tells them
-// the verdict in their PodScheduled condition. O(members).
-func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string) {
+// the verdict in their PodScheduled condition. stage names a refusal's
+// check, queue and resource ("" for an admission): a refusal at the stage
+// already written waits for verdictRefresh. O(members).
+func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time) {
 	id := fmt.Sprint(admitted, msg)
 	if u.notice == id {
 		return
 	}
-	u.notice = id
+	if !admitted && u.notice != "" && stage == u.noticeStage && now.Sub(u.noticeAt) < verdictRefresh {
+		return
+	}
+	u.notice, u.noticeStage, u.noticeAt = id, stage, now
 	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key.named()
@@ -367,7 +384,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 // admission verdict changed. It runs on the status leader's period, not in the
 // pass: a queue that stops (missing, closed) leaves verdicts on groups the
 // pass never examined. O(pending groups); the Event is written once per change.
-func (c *Cache) noticePendingLocked() {
+func (c *Cache) noticePendingLocked(now time.Time) {
 	a := c.adm
 	c.clearStaleNominationsLocked()
 	for key, u := range a.units {
@@ -378,8 +395,13 @@ func (c *Cache) noticePendingLocked() {
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
 			continue
 		}
-		c.noteLocked(u, false, d.Check, decisionMessage(u, d))
+		c.noteLocked(u, false, d.Check, verdictStage(d), decisionMessage(u, d), now)
 	}
+}
+
+// verdictStage is what a refusal's verdict says apart from its numbers.
+func verdictStage(d queue.Decision) string {
+	return fmt.Sprint(d.Check, "/", d.Queue, "/", d.Resource, "/", d.Permanent)
 }
 
 // Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is

@@ -1295,7 +1295,7 @@ func TestAdmissionConcurrent(t *testing.T) {
 					c.onQueue(mkQueue("q2", weight(int32(1+i%3))), false)
 				case 5:
 					c.mu.Lock()
-					c.noticePendingLocked()
+					c.noticePendingLocked(t0.Add(time.Duration(i)*time.Millisecond))
 					c.mu.Unlock()
 					pendingWrites(c)
 				}
@@ -1552,5 +1552,54 @@ func TestQueueStatusHead(t *testing.T) {
 	writer(c).SyncQueues(ctx)
 	if got, want := head(), "Pod:old Pod:young"; got != want {
 		t.Errorf("after urgent was admitted: head %q, want %q", got, want)
+	}
+}
+
+// TestVerdictNumbersAreDeferred: a waiting pod's verdict is written at
+// once when it first appears and when its check changes, but a verdict that
+// differs only in its numbers waits verdictRefresh, and is then written
+// with the newest numbers.
+func TestVerdictNumbersAreDeferred(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")), mkQueue("r", capability("1")))
+	c.onNode(logger, mkNode("n1", "16"))
+	notice := func(at time.Time) []string {
+		c.mu.Lock()
+		c.noticePendingLocked(at)
+		c.mu.Unlock()
+		var out []string
+		for _, w := range pendingWrites(c) {
+			if w.Pod != nil && w.Pod.Name == "waiting" {
+				out = append(out, w.Message)
+			}
+		}
+		return out
+	}
+	blocker := single("ns", "blocker", inQueue("q"), cpu("2"))
+	podEvent(c, blocker)
+	pass(c, t0)
+	waiting := single("ns", "waiting", inQueue("q"), cpu("2"))
+	podEvent(c, waiting)
+	pass(c, t0)
+	if got := notice(t0); len(got) != 1 || got[0] != "queue q: cpu request 2 exceeds remaining capability 1" {
+		t.Fatalf("first verdict written: %q", got)
+	}
+	// Another pod takes the last core: only the number changes.
+	podEvent(c, single("ns", "small", inQueue("q"), cpu("1")))
+	pass(c, t0.Add(time.Second))
+	if got := notice(t0.Add(time.Second)); len(got) != 0 {
+		t.Errorf("a change of numbers only was written at once: %q", got)
+	}
+	if got := notice(t0.Add(verdictRefresh - time.Second)); len(got) != 0 {
+		t.Errorf("written before verdictRefresh passed: %q", got)
+	}
+	if got := notice(t0.Add(verdictRefresh)); len(got) != 1 || got[0] != "queue q: cpu request 2 exceeds remaining capability 0" {
+		t.Errorf("after verdictRefresh: %q, want the newest numbers", got)
+	}
+	// A change of check is written at once: the pod moves to queue r,
+	// whose capability it can never fit.
+	podEvent(c, next(waiting, inQueue("r")))
+	pass(c, t0.Add(verdictRefresh+time.Second))
+	if got := notice(t0.Add(verdictRefresh + time.Second)); len(got) != 1 || !strings.Contains(got[0], "queue r") {
+		t.Errorf("a change of queue: %q, want it written at once", got)
 	}
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"slices"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,7 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 	if !c.adm.on() {
 		return nil
 	}
-	c.noticePendingLocked()
+	c.noticePendingLocked(time.Now())
 	var out []status.Admission
 	for {
 		select {

@@ -54,8 +54,13 @@ type unit struct {
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
 	freeRoomUntil time.Time
-	// notice is the last admission Event written for the unit.
-	notice string
+	// notice is the last admission Event written for the unit;
+	// noticeStage and noticeAt say which check a refusal named (with its
+	// queue and resource) and when it was written, to defer rewrites that
+	// change only the numbers (verdictRefresh).
+	notice      string
+	noticeStage string
+	noticeAt    time.Time
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
 	// extraDemand is the unit's part of extraQueue's extra demand
