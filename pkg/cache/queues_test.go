@@ -1295,7 +1295,7 @@ func TestAdmissionConcurrent(t *testing.T) {
 					c.onQueue(mkQueue("q2", weight(int32(1+i%3))), false)
 				case 5:
 					c.mu.Lock()
-					c.noticePendingLocked(t0.Add(time.Duration(i)*time.Millisecond))
+					c.noticePendingLocked(t0.Add(time.Duration(i) * time.Millisecond))
 					c.mu.Unlock()
 					pendingWrites(c)
 				}
