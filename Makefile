@@ -232,7 +232,7 @@ chart-check:
 		--set profiles.batch.plugins.CalderaGangPlacement=false | \
 		grep -E -- '- name: (CalderaEnqueue|CalderaReclaim|CalderaBinder|CalderaGangPlacement|DefaultPreemption|DefaultBinder)$$'; then \
 		echo "a plugin toggled off in the chart (or CalderaReclaim without CalderaEnqueue) is still configured"; exit 1; fi
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering"
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering, plugins toggled off are gone"
 
 clean:
 	rm -rf bin
