@@ -40,7 +40,7 @@ it writes (Queue and PodGroup status, annotations, Events). Run it as
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	root.AddCommand(newQueuesCommand(o), newJobsCommand(o))
+	root.AddCommand(newQueuesCommand(o), newJobsCommand(o), newExplainCommand(o))
 	return root
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -66,7 +67,11 @@ Singletons are pods without a PodGroup whose schedulerName is one of
 			if err != nil {
 				return err
 			}
-			rows, err := jo.list(cmd.Context(), kc, pc, ns, time.Now())
+			qc, err := qclient.NewForConfig(jsonOnly(cfg))
+			if err != nil {
+				return err
+			}
+			rows, err := jo.list(cmd.Context(), kc, pc, qc, ns, time.Now())
 			if err != nil {
 				return err
 			}
@@ -99,13 +104,18 @@ type JobRow struct {
 	// Waiting is how long the job has existed without having started; empty
 	// once it runs.
 	Waiting string `json:"waiting,omitempty"`
+	// Position is the job's place in its queue's admission order (1 is
+	// next), from the head the scheduler publishes in the Queue's status;
+	// 0 when it is not there (admitted, short of members, or further back
+	// than the published head).
+	Position int `json:"position,omitempty"`
 	// Verdict is why the job waits, as "Reason: message": the PodGroup's
 	// verdict annotation, else a waiting pod's PodScheduled=False
 	// condition, else the newest Event.
 	Verdict string `json:"verdict,omitempty"`
 }
 
-func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgclient.Interface, ns string, now time.Time) ([]JobRow, error) {
+func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgclient.Interface, qc qclient.Interface, ns string, now time.Time) ([]JobRow, error) {
 	pgs, err := pc.SchedulingV1alpha1().PodGroups(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing PodGroups: %w", err)
@@ -125,6 +135,13 @@ func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgc
 		}
 	} // else: a user who may not list namespaces sees the default queue for them
 	rows := JobRows(pgs.Items, pods.Items, events.Items, nsQueue, jo.schedulers, jo.defaultQueue, now)
+	if qc != nil {
+		// Positions are a nicety: a user who may not list Queues still
+		// gets the rest.
+		if queues, err := qc.SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{}); err == nil {
+			SetPositions(rows, queues.Items)
+		}
+	}
 	if jo.queue != "" {
 		rows = slices.DeleteFunc(rows, func(r JobRow) bool { return r.Queue != jo.queue })
 	}
@@ -216,6 +233,21 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 	return rows
 }
 
+// SetPositions fills each row's Position from its queue's published head
+// (QueueStatus.Head).
+func SetPositions(rows []JobRow, queues []qapi.Queue) {
+	type at struct{ kind, ns, name string }
+	pos := map[at]int{}
+	for _, q := range queues {
+		for i, g := range q.Status.Head {
+			pos[at{g.Kind, g.Namespace, g.Name}] = i + 1
+		}
+	}
+	for i := range rows {
+		rows[i].Position = pos[at{rows[i].Kind, rows[i].Namespace, rows[i].Name}]
+	}
+}
+
 // heldBy is an unbound pod's PodScheduled=False condition as "Reason:
 // message" (the scheduler's verdict, which does not expire as Events do),
 // else "".
@@ -297,14 +329,18 @@ func printJobs(w io.Writer, rows []JobRow, format string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tKIND\tQUEUE\tPHASE\tBOUND/MIN\tMEMBERS\tADMITTED\tWAITING\tVERDICT")
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tKIND\tQUEUE\tPOSITION\tPHASE\tBOUND/MIN\tMEMBERS\tADMITTED\tWAITING\tVERDICT")
 	for _, r := range rows {
 		// A singleton's admission is in its Events only.
 		admitted := "-"
 		if r.Kind == "PodGroup" {
 			admitted = dash(r.AdmittedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Kind, r.Queue, r.Phase,
+		position := "-"
+		if r.Position > 0 {
+			position = fmt.Sprint(r.Position)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Kind, r.Queue, position, r.Phase,
 			r.Bound, r.MinMember, r.Members, admitted, dash(r.Waiting), dash(r.Verdict))
 	}
 	return tw.Flush()

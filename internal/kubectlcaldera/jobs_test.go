@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,33 @@ func TestJobRowsPreferKeptVerdicts(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("verdicts\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestSetPositions: a row's position is its index in its queue's published
+// head plus one, matched by kind, namespace and name; others have none.
+func TestSetPositions(t *testing.T) {
+	rows := []JobRow{
+		{Namespace: "ml", Name: "train", Kind: "PodGroup"},
+		{Namespace: "ml", Name: "solo", Kind: "Pod"},
+		{Namespace: "ml", Name: "train", Kind: "Pod"}, // same name, other kind
+		{Namespace: "other", Name: "solo", Kind: "Pod"},
+		{Namespace: "ml", Name: "running", Kind: "PodGroup"},
+	}
+	queues := []qapi.Queue{
+		{Status: qapi.QueueStatus{Head: []qapi.QueuedGroup{{Kind: "Pod", Namespace: "ml", Name: "solo"}, {Kind: "PodGroup", Namespace: "ml", Name: "train"}}}},
+		{Status: qapi.QueueStatus{Head: []qapi.QueuedGroup{{Kind: "Pod", Namespace: "other", Name: "solo"}}}},
+	}
+	SetPositions(rows, queues)
+	got := []int{}
+	for _, r := range rows {
+		got = append(got, r.Position)
+	}
+	if want := []int{2, 1, 0, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("positions %v, want %v", got, want)
+	}
+	var b bytes.Buffer
+	if err := printJobs(&b, rows, "table"); err != nil || !strings.Contains(b.String(), "POSITION") {
+		t.Errorf("table (%v):\n%s", err, b.String())
 	}
 }

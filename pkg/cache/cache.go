@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +31,7 @@ import (
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -57,10 +59,21 @@ func (k GroupKey) named() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
-// GroupKeyOf returns the group a pod belongs to, if it carries the label.
+// GroupKeyOf returns the group a pod belongs to, and whether it belongs to
+// one: the PodGroup its pod-group label names, else, for a pod that asks
+// for a gang by annotation (qapi.GangMinMemberAnnotation), the PodGroup of
+// its controller (qapi.ImplicitPodGroupOf). The label wins, so a
+// hand-written PodGroup always does. It is the one place that decides a
+// pod's group; only an annotated pod costs an allocation (its name).
 func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
-	name, ok := pod.Labels[PodGroupLabel]
-	if !ok || name == "" {
+	if name := pod.Labels[PodGroupLabel]; name != "" {
+		return GroupKey{Namespace: pod.Namespace, Name: name}, true
+	}
+	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
+		return GroupKey{}, false
+	}
+	name, ok := qapi.ImplicitPodGroupOf(pod)
+	if !ok {
 		return GroupKey{}, false
 	}
 	return GroupKey{Namespace: pod.Namespace, Name: name}, true
@@ -164,6 +177,8 @@ type Cache struct {
 
 	// dirty holds groups whose status or Events may need writing.
 	dirty map[GroupKey]struct{}
+	// implicit is the book of gangs asked for by annotation (implicit.go).
+	implicit implicitBook
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
@@ -353,6 +368,9 @@ type member struct {
 	// recorded from the scheduler's copy in Reserve or Permit; if it is then
 	// unreserved it is dropped, so a pod deleted mid-cycle leaves no ghost.
 	confirmed bool
+	// implicit: the member is in its group by annotation, not by label,
+	// and counted in the cache's implicitBook.
+	implicit bool
 	// released: a gang release rejected the member while it waited in Permit;
 	// its coming Unreserve is part of that release, not a new failure.
 	released bool
@@ -451,6 +469,27 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		return nil, err
 	}
 
+	// Finished members of gangs by annotation: an annotation cannot be
+	// selected on, so this informer lists the finished Job pods that lack
+	// the pod-group label, keeping the annotated ones slimmed and the
+	// rest as bare identities (slimJobPod). Only Jobs: other controllers'
+	// pods do not finish as members do. Without it a completed Job's
+	// PodGroup went back to Pending.
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = "!" + PodGroupLabel + "," + batchv1.JobNameLabel
+			o.FieldSelector = finishedSelector
+		}),
+		informers.WithTransform(slimJobPod))
+	jobReg, err := jobFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
+		UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
+		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	// Nodes come from the scheduler's own factory: it is started by the
 	// scheduler and synced before the first scheduling cycle.
 	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -464,6 +503,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
 		pgFactory.Start(ctx.Done())
 		finishedFactory.Start(ctx.Done())
+		jobFactory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
 		// Wait for our handlers, not just the stores, to have seen the
@@ -473,7 +513,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
 			return fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
 		}
-		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) {
+		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) || !cache.WaitFor(syncCtx, "", jobReg.HasSyncedChecker()) {
 			return fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
 		}
 		c.mu.RLock()

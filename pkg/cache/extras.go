@@ -130,8 +130,14 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	// handler may: the unit then reserves nothing (started) while its
 	// queue's allocated lacks the member just bound. What the unit's
 	// minimum asks beyond what it is seen to hold is counted for it.
+	// Only unfinished bound members count: Counts.Bound counts finished
+	// ones too, which hold nothing, and counting them charged a gang whose
+	// members failed its minimum again for the replacements, refusing
+	// them forever under a capability within twice the minimum. (A member
+	// that finished unbound is subtracted too; the window this covers is
+	// then not compensated, which errs towards admitting.)
 	var own resources.List
-	if u.admitted && g.counts.Bound >= int(g.spec.MinMember) {
+	if u.admitted && g.counts.Bound-g.counts.Succeeded-g.counts.Failed >= int(g.spec.MinMember) {
 		for k, v := range u.request {
 			if d := v - u.held[k] - u.inflight[k]; d > 0 {
 				if own == nil {

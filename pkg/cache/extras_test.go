@@ -301,3 +301,50 @@ func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want PreFilt
 		t.Errorf("PreFilter(%s) = %v %q, want %v %q", p.Name, code, msg, want, wantMsg)
 	}
 }
+
+// TestReplacementsOfFinishedMembers: a started gang whose members failed
+// gets replacements (a Job's controller makes new pods); they are members
+// beyond the minimum of a started gang, checked against capability. The
+// finished members still count as bound (Counts.Bound counts every phase)
+// but hold nothing, so the unit's minimum must not be charged for them
+// again: that refused the replacements forever once the queue's
+// capability was within twice the minimum (TestAnnotatedJobRetried, about
+// one run in three).
+func TestReplacementsOfFinishedMembers(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a", capability("4")))
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
+	pods := []*v1.Pod{memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))}
+	for _, p := range pods {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	at := t0.Add(time.Second)
+	for _, p := range pods {
+		c.Reserve(next(p, boundTo("n1")))
+		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+	}
+	for _, p := range pods {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	pass(c, at)
+	wantUsage(t, c, "a", 4, 0)
+	// Both fail; the Job controller makes two replacements.
+	for _, p := range pods {
+		running := next(p, boundTo("n1"), phase(v1.PodRunning))
+		failed := next(running, phase(v1.PodFailed))
+		update(c, running, failed)
+		c.onAnyPod(failed, false)
+	}
+	r0, r1 := memberOf("ns", "r0", "g", cpu("2")), memberOf("ns", "r1", "g", cpu("2"))
+	podEvent(c, r0)
+	podEvent(c, r1)
+	pass(c, at)
+	h.activations()
+	wantUsage(t, c, "a", 0, 0)
+	wantPreFilter(t, c, r0, at, PreFilterOK, "")
+	c.Reserve(next(r0, boundTo("n1")))
+	wantPreFilter(t, c, r1, at, PreFilterOK, "")
+	wantConsistent(t, c, "after the replacements")
+}

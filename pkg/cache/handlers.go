@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -43,6 +44,7 @@ func slimPod(obj any) (any, error) {
 			DeletionTimestamp:          pod.DeletionTimestamp,
 			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
 			Labels:                     pod.Labels,
+			Annotations:                gangAnnotations(pod.Annotations),
 			OwnerReferences:            pod.OwnerReferences,
 		},
 		Spec: v1.PodSpec{
@@ -69,6 +71,36 @@ func slimPod(obj any) (any, error) {
 		},
 	}
 	return out, nil
+}
+
+// gangAnnotations keeps of a pod's annotations only those GroupKeyOf
+// reads, so that a finished member by annotation stays in its gang; nil
+// for most pods.
+func gangAnnotations(a map[string]string) map[string]string {
+	n, ok := a[qapi.GangMinMemberAnnotation]
+	if !ok {
+		return nil
+	}
+	out := map[string]string{qapi.GangMinMemberAnnotation: n}
+	if t, ok := a[qapi.GangTimeoutSecondsAnnotation]; ok {
+		out[qapi.GangTimeoutSecondsAnnotation] = t
+	}
+	return out
+}
+
+// slimJobPod is the transform of the finished Job pods informer, which
+// delivers the finished members of gangs by annotation (an annotation
+// cannot be selected on, so it lists every finished Job pod without the
+// pod-group label): an annotated pod is slimmed like a member, any other
+// is cut to its identity, which is all a delete needs. Idempotent.
+func slimJobPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
+		return slimPod(obj)
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}}, nil
 }
 
 func slimContainers(cs []v1.Container) []v1.Container {
@@ -160,6 +192,12 @@ func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 		_, known := c.memberOf[pod.UID]
 		c.mu.RUnlock()
 		if !known {
+			if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; asks {
+				// It asks for a gang by annotation but gets none.
+				c.mu.Lock()
+				c.invalidGangLocked(pod)
+				c.mu.Unlock()
+			}
 			return // most pods: not a gang member, and never were
 		}
 	}
@@ -245,6 +283,7 @@ func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetNoticeLocked(pod.UID)
 	key, ok := c.memberOf[pod.UID]
 	if !ok {
 		return
@@ -269,6 +308,7 @@ func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetNoticeLocked(pod.UID)
 	if key, ok := c.memberOf[pod.UID]; ok {
 		c.removeMemberLocked(key, pod.UID)
 	}
@@ -286,6 +326,10 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
 		g.minRequestValid = false
+		if implicitMember(pod) {
+			m.implicit = true
+			c.implicitAddLocked(g, pod)
+		}
 	} else {
 		c.countLocked(g, m, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
@@ -382,6 +426,9 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	}
 	c.countLocked(g, m, -1)
 	delete(g.members, uid)
+	if m.implicit {
+		c.implicitRemoveLocked(key)
+	}
 	c.forgetRefusedExtraLocked(uid)
 	g.minRequestValid = false
 	g.removePriority(podPriority(m.pod))
@@ -412,6 +459,7 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
 	appeared := g.pg == nil
 	g.pg = pg
+	c.implicitPodGroupLocked(g.key, true)
 	spec := SpecFrom(pg)
 	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)
 	if resized {
@@ -471,6 +519,7 @@ func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
 				waiting = append(waiting, uid)
 			}
 		}
+		c.implicitPodGroupLocked(key, false)
 		c.refreshLocked(g)
 		c.dropIfEmptyLocked(g)
 	}

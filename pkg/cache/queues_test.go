@@ -1518,3 +1518,39 @@ func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 		t.Errorf("the admitted singleton lost its nomination")
 	}
 }
+
+// TestQueueStatusHead: the Queue status lists the queue's waiting groups in
+// admission order (priority, then creation), without the admitted ones, and
+// the list follows the queue as groups are admitted and leave.
+func TestQueueStatusHead(t *testing.T) {
+	ctx := context.Background()
+	c, _, qc := newAdmissionCache(t, singletons, mkQueue("a", capability("1")))
+	c.onNode(logger, mkNode("n1", "16"))
+	podEvent(c, single("ns", "first", inQueue("a"), createdAt(t0)))
+	pass(c, t0)
+	podEvent(c, single("ns", "old", inQueue("a"), createdAt(t0.Add(time.Second))))
+	podEvent(c, single("ns", "urgent", inQueue("a"), priority(100), createdAt(t0.Add(3*time.Second))))
+	podEvent(c, single("ns", "young", inQueue("a"), createdAt(t0.Add(2*time.Second))))
+	pg := mkPG("ns", "gang", 2, pgQueue("a"))
+	addPG(c, pg)
+	podEvent(c, memberOf("ns", "gang-0", "gang", inQueue("a")))
+	pass(c, t0.Add(4*time.Second))
+	writer(c).SyncQueues(ctx)
+	head := func() string {
+		var names []string
+		for _, g := range queueStatus(t, qc, "a").Head {
+			names = append(names, g.Kind+":"+g.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	// "first" is admitted; the gang short of a member is not in the order.
+	if got, want := head(), "Pod:urgent Pod:old Pod:young"; got != want {
+		t.Errorf("head %q, want %q", got, want)
+	}
+	podDelete(c, single("ns", "first", inQueue("a"), createdAt(t0)))
+	pass(c, t0.Add(5*time.Second))
+	writer(c).SyncQueues(ctx)
+	if got, want := head(), "Pod:old Pod:young"; got != want {
+		t.Errorf("after urgent was admitted: head %q, want %q", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -101,6 +102,7 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 			n = &counts{}
 		}
 		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
+		st.Head = queuedGroups(a.pending.Head(name, QueueHeadLength))
 		st.Allocated = convert.ResourceList(alloc[name])
 		share := 0.0
 		if a.shares != nil {
@@ -122,6 +124,28 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 	}
 	c.mu.RUnlock()
 	return want
+}
+
+// QueueHeadLength is how many of a queue's first waiting groups its status
+// lists (QueueStatus.Head): enough for the jobs near the front to see their
+// position, few enough that a long queue does not grow the Queue object or
+// rewrite it on every change far behind.
+const QueueHeadLength = 20
+
+// queuedGroups renders unit keys as the Queue status lists them.
+func queuedGroups(keys []queue.Key) []qapi.QueuedGroup {
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make([]qapi.QueuedGroup, len(keys))
+	for i, k := range keys {
+		kind := "PodGroup"
+		if k.Kind == queue.KindPod {
+			kind = "Pod"
+		}
+		out[i] = qapi.QueuedGroup{Kind: kind, Namespace: k.Namespace, Name: k.Name}
+	}
+	return out
 }
 
 func setCondition(conds *[]metav1.Condition, gen int64, typ string, p *queue.Problem) {
@@ -162,6 +186,9 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 		return false
 	}
 	if !convert.Resources(a.Allocated).Equal(convert.Resources(b.Allocated)) || !convert.Resources(a.Deserved).Equal(convert.Resources(b.Deserved)) {
+		return false
+	}
+	if !slices.Equal(a.Head, b.Head) {
 		return false
 	}
 	if len(a.Conditions) != len(b.Conditions) {

@@ -120,3 +120,36 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 		t.Errorf("slimPod changed a tombstone: %v", got)
 	}
 }
+
+// TestSlimJobPod: the finished Job pods informer keeps an annotated pod's
+// gang annotations (GroupKeyOf reads them) and cuts other pods to their
+// identity; both are idempotent.
+func TestSlimJobPod(t *testing.T) {
+	yes := true
+	owner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "j", Controller: &yes}}
+	annotated := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "ua", OwnerReferences: owner, Annotations: map[string]string{
+			"scheduling.caldera.dev/gang-min-member": "2", "scheduling.caldera.dev/gang-timeout-seconds": "30", "other": "big"}},
+		Status: v1.PodStatus{Phase: v1.PodSucceeded},
+	}
+	plain := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up", OwnerReferences: owner, Annotations: map[string]string{"other": "big"}},
+		Status:     v1.PodStatus{Phase: v1.PodSucceeded},
+	}
+	a, _ := slimJobPod(annotated)
+	ap := a.(*v1.Pod)
+	if k, ok := GroupKeyOf(ap); !ok || k != key("ns", "job-train") || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
+		t.Errorf("slimmed annotated pod: group %v %v, annotations %v, phase %s", k, ok, ap.Annotations, ap.Status.Phase)
+	}
+	p, _ := slimJobPod(plain)
+	pp := p.(*v1.Pod)
+	if want := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up"}}); !equality.Semantic.DeepEqual(pp, want) {
+		t.Errorf("slimmed plain Job pod %+v, want its identity only", pp)
+	}
+	for _, o := range []*v1.Pod{ap, pp} {
+		again, _ := slimJobPod(o)
+		if !equality.Semantic.DeepEqual(again, o) {
+			t.Errorf("slimJobPod is not idempotent on %s", o.Name)
+		}
+	}
+}

@@ -88,6 +88,11 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		w := status.Group{Key: key.named(), PodGroup: g.pg, Profile: g.profileLocked()}
 		w.Notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
 		g.waitingWorkLocked(&w)
+		if g.pg == nil && c.implicit.groups[key] != nil {
+			// Its PodGroup is being created (PodGroupsToCreate): no Event
+			// tells its members that it is missing.
+			w.Notice = gang.Notice{}
+		}
 		noticeID := w.Notice.Reason + "\x00" + w.Notice.Message
 		if w.Notice.Reason == "" || noticeID == g.lastEvent {
 			w.Notice = gang.Notice{}

@@ -14,13 +14,16 @@ const (
 	WriteQueueStatus        = "queue_status"
 	WritePodNomination      = "pod_nomination"
 	WritePodCondition       = "pod_condition"
+	// WriteCreatePodGroup: creating the PodGroup of a gang asked for by
+	// annotation.
+	WriteCreatePodGroup = "podgroup_create"
 )
 
 var (
 	writeErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "caldera",
 		Name:           "status_write_errors_total",
-		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status, stale pod nominations and pod conditions, by object.",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status, stale pod nominations, pod conditions and created PodGroups, by object.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 
@@ -35,7 +38,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(writeErrors)
-		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition} {
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition, WriteCreatePodGroup} {
 			writeErrors.WithLabelValues(o)
 		}
 	})

@@ -123,6 +123,13 @@ type Source interface {
 	QueueStatusUpdates() []*qapi.Queue
 	// PodGroup returns the PodGroup as the state's informer has it.
 	PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool)
+	// PodGroupsToCreate returns the gangs asked for by annotation whose
+	// PodGroup does not exist; one handed out is handed out again only
+	// after a few seconds, if its PodGroup is still missing.
+	PodGroupsToCreate() []PodGroupToCreate
+	// PodNotices returns the Warning Events about pods queued since the
+	// last call, each pod's once.
+	PodNotices() []PodNotice
 	// Recorder returns the Event recorder of the profile named
 	// schedulerName.
 	Recorder(schedulerName string) events.EventRecorderLogger
@@ -202,7 +209,7 @@ func (w *Writer) Run(ctx context.Context, period time.Duration, lead *Leadership
 	}, period)
 }
 
-// Sync is one pass: status and Events of the groups that changed since the
+// Sync is one pass: the PodGroups of gangs asked for by annotation, status and Events of the groups that changed since the
 // last pass, admission writes, Queue status. Its cost is proportional to
 // what changed, not to all groups. Before the state has every member it
 // writes nothing (counts would miss members not yet listed).
@@ -210,6 +217,9 @@ func (w *Writer) Sync(ctx context.Context) {
 	if !w.src.StatusReady() {
 		return
 	}
+	// PodGroups first: a gang asked for by annotation waits for its own.
+	w.CreatePodGroups(ctx)
+	w.PostPodNotices()
 	work := w.src.GroupStatusWork(time.Now())
 	w.src.RecordGroupMetrics()
 	w.WriteAdmissions(ctx)

@@ -45,6 +45,11 @@ type fakeSource struct {
 	allDirty int
 	// took is signalled at every GroupStatusWork call.
 	took chan struct{}
+	// create and notices are handed out once; onCreate, if set, is called
+	// at every PodGroupsToCreate.
+	create   []PodGroupToCreate
+	notices  []PodNotice
+	onCreate func()
 }
 
 func (s *fakeSource) StatusReady() bool { return s.ready }
@@ -70,6 +75,23 @@ func (s *fakeSource) MarkAllGroupsDirty() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.allDirty++
+}
+func (s *fakeSource) PodGroupsToCreate() []PodGroupToCreate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.onCreate != nil {
+		s.onCreate()
+	}
+	c := s.create
+	s.create = nil
+	return c
+}
+func (s *fakeSource) PodNotices() []PodNotice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
 }
 func (s *fakeSource) RecordGroupMetrics() {}
 func (s *fakeSource) Admitting() bool     { return s.admitting }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/convert"
@@ -85,7 +84,7 @@ func (s *state) Clone() fwk.StateData { return s }
 // which a signature of the pod cannot capture, so members refuse to be signed
 // and are scored every cycle.
 func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if group := pod.Labels[v1alpha1.PodGroupLabel]; group != "" {
+	if _, member := cache.GroupKeyOf(pod); member {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member's placement score depends on its siblings' nodes")
 	}
 	return nil, nil
@@ -100,8 +99,8 @@ func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment
 // report reservations (so the cache misses assumed siblings) are the
 // snapshot's pods scanned, O(nodes + pods).
 func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	group, ok := pod.Labels[v1alpha1.PodGroupLabel]
-	if !ok || group == "" {
+	group, ok := cache.GroupKeyOf(pod)
+	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	scan := !pl.cache.TracksReservations(pl.profile)
@@ -126,7 +125,7 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 		}
 		for _, ni := range all {
 			for _, pi := range ni.GetPods() {
-				if p := pi.GetPod(); p.Namespace == pod.Namespace && p.Labels[v1alpha1.PodGroupLabel] == group {
+				if k, ok := cache.GroupKeyOf(pi.GetPod()); ok && k == group {
 					siblings[ni.Node().Name]++
 				}
 			}

@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -78,6 +82,8 @@ func (e auditEvent) kind() string {
 	case r.Resource == "podgroups" && r.Subresource == "status",
 		r.Resource == "queues" && r.Subresource == "status":
 		return "status"
+	case r.Resource == "podgroups" && r.Subresource == "" && e.Verb == "create":
+		return "create" // the PodGroup of a gang by annotation
 	case r.Resource == "podgroups" && e.Verb == "patch":
 		return "status" // the admitted-at annotation
 	case r.Resource == "events":
@@ -96,7 +102,9 @@ func (e auditEvent) kind() string {
 // new gang within 15 s, and, from the API server's audit log, that no status
 // write, Event, binding or pod status write ever came from a replica that was
 // not the leader at that moment: replica A writes only after acquiring the
-// Lease, replica B only after acquiring it, which is after A died.
+// Lease, replica B only after acquiring it, which is after A died. The
+// PodGroups of gangs by annotation are created by the leader, each once:
+// the new leader does not create again the one its predecessor created.
 func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.csv")
@@ -141,6 +149,10 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	env.CreatePods(t, harness.Members(ns, "beside", 3, "1")...)
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=beside", 3, timeout)
 	env.WaitPodGroupPhase(t, ns, "beside", v1alpha1.PodGroupScheduling, timeout)
+	// A gang by annotation while the standby runs: the leader creates its
+	// PodGroup, the standby does not.
+	env.CreatePods(t, annotatedGang(ns, "ann-beside", 3)...)
+	env.WaitBoundCount(t, ns, "job="+"ann-beside", 3, timeout)
 	// Queue gauges come from the leader only, so that a sum over the
 	// replicas' /metrics does not count a queue twice.
 	standby := started[1]
@@ -157,6 +169,7 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	killed := time.Now()
 	env.CreatePodGroup(t, harness.PodGroup(ns, "after", 3))
 	env.CreatePods(t, harness.Members(ns, "after", 3, "1")...)
+	env.CreatePods(t, annotatedGang(ns, "ann-after", 3)...)
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=after", 3, 2*takeoverTarget)
 	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=during", 3, timeout)
 	took := time.Since(killed)
@@ -165,6 +178,7 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 		t.Errorf("the standby bound the new gang %v after the leader died, want within %v", took.Round(time.Millisecond), takeoverTarget)
 	}
 	env.WaitPodGroupPhase(t, ns, "after", v1alpha1.PodGroupScheduling, timeout)
+	env.WaitBoundCount(t, ns, "job="+"ann-after", 3, timeout)
 	waitQueueSeries(t, standby) // the new leader's
 
 	events := readAudit(t, auditLog)
@@ -198,6 +212,19 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 		}
 		if user == a && e.RequestReceivedTimestamp.Time.After(killed) {
 			t.Errorf("a write by the killed replica: %v", e)
+		}
+	}
+	// Each created PodGroup is created once: the new leader does not
+	// create the one its predecessor created.
+	created := map[string][]string{}
+	for _, e := range events {
+		if e.kind() == "create" {
+			created[e.ref().Name] = append(created[e.ref().Name], fmt.Sprintf("%s %d", e.User.Username, e.code()))
+		}
+	}
+	for name, want := range map[string]string{"job-ann-beside": a + " 201", "job-ann-after": b + " 201"} {
+		if got := created[name]; len(got) != 1 || got[0] != want {
+			t.Errorf("creates of PodGroup %s: %v, want [%s]", name, got, want)
 		}
 	}
 	t.Logf("leader-only writes by replica: %v; Lease acquired: A %s, B %s (killed A at %s)", writes,
@@ -261,6 +288,21 @@ func readAudit(t *testing.T, path string) []auditEvent {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// annotatedGang is n pods of half a cpu that ask for a gang of n by
+// annotation, owned by a Job named name that does not exist (no
+// controllers run here), labelled job=name.
+func annotatedGang(ns, name string, n int) []*v1.Pod {
+	yes := true
+	var out []*v1.Pod
+	for i := range n {
+		p := harness.Pod(ns, fmt.Sprintf("%s-%d", name, i)).CPU("500m").Labels(map[string]string{"job": name}).Obj()
+		p.Annotations = map[string]string{qapi.GangMinMemberAnnotation: fmt.Sprint(n)}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-" + name), Controller: &yes}}
+		out = append(out, p)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,7 @@ const (
 // restart with every new binding in the namespace: progress of any kind
 // answers "the scheduler is stuck" (the invariant is about being stuck, not
 // about order).
-func (r *run) quiesce(ctx context.Context, w *watcher) {
+func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 	start := time.Now()
 	r.trace.logf("quiescence: the generator stopped")
 	firstFit := map[string]time.Time{}
@@ -104,6 +105,7 @@ func (r *run) quiesce(ctx context.Context, w *watcher) {
 			}
 		}
 		if broken {
+			r.trace.logf("the scheduler's cache at the violation:\n%s", r.cacheView(ctx, t, s))
 			return
 		}
 		if len(fits) == 0 && len(plans) == 0 {

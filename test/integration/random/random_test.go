@@ -93,7 +93,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	w, watchDone := startWatcher(ctx, r)
 
 	r.play(ctx, t)
-	r.quiesce(ctx, w)
+	r.quiesce(ctx, t, w)
 	r.checkRecount(ctx, t)
 	cancel()
 	<-watchDone

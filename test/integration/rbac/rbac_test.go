@@ -64,6 +64,7 @@ func TestSchedulerUnderRBAC(t *testing.T) {
 	// RBAC is really on: an unbound ServiceAccount is denied.
 	applyRBAC(t, env)
 	waitAllowed(t, env, true, authorizationv1.ResourceAttributes{Group: "scheduling.x-k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update", Namespace: "any"})
+	waitAllowed(t, env, true, authorizationv1.ResourceAttributes{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "create", Namespace: "any"})
 	waitAllowed(t, env, true, authorizationv1.ResourceAttributes{Group: "scheduling.caldera.dev", Resource: "queues", Verb: "create"})
 	if allowed(t, env, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "kube-system"}) {
 		t.Fatalf("the scheduler's ServiceAccount may read secrets in kube-system: is RBAC authorization on?")

@@ -22,6 +22,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=scheduling.caldera.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Queue"):
 		return &schedulingv1alpha1.QueueApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("QueuedGroup"):
+		return &schedulingv1alpha1.QueuedGroupApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("QueueSpec"):
 		return &schedulingv1alpha1.QueueSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("QueueStatus"):

@@ -255,6 +255,16 @@ type QueueStatus struct {
 	// +optional
 	Completed int32 `json:"completed"`
 
+	// head is the first groups waiting for admission in the order the next
+	// admission pass examines them (at most 20): a job's position in its
+	// queue is its index here plus one. Groups still short of members, and
+	// those whose request alone can never fit the queue, are not in the
+	// order and not listed.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Head []QueuedGroup `json:"head,omitempty"`
+
 	// conditions are the queue's observations, keyed by type (InvalidParent,
 	// OverDeserved, OverCapability, GuaranteeUnsatisfiable).
 	// +listType=map
@@ -263,6 +273,17 @@ type QueueStatus struct {
 	// +patchMergeKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// QueuedGroup names one group waiting in a queue.
+type QueuedGroup struct {
+	// kind is PodGroup for a gang, Pod for a pod outside any gang.
+	// +kubebuilder:validation:Enum=PodGroup;Pod
+	Kind string `json:"kind"`
+	// namespace of the PodGroup or pod.
+	Namespace string `json:"namespace"`
+	// name of the PodGroup or pod.
+	Name string `json:"name"`
 }
 
 // QueueList is a list of Queues.

@@ -36,6 +36,12 @@ type QueueStatusApplyConfiguration struct {
 	Running *int32 `json:"running,omitempty"`
 	// completed counts groups that finished (succeeded or failed).
 	Completed *int32 `json:"completed,omitempty"`
+	// head is the first groups waiting for admission in the order the next
+	// admission pass examines them (at most 20): a job's position in its
+	// queue is its index here plus one. Groups still short of members, and
+	// those whose request alone can never fit the queue, are not in the
+	// order and not listed.
+	Head []QueuedGroupApplyConfiguration `json:"head,omitempty"`
 	// conditions are the queue's observations, keyed by type (InvalidParent,
 	// OverDeserved, OverCapability, GuaranteeUnsatisfiable).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -100,6 +106,19 @@ func (b *QueueStatusApplyConfiguration) WithRunning(value int32) *QueueStatusApp
 // If called multiple times, the Completed field is set to the value of the last call.
 func (b *QueueStatusApplyConfiguration) WithCompleted(value int32) *QueueStatusApplyConfiguration {
 	b.Completed = &value
+	return b
+}
+
+// WithHead adds the given value to the Head field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Head field.
+func (b *QueueStatusApplyConfiguration) WithHead(values ...*QueuedGroupApplyConfiguration) *QueueStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHead")
+		}
+		b.Head = append(b.Head, *values[i])
+	}
 	return b
 }
 
