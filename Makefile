@@ -227,7 +227,12 @@ chart-check:
 		echo "the chart's defaults serve default-scheduler: only profiles.defaultScheduler.enabled may"; exit 1; fi
 	@if $(HELM) template caldera charts/caldera --set profiles.spread.enabled=false | grep -q 'schedulerName: caldera-scheduler-spread$$'; then \
 		echo "profiles.spread.enabled=false still renders the spread profile"; exit 1; fi
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering"
+	@if $(HELM) template caldera charts/caldera --set profiles.spread.enabled=false \
+		--set profiles.batch.plugins.CalderaEnqueue=false --set profiles.batch.plugins.CalderaBinder=false \
+		--set profiles.batch.plugins.CalderaGangPlacement=false | \
+		grep -E -- '- name: (CalderaEnqueue|CalderaReclaim|CalderaBinder|CalderaGangPlacement|DefaultPreemption|DefaultBinder)$$'; then \
+		echo "a plugin toggled off in the chart (or CalderaReclaim without CalderaEnqueue) is still configured"; exit 1; fi
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering, plugins toggled off are gone"
 
 clean:
 	rm -rf bin

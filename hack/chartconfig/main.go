@@ -3,7 +3,9 @@
 // stdin, takes config.yaml from the rendered ConfigMap and compares it with
 // the file named on the command line, as data: key order, comments, quoting
 // and indentation do not matter, values and list order do. `make
-// chart-check` runs it on the chart's defaults.
+// chart-check` runs it on the chart's defaults, on its
+// profiles.defaultScheduler rendering, and on the sole-scheduler kustomize
+// overlay (any stream with one such ConfigMap).
 package main
 
 import (
@@ -38,11 +40,11 @@ func main() {
 		fail(err)
 	}
 	if len(diffs) > 0 {
-		fmt.Fprintf(os.Stderr, "chart-check: the chart's default KubeSchedulerConfiguration differs from %s at:\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "chart-check: the rendered KubeSchedulerConfiguration differs from %s at:\n", os.Args[1])
 		for _, d := range diffs {
 			fmt.Fprintln(os.Stderr, "  "+d)
 		}
-		fmt.Fprintln(os.Stderr, "keep charts/caldera/values.yaml and templates/configmap.yaml in sync with it")
+		fmt.Fprintln(os.Stderr, "keep charts/caldera/values.yaml and templates/configmap.yaml (or the kustomize component) in sync with it")
 		os.Exit(1)
 	}
 }

@@ -76,3 +76,34 @@ func TestEventsNotReportedByAPlainProfile(t *testing.T) {
 		t.Errorf("batch recorded %v, want %v", names, want)
 	}
 }
+
+// Pods of a plain profile (the sole-scheduler config's default-scheduler)
+// are used room for admission, in the cluster and on their node, and in no
+// queue: a queue's allocated and its part of the node's room count
+// Caldera's pods only.
+func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
+	c.NoteProfile("default-scheduler", false)
+	c.onNode(logger, mkNode("n1", "16"))
+	ours := mkPod("ns", "s", "", boundTo("n1"), scheduledBy(testProfile))
+	c.onAnyPod(ours, false)
+	plain := mkPod("ns", "web", "", boundTo("n1"), cpu("5"), scheduledBy("default-scheduler"))
+	c.onAnyPod(plain, false)
+
+	wantUsage(t, c, "default", 1, 0)
+	c.mu.RLock()
+	clusterUsed := cpuOf(c.adm.used)
+	room := c.feasible.rooms["n1"]
+	nodeUsed, inQueues := cpuOf(room.used), int64(0)
+	for _, l := range room.byQueue {
+		inQueues += cpuOf(l)
+	}
+	c.mu.RUnlock()
+	if clusterUsed != 6000 || nodeUsed != 6000 {
+		t.Errorf("used cpu: cluster %dm, node n1 %dm; want 6000m each", clusterUsed, nodeUsed)
+	}
+	if inQueues != 1000 {
+		t.Errorf("node n1 holds %dm cpu of queues, want 1000m (only Caldera's pod)", inQueues)
+	}
+	wantConsistent(t, c, "with a plain pod bound")
+}
