@@ -25,6 +25,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -168,25 +169,21 @@ func TestSandbox(t *testing.T) {
 	waitPhase(schedv1alpha1.PodGroupFinished)
 
 	// A real workload: the sandbox's Job controller makes the pods of an
-	// Indexed Job in a PodGroup, Caldera places them as one gang, KWOK
-	// completes them, and the Job is Complete.
-	jobPG := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
-	}
-	if _, err := pgClient.SchedulingV1alpha1().PodGroups(jobPG.Namespace).Create(ctx, jobPG, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Indexed Job that asks for a gang by annotation (no PodGroup written),
+	// Caldera creates PodGroup job-train and places them as one gang,
+	// KWOK completes them, the Job is Complete and the PodGroup Finished.
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: metav1.NamespaceDefault},
 		Spec: batchv1.JobSpec{
 			Parallelism:    ptr.To[int32](2),
 			Completions:    ptr.To[int32](2),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      map[string]string{schedv1alpha1.PodGroupLabel: jobPG.Name},
-					Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "2s"},
+					Annotations: map[string]string{
+						"pod-complete.stage.kwok.x-k8s.io/delay": "2s",
+						qapi.GangMinMemberAnnotation:             "2",
+					},
 				},
 				Spec: corev1.PodSpec{
 					SchedulerName: "caldera-scheduler",
@@ -219,6 +216,11 @@ func TestSandbox(t *testing.T) {
 		t.Fatalf("the Job did not complete: %v", err)
 	}
 	t.Logf("Job complete after %v", time.Since(submitted).Round(time.Millisecond))
+	pg = &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: metav1.NamespaceDefault}}
+	waitPhase(schedv1alpha1.PodGroupFinished)
+	if got, err := pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); err != nil || got.Status.Succeeded != 2 {
+		t.Errorf("created PodGroup %s: %v; want Finished with 2 succeeded", pg.Name, err)
+	}
 
 	// SIGTERM: a clean exit, no temporary files left.
 	began = time.Now()
