@@ -30,70 +30,8 @@ import (
 )
 
 func TestSandbox(t *testing.T) {
-	root := harness.RepoRoot(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "caldera-sandbox")
-	began := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
-	}
-	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
-
-	// The sandbox keeps everything under $TMPDIR/caldera-sandbox-*; give it
-	// its own TMPDIR to check it leaves nothing behind.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cmd := exec.Command(bin, "--nodes", "2", "--kubeconfig", kubeconfig, "--quiet")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	cmd.Stderr = &testWriter{t: t}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	began = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if path, ok := strings.CutPrefix(line, "ready: kubeconfig="); ok {
-				ready <- path
-			} else {
-				t.Logf("sandbox stdout: %s", line)
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	select {
-	case path := <-ready:
-		if path != kubeconfig {
-			t.Fatalf("ready line names kubeconfig %q, want %q", path, kubeconfig)
-		}
-	case err := <-exited:
-		stopped = true
-		t.Fatalf("sandbox exited before it was ready: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatalf("sandbox not ready within 90s")
-	}
-	t.Logf("ready in %v", time.Since(began).Round(time.Millisecond))
+	sb := startSandbox(t, "--nodes", "2", "--quiet")
+	kubeconfig, cmd, exited, tmp := sb.kubeconfig, sb.cmd, sb.exited, sb.tmp
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -223,13 +161,13 @@ func TestSandbox(t *testing.T) {
 	}
 
 	// SIGTERM: a clean exit, no temporary files left.
-	began = time.Now()
+	began := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-exited:
-		stopped = true
+		*sb.stopped = true
 		if err != nil {
 			t.Fatalf("sandbox exited with %v, want 0", err)
 		}
@@ -244,6 +182,89 @@ func TestSandbox(t *testing.T) {
 	for _, e := range left {
 		t.Errorf("left behind in TMPDIR: %s", e.Name())
 	}
+}
+
+// sandbox is a running caldera-sandbox process.
+type sandbox struct {
+	kubeconfig string
+	cmd        *exec.Cmd
+	// exited delivers the process's exit; stopped is set by whoever
+	// received it, so the cleanup does not wait again.
+	exited  chan error
+	stopped *bool
+	// tmp is the process's TMPDIR.
+	tmp string
+}
+
+// startSandbox builds bin/caldera-sandbox, starts it with args (plus its
+// own kubeconfig and TMPDIR) and waits for its ready line.
+func startSandbox(t *testing.T, args ...string) *sandbox {
+	t.Helper()
+	root := harness.RepoRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "caldera-sandbox")
+	began := time.Now()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
+	}
+	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
+
+	// The sandbox keeps everything under $TMPDIR/caldera-sandbox-*; give it
+	// its own TMPDIR to check it leaves nothing behind.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stderr = &testWriter{t: t}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if path, ok := strings.CutPrefix(line, "ready: kubeconfig="); ok {
+				ready <- path
+			} else {
+				t.Logf("sandbox stdout: %s", line)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := new(bool)
+	t.Cleanup(func() {
+		if !*stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	select {
+	case path := <-ready:
+		if path != kubeconfig {
+			t.Fatalf("ready line names kubeconfig %q, want %q", path, kubeconfig)
+		}
+	case err := <-exited:
+		*stopped = true
+		t.Fatalf("sandbox exited before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("sandbox not ready within 90s")
+	}
+	t.Logf("ready in %v", time.Since(began).Round(time.Millisecond))
+	return &sandbox{kubeconfig: kubeconfig, cmd: cmd, exited: exited, stopped: stopped, tmp: tmp}
 }
 
 // testWriter logs the sandbox's stderr lines.
