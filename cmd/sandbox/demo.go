@@ -18,6 +18,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/cache"
 )
 
 // demoNamespace holds the demo's PodGroups and pods.
@@ -119,17 +120,24 @@ func submit(ctx context.Context, c *clients, seq int, jobs bool) {
 	}
 	size := 2 + rand.IntN(5)
 	name := fmt.Sprintf("%s-gang-%d", queue, seq)
+	if jobs {
+		// A gang as users ask for one: the annotation on the Job's pod
+		// template, no PodGroup written. Caldera creates PodGroup
+		// job-<name>, owned by the Job, so the garbage collector deletes
+		// it with the Job (docs/gangs.md).
+		pod := demoPod(name, runFor)
+		pod.Labels[qapi.QueueLabel] = queue
+		pod.Annotations[qapi.GangMinMemberAnnotation] = fmt.Sprint(size)
+		_, _ = c.kube.BatchV1().Jobs(demoNamespace).Create(ctx, demoJob(pod, int32(size), true), metav1.CreateOptions{})
+		return
+	}
+	// Without controllers no Job owns the pods, so the demo writes the
+	// PodGroup and labels them.
 	pg := &schedv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNamespace, Labels: map[string]string{qapi.QueueLabel: queue}},
 		Spec:       schedv1alpha1.PodGroupSpec{MinMember: int32(size)},
 	}
 	if _, err := c.pg.SchedulingV1alpha1().PodGroups(demoNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-		return
-	}
-	if jobs {
-		pod := demoPod(name, runFor)
-		pod.Labels[schedv1alpha1.PodGroupLabel] = name
-		_, _ = c.kube.BatchV1().Jobs(demoNamespace).Create(ctx, demoJob(pod, int32(size), true), metav1.CreateOptions{})
 		return
 	}
 	for i := range size {
@@ -217,6 +225,9 @@ func reap(ctx context.Context, c *clients, st *state) {
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
 	done := map[string]bool{}
 	for _, pg := range st.groups {
+		if pg.Labels[qapi.ManagedByLabel] == qapi.ManagedByCaldera {
+			continue // created for a Job's gang: deleted with the Job
+		}
 		if (pg.Status.Phase == schedv1alpha1.PodGroupFinished || pg.Status.Phase == schedv1alpha1.PodGroupFailed) && pg.DeletionTimestamp == nil {
 			done[pg.Name] = true
 		}
@@ -225,7 +236,7 @@ func reap(ctx context.Context, c *clients, st *state) {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		group := p.Labels[schedv1alpha1.PodGroupLabel]
+		group := groupOf(&p)
 		finishedAt := finishTime(p)
 		if finishedAt.IsZero() || time.Since(finishedAt) < linger {
 			continue
@@ -237,7 +248,7 @@ func reap(ctx context.Context, c *clients, st *state) {
 	for name := range done {
 		live := false
 		for _, p := range st.pods {
-			if p.Labels[schedv1alpha1.PodGroupLabel] == name && p.DeletionTimestamp == nil {
+			if groupOf(&p) == name && p.DeletionTimestamp == nil {
 				finishedAt := finishTime(p)
 				if finishedAt.IsZero() || time.Since(finishedAt) < linger {
 					live = true
@@ -248,6 +259,14 @@ func reap(ctx context.Context, c *clients, st *state) {
 			_ = c.pg.SchedulingV1alpha1().PodGroups(demoNamespace).Delete(ctx, name, metav1.DeleteOptions{})
 		}
 	}
+}
+
+// groupOf names the PodGroup of p's gang as the scheduler decides it
+// (cache.GroupKeyOf: the pod-group label, else the PodGroup created for
+// its Job's gang by annotation); "" for a singleton.
+func groupOf(p *corev1.Pod) string {
+	k, _ := cache.GroupKeyOf(p)
+	return k.Name
 }
 
 // finishTime is when a pod's containers terminated, or zero while it runs.
@@ -294,8 +313,7 @@ func draw(st *state, o sandboxOptions, kubeconfig string) {
 	bound := map[string]int{}
 	var singles [4]int // pending, running, succeeded, other
 	for _, p := range st.pods {
-		g := p.Labels[schedv1alpha1.PodGroupLabel]
-		if g != "" {
+		if g := groupOf(&p); g != "" {
 			if p.Spec.NodeName != "" {
 				bound[g]++
 			}

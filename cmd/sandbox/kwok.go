@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -72,11 +75,50 @@ spec:
       phase: Succeeded
 `
 
+// jobPodCompleteStage completes the pods of Jobs that carry no
+// completeAfterAnnotation runTime after they run, so that any Job applied
+// to the sandbox (examples/, a user's own) reaches Complete, as with
+// kubelets, and ttl-after-finished cleans it up. Its status is
+// podCompleteStage's.
+func jobPodCompleteStage(runTime time.Duration) string {
+	i := strings.Index(podCompleteStage, "  next:\n")
+	return `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: caldera-sandbox-job-pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+    - key: '.metadata.annotations["` + completeAfterAnnotation + `"]'
+      operator: 'DoesNotExist'
+  delay:
+    durationMilliseconds: ` + strconv.FormatInt(runTime.Milliseconds(), 10) + `
+` + podCompleteStage[i:]
+}
+
 // startKWOK runs KWOK's controllers for every node: nodes become Ready, pods
-// bound to them become Running, annotated pods complete, deleted pods go.
-func startKWOK(ctx context.Context, kubeconfig string, verbose bool) error {
+// bound to them become Running, annotated pods complete, Job pods complete
+// jobRunTime after they run (never with 0), deleted pods go.
+func startKWOK(ctx context.Context, kubeconfig string, verbose bool, jobRunTime time.Duration) error {
+	srcs := []string{fast.DefaultNodeInit, podfast.DefaultPodReady, podCompleteStage, podfast.DefaultPodDelete}
+	if jobRunTime > 0 {
+		srcs = append(srcs, jobPodCompleteStage(jobRunTime))
+	}
 	var stages []*internalversion.Stage
-	for _, src := range []string{fast.DefaultNodeInit, podfast.DefaultPodReady, podCompleteStage, podfast.DefaultPodDelete} {
+	for _, src := range srcs {
 		var s v1alpha1.Stage
 		if err := yaml.UnmarshalStrict([]byte(src), &s); err != nil {
 			return fmt.Errorf("decoding KWOK stage: %w", err)

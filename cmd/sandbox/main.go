@@ -41,6 +41,9 @@ type sandboxOptions struct {
 	logFile         string
 	verbosity       int
 	controllers     bool
+	// jobRunTime is how long KWOK runs a Job's pod that carries no
+	// completeAfterAnnotation before completing it; 0: until deleted.
+	jobRunTime time.Duration
 }
 
 func main() {
@@ -61,6 +64,7 @@ func run() int {
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the ready line and errors (no demo table)")
 	fs.StringVar(&o.logFile, "log-file", "", "write the components' logs (apiserver, scheduler, KWOK) to this file (default: discarded)")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the components, with --log-file")
+	fs.DurationVar(&o.jobRunTime, "job-run-time", 20*time.Second, "how long a Job's pod runs before KWOK completes it, unless its "+completeAfterAnnotation+" annotation says otherwise; 0: until deleted")
 	fs.BoolVar(&o.controllers, "controllers", true, "run kube-controller-manager's workload controllers (Jobs, StatefulSets, Deployments, garbage collection, ...), so that workloads make their pods; false: bare pods only")
 	_ = fs.Parse(os.Args[1:])
 
@@ -207,7 +211,7 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	}
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
-	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != ""); err != nil {
+	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != "", o.jobRunTime); err != nil {
 		return err
 	}
 	if o.controllers {

@@ -148,6 +148,17 @@ func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgc
 	return rows, nil
 }
 
+// podGroupOf names the PodGroup of pod's gang as the scheduler decides it
+// (cache.GroupKeyOf): its pod-group label, else the PodGroup of its
+// controller when it asks for a gang by annotation; "" for none.
+func podGroupOf(p *corev1.Pod) string {
+	if g := p.Labels[v1alpha1.PodGroupLabel]; g != "" {
+		return g
+	}
+	g, _ := qapi.ImplicitPodGroupOf(p)
+	return g
+}
+
 // JobRows builds the jobs command's rows: one per PodGroup and one per
 // unfinished singleton pod of schedulers, by namespace and name. The queue
 // follows the scheduler's order: the PodGroup's label, else a member's,
@@ -167,7 +178,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if g := p.Labels[v1alpha1.PodGroupLabel]; g != "" {
+		if g := podGroupOf(p); g != "" {
 			k := types.NamespacedName{Namespace: p.Namespace, Name: g}
 			m := byGroup[k]
 			if m == nil {

@@ -165,3 +165,22 @@ func TestSetPositions(t *testing.T) {
 		t.Errorf("table (%v):\n%s", err, b.String())
 	}
 }
+
+// Pods in a gang by annotation count under the PodGroup Caldera created for
+// their controller, not as singletons.
+func TestJobRowsGangByAnnotation(t *testing.T) {
+	const sched = "caldera-scheduler"
+	yes := true
+	pgs := []v1alpha1.PodGroup{pg("ml", "job-train", 2, nil, nil, v1alpha1.PodGroupPending)}
+	var pods []corev1.Pod
+	for _, n := range []string{"train-0", "train-1"} {
+		p := pod("ml", n, "", "", sched, corev1.PodPending, nil)
+		p.Annotations = map[string]string{qapi.GangMinMemberAnnotation: "2"}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "u", Controller: &yes}}
+		pods = append(pods, p)
+	}
+	rows := JobRows(pgs, pods, nil, nil, []string{sched}, "default", t0)
+	if len(rows) != 1 || rows[0].Name != "job-train" || rows[0].Kind != "PodGroup" || rows[0].Members != 2 {
+		t.Errorf("rows %+v, want one PodGroup job-train with 2 members", rows)
+	}
+}

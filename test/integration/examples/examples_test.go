@@ -62,7 +62,7 @@ func TestExamples(t *testing.T) {
 		// Leader election as deployed, so its Lease requests are recorded.
 		env.StartScheduler(t, harness.WithLeaderElection("caldera-scheduler"))
 		env.Kubeconfig = kubeconfig
-		// 4 x 8 CPU: room for every example at once (8 + 3.5 + 5 CPU).
+		// 4 x 8 CPU: room for every example at once (8 + 3.5 + 5 + 2.5 + 1 + 0.5 CPU).
 		env.AddNodes(t, 4, "8", "32Gi")
 		ns := env.Namespace(t)
 
@@ -104,12 +104,40 @@ func TestExamples(t *testing.T) {
 				fromUnstructured(t, created, &sts)
 				wantBound += int(ptr.Deref(sts.Spec.Replicas, 1))
 				deleteWorkload(t, env, mapper, created)
+			case "Deployment":
+				var d appsv1.Deployment
+				fromUnstructured(t, created, &d)
+				wantBound += int(ptr.Deref(d.Spec.Replicas, 1))
+				deleteWorkload(t, env, mapper, created)
+			case "CronJob":
+				// One run now, as `kubectl create job --from=cronjob/...`
+				// makes it: the schedule would start one within the hour.
+				var cj batchv1.CronJob
+				fromUnstructured(t, created, &cj)
+				wantBound += int(ptr.Deref(cj.Spec.JobTemplate.Spec.Parallelism, 1))
+				runCronJobNow(t, env, &cj)
+				deleteWorkload(t, env, mapper, created)
 			}
 		}
 		if wantBound == 0 {
 			t.Fatal("the examples create no pods")
 		}
-		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group", wantBound, timeout)
+		// Every pod of the namespace: gangs by label, by annotation, and
+		// plain pods.
+		env.WaitBoundCount(t, ns, "", wantBound, timeout)
+
+		// Gangs by annotation got their PodGroups, created by the scheduler
+		// (through the recording proxy, so its RBAC is checked below).
+		for _, name := range []string{"job-pytorch-train", "statefulset-ray-worker", "job-nightly-eval-now"} {
+			pg, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("PodGroup %s of a gang by annotation: %v", name, err)
+				continue
+			}
+			if pg.Labels["scheduling.caldera.dev/managed-by"] != "caldera" || len(pg.OwnerReferences) != 1 {
+				t.Errorf("PodGroup %s: labels %v, owners %v; want managed by caldera, one owner", name, pg.Labels, pg.OwnerReferences)
+			}
+		}
 
 		// The status writers catch up: every PodGroup reports its phase and
 		// every team queue its allocation (and their writes are recorded).
@@ -189,6 +217,25 @@ func TestExamples(t *testing.T) {
 		}
 		env.WaitBoundCount(t, ns, "scheduling.x-k8s.io/pod-group=gang", 3, timeout)
 	})
+}
+
+// runCronJobNow creates one run of cj, as `kubectl create job --from`
+// does: its Job template, owned by the CronJob.
+func runCronJobNow(t *testing.T, env *harness.Env, cj *batchv1.CronJob) {
+	t.Helper()
+	yes := true
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       cj.Namespace,
+			Name:            cj.Name + "-now",
+			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name, UID: cj.UID, Controller: &yes}},
+		},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	if _, err := env.Client.BatchV1().Jobs(cj.Namespace).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("running CronJob %s now: %v", cj.Name, err)
+	}
 }
 
 // chartConfig returns config.yaml of the chart's ConfigMap.

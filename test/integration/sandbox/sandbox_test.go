@@ -25,74 +25,13 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
 func TestSandbox(t *testing.T) {
-	root := harness.RepoRoot(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "caldera-sandbox")
-	began := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
-	}
-	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
-
-	// The sandbox keeps everything under $TMPDIR/caldera-sandbox-*; give it
-	// its own TMPDIR to check it leaves nothing behind.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cmd := exec.Command(bin, "--nodes", "2", "--kubeconfig", kubeconfig, "--quiet")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	cmd.Stderr = &testWriter{t: t}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	began = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if path, ok := strings.CutPrefix(line, "ready: kubeconfig="); ok {
-				ready <- path
-			} else {
-				t.Logf("sandbox stdout: %s", line)
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	select {
-	case path := <-ready:
-		if path != kubeconfig {
-			t.Fatalf("ready line names kubeconfig %q, want %q", path, kubeconfig)
-		}
-	case err := <-exited:
-		stopped = true
-		t.Fatalf("sandbox exited before it was ready: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatalf("sandbox not ready within 90s")
-	}
-	t.Logf("ready in %v", time.Since(began).Round(time.Millisecond))
+	sb := startSandbox(t, "--nodes", "2", "--quiet")
+	kubeconfig, cmd, exited, tmp := sb.kubeconfig, sb.cmd, sb.exited, sb.tmp
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -168,25 +107,21 @@ func TestSandbox(t *testing.T) {
 	waitPhase(schedv1alpha1.PodGroupFinished)
 
 	// A real workload: the sandbox's Job controller makes the pods of an
-	// Indexed Job in a PodGroup, Caldera places them as one gang, KWOK
-	// completes them, and the Job is Complete.
-	jobPG := &schedv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
-		Spec:       schedv1alpha1.PodGroupSpec{MinMember: 2},
-	}
-	if _, err := pgClient.SchedulingV1alpha1().PodGroups(jobPG.Namespace).Create(ctx, jobPG, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Indexed Job that asks for a gang by annotation (no PodGroup written),
+	// Caldera creates PodGroup job-train and places them as one gang,
+	// KWOK completes them, the Job is Complete and the PodGroup Finished.
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-gang", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: metav1.NamespaceDefault},
 		Spec: batchv1.JobSpec{
 			Parallelism:    ptr.To[int32](2),
 			Completions:    ptr.To[int32](2),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      map[string]string{schedv1alpha1.PodGroupLabel: jobPG.Name},
-					Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "2s"},
+					Annotations: map[string]string{
+						"pod-complete.stage.kwok.x-k8s.io/delay": "2s",
+						qapi.GangMinMemberAnnotation:             "2",
+					},
 				},
 				Spec: corev1.PodSpec{
 					SchedulerName: "caldera-scheduler",
@@ -219,15 +154,20 @@ func TestSandbox(t *testing.T) {
 		t.Fatalf("the Job did not complete: %v", err)
 	}
 	t.Logf("Job complete after %v", time.Since(submitted).Round(time.Millisecond))
+	pg = &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-train", Namespace: metav1.NamespaceDefault}}
+	waitPhase(schedv1alpha1.PodGroupFinished)
+	if got, err := pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); err != nil || got.Status.Succeeded != 2 {
+		t.Errorf("created PodGroup %s: %v; want Finished with 2 succeeded", pg.Name, err)
+	}
 
 	// SIGTERM: a clean exit, no temporary files left.
-	began = time.Now()
+	began := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-exited:
-		stopped = true
+		*sb.stopped = true
 		if err != nil {
 			t.Fatalf("sandbox exited with %v, want 0", err)
 		}
@@ -242,6 +182,89 @@ func TestSandbox(t *testing.T) {
 	for _, e := range left {
 		t.Errorf("left behind in TMPDIR: %s", e.Name())
 	}
+}
+
+// sandbox is a running caldera-sandbox process.
+type sandbox struct {
+	kubeconfig string
+	cmd        *exec.Cmd
+	// exited delivers the process's exit; stopped is set by whoever
+	// received it, so the cleanup does not wait again.
+	exited  chan error
+	stopped *bool
+	// tmp is the process's TMPDIR.
+	tmp string
+}
+
+// startSandbox builds bin/caldera-sandbox, starts it with args (plus its
+// own kubeconfig and TMPDIR) and waits for its ready line.
+func startSandbox(t *testing.T, args ...string) *sandbox {
+	t.Helper()
+	root := harness.RepoRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "caldera-sandbox")
+	began := time.Now()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/sandbox: %v\n%s", err, out)
+	}
+	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
+
+	// The sandbox keeps everything under $TMPDIR/caldera-sandbox-*; give it
+	// its own TMPDIR to check it leaves nothing behind.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Stderr = &testWriter{t: t}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if path, ok := strings.CutPrefix(line, "ready: kubeconfig="); ok {
+				ready <- path
+			} else {
+				t.Logf("sandbox stdout: %s", line)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	stopped := new(bool)
+	t.Cleanup(func() {
+		if !*stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	select {
+	case path := <-ready:
+		if path != kubeconfig {
+			t.Fatalf("ready line names kubeconfig %q, want %q", path, kubeconfig)
+		}
+	case err := <-exited:
+		*stopped = true
+		t.Fatalf("sandbox exited before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("sandbox not ready within 90s")
+	}
+	t.Logf("ready in %v", time.Since(began).Round(time.Millisecond))
+	return &sandbox{kubeconfig: kubeconfig, cmd: cmd, exited: exited, stopped: stopped, tmp: tmp}
 }
 
 // testWriter logs the sandbox's stderr lines.
