@@ -186,6 +186,7 @@ require (
 	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
+	volcano.sh/apis v1.13.0 // indirect
 )
 
 replace (

@@ -70,7 +70,8 @@ type Env struct {
 	RepoRoot string
 	// Kubeconfig is a kubeconfig file that points at the test kube-apiserver.
 	Kubeconfig string
-	// CRDs are the CustomResourceDefinitions installed from manifests/crds.
+	// CRDs are the CustomResourceDefinitions installed from manifests/crds
+	// (and manifests/crds/volcano with WithVolcanoCRDs).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
 	priorityClasses sync.Map // name -> struct{}: PriorityClasses known to exist
@@ -105,6 +106,13 @@ type envSettings struct {
 	restartable    bool
 	controllers    []string
 	withKCM        bool
+	volcano        bool
+}
+
+// WithVolcanoCRDs installs Volcano's PodGroup and Queue CRDs
+// (manifests/crds/volcano) too, as the component components/volcano does.
+func WithVolcanoCRDs() EnvOption {
+	return func(s *envSettings) { s.volcano = true }
 }
 
 // WithControllers runs kube-controller-manager in-process with the named
@@ -197,6 +205,13 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 	}
 	if env.CRDs, err = localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds")); err != nil {
 		t.Fatalf("installing CRDs: %v", err)
+	}
+	if settings.volcano {
+		vc, err := localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds", "volcano"))
+		if err != nil {
+			t.Fatalf("installing Volcano's CRDs: %v", err)
+		}
+		env.CRDs = append(env.CRDs, vc...)
 	}
 	if settings.withKCM {
 		if settings.restartable {
