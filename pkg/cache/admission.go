@@ -348,6 +348,10 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, msg string
 		return
 	}
 	u.notice = id
+	if u.gang != nil {
+		// A Volcano PodGroup's status carries the verdict (volcano.go).
+		c.dirty[u.gang.key] = struct{}{}
+	}
 	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key.named()

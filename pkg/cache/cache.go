@@ -30,6 +30,7 @@ import (
 	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -57,11 +58,15 @@ func (k GroupKey) named() types.NamespacedName {
 	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 }
 
-// GroupKeyOf returns the group a pod belongs to, if it carries the label.
+// GroupKeyOf returns the group a pod belongs to: the PodGroup its label
+// names, else the Volcano PodGroup its group-name annotation names. Both
+// dialects share one key space per namespace (volcano.go).
 func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	name, ok := pod.Labels[PodGroupLabel]
 	if !ok || name == "" {
-		return GroupKey{}, false
+		if name, ok = volcano.GroupName(pod); !ok {
+			return GroupKey{}, false
+		}
 	}
 	return GroupKey{Namespace: pod.Namespace, Name: name}, true
 }
@@ -126,6 +131,8 @@ type Cache struct {
 	handle   fwk.Handle
 	pgClient pgclient.Interface
 	pgLister pglisters.PodGroupLister
+	// volcano reads Volcano's PodGroups and Queues when served (volcano.go).
+	volcano volcanoState
 	// membersSynced is set once the scheduler's pod informer has delivered
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
@@ -370,6 +377,10 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, obj) },
 	})
 	if err != nil {
+		return nil, err
+	}
+
+	if err := c.watchVolcano(ctx, h, cfg); err != nil {
 		return nil, err
 	}
 
