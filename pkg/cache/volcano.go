@@ -319,9 +319,10 @@ func promisedMembers(g *group) int32 {
 
 // awaitsMembers reports whether g is a Volcano gang none of whose members
 // exist yet: admitted, it reserves its minimum for the pods its controller
-// is about to create (a gang whose members all finished reserves nothing).
+// is about to create. One that started (its phase says so, as after a
+// restart) and has no member left is done and reserves nothing.
 func awaitsMembers(g *group) bool {
-	return g.counts.Members == 0 && volcano.IsVolcano(g.pg)
+	return g.counts.Members == 0 && volcano.IsVolcano(g.pg) && !volcano.Started(g.pg)
 }
 
 // noConstraints is the pod a member not yet created is placed as.

@@ -373,3 +373,31 @@ func hasCondition(s vc.PodGroupStatus, typ vc.PodGroupConditionType, reason, inM
 		return c.Type == typ && c.Status == v1.ConditionTrue && c.Reason == reason && strings.Contains(c.Message, inMessage)
 	})
 }
+
+// After a restart the phase tells what an admitted Volcano gang without
+// pods is: Inqueue, about to get its pods (it reserves its minimum);
+// Completed, done (it reserves nothing, and stays Completed).
+func TestVolcanoGangAfterRestart(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
+	c.onNode(logger, mkNode("n1", "16"))
+	inqueue, done := mkVolcanoPG("ns", "inqueue", 2, "q", "3"), mkVolcanoPG("ns", "done", 2, "q", "3")
+	inqueue.Status.Phase = vc.PodGroupInqueue
+	done.Status = vc.PodGroupStatus{Phase: vc.PodGroupCompleted, Succeeded: 2}
+	vcc := withVolcano(t, c, inqueue, done)
+	c.onPodGroup(logger, volcano.PodGroup(inqueue))
+	c.onPodGroup(logger, volcano.PodGroup(done))
+	for _, name := range []string{"inqueue", "done"} {
+		if u := unitOf(c, queue.GroupUnit("ns", name)); u == nil || !u.admitted {
+			t.Errorf("%s: unit %+v, want admitted from its phase", name, u)
+		}
+	}
+	wantUsage(t, c, "q", 0, 3)
+	pass(c, t0)
+	syncVolcanoStatus(t, c, vcc)
+	if got := volcanoStatus(t, vcc, "done"); got.Phase != vc.PodGroupCompleted || got.Succeeded != 2 {
+		t.Errorf("done: %+v, want Completed with 2 succeeded kept", got)
+	}
+	if got := volcanoStatus(t, vcc, "inqueue"); got.Phase != vc.PodGroupInqueue {
+		t.Errorf("inqueue: phase %q, want Inqueue", got.Phase)
+	}
+}

@@ -46,6 +46,11 @@ const (
 // condition changes, with its lastTransitionTime, only when its status,
 // reason or message does, so an unchanged gang is not written again.
 func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus {
+	if prev.Phase == vc.PodGroupCompleted && p.Members == 0 {
+		// Its pods are gone (garbage-collected, or a restarted scheduler
+		// has not seen them): what it completed stays written.
+		return prev
+	}
 	out := *prev.DeepCopy()
 	allocated := p.Placed + p.Succeeded + p.Failed
 	ready := p.MinMember > 0 && allocated >= int(p.MinMember) || p.MinMember <= 0 && p.Admitted && allocated > 0

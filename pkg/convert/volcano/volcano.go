@@ -50,6 +50,17 @@ func GroupName(pod *v1.Pod) (string, bool) {
 // IsVolcano reports whether a model PodGroup was made by PodGroup.
 func IsVolcano(pg *v1alpha1.PodGroup) bool { return pg != nil && pg.APIVersion == APIVersion }
 
+// Started reports whether the Volcano PodGroup whose model is pg has
+// started (Running, Unknown or Completed): its members were created and
+// allocated once, so one with no member left is done, not about to begin.
+func Started(pg *v1alpha1.PodGroup) bool {
+	switch vc.PodGroupPhase(pg.Status.Phase) {
+	case vc.PodGroupRunning, vc.PodGroupUnknown, vc.PodGroupCompleted:
+		return true
+	}
+	return false
+}
+
 // IsVolcanoQueue reports whether a model Queue was made by Queue.
 func IsVolcanoQueue(q *qapi.Queue) bool { return q != nil && q.APIVersion == APIVersion }
 
@@ -71,13 +82,16 @@ func admittedPhase(p vc.PodGroupPhase) bool {
 // scheduler keeps the admission instead of deciding it again past
 // capacity. minTaskMember and priorityClassName have no model field
 // (docs/gang-apis.md): members carry their priority, and minTaskMember is
-// not enforced. The model's status holds Volcano's counts, for reading only.
+// not enforced. The model's status holds Volcano's phase (as a string of
+// the model's phase type) and counts, for reading only: the cache writes
+// Volcano's status from its own counts (Status).
 func PodGroup(in *vc.PodGroup) *v1alpha1.PodGroup {
 	out := &v1alpha1.PodGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: "PodGroup"},
 		ObjectMeta: *in.ObjectMeta.DeepCopy(),
 		Spec:       v1alpha1.PodGroupSpec{MinMember: in.Spec.MinMember},
 		Status: v1alpha1.PodGroupStatus{
+			Phase:     v1alpha1.PodGroupPhase(in.Status.Phase),
 			Running:   in.Status.Running,
 			Succeeded: in.Status.Succeeded,
 			Failed:    in.Status.Failed,

@@ -48,6 +48,9 @@ func TestPodGroup(t *testing.T) {
 		{name: "Inqueue: admitted by an earlier scheduler",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2, Queue: "q"}, Status: vc.PodGroupStatus{Phase: vc.PodGroupInqueue}},
 			min: 2, queue: "q", admitted: created.UTC().Format(time.RFC3339)},
+		{name: "Completed: admitted; its phase says it started",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupCompleted}},
+			min: 2, admitted: created.UTC().Format(time.RFC3339)},
 		{name: "Running: admitted",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupRunning}},
 			min: 2, admitted: created.UTC().Format(time.RFC3339)},
@@ -78,6 +81,9 @@ func TestPodGroup(t *testing.T) {
 			}
 			if a := got.Annotations[qapi.AdmittedAtAnnotation]; a != tc.admitted {
 				t.Errorf("admitted-at = %q, want %q", a, tc.admitted)
+			}
+			if started := Started(got); started != (in.Status.Phase == vc.PodGroupRunning || in.Status.Phase == vc.PodGroupCompleted) {
+				t.Errorf("Started = %v for phase %q", started, in.Status.Phase)
 			}
 			if !equality.Semantic.DeepEqual(in, before) {
 				t.Errorf("the informer's object was changed")
@@ -193,6 +199,12 @@ func TestStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Status(vc.PodGroupStatus{}, tc.p, now)
+			if got.Phase == vc.PodGroupCompleted {
+				// Once its pods are gone, a Completed PodGroup stays so.
+				if gone := Status(got, Progress{Admitted: tc.p.Admitted, MinMember: tc.p.MinMember}, now); gone.Phase != vc.PodGroupCompleted || gone.Succeeded != got.Succeeded {
+					t.Errorf("pods gone: %+v, want the Completed status kept", gone)
+				}
+			}
 			if got.Phase != tc.phase {
 				t.Errorf("phase = %s, want %s", got.Phase, tc.phase)
 			}
