@@ -37,6 +37,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -84,7 +85,12 @@ type Env struct {
 	cluster     *localcluster.Cluster
 	restartable bool
 	front       *Proxy
+	// volcano: Volcano's CRDs are installed (WithVolcanoCRDs).
+	volcano bool
 }
+
+// volcanoPodGroups is Volcano's PodGroup resource.
+var volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 
 // Start starts etcd and a kube-apiserver in-process, installs every CRD in
 // <repo>/manifests/crds/*.yaml and waits until each one can serve creates.
@@ -212,6 +218,7 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 			t.Fatalf("installing Volcano's CRDs: %v", err)
 		}
 		env.CRDs = append(env.CRDs, vc...)
+		env.volcano = true
 	}
 	if settings.withKCM {
 		if settings.restartable {

@@ -25,9 +25,13 @@ import (
 
 const timeout = 30 * time.Second
 
-func TestVolcanoJob(t *testing.T) {
+// TestGangAPIs starts one control plane with Volcano's CRDs for every
+// scenario: a Volcano job end to end, then the per-API behaviour table
+// (dialects_test.go).
+func TestGangAPIs(t *testing.T) {
 	env := harness.StartWith(t, harness.WithVolcanoCRDs())
 	vcc := vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))
+	defer everyDialect(t, env, vcc)
 
 	t.Run("PodGroup first, Inqueue from minResources, gang bound, Running, Completed", func(t *testing.T) {
 		ns := env.Namespace(t)
