@@ -33,6 +33,24 @@ func TestGangAPIs(t *testing.T) {
 	vcc := vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))
 	defer everyDialect(t, env, vcc)
 
+	t.Run("a Volcano Queue field Caldera does not honour gets a Warning Event", func(t *testing.T) {
+		env.StartScheduler(t)
+		name := "deserved"
+		q := &vc.Queue{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       vc.QueueSpec{Weight: 1, Deserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}},
+		}
+		if _, err := vcc.SchedulingV1beta1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = vcc.SchedulingV1beta1().Queues().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+		// A cluster-scoped object's Events go to the default namespace.
+		ev := env.WaitEvent(t, metav1.NamespaceDefault, name, status.ReasonUnsupportedField, timeout)
+		if ev.Type != v1.EventTypeWarning || !strings.Contains(ev.Note, "spec.deserved") {
+			t.Errorf("Event %s %q, want a Warning naming spec.deserved", ev.Type, ev.Note)
+		}
+	})
+
 	t.Run("PodGroup first, Inqueue from minResources, gang bound, Running, Completed", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
