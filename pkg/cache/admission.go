@@ -365,6 +365,10 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 		return
 	}
 	u.notice, u.noticeStage, u.noticeAt = id, stage, now
+	if u.gang != nil {
+		// A Volcano PodGroup's status carries the verdict (volcano.go).
+		c.dirty[u.gang.key] = struct{}{}
+	}
 	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key.named()

@@ -431,8 +431,9 @@ func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 			clear(loose)
 			pp.loose = loose[:0]
 			if n := countOf(pp.classes); n < need {
-				// Members still missing: they cannot be placed yet.
-				pp.classes = append(pp.classes, placement.Class{Request: make([]int64, pp.free.R), Count: need - n, Nodes: []int32{}})
+				// Members still missing: they cannot be placed yet, unless
+				// their controller creates them only once admitted (Volcano).
+				pp.classes = append(pp.classes, pp.missingClass(g, need-n))
 			}
 		}
 		pp.remember(u, pp.classes)

@@ -457,6 +457,10 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
+	if shadowedLocked(logger, g, pg) {
+		c.mu.Unlock()
+		return
+	}
 	appeared := g.pg == nil
 	g.pg = pg
 	c.implicitPodGroupLocked(g.key, true)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -49,10 +50,15 @@ type implicitGroup struct {
 	owner     metav1.OwnerReference
 }
 
-// implicitMember reports whether pod is in its group by annotation, not by
-// the pod-group label.
+// implicitMember reports whether pod is in its group by the gang
+// annotation, not by a name given (the pod-group label, or Volcano's
+// group-name annotation: GroupKeyOf's order).
 func implicitMember(pod *v1.Pod) bool {
-	return pod.Labels[PodGroupLabel] == ""
+	if pod.Labels[PodGroupLabel] != "" {
+		return false
+	}
+	_, named := volcano.GroupName(pod)
+	return !named
 }
 
 // implicitAddLocked counts a new member of g that is in it by annotation.

@@ -16,6 +16,9 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
+	if queueShadowedLocked(a.queues[q.Name], q) {
+		return
+	}
 	_, existed := a.queues[q.Name]
 	if deleted {
 		delete(a.queues, q.Name)

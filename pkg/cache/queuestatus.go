@@ -47,6 +47,9 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 
 // PodGroup implements status.Source.
 func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
+	if pg, isVolcano := c.volcanoModel(key); isVolcano {
+		return pg, pg != nil
+	}
 	pg, err := c.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	return pg, err == nil
 }

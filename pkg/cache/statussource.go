@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -104,7 +105,10 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 				}
 			}
 		}
-		if g.pg != nil {
+		switch {
+		case volcano.IsVolcano(g.pg):
+			w.Volcano = c.volcanoProgressLocked(g)
+		case g.pg != nil:
 			w.Status = desiredStatus(g)
 		}
 		work = append(work, w)

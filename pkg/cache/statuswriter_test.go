@@ -9,7 +9,7 @@ import (
 // writer is the status writer over c, writing with c's clients: the fake
 // PodGroup and Queue clientsets a test installed, and the handle's.
 func writer(c *Cache) *status.Writer {
-	cl := status.Clients{PodGroups: c.pgClient, Pods: c.handle.ClientSet(), Nominator: c.handle}
+	cl := status.Clients{PodGroups: c.pgClient, Pods: c.handle.ClientSet(), Nominator: c.handle, Volcano: c.volcano.client}
 	if c.adm.on() {
 		cl.Queues = c.adm.qclient
 	}

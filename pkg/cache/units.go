@@ -166,7 +166,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	u.asked = asked
 	c.moveUnitLocked(u, q)
 	u.priority, u.created = g.priority, g.created
-	u.members, u.min = int32(g.counts.Reachable()), g.spec.MinMember
+	u.members, u.min = promisedMembers(g), g.spec.MinMember
 	annotated := admittedAnnotation(g.pg)
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
@@ -246,6 +246,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	}
 	u.admitted, u.started = false, false
 	u.notice = "" // the next admission writes its Event and annotation again
+	c.dirty[g.key] = struct{}{}
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
 	c.setPendingLocked(u)
@@ -307,7 +308,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 	// Rewritten in place: this runs on every bind and unbind of a unit's
 	// pods, and u.inflight is only read under the lock (Dump clones it).
 	clear(u.inflight)
-	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
+	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0 || awaitsMembers(u.gang)) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
 				if u.inflight == nil {

@@ -16,6 +16,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -63,7 +64,7 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	}
 	if a.Unadmit {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
-		if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := w.patchPodGroup(ctx, pg, []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
 			writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", a.PodGroup.String())
 		}
@@ -105,7 +106,7 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	if err != nil {
 		return
 	}
-	if _, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.patchPodGroup(ctx, pg, patch); err != nil && !apierrors.IsNotFound(err) {
 		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 		logger.Error(err, "Cannot record the admission decision on PodGroup", "podGroup", a.PodGroup.String())
 	}
@@ -164,7 +165,12 @@ func (w *Writer) SyncQueues(ctx context.Context) {
 	if !w.src.Admitting() {
 		return
 	}
+	w.warnVolcanoQueues()
 	for _, q := range w.src.QueueStatusUpdates() {
+		if volcano.IsVolcanoQueue(q) {
+			w.writeVolcanoQueue(ctx, q)
+			continue
+		}
 		if _, err := w.cl.Queues.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			writeErrors.WithLabelValues(WriteQueueStatus).Inc()
 			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 )
 
 // WriteGroups posts each group's notice and writes the status of those
@@ -20,6 +22,10 @@ func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
 	for _, g := range work {
 		w.emit(g)
 		w.tellMembers(ctx, g)
+		if g.Volcano != nil {
+			w.writeVolcanoGroup(ctx, g)
+			continue
+		}
 		if g.PodGroup == nil || equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
 			continue
 		}
@@ -76,8 +82,12 @@ func (w *Writer) emit(g Group) {
 // PodGroupRef is the Event target for a PodGroup. The scheduler's event scheme
 // does not know PodGroups, so the reference is spelled out.
 func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
+	apiVersion := v1alpha1.SchemeGroupVersion.String()
+	if volcano.IsVolcano(pg) {
+		apiVersion = pg.APIVersion
+	}
 	return &v1.ObjectReference{
-		APIVersion:      v1alpha1.SchemeGroupVersion.String(),
+		APIVersion:      apiVersion,
 		Kind:            "PodGroup",
 		Namespace:       pg.Namespace,
 		Name:            pg.Name,

@@ -28,6 +28,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
@@ -48,6 +49,9 @@ type Group struct {
 	// Profile is the scheduler name whose recorder reports Events about
 	// the PodGroup (one of its members').
 	Profile string
+	// Volcano is what the status of a Volcano PodGroup is made from (set
+	// instead of Status when PodGroup is the model of one: volcano.go).
+	Volcano *volcano.Progress
 	// Waiting are the group's pods that wait for a node. With a
 	// WaitingReason (ReasonWaitingForMembers, ReasonWaitingForPodGroup)
 	// their PodScheduled condition is to say so, with WaitingMessage;
@@ -144,6 +148,9 @@ type Nominator interface {
 // Clients are what the writer writes with.
 type Clients struct {
 	PodGroups pgclient.Interface
+	// Volcano writes Volcano's PodGroups and Queues; nil when Volcano's API
+	// is not served.
+	Volcano VolcanoClient
 	// Queues is nil when no profile admits through queues.
 	Queues qclient.Interface
 	// Pods patches pods' status (nominations).

@@ -89,7 +89,7 @@ func (p *Plugins) Start(ctx context.Context) error {
 	h := p.handle
 	p.mu.Unlock()
 	cfg := status.CRDConfig(h.KubeConfig())
-	cl := status.Clients{Pods: h.ClientSet(), Nominator: h}
+	cl := status.Clients{Pods: h.ClientSet(), Nominator: h, Volcano: c.VolcanoClient()}
 	var err error
 	if cl.PodGroups, err = pgclient.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("building the PodGroup status client: %w", err)

@@ -37,6 +37,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -70,7 +71,8 @@ type Env struct {
 	RepoRoot string
 	// Kubeconfig is a kubeconfig file that points at the test kube-apiserver.
 	Kubeconfig string
-	// CRDs are the CustomResourceDefinitions installed from manifests/crds.
+	// CRDs are the CustomResourceDefinitions installed from manifests/crds
+	// (and manifests/crds/volcano with WithVolcanoCRDs).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
 	priorityClasses sync.Map // name -> struct{}: PriorityClasses known to exist
@@ -83,7 +85,12 @@ type Env struct {
 	cluster     *localcluster.Cluster
 	restartable bool
 	front       *Proxy
+	// volcano: Volcano's CRDs are installed (WithVolcanoCRDs).
+	volcano bool
 }
+
+// volcanoPodGroups is Volcano's PodGroup resource.
+var volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 
 // Start starts etcd and a kube-apiserver in-process, installs every CRD in
 // <repo>/manifests/crds/*.yaml and waits until each one can serve creates.
@@ -105,6 +112,13 @@ type envSettings struct {
 	restartable    bool
 	controllers    []string
 	withKCM        bool
+	volcano        bool
+}
+
+// WithVolcanoCRDs installs Volcano's PodGroup and Queue CRDs
+// (manifests/crds/volcano) too, as the component components/volcano does.
+func WithVolcanoCRDs() EnvOption {
+	return func(s *envSettings) { s.volcano = true }
 }
 
 // WithControllers runs kube-controller-manager in-process with the named
@@ -197,6 +211,14 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 	}
 	if env.CRDs, err = localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds")); err != nil {
 		t.Fatalf("installing CRDs: %v", err)
+	}
+	if settings.volcano {
+		vc, err := localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds", "volcano"))
+		if err != nil {
+			t.Fatalf("installing Volcano's CRDs: %v", err)
+		}
+		env.CRDs = append(env.CRDs, vc...)
+		env.volcano = true
 	}
 	if settings.withKCM {
 		if settings.restartable {

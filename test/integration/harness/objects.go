@@ -64,6 +64,13 @@ func (e *Env) Namespace(t *testing.T) string {
 		if err := e.PGClient.SchedulingV1alpha1().PodGroups(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting PodGroups in %s: %v", name, err)
 		}
+		if e.volcano {
+			// No namespace controller runs: an admitted Volcano PodGroup
+			// left behind would reserve its minResources in later scenarios.
+			if err := e.Dynamic.Resource(volcanoPodGroups).Namespace(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting Volcano PodGroups in %s: %v", name, err)
+			}
+		}
 		if err := e.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s: %v", name, err)
 		}

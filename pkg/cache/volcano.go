@@ -1,0 +1,377 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
+)
+
+// Volcano's gangs (scheduling.volcano.sh/v1beta1) are a second source of
+// the cache's one group and queue model: pkg/convert/volcano turns each
+// PodGroup into the model object a scheduler-plugins PodGroup is, marked
+// with Volcano's apiVersion, and each Queue into a Caldera Queue; from then
+// on gang readiness, admission, fair share, reclaim and placement do not
+// know the source. What differs lives here: Volcano's job controller
+// creates a job's pods only once its PodGroup is Inqueue, so such a gang is
+// admitted before any member exists (promisedMembers, missingClass), and
+// its status is Volcano's (volcanoProgressLocked, written by pkg/status).
+//
+// Both dialects name groups by namespace and name, so they share one key
+// space: the PodGroup seen first holds a name, and one of the other dialect
+// under the same name is ignored until the first is deleted and the second
+// changes (shadowedLocked). Caldera's Queue of a name wins over Volcano's
+// (Volcano's "default" queue among them): queueShadowedLocked.
+
+// volcanoState is the cache's reading of Volcano's API; the zero value is
+// off (the API is not served).
+type volcanoState struct {
+	on       bool
+	client   status.VolcanoClient
+	pgLister vclisters.PodGroupLister
+	qLister  vclisters.QueueLister
+	// warned is, per Volcano Queue, the fields Caldera does not honour it
+	// last reported; warnings are the reports not yet handed to the
+	// writer. Guarded by c.mu.
+	warned   map[string]string
+	warnings []status.QueueWarning
+}
+
+// VolcanoClient is the client of Volcano's API, nil when it is not served;
+// the command hands it to the status writer.
+func (c *Cache) VolcanoClient() status.VolcanoClient { return c.volcano.client }
+
+// watchVolcano sets up the informers of Volcano's PodGroups and Queues when
+// the API server serves them (discovered once, here: a scheduler started
+// before the CRDs were installed reads them after a restart), and those of
+// finished members that join by annotation. Absent, it does nothing.
+func (c *Cache) watchVolcano(ctx context.Context, h fwk.Handle, cfg *rest.Config) error {
+	logger := klog.FromContext(ctx)
+	served, err := volcanoServed(h)
+	if err != nil {
+		return err
+	}
+	if !served {
+		logger.V(2).Info("Volcano's scheduling API is not served; reading no Volcano PodGroups or Queues", "apiVersion", volcano.APIVersion)
+		return nil
+	}
+	client, err := vcclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building Volcano client: %w", err)
+	}
+	v := &c.volcano
+	v.on, v.client, v.warned = true, status.VolcanoClientFor(client), map[string]string{}
+	factory := vcinformers.NewSharedInformerFactory(client, 0)
+	pgInf := factory.Scheduling().V1beta1().PodGroups()
+	qInf := factory.Scheduling().V1beta1().Queues()
+	v.pgLister, v.qLister = pgInf.Lister(), qInf.Lister()
+	pgReg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.onPodGroup(logger, volcanoModel(obj)) },
+		UpdateFunc: func(old, obj any) {
+			c.onPodGroupUpdate(logger, volcanoModel(old), volcanoModel(obj))
+		},
+		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, volcanoModel(obj)) },
+	})
+	if err != nil {
+		return err
+	}
+	qReg, err := qInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onVolcanoQueue(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onVolcanoQueue(obj, false) },
+		DeleteFunc: func(obj any) { c.onVolcanoQueue(obj, true) },
+	})
+	if err != nil {
+		return err
+	}
+	// Finished members come from an informer of our own (newCache); that
+	// one selects the PodGroup label, which Volcano's pods do not carry, so
+	// these come from one that selects finished pods only, kept slim.
+	finishedFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = finishedSelector }),
+		informers.WithTransform(slimVolcanoPod))
+	finishedReg, err := finishedFactory.Core().V1().Pods().Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: joinsByAnnotation,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
+			UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
+			DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return c.setUp("Volcano's PodGroups and Queues", func(ctx context.Context, logger klog.Logger) error {
+		factory.Start(ctx.Done())
+		finishedFactory.Start(ctx.Done())
+		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		for _, r := range []cache.ResourceEventHandlerRegistration{pgReg, qReg, finishedReg} {
+			if !cache.WaitFor(syncCtx, "", r.HasSyncedChecker()) {
+				return fmt.Errorf("Volcano's PodGroups, Queues or finished members did not sync within %v: can the scheduler read scheduling.volcano.sh (manifests/components/volcano)?", syncTimeout)
+			}
+		}
+		logger.V(2).Info("Caldera cache synced Volcano's PodGroups and Queues")
+		return nil
+	})
+}
+
+// volcanoServed reports whether the API server serves Volcano's PodGroups
+// and Queues. Not served is no error; failing to ask is.
+func volcanoServed(h fwk.Handle) (bool, error) {
+	if h.ClientSet() == nil {
+		return false, nil
+	}
+	list, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(volcano.APIVersion)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering %s: %w", volcano.APIVersion, err)
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
+	}
+	return has("podgroups") && has("queues"), nil
+}
+
+// volcanoModel converts an informer event's Volcano PodGroup to the model
+// (nil for anything else, which the handlers ignore).
+func volcanoModel(obj any) any {
+	pg, ok := objectOf[*vc.PodGroup](obj)
+	if !ok || pg == nil {
+		return nil
+	}
+	return volcano.PodGroup(pg)
+}
+
+// joinsByAnnotation selects the pods that join a group by Volcano's
+// annotation only: one with the PodGroup label is the other finished-member
+// informer's.
+func joinsByAnnotation(obj any) bool {
+	pod := asPod(obj)
+	if pod == nil {
+		return false
+	}
+	if _, labelled := pod.Labels[PodGroupLabel]; labelled {
+		return false
+	}
+	_, ok := volcano.GroupName(pod)
+	return ok
+}
+
+// slimVolcanoPod slims a finished pod as slimPod does, keeping the
+// group-name annotations that make it a member; a pod without them keeps
+// only its identity, since the informer holds every finished pod.
+func slimVolcanoPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return slimPod(obj)
+	}
+	name, member := volcano.GroupName(pod)
+	if !member {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels}}, nil
+	}
+	out, err := slimPod(pod)
+	if err != nil {
+		return nil, err
+	}
+	slim := out.(*v1.Pod)
+	slim.Annotations = map[string]string{volcano.GroupNameAnnotation: name}
+	return slim, nil
+}
+
+// shadowedLocked reports whether pg, of one dialect, names a group whose
+// PodGroup is of the other: the first holds the name (see above).
+func shadowedLocked(logger klog.Logger, g *group, pg *v1alpha1.PodGroup) bool {
+	if g.pg == nil || volcano.IsVolcano(g.pg) == volcano.IsVolcano(pg) {
+		return false
+	}
+	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.key.String(),
+		"held", g.pg.APIVersion, "ignored", pg.APIVersion)
+	return true
+}
+
+// queueShadowedLocked reports whether q, a Volcano Queue, names a Caldera
+// Queue the cache holds: Caldera's is the queue.
+func queueShadowedLocked(held, q *qapi.Queue) bool {
+	return held != nil && volcano.IsVolcanoQueue(q) && !volcano.IsVolcanoQueue(held)
+}
+
+// onVolcanoQueue takes a Volcano Queue event: its model goes to onQueue
+// when a profile admits through queues, and fields Caldera does not honour
+// are queued for a Warning Event, once per change of that list.
+func (c *Cache) onVolcanoQueue(obj any, deleted bool) {
+	in, _ := objectOf[*vc.Queue](obj)
+	if in == nil {
+		return
+	}
+	model, ignored, ok := volcano.Queue(in)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	v := &c.volcano
+	if deleted {
+		delete(v.warned, in.Name)
+	} else {
+		var fields []string
+		for _, i := range ignored {
+			fields = append(fields, i.Field+" ("+i.Why+")")
+		}
+		if list := strings.Join(fields, "; "); list != v.warned[in.Name] {
+			v.warned[in.Name] = list
+			if list != "" {
+				v.warnings = append(v.warnings, status.QueueWarning{Queue: in.DeepCopy(),
+					Message: "Caldera does not honour " + list})
+			}
+		}
+	}
+	on := c.adm.on()
+	c.mu.Unlock()
+	if on {
+		c.onQueue(model, deleted)
+	}
+}
+
+// VolcanoQueueWarnings implements status.VolcanoSource: the Warning Events
+// queued since the last call.
+func (c *Cache) VolcanoQueueWarnings() []status.QueueWarning {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.volcano.warnings
+	c.volcano.warnings = nil
+	return out
+}
+
+// VolcanoPodGroup implements status.VolcanoSource: the Volcano PodGroup as
+// the informer has it.
+func (c *Cache) VolcanoPodGroup(key types.NamespacedName) (*vc.PodGroup, bool) {
+	if !c.volcano.on {
+		return nil, false
+	}
+	pg, err := c.volcano.pgLister.PodGroups(key.Namespace).Get(key.Name)
+	return pg, err == nil
+}
+
+// VolcanoQueue implements status.VolcanoSource: the Volcano Queue as the
+// informer has it.
+func (c *Cache) VolcanoQueue(name string) (*vc.Queue, bool) {
+	if !c.volcano.on {
+		return nil, false
+	}
+	q, err := c.volcano.qLister.Get(name)
+	return q, err == nil
+}
+
+// volcanoModel is PodGroup's answer for a group whose PodGroup is
+// Volcano's: its model, fresh from the informer (nil when gone). isVolcano
+// is false for any other group, which the PodGroup lister answers.
+func (c *Cache) volcanoModel(key types.NamespacedName) (pg *v1alpha1.PodGroup, isVolcano bool) {
+	if !c.volcano.on {
+		return nil, false
+	}
+	c.mu.RLock()
+	g := c.groups[GroupKey{Namespace: key.Namespace, Name: key.Name}]
+	isVolcano = g != nil && volcano.IsVolcano(g.pg)
+	c.mu.RUnlock()
+	if !isVolcano {
+		return nil, false
+	}
+	if in, ok := c.VolcanoPodGroup(key); ok {
+		pg = volcano.PodGroup(in)
+	}
+	return pg, true
+}
+
+// promisedMembers is the member count admission sees for g: the members
+// Caldera can place, or, for a Volcano gang, at least its minMember, since
+// its controller creates them only once the gang is admitted (Inqueue).
+func promisedMembers(g *group) int32 {
+	n := int32(g.counts.Reachable())
+	if volcano.IsVolcano(g.pg) && n < g.spec.MinMember {
+		return g.spec.MinMember
+	}
+	return n
+}
+
+// awaitsMembers reports whether g is a Volcano gang none of whose members
+// exist yet: admitted, it reserves its minimum for the pods its controller
+// is about to create. One that started (its phase says so, as after a
+// restart) and has no member left is done and reserves nothing.
+func awaitsMembers(g *group) bool {
+	return g.counts.Members == 0 && volcano.IsVolcano(g.pg) && !volcano.Started(g.pg)
+}
+
+// noConstraints is the pod a member not yet created is placed as.
+var noConstraints = &v1.Pod{}
+
+// missingClass is the placement class of n members of g that do not exist
+// yet. A scheduler-plugins gang's cannot be placed (they must exist
+// first). A Volcano gang's each ask for an even share of minResources
+// (rounded up), on any node without a taint: all that is known of pods
+// not yet created, and what Volcano's own enqueue checks.
+func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
+	if !volcano.IsVolcano(g.pg) {
+		return placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: []int32{}}
+	}
+	per := resources.List{}
+	if m := int64(g.spec.MinMember); m > 0 {
+		for k, v := range g.spec.MinResources {
+			per[k] = (v + m - 1) / m
+		}
+	}
+	return pp.classOf(noConstraints, per, n)
+}
+
+// volcanoProgressLocked is what a Volcano PodGroup's status is made from
+// (volcano.Status, applied by the writer to the object it reads). Without
+// queue admission every gang counts as admitted, so that Volcano's
+// controller may create its pods.
+func (c *Cache) volcanoProgressLocked(g *group) *volcano.Progress {
+	p := &volcano.Progress{
+		Admitted:      true,
+		MinMember:     g.spec.MinMember,
+		Placed:        g.counts.Placed,
+		Running:       g.counts.Running,
+		Succeeded:     g.counts.Succeeded,
+		Failed:        g.counts.Failed,
+		Members:       g.counts.Members,
+		Unschedulable: g.unschedulable,
+	}
+	if a := c.adm; a.on() {
+		u := a.units[gangUnitKey(g.key)]
+		p.Admitted = u != nil && u.admitted
+		if u != nil && !u.admitted {
+			if d, ok := a.pending.Decision(u.key); ok && d.Check != queue.CheckNone && d.Check != queue.CheckMembers {
+				p.Unschedulable = decisionMessage(u, d)
+			}
+		}
+	}
+	if p.Admitted && p.Unschedulable == "" && g.counts.Members < int(g.spec.MinMember) {
+		p.Unschedulable = fmt.Sprintf("waiting for minMember %d members", g.spec.MinMember)
+	}
+	return p
+}

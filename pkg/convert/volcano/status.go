@@ -1,0 +1,103 @@
+package volcano
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// Progress is what a Volcano PodGroup's status is made from: the cache's
+// view of the gang and the admission decision.
+type Progress struct {
+	// Admitted: the gang is admitted to its queue (Volcano's enqueue).
+	Admitted bool
+	// MinMember is the PodGroup's spec.minMember.
+	MinMember int32
+	// Placed counts unfinished members reserved or bound; Running,
+	// Succeeded and Failed count members by pod phase.
+	Placed, Running, Succeeded, Failed int
+	// Members counts the members that exist, finished ones included.
+	Members int
+	// Unschedulable says why the gang is not placed (admission's verdict or
+	// the last placement failure); "" when nothing stops it.
+	Unschedulable string
+}
+
+// Reasons of the conditions Status writes beside Volcano's own.
+const (
+	// ReasonScheduled is the Scheduled condition's reason once minMember
+	// members hold nodes.
+	ReasonScheduled = "Scheduled"
+)
+
+// Status returns the status a Volcano PodGroup should have, as Volcano's
+// closeSession (jobStatus) writes it: the phase is Running once minMember
+// members are allocated (placed or finished), Completed when every one of
+// those succeeded, Unknown when some run but the gang cannot be placed
+// whole, else Inqueue while admitted and Pending before. Volcano's job
+// controller creates a job's pods only once its PodGroup is Inqueue, so
+// writing Inqueue on admission is what lets those pods exist at all.
+// Conditions: Unschedulable (True with the reason while the gang waits,
+// NotEnoughTasks when admitted and waiting for its controller's pods,
+// NotEnoughResources otherwise; False once scheduled) and Scheduled. A
+// condition changes, with its lastTransitionTime, only when its status,
+// reason or message does, so an unchanged gang is not written again.
+func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus {
+	if prev.Phase == vc.PodGroupCompleted && p.Members == 0 {
+		// Its pods are gone (garbage-collected, or a restarted scheduler
+		// has not seen them): what it completed stays written.
+		return prev
+	}
+	out := *prev.DeepCopy()
+	allocated := p.Placed + p.Succeeded + p.Failed
+	ready := p.MinMember > 0 && allocated >= int(p.MinMember) || p.MinMember <= 0 && p.Admitted && allocated > 0
+	switch {
+	case ready && p.Succeeded == allocated:
+		out.Phase = vc.PodGroupCompleted
+	case ready:
+		out.Phase = vc.PodGroupRunning
+	case p.Running > 0 && p.Unschedulable != "":
+		out.Phase = vc.PodGroupUnknown
+	case p.Admitted:
+		out.Phase = vc.PodGroupInqueue
+	default:
+		out.Phase = vc.PodGroupPending
+	}
+	out.Running, out.Succeeded, out.Failed = int32(p.Running), int32(p.Succeeded), int32(p.Failed)
+	t := metav1.NewTime(now.Truncate(time.Second))
+	switch {
+	case ready:
+		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupScheduled, Status: v1.ConditionTrue,
+			Reason: ReasonScheduled, Message: string(vc.PodGroupReady)}, t)
+		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionFalse,
+			Reason: ReasonScheduled, Message: string(vc.PodGroupReady)}, t)
+	case p.Unschedulable != "":
+		reason := vc.NotEnoughResourcesReason
+		if p.Admitted && p.Members < int(p.MinMember) {
+			reason = vc.NotEnoughPodsReason
+		}
+		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionTrue,
+			Reason: reason, Message: p.Unschedulable}, t)
+	}
+	return out
+}
+
+// setCondition puts c into conds in place of the condition of its type,
+// keeping the old one (and its time) when nothing but the time differs.
+func setCondition(conds []vc.PodGroupCondition, c vc.PodGroupCondition, now metav1.Time) []vc.PodGroupCondition {
+	i := slices.IndexFunc(conds, func(o vc.PodGroupCondition) bool { return o.Type == c.Type })
+	if i >= 0 {
+		o := conds[i]
+		if o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message {
+			return conds
+		}
+		c.LastTransitionTime = now
+		conds[i] = c
+		return conds
+	}
+	c.LastTransitionTime = now
+	return append(conds, c)
+}

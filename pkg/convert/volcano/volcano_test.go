@@ -1,0 +1,236 @@
+package volcano
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+)
+
+func rl(pairs ...string) v1.ResourceList {
+	out := v1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		out[v1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+var created = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+
+func TestPodGroup(t *testing.T) {
+	res := rl("cpu", "4", "memory", "8Gi")
+	for _, tc := range []struct {
+		name string
+		in   vc.PodGroup
+		// want: minMember, queue label, admitted-at annotation ("" none).
+		min      int32
+		minRes   v1.ResourceList
+		queue    string
+		admitted string
+	}{
+		{name: "pending, queue and minResources",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 3, Queue: "team-a", MinResources: &res}},
+			min: 3, minRes: res, queue: "team-a"},
+		{name: "no queue: the namespace's or the default decides",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 1}},
+			min: 1},
+		{name: "Caldera's label wins over spec.queue",
+			in: vc.PodGroup{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{qapi.QueueLabel: "mine"}},
+				Spec: vc.PodGroupSpec{MinMember: 2, Queue: "theirs"}},
+			min: 2, queue: "mine"},
+		{name: "Inqueue: admitted by an earlier scheduler",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2, Queue: "q"}, Status: vc.PodGroupStatus{Phase: vc.PodGroupInqueue}},
+			min: 2, queue: "q", admitted: created.UTC().Format(time.RFC3339)},
+		{name: "Completed: admitted; its phase says it started",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupCompleted}},
+			min: 2, admitted: created.UTC().Format(time.RFC3339)},
+		{name: "Running: admitted",
+			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupRunning}},
+			min: 2, admitted: created.UTC().Format(time.RFC3339)},
+		{name: "an admitted-at annotation is kept",
+			in: vc.PodGroup{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{qapi.AdmittedAtAnnotation: "2026-01-02T03:05:00Z"}},
+				Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupInqueue}},
+			min: 2, admitted: "2026-01-02T03:05:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in.DeepCopy()
+			in.Name, in.Namespace, in.UID, in.CreationTimestamp = "pg", "ns", "uid-1", created
+			before := in.DeepCopy()
+			got := PodGroup(in)
+			if !IsVolcano(got) || got.Kind != "PodGroup" {
+				t.Errorf("model not marked as Volcano's: %v", got.TypeMeta)
+			}
+			if got.Name != "pg" || got.Namespace != "ns" || got.UID != "uid-1" || !got.CreationTimestamp.Equal(&created) {
+				t.Errorf("identity not kept: %+v", got.ObjectMeta)
+			}
+			if got.Spec.MinMember != tc.min {
+				t.Errorf("minMember = %d, want %d", got.Spec.MinMember, tc.min)
+			}
+			if !equality.Semantic.DeepEqual(got.Spec.MinResources, tc.minRes) {
+				t.Errorf("minResources = %v, want %v", got.Spec.MinResources, tc.minRes)
+			}
+			if q := got.Labels[qapi.QueueLabel]; q != tc.queue {
+				t.Errorf("queue label = %q, want %q", q, tc.queue)
+			}
+			if a := got.Annotations[qapi.AdmittedAtAnnotation]; a != tc.admitted {
+				t.Errorf("admitted-at = %q, want %q", a, tc.admitted)
+			}
+			if started := Started(got); started != (in.Status.Phase == vc.PodGroupRunning || in.Status.Phase == vc.PodGroupCompleted) {
+				t.Errorf("Started = %v for phase %q", started, in.Status.Phase)
+			}
+			if !equality.Semantic.DeepEqual(in, before) {
+				t.Errorf("the informer's object was changed")
+			}
+		})
+	}
+}
+
+func TestGroupName(t *testing.T) {
+	for _, tc := range []struct {
+		ann  map[string]string
+		want string
+	}{
+		{map[string]string{GroupNameAnnotation: "a"}, "a"},
+		{map[string]string{VolcanoGroupNameAnnotation: "b"}, "b"},
+		{map[string]string{GroupNameAnnotation: "a", VolcanoGroupNameAnnotation: "b"}, "a"},
+		{map[string]string{GroupNameAnnotation: ""}, ""},
+		{nil, ""},
+	} {
+		got, ok := GroupName(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}})
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("GroupName(%v) = %q, %v; want %q", tc.ann, got, ok, tc.want)
+		}
+	}
+}
+
+func TestQueue(t *testing.T) {
+	capab, guar := rl("cpu", "10"), rl("cpu", "2")
+	for _, tc := range []struct {
+		name    string
+		in      vc.Queue
+		want    qapi.QueueSpec
+		ignored []string
+		skip    bool
+	}{
+		{name: "every mapped field",
+			in: vc.Queue{Spec: vc.QueueSpec{Weight: 3, Capability: capab, Guarantee: vc.Guarantee{Resource: guar},
+				Reclaimable: ptr.To(false), Parent: "org", Priority: 7}, Status: vc.QueueStatus{State: vc.QueueStateOpen}},
+			want: qapi.QueueSpec{Weight: 3, Capability: capab, Guarantee: guar, Reclaimable: ptr.To(false), Parent: "org", Priority: 7, State: qapi.QueueStateOpen}},
+		{name: "defaults: weight 1, open, child of root is top level",
+			in:   vc.Queue{Spec: vc.QueueSpec{Parent: RootQueue}},
+			want: qapi.QueueSpec{Weight: 1, State: qapi.QueueStateOpen}},
+		{name: "Closed stops admission",
+			in:   vc.Queue{Spec: vc.QueueSpec{Weight: 1}, Status: vc.QueueStatus{State: vc.QueueStateClosed}},
+			want: qapi.QueueSpec{Weight: 1, State: qapi.QueueStateClosed}},
+		{name: "Closing stops admission too",
+			in:   vc.Queue{Spec: vc.QueueSpec{Weight: 1}, Status: vc.QueueStatus{State: vc.QueueStateClosing}},
+			want: qapi.QueueSpec{Weight: 1, State: qapi.QueueStateClosed}},
+		{name: "fields Caldera does not honour are named",
+			in: vc.Queue{Spec: vc.QueueSpec{Weight: 1, Deserved: rl("cpu", "1"), Affinity: &vc.Affinity{},
+				ExtendClusters: []vc.Cluster{{Name: "x"}}, Type: "x"}},
+			want:    qapi.QueueSpec{Weight: 1, State: qapi.QueueStateOpen},
+			ignored: []string{"spec.deserved", "spec.affinity", "spec.extendClusters", "spec.type"}},
+		{name: "root is the tree, not a queue", in: vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: RootQueue}}, skip: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in.DeepCopy()
+			if in.Name == "" {
+				in.Name = "q"
+			}
+			got, ignored, ok := Queue(in)
+			if ok == tc.skip {
+				t.Fatalf("ok = %v", ok)
+			}
+			if !ok {
+				return
+			}
+			if !IsVolcanoQueue(got) || got.Name != in.Name {
+				t.Errorf("model: %v %q", got.TypeMeta, got.Name)
+			}
+			if !equality.Semantic.DeepEqual(got.Spec, tc.want) {
+				t.Errorf("spec = %+v, want %+v", got.Spec, tc.want)
+			}
+			var names []string
+			for _, i := range ignored {
+				if i.Why == "" {
+					t.Errorf("%s: no reason", i.Field)
+				}
+				names = append(names, i.Field)
+			}
+			if !equality.Semantic.DeepEqual(names, tc.ignored) {
+				t.Errorf("ignored = %v, want %v", names, tc.ignored)
+			}
+		})
+	}
+}
+
+func TestStatus(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		p      Progress
+		phase  vc.PodGroupPhase
+		cond   vc.PodGroupConditionType
+		reason string
+	}{
+		{name: "not admitted, no pods", p: Progress{MinMember: 3, Unschedulable: "queue q: capability"},
+			phase: vc.PodGroupPending, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughResourcesReason},
+		{name: "admitted before any pod: Inqueue", p: Progress{Admitted: true, MinMember: 3},
+			phase: vc.PodGroupInqueue},
+		{name: "admitted, pods short", p: Progress{Admitted: true, MinMember: 3, Members: 1, Unschedulable: "waiting for members"},
+			phase: vc.PodGroupInqueue, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughPodsReason},
+		{name: "minMember placed: Running", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 2},
+			phase: vc.PodGroupRunning, cond: vc.PodGroupScheduled, reason: ReasonScheduled},
+		{name: "running and succeeded count as allocated", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 1, Running: 1, Succeeded: 1},
+			phase: vc.PodGroupRunning},
+		{name: "every allocated member succeeded: Completed", p: Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 2},
+			phase: vc.PodGroupCompleted},
+		{name: "one failed: Running, as Volcano writes it", p: Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 1, Failed: 1},
+			phase: vc.PodGroupRunning},
+		{name: "some run, the rest cannot be placed: Unknown", p: Progress{Admitted: true, MinMember: 3, Members: 3, Placed: 1, Running: 1, Unschedulable: "no room"},
+			phase: vc.PodGroupUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Status(vc.PodGroupStatus{}, tc.p, now)
+			if got.Phase == vc.PodGroupCompleted {
+				// Once its pods are gone, a Completed PodGroup stays so.
+				if gone := Status(got, Progress{Admitted: tc.p.Admitted, MinMember: tc.p.MinMember}, now); gone.Phase != vc.PodGroupCompleted || gone.Succeeded != got.Succeeded {
+					t.Errorf("pods gone: %+v, want the Completed status kept", gone)
+				}
+			}
+			if got.Phase != tc.phase {
+				t.Errorf("phase = %s, want %s", got.Phase, tc.phase)
+			}
+			if got.Running != int32(tc.p.Running) || got.Succeeded != int32(tc.p.Succeeded) || got.Failed != int32(tc.p.Failed) {
+				t.Errorf("counts = %d/%d/%d", got.Running, got.Succeeded, got.Failed)
+			}
+			if tc.cond != "" {
+				found := false
+				for _, c := range got.Conditions {
+					if c.Type == tc.cond && c.Status == v1.ConditionTrue {
+						found = true
+						if tc.reason != "" && c.Reason != tc.reason {
+							t.Errorf("%s reason = %q, want %q", c.Type, c.Reason, tc.reason)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("no %s condition in %+v", tc.cond, got.Conditions)
+				}
+			}
+			// Applied again later with the same progress, nothing changes:
+			// the writer compares and writes nothing.
+			again := Status(got, tc.p, now.Add(time.Minute))
+			if !equality.Semantic.DeepEqual(again, got) {
+				t.Errorf("status not stable:\n%+v\n%+v", got, again)
+			}
+		})
+	}
+}

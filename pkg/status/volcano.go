@@ -1,0 +1,185 @@
+package status
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+)
+
+// VolcanoSource is what the writer reads of Volcano's objects, when the
+// Source has them (the cache, with Volcano's API served). A separate
+// interface, so that a Source without Volcano need not implement it.
+type VolcanoSource interface {
+	// VolcanoPodGroup and VolcanoQueue return the objects as the state's
+	// informers have them.
+	VolcanoPodGroup(key types.NamespacedName) (*vc.PodGroup, bool)
+	VolcanoQueue(name string) (*vc.Queue, bool)
+	// VolcanoQueueWarnings returns the Warning Events queued since the
+	// last call: fields of a Volcano Queue that Caldera does not honour.
+	VolcanoQueueWarnings() []QueueWarning
+}
+
+// VolcanoClient is what the writer writes of Volcano's API: a narrow
+// interface over Volcano's generated clientset (VolcanoClientFor), which
+// tests replace with a map.
+type VolcanoClient interface {
+	GetPodGroup(ctx context.Context, namespace, name string) (*vc.PodGroup, error)
+	// UpdatePodGroup updates the whole object: the PodGroup CRD has no
+	// status subresource.
+	UpdatePodGroup(ctx context.Context, pg *vc.PodGroup) error
+	PatchPodGroup(ctx context.Context, namespace, name string, mergePatch []byte) error
+	UpdateQueueStatus(ctx context.Context, q *vc.Queue) error
+}
+
+// VolcanoClientFor returns the VolcanoClient that writes with cs.
+func VolcanoClientFor(cs vcclient.Interface) VolcanoClient { return clientsetWriter{cs} }
+
+type clientsetWriter struct{ cs vcclient.Interface }
+
+func (c clientsetWriter) GetPodGroup(ctx context.Context, ns, name string) (*vc.PodGroup, error) {
+	return c.cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clientsetWriter) UpdatePodGroup(ctx context.Context, pg *vc.PodGroup) error {
+	_, err := c.cs.SchedulingV1beta1().PodGroups(pg.Namespace).Update(ctx, pg, metav1.UpdateOptions{})
+	return err
+}
+
+func (c clientsetWriter) PatchPodGroup(ctx context.Context, ns, name string, patch []byte) error {
+	_, err := c.cs.SchedulingV1beta1().PodGroups(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func (c clientsetWriter) UpdateQueueStatus(ctx context.Context, q *vc.Queue) error {
+	_, err := c.cs.SchedulingV1beta1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{})
+	return err
+}
+
+// QueueWarning is a Warning Event about a Volcano Queue.
+type QueueWarning struct {
+	Queue   *vc.Queue
+	Message string
+}
+
+// ReasonUnsupportedField is the reason of the Warning Event on a Volcano
+// Queue that sets a field Caldera does not honour.
+const ReasonUnsupportedField = "UnsupportedField"
+
+func (w *Writer) volcano() (VolcanoSource, bool) {
+	if w.cl.Volcano == nil {
+		return nil, false
+	}
+	vs, ok := w.src.(VolcanoSource)
+	return vs, ok
+}
+
+// writeVolcanoGroup writes a Volcano PodGroup's status as Volcano's
+// closeSession does (volcano.Status) when it differs from the object's.
+// The PodGroup CRD has no status subresource (Volcano's scheduler updates
+// the whole object), so this is an update of the object read last, retried
+// on conflict with a fresh read. A failure hands the group back.
+func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
+	vs, ok := w.volcano()
+	if !ok || g.PodGroup == nil {
+		return
+	}
+	pg, ok := vs.VolcanoPodGroup(g.Key)
+	if !ok || pg.UID != g.PodGroup.UID {
+		return // gone, or another object by now
+	}
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			latest, err := w.cl.Volcano.GetPodGroup(ctx, g.Key.Namespace, g.Key.Name)
+			if err != nil {
+				return err
+			}
+			if latest.UID != g.PodGroup.UID {
+				return nil
+			}
+			pg = latest
+		}
+		first = false
+		want := volcano.Status(pg.Status, *g.Volcano, time.Now())
+		if equality.Semantic.DeepEqual(pg.Status, want) {
+			return nil
+		}
+		cp := pg.DeepCopy()
+		cp.Status = want
+		return w.cl.Volcano.UpdatePodGroup(ctx, cp)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
+		klog.FromContext(ctx).Error(err, "Cannot write Volcano PodGroup status; will retry", "podGroup", g.Key.String())
+		w.src.RetryGroupStatus(g.Key)
+	}
+}
+
+// patchPodGroup merge-patches the PodGroup whose model is pg, through the
+// client of its dialect.
+func (w *Writer) patchPodGroup(ctx context.Context, pg *v1alpha1.PodGroup, patch []byte) error {
+	if volcano.IsVolcano(pg) {
+		if w.cl.Volcano == nil {
+			return nil
+		}
+		return w.cl.Volcano.PatchPodGroup(ctx, pg.Namespace, pg.Name, patch)
+	}
+	_, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// writeVolcanoQueue writes a Volcano Queue's status as Volcano's tools read
+// it, from the status Caldera computed for its model q: pending, inqueue
+// (admitted, not yet running), running and completed counts and allocated.
+// The state stays the queue controller's, Open when none set it.
+func (w *Writer) writeVolcanoQueue(ctx context.Context, q *qapi.Queue) {
+	vs, ok := w.volcano()
+	if !ok {
+		return
+	}
+	cur, ok := vs.VolcanoQueue(q.Name)
+	if !ok || cur.UID != q.UID {
+		return
+	}
+	want := *cur.Status.DeepCopy()
+	want.Pending, want.Inqueue, want.Running, want.Completed = q.Status.Pending, q.Status.Admitted, q.Status.Running, q.Status.Completed
+	want.Allocated = q.Status.Allocated
+	if want.State == "" {
+		want.State = vc.QueueStateOpen
+	}
+	if equality.Semantic.DeepEqual(cur.Status, want) {
+		return
+	}
+	cp := cur.DeepCopy()
+	cp.Status = want
+	if err := w.cl.Volcano.UpdateQueueStatus(ctx, cp); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		writeErrors.WithLabelValues(WriteQueueStatus).Inc()
+		klog.FromContext(ctx).Error(err, "Cannot write Volcano Queue status", "queue", q.Name)
+	}
+}
+
+// warnVolcanoQueues posts the queued Warning Events on Volcano Queues.
+func (w *Writer) warnVolcanoQueues() {
+	vs, ok := w.volcano()
+	if !ok {
+		return
+	}
+	for _, qw := range vs.VolcanoQueueWarnings() {
+		ref := &v1.ObjectReference{APIVersion: volcano.APIVersion, Kind: "Queue", Name: qw.Queue.Name,
+			UID: qw.Queue.UID, ResourceVersion: qw.Queue.ResourceVersion}
+		w.src.Recorder("").Eventf(ref, nil, v1.EventTypeWarning, ReasonUnsupportedField, "Admission", "%s", qw.Message)
+	}
+}
