@@ -5,6 +5,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/caldera-sched/caldera/internal/kubectlcaldera"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -158,6 +160,26 @@ func TestSandbox(t *testing.T) {
 	waitPhase(schedv1alpha1.PodGroupFinished)
 	if got, err := pgClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); err != nil || got.Status.Succeeded != 2 {
 		t.Errorf("created PodGroup %s: %v; want Finished with 2 succeeded", pg.Name, err)
+	}
+
+	// Every kubectl caldera command against the sandbox: each exits 0 and
+	// shows what the scheduler wrote about the jobs above.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"queues"}, "default"},
+		{[]string{"jobs", "-A"}, "job-train"},
+		{[]string{"jobs", "-n", "default", "-o", "json"}, `"name": "gang"`},
+		{[]string{"explain", "podgroup/job-train", "-n", "default"}, "stage Finished"},
+		{[]string{"explain", "gang-0", "-n", "default", "-o", "yaml"}, "stage: Finished"},
+	} {
+		var out bytes.Buffer
+		cmd := kubectlcaldera.NewCommand(&out)
+		cmd.SetArgs(append(c.args, "--kubeconfig", kubeconfig))
+		if err := cmd.ExecuteContext(ctx); err != nil || !strings.Contains(out.String(), c.want) {
+			t.Errorf("kubectl caldera %s: %v, want %q in:\n%s", strings.Join(c.args, " "), err, c.want, out.String())
+		}
 	}
 
 	// SIGTERM: a clean exit, no temporary files left.
