@@ -85,80 +85,6 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	return GroupKey{Namespace: pod.Namespace, Name: name}, true
 }
 
-// Provider hands out the one Cache of a scheduler. kube-scheduler builds every
-// plugin of every profile from factories, with no place for shared objects, so
-// the command creates one Provider and closes every factory over it: no global
-// state, and a test that builds two schedulers gets two caches.
-type Provider struct {
-	once  sync.Once
-	cache *Cache
-	err   error
-	lead  *status.Leadership
-	// ready holds the cache once created, for Cache (read without the once).
-	ready atomic.Pointer[Cache]
-}
-
-// NewProvider returns a Provider whose cache is created on first use and
-// exports the queue gauges exactly while the scheduler that lead follows is
-// leading (status.Leadership, which the status writer follows too).
-func NewProvider(lead *status.Leadership) *Provider {
-	if lead == nil {
-		panic("cache.NewProvider: nil Leadership")
-	}
-	return &Provider{lead: lead}
-}
-
-// Get returns the shared cache, creating it on the first call. It starts
-// nothing: plugin factories run while kube-scheduler builds its profiles,
-// and the command starts the shared machinery once, afterwards (Start).
-// ctx bounds the cache's lifetime (it is the scheduler's context).
-func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
-	p.create(ctx, h)
-	if p.err == nil {
-		p.cache.addProfile(h)
-		p.cache.NoteProfile(h.ProfileName(), true)
-	}
-	return p.cache, p.err
-}
-
-// GetForQueueSort is Get for CalderaQueueSort. kube-scheduler runs one
-// QueueSort plugin for every profile, so a profile that is not Caldera's
-// (such as a default-scheduler profile beside Caldera's) builds it too; a
-// profile that builds no other Caldera plugin is noted as plain
-// (Cache.NoteProfile), and its pods are ordered as PrioritySort orders them.
-func (p *Provider) GetForQueueSort(ctx context.Context, h fwk.Handle) (*Cache, error) {
-	p.create(ctx, h)
-	if p.err == nil {
-		p.cache.NoteProfile(h.ProfileName(), false)
-	}
-	return p.cache, p.err
-}
-
-// create makes the cache on the first call, with h's handle.
-func (p *Provider) create(ctx context.Context, h fwk.Handle) {
-	p.once.Do(func() {
-		p.cache, p.err = newCache(ctx, h)
-		if p.err == nil {
-			p.cache.lead = p.lead
-			p.ready.Store(p.cache)
-		}
-	})
-}
-
-// Cache returns the cache once a plugin has created it, else nil. For tools
-// and tests that look at a running scheduler's cache from outside its plugins.
-func (p *Provider) Cache() *Cache { return p.ready.Load() }
-
-// Start starts what the plugins' factories set up (Cache.Start); with no
-// Caldera plugin in any profile there is no cache and nothing to start.
-// Call it after app.Setup and before app.Run.
-func (p *Provider) Start(ctx context.Context) error {
-	if c := p.Cache(); c != nil {
-		return c.Start(ctx)
-	}
-	return nil
-}
-
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
 	handle   fwk.Handle
@@ -254,52 +180,6 @@ type Cache struct {
 	// true when it built one other than the queue sort. Guarded by mu;
 	// written while kube-scheduler builds its profiles, read by SortInfo.
 	profiles map[string]bool
-}
-
-// NoteProfile records that the profile named name built a Caldera plugin;
-// caldera says whether that plugin is one other than CalderaQueueSort. A
-// profile every call of which says false is plain: its pods are ordered as
-// upstream's PrioritySort orders them (SortInfo.Plain). A profile stays
-// Caldera's once any call said true, whatever order its plugins are built in.
-func (c *Cache) NoteProfile(name string, caldera bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.profiles == nil {
-		c.profiles = map[string]bool{}
-	}
-	c.profiles[name] = c.profiles[name] || caldera
-}
-
-// addProfile records h's profile's Event recorder; every plugin of every
-// profile passes through Provider.Get.
-func (c *Cache) addProfile(h fwk.Handle) {
-	c.recordersMu.Lock()
-	defer c.recordersMu.Unlock()
-	if c.recorders == nil {
-		c.recorders = map[string]events.EventRecorderLogger{}
-	}
-	if _, ok := c.recorders[h.ProfileName()]; !ok {
-		c.recorders[h.ProfileName()] = h.EventRecorder()
-	}
-	if c.fallbackRecorder == nil {
-		c.fallbackRecorder = h.EventRecorder()
-	}
-}
-
-// Recorder implements status.Source: the Event recorder of the profile
-// named schedulerName, else that of the first Caldera profile built (for a
-// pod of no Caldera profile, or a PodGroup with no member yet).
-func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
-	c.recordersMu.RLock()
-	r := c.recorders[schedulerName]
-	if r == nil {
-		r = c.fallbackRecorder
-	}
-	c.recordersMu.RUnlock()
-	if r == nil {
-		return c.handle.EventRecorder()
-	}
-	return r
 }
 
 // profileLocked is the scheduler name of one of g's members ("" with none):

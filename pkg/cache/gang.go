@@ -36,12 +36,14 @@ type SortInfo struct {
 
 // SortInfo returns the ordering key of pod without allocating.
 func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
-	key, ok := GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if caldera, known := c.profiles[pod.Spec.SchedulerName]; known && !caldera {
 		return SortInfo{Plain: true, Priority: podPriority(pod)}
 	}
+	// After the plain check: for a pod that asks for a gang by annotation
+	// GroupKeyOf allocates, and a plain pod's labels do not matter.
+	key, ok := GroupKeyOf(pod)
 	var info SortInfo
 	if !ok {
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
