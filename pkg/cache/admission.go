@@ -274,6 +274,17 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		us.Allocated, us.Inflight = u.allocated, u.inflight
 		usage[name] = us
 	}
+	// Extras reserved on a node (waiting in Permit, or binding) hold room
+	// as bound pods do, and the share check of the next extra counts them
+	// as held (shareUseLocked): they are the queue's demand too. Left out,
+	// a gang re-forming from replacements got a share for the member still
+	// waiting and none for the one reserved, and the waiting one was
+	// refused until Permit's timeout released both.
+	for name, l := range a.extras.byQueue {
+		us := usage[name]
+		us.Allocated = l.Clone().Add(us.Allocated)
+		usage[name] = us
+	}
 	a.shares = queue.Divide(a.tree, c.total, usage)
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,

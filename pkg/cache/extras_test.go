@@ -348,3 +348,49 @@ func TestReplacementsOfFinishedMembers(t *testing.T) {
 	wantPreFilter(t, c, r1, at, PreFilterOK, "")
 	wantConsistent(t, c, "after the replacements")
 }
+
+// TestReservedExtrasAreDemand: the replacements of a started gang's failed
+// members are extras; once one is reserved (waiting in Permit for its
+// sibling), an admission pass must still count it in its queue's demand.
+// Counted only while waiting, the shares left the queue room for the one
+// still waiting and nothing for the reserved one, so PreFilter refused the
+// sibling the reserved one waits for ("cpu deserved share 3, held and
+// reserved 3, this member needs 3") until Permit's timeout released both:
+// a minute lost per retry of a Job (seen in TestAnnotatedJobRetried).
+func TestReservedExtrasAreDemand(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	c.onNode(logger, mkNode("n1", "8"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
+	pods := []*v1.Pod{memberOf("ns", "m0", "g", cpu("3")), memberOf("ns", "m1", "g", cpu("3"))}
+	for _, p := range pods {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	at := t0.Add(time.Second)
+	for _, p := range pods {
+		c.Reserve(next(p, boundTo("n1")))
+		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+	}
+	for _, p := range pods {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	pass(c, at)
+	for _, p := range pods {
+		running := next(p, boundTo("n1"), phase(v1.PodRunning))
+		failed := next(running, phase(v1.PodFailed))
+		update(c, running, failed)
+		c.onAnyPod(failed, false)
+	}
+	r0, r1 := memberOf("ns", "r0", "g", cpu("3")), memberOf("ns", "r1", "g", cpu("3"))
+	podEvent(c, r0)
+	podEvent(c, r1)
+	pass(c, at)
+	h.activations()
+	wantPreFilter(t, c, r0, at, PreFilterOK, "")
+	c.Reserve(next(r0, boundTo("n1")))
+	c.Permit(logger, next(r0, boundTo("n1")), at, time.Minute, gangPluginName)
+	// A pass runs while r0 waits in Permit for r1.
+	pass(c, at.Add(time.Second))
+	wantPreFilter(t, c, r1, at.Add(time.Second), PreFilterOK, "")
+	wantConsistent(t, c, "after the replacements")
+}
