@@ -9,8 +9,10 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
@@ -67,6 +69,33 @@ func jsonOnly(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
 	return cfg
+}
+
+// clientSet is the three clients the job commands read with.
+type clientSet struct {
+	kube     kubernetes.Interface
+	podGroup pgclient.Interface
+	queue    qclient.Interface
+}
+
+// allClients builds the core, PodGroup and Queue clients from the flags,
+// with the kubeconfig context's namespace.
+func (o *options) allClients() (clientSet, string, error) {
+	cfg, ns, err := o.config()
+	if err != nil {
+		return clientSet{}, "", err
+	}
+	var cs clientSet
+	if cs.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return cs, "", err
+	}
+	if cs.podGroup, err = pgclient.NewForConfig(jsonOnly(cfg)); err != nil {
+		return cs, "", err
+	}
+	if cs.queue, err = qclient.NewForConfig(jsonOnly(cfg)); err != nil {
+		return cs, "", err
+	}
+	return cs, ns, nil
 }
 
 // clients builds the Queue client from the flags.

@@ -45,26 +45,14 @@ up as a PodGroup first, then as a pod. It only reads.`,
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			cfg, ns, err := o.config()
+			cs, ns, err := o.allClients()
 			if err != nil {
 				return err
 			}
 			if eo.namespace != "" {
 				ns = eo.namespace
 			}
-			kc, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			pc, err := pgclient.NewForConfig(jsonOnly(cfg))
-			if err != nil {
-				return err
-			}
-			qc, err := qclient.NewForConfig(jsonOnly(cfg))
-			if err != nil {
-				return err
-			}
-			in, err := eo.gather(cmd.Context(), kc, pc, qc, ns, args[0])
+			in, err := eo.gather(cmd.Context(), cs.kube, cs.podGroup, cs.queue, ns, args[0])
 			if err != nil {
 				return err
 			}

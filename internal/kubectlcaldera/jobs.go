@@ -49,7 +49,7 @@ Singletons are pods without a PodGroup whose schedulerName is one of
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			cfg, ns, err := o.config()
+			cs, ns, err := o.allClients()
 			if err != nil {
 				return err
 			}
@@ -59,19 +59,7 @@ Singletons are pods without a PodGroup whose schedulerName is one of
 			if jo.allNamespaces {
 				ns = metav1.NamespaceAll
 			}
-			kc, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			pc, err := pgclient.NewForConfig(jsonOnly(cfg))
-			if err != nil {
-				return err
-			}
-			qc, err := qclient.NewForConfig(jsonOnly(cfg))
-			if err != nil {
-				return err
-			}
-			rows, err := jo.list(cmd.Context(), kc, pc, qc, ns, time.Now())
+			rows, err := jo.list(cmd.Context(), cs.kube, cs.podGroup, cs.queue, ns, time.Now())
 			if err != nil {
 				return err
 			}

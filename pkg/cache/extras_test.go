@@ -302,6 +302,41 @@ func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want PreFilt
 	}
 }
 
+// failedGang builds gang g of two members of cpu each in queue a: admitted,
+// bound and running on n1, then both failed and replaced by r0 and r1 (as
+// the Job controller does), with an admission pass after each step.
+func failedGang(t *testing.T, c *Cache, h *fakeHandle, cpuEach string) (r0, r1 *v1.Pod, at time.Time) {
+	t.Helper()
+	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
+	pods := []*v1.Pod{memberOf("ns", "m0", "g", cpu(cpuEach)), memberOf("ns", "m1", "g", cpu(cpuEach))}
+	for _, p := range pods {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, pods...)
+	at = t0.Add(time.Second)
+	for _, p := range pods {
+		c.Reserve(next(p, boundTo("n1")))
+		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+	}
+	for _, p := range pods {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	pass(c, at)
+	for _, p := range pods {
+		running := next(p, boundTo("n1"), phase(v1.PodRunning))
+		failed := next(running, phase(v1.PodFailed))
+		update(c, running, failed)
+		c.onAnyPod(failed, false)
+	}
+	r0, r1 = memberOf("ns", "r0", "g", cpu(cpuEach)), memberOf("ns", "r1", "g", cpu(cpuEach))
+	podEvent(c, r0)
+	podEvent(c, r1)
+	pass(c, at)
+	h.activations()
+	return r0, r1, at
+}
+
 // TestReplacementsOfFinishedMembers: a started gang whose members failed
 // gets replacements (a Job's controller makes new pods); they are members
 // beyond the minimum of a started gang, checked against capability. The
@@ -313,35 +348,7 @@ func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want PreFilt
 func TestReplacementsOfFinishedMembers(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a", capability("4")))
 	c.onNode(logger, mkNode("n1", "16"))
-	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
-	pods := []*v1.Pod{memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))}
-	for _, p := range pods {
-		podEvent(c, p)
-	}
-	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
-	at := t0.Add(time.Second)
-	for _, p := range pods {
-		c.Reserve(next(p, boundTo("n1")))
-		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
-	}
-	for _, p := range pods {
-		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
-	}
-	pass(c, at)
-	wantUsage(t, c, "a", 4, 0)
-	// Both fail; the Job controller makes two replacements.
-	for _, p := range pods {
-		running := next(p, boundTo("n1"), phase(v1.PodRunning))
-		failed := next(running, phase(v1.PodFailed))
-		update(c, running, failed)
-		c.onAnyPod(failed, false)
-	}
-	r0, r1 := memberOf("ns", "r0", "g", cpu("2")), memberOf("ns", "r1", "g", cpu("2"))
-	podEvent(c, r0)
-	podEvent(c, r1)
-	pass(c, at)
-	h.activations()
+	r0, r1, at := failedGang(t, c, h, "2")
 	wantUsage(t, c, "a", 0, 0)
 	wantPreFilter(t, c, r0, at, PreFilterOK, "")
 	c.Reserve(next(r0, boundTo("n1")))
@@ -360,32 +367,7 @@ func TestReplacementsOfFinishedMembers(t *testing.T) {
 func TestReservedExtrasAreDemand(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"))
 	c.onNode(logger, mkNode("n1", "8"))
-	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
-	pods := []*v1.Pod{memberOf("ns", "m0", "g", cpu("3")), memberOf("ns", "m1", "g", cpu("3"))}
-	for _, p := range pods {
-		podEvent(c, p)
-	}
-	pass(c, t0)
-	at := t0.Add(time.Second)
-	for _, p := range pods {
-		c.Reserve(next(p, boundTo("n1")))
-		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
-	}
-	for _, p := range pods {
-		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
-	}
-	pass(c, at)
-	for _, p := range pods {
-		running := next(p, boundTo("n1"), phase(v1.PodRunning))
-		failed := next(running, phase(v1.PodFailed))
-		update(c, running, failed)
-		c.onAnyPod(failed, false)
-	}
-	r0, r1 := memberOf("ns", "r0", "g", cpu("3")), memberOf("ns", "r1", "g", cpu("3"))
-	podEvent(c, r0)
-	podEvent(c, r1)
-	pass(c, at)
-	h.activations()
+	r0, r1, at := failedGang(t, c, h, "3")
 	wantPreFilter(t, c, r0, at, PreFilterOK, "")
 	c.Reserve(next(r0, boundTo("n1")))
 	c.Permit(logger, next(r0, boundTo("n1")), at, time.Minute, gangPluginName)
