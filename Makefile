@@ -211,6 +211,8 @@ chart-check:
 		echo "charts/caldera/files/volcano differs from manifests/crds/volcano: make crds-volcano"; exit 1; fi
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set volcano.enabled=true | \
 		grep -q '^  name: podgroups.scheduling.volcano.sh$$'
+	@$(HELM) template caldera charts/caldera --namespace caldera-system --set volcano.schedulerName=volcano | \
+		grep -q '^      - schedulerName: volcano$$'
 	@$(KUSTOMIZE) build hack/kustomize/volcano-overlay | grep -q '^  name: queues.scheduling.volcano.sh$$'
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set replicas=1 \
 		--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
@@ -228,7 +230,7 @@ chart-check:
 	@$(KUSTOMIZE) build hack/kustomize/route-overlay | grep -q '^kind: MutatingAdmissionPolicyBinding$$'
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set routePods.enabled=true | \
 		grep -q 'schedulerName: "caldera-scheduler"'
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring and route-to-caldera components"
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and volcano components"
 
 clean:
 	rm -rf bin
