@@ -135,11 +135,13 @@ func TestGangAPIs(t *testing.T) {
 	})
 }
 
+// createQueue creates a Volcano Queue of weight 1, reclaimable, with a cpu
+// capability unless cpu is "".
 func createQueue(t *testing.T, vcc vcclient.Interface, name, cpu string) *vc.Queue {
 	t.Helper()
-	q := &vc.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       vc.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}},
+	q := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: vc.QueueSpec{Weight: 1}}
+	if cpu != "" {
+		q.Spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
 	}
 	out, err := vcc.SchedulingV1beta1().Queues().Create(t.Context(), q, metav1.CreateOptions{})
 	if err != nil {
