@@ -216,6 +216,8 @@ chart-check:
 		echo "charts/caldera/files/volcano differs from manifests/crds/volcano: make crds-volcano"; exit 1; fi
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set volcano.enabled=true | \
 		grep -q '^  name: podgroups.scheduling.volcano.sh$$'
+	@$(HELM) template caldera charts/caldera --namespace caldera-system --set volcano.schedulerName=volcano | \
+		grep -q '^      - schedulerName: volcano$$'
 	@$(KUSTOMIZE) build hack/kustomize/volcano-overlay | grep -q '^  name: queues.scheduling.volcano.sh$$'
 	@$(HELM) template caldera charts/caldera --namespace caldera-system --set replicas=1 \
 		--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
@@ -249,7 +251,7 @@ chart-check:
 		--set profiles.batch.plugins.CalderaGangPlacement=false | \
 		grep -E -- '- name: (CalderaEnqueue|CalderaReclaim|CalderaBinder|CalderaGangPlacement|DefaultPreemption|DefaultBinder)$$'; then \
 		echo "a plugin toggled off in the chart (or CalderaReclaim without CalderaEnqueue) is still configured"; exit 1; fi
-	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera and sole-scheduler components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering, plugins toggled off are gone"
+	@echo "chart-check: chart lints and renders (monitoring too) its default config as manifests/scheduler/config.yaml, CRDs and monitoring files in sync, manifests/ renders with and without the monitoring, route-to-caldera, sole-scheduler and volcano components, the sole-scheduler config is the chart's profiles.defaultScheduler rendering, plugins toggled off are gone"
 
 clean:
 	rm -rf bin

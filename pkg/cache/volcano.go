@@ -54,9 +54,10 @@ type volcanoState struct {
 	qLister  vclisters.QueueLister
 	// warned is, per Volcano Queue, the fields Caldera does not honour it
 	// last reported; warnings are the reports not yet handed to the
-	// writer. Guarded by c.mu.
+	// writer, the latest per Queue (a follower hands none out, so they
+	// stay bounded by the Queues). Guarded by c.mu.
 	warned   map[string]string
-	warnings []status.QueueWarning
+	warnings map[string]status.QueueWarning
 }
 
 // VolcanoClient is the client of Volcano's API, nil when it is not served;
@@ -220,9 +221,9 @@ func queueShadowedLocked(held, q *qapi.Queue) bool {
 	return held != nil && volcano.IsVolcanoQueue(q) && !volcano.IsVolcanoQueue(held)
 }
 
-// onVolcanoQueue takes a Volcano Queue event: its model goes to onQueue
-// when a profile admits through queues, and fields Caldera does not honour
-// are queued for a Warning Event, once per change of that list.
+// onVolcanoQueue takes a Volcano Queue event. When a profile admits
+// through queues its model goes to onQueue, and the fields Caldera does
+// not honour are queued for a Warning Event, once per change of that list.
 func (c *Cache) onVolcanoQueue(obj any, deleted bool) {
 	in, _ := objectOf[*vc.Queue](obj)
 	if in == nil {
@@ -234,22 +235,31 @@ func (c *Cache) onVolcanoQueue(obj any, deleted bool) {
 	}
 	c.mu.Lock()
 	v := &c.volcano
-	if deleted {
+	on := c.adm.on()
+	switch {
+	case deleted:
 		delete(v.warned, in.Name)
-	} else {
+		delete(v.warnings, in.Name)
+	case !on:
+		// Queues are not read without admission, so none is warned about
+		// (and no warning waits for a writer that never takes it).
+	default:
 		var fields []string
 		for _, i := range ignored {
 			fields = append(fields, i.Field+" ("+i.Why+")")
 		}
 		if list := strings.Join(fields, "; "); list != v.warned[in.Name] {
 			v.warned[in.Name] = list
-			if list != "" {
-				v.warnings = append(v.warnings, status.QueueWarning{Queue: in.DeepCopy(),
-					Message: "Caldera does not honour " + list})
+			if list == "" {
+				delete(v.warnings, in.Name)
+			} else {
+				if v.warnings == nil {
+					v.warnings = map[string]status.QueueWarning{}
+				}
+				v.warnings[in.Name] = status.QueueWarning{Queue: in.DeepCopy(), Message: "Caldera does not honour " + list}
 			}
 		}
 	}
-	on := c.adm.on()
 	c.mu.Unlock()
 	if on {
 		c.onQueue(model, deleted)
@@ -261,7 +271,10 @@ func (c *Cache) onVolcanoQueue(obj any, deleted bool) {
 func (c *Cache) VolcanoQueueWarnings() []status.QueueWarning {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := c.volcano.warnings
+	out := make([]status.QueueWarning, 0, len(c.volcano.warnings))
+	for _, w := range c.volcano.warnings {
+		out = append(out, w)
+	}
 	c.volcano.warnings = nil
 	return out
 }

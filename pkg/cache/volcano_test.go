@@ -401,3 +401,31 @@ func TestVolcanoGangAfterRestart(t *testing.T) {
 		t.Errorf("inqueue: phase %q, want Inqueue", got.Phase)
 	}
 }
+
+// Warnings about a Volcano Queue: none without queue admission (Queues are
+// not read then); with it, the latest per Queue until the writer takes
+// them, so a follower, which never takes them, keeps one per Queue.
+func TestVolcanoQueueWarningsStayBounded(t *testing.T) {
+	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"},
+		Spec: vc.QueueSpec{Weight: 1, Deserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}
+	plain, _ := newTestCache(t)
+	withVolcano(t, plain, vq)
+	plain.onVolcanoQueue(vq, false)
+	if w := plain.VolcanoQueueWarnings(); len(w) != 0 {
+		t.Errorf("without admission: %d warnings, want none", len(w))
+	}
+
+	c, _, _ := newAdmissionCache(t, singletons)
+	withVolcano(t, c, vq)
+	c.onVolcanoQueue(vq, false)
+	more := vq.DeepCopy()
+	more.Spec.Type = "x"
+	c.onVolcanoQueue(more, false)
+	w := c.VolcanoQueueWarnings()
+	if len(w) != 1 || !strings.Contains(w[0].Message, "spec.type") {
+		t.Errorf("warnings %+v, want the latest one for vq", w)
+	}
+	if w := c.VolcanoQueueWarnings(); len(w) != 0 {
+		t.Errorf("taken twice: %+v", w)
+	}
+}

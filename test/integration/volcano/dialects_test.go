@@ -2,6 +2,7 @@ package volcano_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ const quiet = 4 * time.Second
 // dialect is one gang API as a scenario uses it: a queue with a cpu
 // capability, a PodGroup in it, and its members.
 type dialect struct {
-	name    string
+	name string
+	// queue creates a reclaimable queue of weight 1, with a cpu capability
+	// unless cpu is "".
 	queue   func(t *testing.T, name, cpu string)
 	group   func(t *testing.T, ns, name, queue string, minMember int32)
 	members func(ns, group string, n int, cpu string) []*v1.Pod
@@ -32,7 +35,11 @@ func dialects(env *harness.Env, vcc vcclient.Interface) []dialect {
 		{
 			name: "scheduler-plugins",
 			queue: func(t *testing.T, name, cpu string) {
-				env.CreateQueue(t, name, qapi.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}})
+				spec := qapi.QueueSpec{Weight: 1}
+				if cpu != "" {
+					spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+				}
+				env.CreateQueue(t, name, spec)
 			},
 			group: func(t *testing.T, ns, name, queue string, minMember int32) {
 				pg := harness.PodGroup(ns, name, minMember)
@@ -65,6 +72,26 @@ func dialects(env *harness.Env, vcc vcclient.Interface) []dialect {
 			},
 		},
 	}
+}
+
+// converge bounds a reclaim: evictions, then the preemptor's binding.
+const converge = 90 * time.Second
+
+// running counts group g's members that hold a node and are not being
+// deleted (members are named g-<i>, in either dialect).
+func running(t *testing.T, env *harness.Env, ns, g string) int {
+	t.Helper()
+	pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, g+"-") && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func names(pods []*v1.Pod) []string {
@@ -124,6 +151,30 @@ func everyDialect(t *testing.T, env *harness.Env, vcc vcclient.Interface) {
 				t.Errorf("NotAdmitted note = %q, want %q", ev.Note, want)
 			}
 			env.ConsistentlyUnbound(t, ns, quiet, names(b)...)
+		})
+		t.Run(d.name+"/a starved queue's gang reclaims a whole gang from a queue above its share", func(t *testing.T) {
+			ns := env.Namespace(t)
+			env.AddNodes(t, 2, "4", "16Gi")
+			rich, starved := "rich-"+ns, "starved-"+ns
+			d.queue(t, rich, "")
+			d.queue(t, starved, "")
+			env.StartScheduler(t)
+			evicted := env.CountDeletions(t, ns)
+			for _, g := range []string{"r1", "r2"} {
+				d.group(t, ns, g, rich, 4)
+				env.CreatePods(t, d.members(ns, g, 4, "1")...)
+			}
+			env.WaitBoundCount(t, ns, "", 8, timeout)
+			d.group(t, ns, "s", starved, 4)
+			s := env.CreatePods(t, d.members(ns, "s", 4, "1")...)
+			env.WaitBound(t, ns, converge, names(s)...)
+			if n := evicted(); n != 4 {
+				t.Errorf("%d evictions, want one rich gang's 4", n)
+			}
+			r1, r2 := running(t, env, ns, "r1"), running(t, env, ns, "r2")
+			if r1+r2 != 4 || r1 != 0 && r1 != 4 {
+				t.Errorf("the rich gangs run %d and %d members, want one whole and the other gone", r1, r2)
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@ package volcano_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,30 @@ func TestGangAPIs(t *testing.T) {
 	env := harness.StartWith(t, harness.WithVolcanoCRDs())
 	vcc := vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))
 	defer everyDialect(t, env, vcc)
+
+	// Volcano's job controller names the scheduler "volcano" by default;
+	// the chart's volcano.schedulerName serves that name with a copy of
+	// the batch profile, as this edit does.
+	t.Run("pods for the volcano scheduler name are scheduled by its alias profile", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		env.StartScheduler(t, harness.WithConfigEdit(func(cfg map[string]any) error {
+			profiles := cfg["profiles"].([]any)
+			alias := maps.Clone(profiles[0].(map[string]any))
+			alias["schedulerName"] = "volcano"
+			cfg["profiles"] = append(profiles, alias)
+			return nil
+		}))
+		createPodGroup(t, vcc, ns, "job", "", 2, "2")
+		waitPhase(t, vcc, ns, "job", vc.PodGroupInqueue)
+		names := []string{"job-0", "job-1"}
+		for _, name := range names {
+			p := harness.Pod(ns, name).CPU("1").Scheduler("volcano").Obj()
+			p.Annotations = map[string]string{vc.KubeGroupNameAnnotationKey: "job"}
+			env.CreatePod(t, p)
+		}
+		env.WaitBound(t, ns, timeout, names...)
+	})
 
 	t.Run("a Volcano Queue field Caldera does not honour gets a Warning Event", func(t *testing.T) {
 		env.StartScheduler(t)
@@ -110,11 +135,13 @@ func TestGangAPIs(t *testing.T) {
 	})
 }
 
+// createQueue creates a Volcano Queue of weight 1, reclaimable, with a cpu
+// capability unless cpu is "".
 func createQueue(t *testing.T, vcc vcclient.Interface, name, cpu string) *vc.Queue {
 	t.Helper()
-	q := &vc.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       vc.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}},
+	q := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: vc.QueueSpec{Weight: 1}}
+	if cpu != "" {
+		q.Spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
 	}
 	out, err := vcc.SchedulingV1beta1().Queues().Create(t.Context(), q, metav1.CreateOptions{})
 	if err != nil {
