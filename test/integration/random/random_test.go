@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -61,6 +63,10 @@ type run struct {
 	demand   []time.Time     // when a submit, ungate or minMember change added demand
 	ready    time.Time       // the last scheduler start became ready
 	delUIDs  map[string]bool // pods the generator deleted
+	// owners are the current owner objects of annotated gangs, by group
+	// name; goneOwners those the generator deleted (collectGarbage).
+	owners     map[string]types.UID
+	goneOwners map[types.UID]bool
 }
 
 func playSeed(t *testing.T, env *harness.Env, seed uint64) {
@@ -68,7 +74,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	sc := Generate(seed)
 	r := &run{
 		env: env, sc: sc, trace: newTrace(), nodeNames: map[string]bool{},
-		delUIDs: map[string]bool{},
+		delUIDs: map[string]bool{}, owners: map[string]types.UID{}, goneOwners: map[types.UID]bool{},
 	}
 	r.trace.logf("scenario %s", sc.describe())
 	r.ns = env.Namespace(t)
