@@ -41,8 +41,13 @@ func (e *Env) CountDeletions(t *testing.T, ns string) func() int {
 				if !ok || p.DeletionTimestamp == nil {
 					continue
 				}
-				err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-				if err != nil && !apierrors.IsNotFound(err) && t.Context().Err() == nil {
+				// By UID: the event may arrive after the pod is gone and a
+				// new one of the same name was created (a job submitted
+				// again), which this must not delete.
+				err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), p.Name, metav1.DeleteOptions{
+					GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &p.UID},
+				})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && t.Context().Err() == nil {
 					t.Errorf("finishing the deletion of %s/%s: %v", ns, p.Name, err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -32,10 +33,27 @@ func (q queueSpec) apiSpec() qapi.QueueSpec {
 	return spec
 }
 
+// ownerKind is the kind of the object the harness creates as the controller
+// of an annotated gang's pods: the harness runs no controllers and no
+// garbage collector, so a ConfigMap is an owner whose presence does nothing.
+const ownerKind = "ConfigMap"
+
+// podGroupName is the name of the group's PodGroup: the hand-written one's,
+// or the one the scheduler creates for an annotated gang (named after the
+// owner, a ConfigMap named like the group; names are short, so the owner's
+// UID never enters the name).
+func (g groupSpec) podGroupName() string {
+	if g.Annotated {
+		return qapi.ImplicitPodGroupName(ownerKind, g.Name, "")
+	}
+	return g.Name
+}
+
 // pods builds the group's pods. The queue label is on the pods too (and on
 // the PodGroup), so every pod's queue is unambiguous to the model, whatever
-// happens to its PodGroup.
-func (r *run) pods(g groupSpec) []*v1.Pod {
+// happens to its PodGroup. An annotated gang's pods get the gang annotations
+// and the controller ownerReference owner instead of the pod-group label.
+func (r *run) pods(g groupSpec, owner *metav1.OwnerReference) []*v1.Pod {
 	var out []*v1.Pod
 	for i := range g.Members {
 		name := g.Name
@@ -44,7 +62,7 @@ func (r *run) pods(g groupSpec) []*v1.Pod {
 		}
 		b := harness.Pod(r.ns, name).CPU(fmt.Sprint(g.CPU)).
 			Labels(map[string]string{qapi.QueueLabel: g.Queue, groupLabel: g.Name})
-		if !g.Singleton {
+		if !g.Singleton && !g.Annotated {
 			b = b.Group(g.Name)
 		}
 		if g.Priority != 0 {
@@ -54,6 +72,13 @@ func (r *run) pods(g groupSpec) []*v1.Pod {
 			b = b.NodeSelector(g.Selector)
 		}
 		pod := b.Obj()
+		if g.Annotated {
+			pod.Annotations = map[string]string{
+				qapi.GangMinMemberAnnotation:      fmt.Sprint(g.MinMember),
+				qapi.GangTimeoutSecondsAnnotation: fmt.Sprint(g.Timeout),
+			}
+			pod.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
 		if g.Gated && i == g.Members-1 {
 			pod.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "random.caldera.dev/held"}}
 		}
@@ -79,14 +104,29 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 	}
 	switch a.Kind {
 	case actSubmit:
-		if !g.Singleton {
+		var owner *metav1.OwnerReference
+		switch {
+		case g.Annotated:
+			// A new owner each submission, as a Job created again has a
+			// new UID; the scheduler creates the PodGroup.
+			cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: g.Name}}
+			cm, err := r.env.Client.CoreV1().ConfigMaps(r.ns).Create(ctx, cm, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			owner = &metav1.OwnerReference{APIVersion: "v1", Kind: ownerKind, Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)}
+			r.mu.Lock()
+			r.owners[g.Name] = cm.UID
+			r.mu.Unlock()
+			r.trace.logf("  owner %s/%s uid %s", ownerKind, cm.Name, cm.UID)
+		case !g.Singleton:
 			pg := harness.PodGroup(r.ns, g.Name, int32(g.MinMember), harness.PGTimeout(g.Timeout))
 			pg.Labels = map[string]string{qapi.QueueLabel: g.Queue}
 			if _, err := pgs.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 				return err
 			}
 		}
-		for _, p := range r.pods(g) {
+		for _, p := range r.pods(g, owner) {
 			r.env.CreatePod(t, p)
 		}
 	case actComplete:
@@ -122,8 +162,26 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		if err := pods.DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: groupLabel + "=" + g.Name}); err != nil {
 			return err
 		}
+		if g.Annotated {
+			// What the garbage collector does once the owner is gone: its
+			// dependents go. The PodGroup is deleted here and, should the
+			// scheduler create it again from a view that still had members,
+			// by collectGarbage.
+			r.mu.Lock()
+			uid, ok := r.owners[g.Name]
+			if ok {
+				r.goneOwners[uid] = true
+			}
+			r.mu.Unlock()
+			if ok {
+				err := r.env.Client.CoreV1().ConfigMaps(r.ns).Delete(ctx, g.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+		}
 		if !g.Singleton {
-			if err := pgs.Delete(ctx, g.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if err := pgs.Delete(ctx, g.podGroupName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
@@ -158,8 +216,11 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 			return err
 		}
 	case actMinMember:
+		// An annotated gang's existing pods cannot change their annotation:
+		// the change goes to the PodGroup the scheduler created, as a user
+		// would edit it (docs/gangs.md, Limits). Not created yet: NotFound.
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pg, err := pgs.Get(ctx, g.Name, metav1.GetOptions{})
+			pg, err := pgs.Get(ctx, g.podGroupName(), metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -215,6 +276,37 @@ func (r *run) setPhase(ctx context.Context, name string, phase v1.PodPhase) erro
 		return nil
 	}
 	return err
+}
+
+// collectGarbage plays the garbage collector for the PodGroups the scheduler
+// created: one whose owner the generator deleted goes, by UID (a group
+// submitted again has a PodGroup of the same name with a new owner). The
+// scheduler may create such a PodGroup again after the delete action, from a
+// view that still had the deleted members; a real cluster's collector
+// deletes it then, and so does this, on each check's list.
+func (r *run) collectGarbage(ctx context.Context, pgs []*v1alpha1.PodGroup) {
+	for _, pg := range pgs {
+		if pg.DeletionTimestamp != nil || !r.ownerGone(pg.OwnerReferences) {
+			continue
+		}
+		err := r.env.PGClient.SchedulingV1alpha1().PodGroups(r.ns).Delete(ctx, pg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pg.UID}})
+		if err == nil {
+			r.trace.logf("  collected PodGroup %s (uid %s): its owner is gone", pg.Name, pg.UID)
+		} else if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			r.trace.logf("  collecting PodGroup %s: %v", pg.Name, err)
+		}
+	}
+}
+
+func (r *run) ownerGone(refs []metav1.OwnerReference) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ref := range refs {
+		if r.goneOwners[ref.UID] {
+			return true
+		}
+	}
+	return false
 }
 
 // generatorDeleted says whether the generator deleted p (so its deletion is

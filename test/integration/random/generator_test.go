@@ -8,6 +8,7 @@ import (
 // TestGenerateIsPure holds the replay promise: a seed's scenario depends on
 // the seed alone, and stays within the bounds.
 func TestGenerateIsPure(t *testing.T) {
+	gangs, annotated := 0, 0
 	for seed := uint64(1); seed <= 200; seed++ {
 		a, b := Generate(seed), Generate(seed)
 		if !reflect.DeepEqual(a, b) {
@@ -34,9 +35,22 @@ func TestGenerateIsPure(t *testing.T) {
 			}
 		}
 		for _, g := range a.Groups {
+			if !g.Singleton {
+				gangs++
+			}
+			if g.Annotated {
+				annotated++
+				if g.Singleton {
+					t.Errorf("seed %d: singleton %s asks for a gang by annotation", seed, g)
+				}
+			}
 			if g.Members < 1 || g.Members > 16 || g.MinMember < 1 || g.MinMember > g.Members || g.CPU < 1 || g.CPU > 8 {
 				t.Errorf("seed %d: group %s out of bounds", seed, g)
 			}
 		}
+	}
+	// About a quarter of the gangs ask for their PodGroup by annotation.
+	if f := float64(annotated) / float64(gangs); f < 0.2 || f > 0.3 {
+		t.Errorf("%d of %d gangs annotated (%.2f), want about a quarter", annotated, gangs, f)
 	}
 }

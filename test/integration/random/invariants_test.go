@@ -173,6 +173,7 @@ func (w *watcher) snapshot(ctx context.Context) (*snapshot, error) {
 	for i := range pgs.Items {
 		gs = append(gs, &pgs.Items[i])
 	}
+	r.collectGarbage(ctx, gs)
 	return newSnapshot(ns, r.nodeNames, pods, gs, queues.Items), nil
 }
 

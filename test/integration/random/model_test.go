@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -46,9 +47,12 @@ func (p *podState) holding() bool { return p.alive() && !p.Terminating }
 func (p *podState) pending() bool { return p.Node == "" && !p.Finished && !p.Terminating && !p.Gated }
 
 type groupState struct {
-	Name      string
-	UID       string // the PodGroup's: a group submitted again is a new gang
-	Gang      bool   // has a PodGroup
+	Name string
+	// UID is the PodGroup's, or for a gang by annotation its owner's: a
+	// group submitted again is a new gang. The owner, not the PodGroup the
+	// scheduler creates, is what a submission makes.
+	UID       string
+	Gang      bool // has a PodGroup, or asks for one by annotation
 	MinMember int
 	Timeout   int32
 	Queue     string
@@ -95,15 +99,25 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 	}
 	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
 	for _, pg := range pgs {
+		uid := string(pg.UID)
+		if pg.Labels[qapi.ManagedByLabel] == qapi.ManagedByCaldera && len(pg.OwnerReferences) > 0 {
+			uid = string(pg.OwnerReferences[0].UID)
+		}
 		s.Groups[pg.Name] = &groupState{
-			Name: pg.Name, UID: string(pg.UID), Gang: true, MinMember: int(pg.Spec.MinMember),
+			Name: pg.Name, UID: uid, Gang: true, MinMember: int(pg.Spec.MinMember),
 			Timeout: ptrOr(pg.Spec.ScheduleTimeoutSeconds, 60), Queue: pg.Labels[qapi.QueueLabel],
 		}
 	}
 	for _, p := range pods {
-		g := p.Labels[groupLabel]
-		if g == "" {
+		if p.Labels[groupLabel] == "" {
 			continue
+		}
+		// The scheduler's own rule (label, Volcano annotation, gang
+		// annotation); a singleton is its own group, by the generator's name.
+		g := p.Labels[groupLabel]
+		key, inGroup := cache.GroupKeyOf(p)
+		if inGroup {
+			g = key.Name
 		}
 		ps := &podState{
 			Name: p.Name, Group: g, Queue: p.Labels[qapi.QueueLabel], Node: p.Spec.NodeName,
@@ -125,14 +139,28 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 			}
 		}
 		gs := s.Groups[g]
-		if gs == nil {
-			if p.Labels[v1alpha1.PodGroupLabel] != "" {
-				// A member whose PodGroup is gone (deleted): no gang rules
-				// apply to it any more, and the model leaves it out of groups.
-				continue
-			}
+		implicit, asks := qapi.ImplicitPodGroupOf(p)
+		annotated := inGroup && asks && key.Name == implicit && p.Labels[v1alpha1.PodGroupLabel] == ""
+		switch {
+		case gs == nil && annotated:
+			// A gang by annotation whose PodGroup the scheduler has not
+			// created (yet, or again): the annotations say what it will be.
+			n, _ := qapi.GangMinMember(p)
+			timeout, _ := qapi.GangTimeoutSeconds(p)
+			gs = &groupState{Name: g, Gang: true, MinMember: int(n), Timeout: ptrOr(&timeout, 60), Queue: ps.Queue}
+			s.Groups[g] = gs
+		case gs == nil && inGroup:
+			// A member whose PodGroup is gone (deleted): no gang rules
+			// apply to it any more, and the model leaves it out of groups.
+			continue
+		case gs == nil:
 			gs = &groupState{Name: g, MinMember: 1, Queue: ps.Queue}
 			s.Groups[g] = gs
+		}
+		if annotated {
+			// The members' owner is the submission, whatever owner a
+			// PodGroup left from an earlier one names.
+			gs.UID = string(qapi.ControllerOf(p).UID)
 		}
 		gs.Pods = append(gs.Pods, ps)
 		gs.Priority = max(gs.Priority, ps.Priority)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -24,6 +26,9 @@ import (
 var (
 	seedFlag  = flag.Uint64("random.seed", 1, "first seed to play")
 	seedsFlag = flag.Int("random.seeds", 2, "number of consecutive seeds to play, from -random.seed")
+	// traceFlag shows what a passing seed did: a pass proves little if,
+	// say, a gang never bound.
+	traceFlag = flag.Bool("random.trace", false, "log the trace and the final state of passing seeds too")
 )
 
 // TestMain lets the test binary double as caldera-scheduler: each seed runs
@@ -61,6 +66,10 @@ type run struct {
 	demand   []time.Time     // when a submit, ungate or minMember change added demand
 	ready    time.Time       // the last scheduler start became ready
 	delUIDs  map[string]bool // pods the generator deleted
+	// owners are the current owner objects of annotated gangs, by group
+	// name; goneOwners those the generator deleted (collectGarbage).
+	owners     map[string]types.UID
+	goneOwners map[types.UID]bool
 }
 
 func playSeed(t *testing.T, env *harness.Env, seed uint64) {
@@ -68,7 +77,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	sc := Generate(seed)
 	r := &run{
 		env: env, sc: sc, trace: newTrace(), nodeNames: map[string]bool{},
-		delUIDs: map[string]bool{},
+		delUIDs: map[string]bool{}, owners: map[string]types.UID{}, goneOwners: map[types.UID]bool{},
 	}
 	r.trace.logf("scenario %s", sc.describe())
 	r.ns = env.Namespace(t)
@@ -104,6 +113,9 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 		state = final.state()
 	}
 	t.Logf("seed %d: %d actions, %d violations, %v in all", seed, len(sc.Actions), len(r.trace.failed()), time.Since(began).Round(time.Second))
+	if vs := r.trace.failed(); len(vs) == 0 && *traceFlag {
+		t.Logf("--- trace (time since the scheduler was ready)\n%s\n--- state at the end\n%s", r.trace, state)
+	}
 	if vs := r.trace.failed(); len(vs) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "seed %d broke %d invariant(s):\n", seed, len(vs))

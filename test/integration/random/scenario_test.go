@@ -40,7 +40,9 @@ type queueSpec struct {
 }
 
 // groupSpec is a gang (PodGroup with Members pods) or, when Singleton, one
-// pod without a PodGroup.
+// pod without a PodGroup. An Annotated gang asks for its PodGroup by
+// annotation (docs/gangs.md): the harness creates an owner object instead,
+// and the scheduler creates the PodGroup.
 type groupSpec struct {
 	Name      string
 	Queue     string
@@ -54,17 +56,21 @@ type groupSpec struct {
 	// Gated: the last member is created with a scheduling gate, removed by
 	// a later ungate action (as a job controller holding one pod back does).
 	Gated bool
+	// Annotated: the members carry the gang annotations and a controller
+	// ownerReference to a ConfigMap the harness creates per submission,
+	// not the pod-group label; no hand-written PodGroup.
+	Annotated bool
 }
 
 // actionKind says what an action does.
 type actionKind string
 
 const (
-	actSubmit    actionKind = "submit"    // create the group (PodGroup, then its pods)
+	actSubmit    actionKind = "submit"    // create the group (PodGroup or owner, then its pods)
 	actComplete  actionKind = "complete"  // set the group's bound, unfinished pods Succeeded
-	actDelete    actionKind = "delete"    // delete the group's pods and PodGroup
+	actDelete    actionKind = "delete"    // delete the group's pods, owner and PodGroup
 	actDeletePod actionKind = "deletepod" // delete one member pod (index Arg)
-	actMinMember actionKind = "minmember" // set the PodGroup's minMember to Arg
+	actMinMember actionKind = "minmember" // set the PodGroup's minMember to Arg (the created one if annotated)
 	actRelabel   actionKind = "relabel"   // toggle the disk label of node Arg
 	actKill      actionKind = "kill"      // SIGKILL the scheduler and start a new one
 	actUngate    actionKind = "ungate"    // remove the scheduling gate of the group's last member
@@ -190,6 +196,10 @@ func Generate(seed uint64) *scenario {
 		}
 	}
 	leaves := s.leafQueues()
+	// Which gangs ask for their PodGroup by annotation comes from a stream of
+	// its own: the main stream, and so every scenario drawn before this
+	// choice existed, is unchanged but for that choice.
+	annot := rand.New(rand.NewPCG(seed, 0x616e6e6f74)) // "annot"
 
 	maxCPU := s.maxNodeCPU()
 	ng := 14 + rng.IntN(12)
@@ -229,6 +239,9 @@ func Generate(seed uint64) *scenario {
 		}
 		if !g.Singleton && g.Members > 1 && rng.IntN(5) == 0 {
 			g.Gated = true
+		}
+		if !g.Singleton && annot.IntN(4) == 0 {
+			g.Annotated = true
 		}
 		s.Groups = append(s.Groups, g)
 		at := time.Duration(rng.Int64N(int64(timeline * 2 / 3)))
@@ -289,5 +302,5 @@ func (s *scenario) describe() string {
 }
 
 func (g groupSpec) String() string {
-	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v gated=%v", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector, g.Gated)
+	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v gated=%v annotated=%v", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector, g.Gated, g.Annotated)
 }
