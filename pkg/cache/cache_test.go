@@ -1549,3 +1549,26 @@ func TestGroupStatusWorkTellsWaitingMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestPermitAllowsTheTailOfAGangWhoseMinimumSucceeded: an elastic gang
+// (minMember 2 of 3) whose first two members ran and succeeded has fewer
+// than minMember members left; the last is allowed in Permit once placed. Counted on placed members alone they waited for a minimum that
+// can no longer exist, timed out and backed off forever (seed 1005 of the
+// randomized harness: "timed out after 1m0s waiting in Permit with 3/6
+// members placed" for a gang with 6 of 11 succeeded).
+func TestPermitAllowsTheTailOfAGangWhoseMinimumSucceeded(t *testing.T) {
+	c, h, pods := gangOf(t, 3, 2)
+	a0, _ := cycle(c, h, pods[0], "n1", t0)
+	a1, r := cycle(c, h, pods[1], "n1", t0)
+	if !r.Allow {
+		t.Fatalf("Permit(p1) = %+v, want the minimum allowed", r)
+	}
+	for _, p := range []*v1.Pod{a0, a1} {
+		running := next(p, phase(v1.PodRunning))
+		update(c, p, running)
+		update(c, running, next(running, phase(v1.PodSucceeded)))
+	}
+	if _, r := cycle(c, h, pods[2], "n1", t0.Add(time.Minute)); !r.Allow {
+		t.Errorf("Permit(p2) after the minimum succeeded = %+v, want allowed", r)
+	}
+}

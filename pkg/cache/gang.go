@@ -240,7 +240,7 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		m.reservedOn = pod.Spec.NodeName
 		c.countLocked(g, m, +1)
 	}
-	if !gang.Ready(g.spec, g.counts.Placed) {
+	if !gang.ReadyCounts(g.spec, g.counts) {
 		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
 		c.countLocked(g, m, -1)
 		m.state.Waiting = true
@@ -368,7 +368,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.Ready(g.spec, g.counts.Placed) || c.gangPlanLocked(key) {
+	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.ReadyCounts(g.spec, g.counts) || c.gangPlanLocked(key) {
 		c.mu.Unlock()
 		return false
 	}

@@ -474,7 +474,7 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	act := c.refreshLocked(g)
 	var allow []types.UID
 	var firstWaiting time.Time
-	if resized && g.counts.Waiting > 0 && gang.Ready(g.spec, g.counts.Placed) {
+	if resized && g.counts.Waiting > 0 && gang.ReadyCounts(g.spec, g.counts) {
 		// minMember was lowered to what is placed already: the members
 		// waiting in Permit would otherwise wait out their timeout and the
 		// gang would back off, though nothing more is needed.

@@ -164,6 +164,25 @@ func (c Counts) Reachable() int { return c.Active - c.Unreachable }
 // through Permit: the pod asking is already counted in placed (it passed Reserve).
 func Ready(spec Spec, placed int) bool { return int32(placed) >= spec.MinMember }
 
+// ReadyCounts reports whether a gang may bind what it has placed: minMember
+// members placed, or, once fewer than minMember members are left unfinished,
+// the placed ones with the succeeded ones making up minMember. The second
+// case is the tail of an elastic gang whose first minMember completed: placed
+// members alone can never reach minMember again, and the rest would wait in
+// Permit, time out and back off forever; each of them goes as it is placed,
+// as an extra of a gang that has started does (waiting for all of them would
+// make a new barrier that the extras' share check, placing them one by one,
+// can hold shut). Succeeded members count as Volcano's
+// job readiness counts them (ReadyTaskNum); failed ones do not, so a gang
+// whose members failed re-forms whole, and while minMember members are left
+// a succeeded one holds no node for them.
+func ReadyCounts(spec Spec, c Counts) bool {
+	if Ready(spec, c.Placed) {
+		return true
+	}
+	return c.Active < int(spec.MinMember) && Ready(spec, c.Placed+c.Succeeded)
+}
+
 // PermitTimeout is how long a member may wait in Permit: the PodGroup's
 // scheduleTimeoutSeconds when positive, else the plugin default.
 func PermitTimeout(spec Spec, def time.Duration) time.Duration {

@@ -1044,3 +1044,29 @@ func FuzzPhaseOf(f *testing.F) {
 		}
 	})
 }
+
+// TestReadyCounts: succeeded members make up minMember only for the last
+// members of a gang (fewer than minMember left unfinished); failed ones
+// never count.
+func TestReadyCounts(t *testing.T) {
+	tests := []struct {
+		name                              string
+		active, placed, succeeded, failed int
+		want                              bool
+	}{
+		{name: "minimum placed", active: 4, placed: 3, want: true},
+		{name: "tail of an elastic gang whose minimum succeeded", active: 1, placed: 1, succeeded: 3, want: true},
+		{name: "tail member placed before its siblings", active: 2, placed: 1, succeeded: 3, want: true},
+		{name: "enough left unfinished: succeeded hold no node", active: 3, placed: 2, succeeded: 1, want: false},
+		{name: "short", active: 1, placed: 1, succeeded: 1, want: false},
+		{name: "failed members do not count", active: 1, placed: 1, failed: 3, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Counts{Active: tt.active, Placed: tt.placed, Succeeded: tt.succeeded, Failed: tt.failed}
+			if got := ReadyCounts(Spec{MinMember: 3}, c); got != tt.want {
+				t.Errorf("ReadyCounts = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
