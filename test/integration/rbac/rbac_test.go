@@ -7,12 +7,7 @@
 package rbac_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -24,12 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -145,7 +138,7 @@ func applyRBAC(t *testing.T, env *harness.Env) {
 	}
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
-		objs = append(objs, decodeFile(t, f)...)
+		objs = append(objs, harness.DecodeYAMLFile(t, f)...)
 	}
 	order := map[string]int{"Namespace": 0, "ServiceAccount": 1, "ClusterRole": 2, "Role": 2}
 	rank := func(k string) int {
@@ -171,33 +164,6 @@ func applyRBAC(t *testing.T, env *harness.Env) {
 		}
 	}
 	t.Logf("applied %d RBAC objects from manifests/rbac", len(objs))
-}
-
-func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			t.Fatalf("decoding %s: %v", path, err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
-	}
 }
 
 // allowed asks the apiserver whether the scheduler's ServiceAccount may do attrs.

@@ -1,10 +1,6 @@
 package sole_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -43,7 +38,7 @@ func TestKubeadmUnderRBAC(t *testing.T) {
 
 	// Caldera's ClusterRole (not its ServiceAccount's bindings or Lease
 	// Role) and the kubeadm binding.
-	for _, o := range decodeFile(t, filepath.Join(env.RepoRoot, "manifests", "rbac", "caldera-scheduler.yaml")) {
+	for _, o := range harness.DecodeYAMLFile(t, filepath.Join(env.RepoRoot, "manifests", "rbac", "caldera-scheduler.yaml")) {
 		if o.GetKind() != "ClusterRole" {
 			continue
 		}
@@ -53,7 +48,7 @@ func TestKubeadmUnderRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	objs := decodeFile(t, filepath.Join(env.RepoRoot, "manifests", "kubeadm", "rbac.yaml"))
+	objs := harness.DecodeYAMLFile(t, filepath.Join(env.RepoRoot, "manifests", "kubeadm", "rbac.yaml"))
 	if len(objs) != 1 || objs[0].GetKind() != "ClusterRoleBinding" {
 		t.Fatalf("manifests/kubeadm/rbac.yaml: want one ClusterRoleBinding, found %d objects", len(objs))
 	}
@@ -107,33 +102,6 @@ func checkUser(t *testing.T, kubeconfig string) {
 	}
 	if got := review.Status.UserInfo.Username; got != kubeSchedulerUser {
 		t.Fatalf("the token authenticates as %q, want %q", got, kubeSchedulerUser)
-	}
-}
-
-// decodeFile decodes every object of a multi-document YAML file.
-func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []*unstructured.Unstructured
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", path, err)
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			t.Fatalf("decoding %s: %v", path, err)
-		}
-		if len(obj) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: obj})
-		}
 	}
 }
 
