@@ -264,7 +264,7 @@ func TestWatchGapRelistConverges(t *testing.T) {
 		}
 		return ""
 	}
-	for _, g := range dumpOf(t, live).Groups {
+	for _, g := range harness.DumpOf(t, live).Groups {
 		if what := unseen(g); what != "" {
 			t.Fatalf("the scheduler saw %s while its connection was cut: %+v", what, g)
 		}
@@ -331,7 +331,7 @@ func waitAdmittedAnnotations(t *testing.T, env *harness.Env, ns string, names ..
 func wantAdmitted(t *testing.T, c *cache.Cache, ns string, want map[string]bool) {
 	t.Helper()
 	got := map[string]bool{}
-	for _, g := range dumpOf(t, c).Groups {
+	for _, g := range harness.DumpOf(t, c).Groups {
 		name, ok := strings.CutPrefix(g.Key, ns+"/")
 		if _, asked := want[name]; ok && asked {
 			got[name] = g.Admitted
@@ -384,19 +384,6 @@ func logDumpOnFailure(t *testing.T, c *cache.Cache) {
 	})
 }
 
-func dumpOf(t *testing.T, c *cache.Cache) *cache.CacheDump {
-	t.Helper()
-	data, err := c.Dump()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &cache.CacheDump{}
-	if err := json.Unmarshal(data, d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func render(t *testing.T, v any) string {
 	t.Helper()
 	out, err := json.MarshalIndent(v, "", " ")
@@ -414,7 +401,7 @@ func compareWithRecount(t *testing.T, s *harness.Scheduler, live *cache.Cache) {
 	fresh := s.RecountCache(t)
 	var got, want string
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		got, want = render(t, harness.AggregatesOf(dumpOf(t, live))), render(t, harness.AggregatesOf(dumpOf(t, fresh)))
+		got, want = render(t, harness.AggregatesOf(harness.DumpOf(t, live))), render(t, harness.AggregatesOf(harness.DumpOf(t, fresh)))
 		return got == want, nil
 	})
 	if err != nil {

@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"encoding/json"
 	"sort"
+	"testing"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -70,4 +72,19 @@ func nonZero(l resources.List) resources.List {
 		}
 	}
 	return out
+}
+
+// DumpOf decodes the dump of an in-process scheduler's cache (what SIGUSR1
+// writes for a scheduler process).
+func DumpOf(t testing.TB, c *cache.Cache) *cache.CacheDump {
+	t.Helper()
+	data, err := c.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &cache.CacheDump{}
+	if err := json.Unmarshal(data, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

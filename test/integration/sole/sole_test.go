@@ -6,7 +6,6 @@
 package sole_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -135,7 +134,7 @@ func TestSoleScheduler(t *testing.T) {
 				return c != nil && c.Reason == status.ReasonWaitingForAdmission && strings.Contains(c.Message, verdict), nil
 			}, fmt.Sprintf("%s to wait for admission with %q", m, verdict))
 		}
-		d := dump(t, sched.CalderaCache())
+		d := harness.DumpOf(t, sched.CalderaCache())
 		if used := d.Cluster.Used[resources.CPU]; used < 14_000 {
 			t.Errorf("the cache's cluster used cpu = %dm, want >= 14000m (the default pods)", used)
 		}
@@ -265,18 +264,4 @@ func queueAllocatedCPU(t *testing.T, env *harness.Env, name string) resource.Qua
 		t.Fatal(err)
 	}
 	return q.Status.Allocated.Cpu().DeepCopy()
-}
-
-// dump decodes the cache's dump (what SIGUSR1 writes).
-func dump(t *testing.T, c *cache.Cache) *cache.CacheDump {
-	t.Helper()
-	data, err := c.Dump()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &cache.CacheDump{}
-	if err := json.Unmarshal(data, d); err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
