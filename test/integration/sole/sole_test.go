@@ -103,6 +103,14 @@ func TestSoleScheduler(t *testing.T) {
 	// The default pods are charged to no queue.
 	t.Run("default pods are used room, in no queue", func(t *testing.T) {
 		ns := env.Namespace(t)
+		// The previous scenario's gangs were charged to queue default; its
+		// status shows them until the next status pass after their
+		// deletion. Start from a queue that shows nothing, so the check
+		// below can only see what this scenario's pods are charged.
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			got := queueAllocatedCPU(t, env, "default")
+			return got.IsZero(), nil
+		}, "queue default's status.allocated to drop the previous scenario's gangs")
 		// 4 + 4 + 3 + 3 CPUs: 2 free, never 2 on one node. The node
 		// selectors pin the spread; the default profile still schedules.
 		perNode := []int{4, 4, 3, 3}
@@ -137,6 +145,11 @@ func TestSoleScheduler(t *testing.T) {
 		d := harness.DumpOf(t, sched.CalderaCache())
 		if used := d.Cluster.Used[resources.CPU]; used < 14_000 {
 			t.Errorf("the cache's cluster used cpu = %dm, want >= 14000m (the default pods)", used)
+		}
+		for _, q := range d.Queues {
+			if q.Name == "default" && q.Allocated[resources.CPU] != 0 {
+				t.Errorf("the cache charges queue default %dm cpu with only default pods bound, want 0", q.Allocated[resources.CPU])
+			}
 		}
 		if got := queueAllocatedCPU(t, env, "default"); !got.IsZero() {
 			t.Errorf("queue default allocated %s cpu with only default pods bound, want 0", got.String())
