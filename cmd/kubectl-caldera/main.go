@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -9,7 +10,12 @@ import (
 )
 
 func main() {
-	if err := kubectlcaldera.NewCommand(os.Stdout).Execute(); err != nil {
+	err := kubectlcaldera.NewCommand(os.Stdout).Execute()
+	if errors.Is(err, kubectlcaldera.ErrWouldNotStart) {
+		// what-if printed its answer; the exit code is for scripts.
+		os.Exit(1)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

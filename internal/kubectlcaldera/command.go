@@ -42,7 +42,7 @@ it writes (Queue and PodGroup status, annotations, Events). Run it as
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	root.AddCommand(newQueuesCommand(o), newJobsCommand(o), newExplainCommand(o))
+	root.AddCommand(newQueuesCommand(o), newJobsCommand(o), newExplainCommand(o), newWhatIfCommand(o))
 	return root
 }
 

@@ -133,22 +133,25 @@ func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
 		return err
 	}
 	sif := c.handle.SharedInformerFactory()
-	if _, err := sif.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nsReg, err := sif.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onNamespace(obj, false) },
 		UpdateFunc: func(_, obj any) { c.onNamespace(obj, false) },
 		DeleteFunc: func(obj any) { c.onNamespace(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	// Every unfinished pod: what nodes hold (cluster and per queue), and
 	// the singletons that need admission.
-	if _, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onAnyPod(obj, false) },
 		UpdateFunc: func(old, obj any) { c.onAnyPodUpdate(old, obj) },
 		DeleteFunc: func(obj any) { c.onAnyPod(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	c.schedRegs = append(c.schedRegs, nsReg, podReg)
 	if opts.CheckResourceQuota {
 		rq := sif.Core().V1().ResourceQuotas()
 		if _, err := rq.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -242,13 +245,11 @@ func (c *Cache) AdmissionLoop() (admissionloop.Loop, bool) {
 	if !c.adm.on() {
 		return admissionloop.Loop{}, false
 	}
-	sif := c.handle.SharedInformerFactory().Core().V1()
 	return admissionloop.Loop{
 		Pass:   c,
 		Period: c.adm.opts.Period,
 		Kicks:  c.adm.kick,
-		Ready: []cache.DoneChecker{sif.Nodes().Informer().HasSyncedChecker(), sif.Pods().Informer().HasSyncedChecker(),
-			sif.Namespaces().Informer().HasSyncedChecker(), c.membersSynced},
+		Ready:  c.HandlersSynced(),
 	}, true
 }
 

@@ -98,7 +98,13 @@ type Cache struct {
 	membersSynced *onceSignal
 	// memberReg is the cache's handler on the scheduler's pod informer;
 	// membersOnce runs membersListed once it has synced (WaitForMembers).
-	memberReg   cache.ResourceEventHandlerRegistration
+	memberReg cache.ResourceEventHandlerRegistration
+	// schedRegs are the cache's other handlers on the scheduler's
+	// informers (nodes; with admission, every pod and namespace): an
+	// informer counts as synced once its store is, before its handlers
+	// have been handed the initial list, and a pass run in between saw a
+	// cluster without nodes and refused everything. Appended before Start.
+	schedRegs   []cache.ResourceEventHandlerRegistration
 	membersOnce sync.Once
 
 	mu     sync.RWMutex
@@ -384,13 +390,15 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 
 	// Nodes come from the scheduler's own factory: it is started by the
 	// scheduler and synced before the first scheduling cycle.
-	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onNode(logger, obj) },
 		UpdateFunc: func(_, obj any) { c.onNode(logger, obj) },
 		DeleteFunc: func(obj any) { c.onNodeDelete(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	c.schedRegs = append(c.schedRegs, nodeReg)
 
 	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
 		pgFactory.Start(ctx.Done())
@@ -505,6 +513,17 @@ func (c *Cache) WaitForMembers(ctx context.Context) bool {
 	}
 	c.membersOnce.Do(func() { c.membersListed(klog.FromContext(ctx)) })
 	return true
+}
+
+// HandlersSynced returns what says that the cache's handlers on the
+// scheduler's informers have been handed every listed node, pod and
+// namespace (and the gang members: MembersSynced). Call it after Start.
+func (c *Cache) HandlersSynced() []cache.DoneChecker {
+	out := []cache.DoneChecker{c.membersSynced}
+	for _, r := range c.schedRegs {
+		out = append(out, r.HasSyncedChecker())
+	}
+	return out
 }
 
 // MembersSynced is done once WaitForMembers has let gang pods through.

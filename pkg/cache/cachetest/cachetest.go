@@ -11,26 +11,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -65,24 +59,23 @@ func NewWithServer(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*ca
 // cache, start the scheduler's informers, and wait for the gang members.
 func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *Server, func()) {
 	tb.Helper()
-	stop := make(chan struct{})
-	fs := &Server{}
-	fs.set(pgs, pods)
-	srv := httptest.NewServer(fs.handler(stop))
+	srv, err := snapshot.Start(lists(pgs, pods))
+	if err != nil {
+		tb.Fatalf("cachetest: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(func() {
 		cancel()
-		close(stop)
 		srv.Close()
 	})
 
-	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	cfg := srv.Config()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
-	h := &handle{cfg: cfg, cs: cs, factory: informers.NewSharedInformerFactory(cs, 0)}
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, snapshot.Handle("cachetest", cfg, cs, factory))
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}
@@ -94,7 +87,7 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 		if err := c.Start(ctx); err != nil {
 			tb.Fatalf("cachetest: %v", err)
 		}
-		h.factory.Start(ctx.Done())
+		factory.Start(ctx.Done())
 		syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 		defer cancelSync()
 		if !c.WaitForMembers(syncCtx) {
@@ -104,7 +97,40 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 			go loop.Run(ctx)
 		}
 	}
-	return c, fs, start
+	return c, &Server{srv: srv}, start
+}
+
+// Server is the fake API server behind a cache of NewWithServer: a
+// snapshot.Server of pods and PodGroups.
+type Server struct{ srv *snapshot.Server }
+
+// Requests returns how many requests the server has received.
+func (s *Server) Requests() int64 { return s.srv.Requests() }
+
+// Relist replaces the served objects and ends every open watch: the
+// informers see a watch gap and relist, as after a lost connection or a
+// compacted resource version, and deliver the difference (deletes as
+// tombstones).
+func (s *Server) Relist(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
+	if err := s.srv.Set(lists(pgs, pods)); err != nil {
+		panic(err) // lists builds only list types
+	}
+}
+
+// lists is what the server serves for pgs and pods.
+func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) map[string]runtime.Object {
+	podList := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, p := range pods {
+		podList.Items = append(podList.Items, *p)
+	}
+	pgList := &v1alpha1.PodGroupList{TypeMeta: metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()}}
+	for _, pg := range pgs {
+		pgList.Items = append(pgList.Items, *pg)
+	}
+	return map[string]runtime.Object{
+		"/api/v1/pods": podList,
+		"/apis/" + v1alpha1.SchemeGroupVersion.String() + "/podgroups": pgList,
+	}
 }
 
 // DumpedGroups returns the groups of c's dump (Cache.Dump), sorted by key:
@@ -177,133 +203,4 @@ func validate(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) error {
 		return fmt.Errorf("pods of group %s have no PodGroup", k)
 	}
 	return nil
-}
-
-// Handle returns the part of fwk.Handle a cache without a scheduler uses
-// (cache.Provider.Get): a client config and clientset, an informer factory
-// the caller starts, profile "cachetest" with an Event recorder that drops
-// everything, no waiting pods, and Activate doing nothing. Any other method
-// panics on the nil embedded interface.
-func Handle(cfg *rest.Config, cs kubernetes.Interface, factory informers.SharedInformerFactory) fwk.Handle {
-	return &handle{cfg: cfg, cs: cs, factory: factory}
-}
-
-// handle is the part of fwk.Handle that cache.Provider uses; any other method
-// panics on the nil embedded interface.
-type handle struct {
-	fwk.Handle
-	cfg     *rest.Config
-	cs      kubernetes.Interface
-	factory informers.SharedInformerFactory
-}
-
-func (h *handle) ProfileName() string                                    { return "cachetest" }
-func (h *handle) EventRecorder() events.EventRecorderLogger              { return &events.FakeRecorder{} }
-func (h *handle) KubeConfig() *rest.Config                               { return h.cfg }
-func (h *handle) ClientSet() kubernetes.Interface                        { return h.cs }
-func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
-func (h *handle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
-func (h *handle) Activate(klog.Logger, map[string]*v1.Pod)               {}
-func (h *handle) NominatedPodsForNode(string) []fwk.PodInfo              { return nil }
-func (h *handle) DeleteNominatedPodIfExists(*v1.Pod)                     {}
-
-// Server is the fake API server behind a cache of NewWithServer. It serves
-// list and watch of pods and PodGroups: lists return the current objects;
-// a watch from the current resource version stays open without events, and
-// any other watch is answered 410 Gone, which makes the informer relist.
-// Watch-list requests (sendInitialEvents) are refused, so that the informers
-// use list-then-watch.
-type Server struct {
-	// requests counts the requests served, for tests of what starts when.
-	requests atomic.Int64
-
-	mu      sync.Mutex
-	rv      int
-	podList *v1.PodList
-	pgList  *v1alpha1.PodGroupList
-	// gone is closed to end the open watches.
-	gone chan struct{}
-}
-
-// Requests returns how many requests the server has received.
-func (s *Server) Requests() int64 { return s.requests.Load() }
-
-// Relist replaces the served objects and ends every open watch: the
-// informers see a watch gap and relist, as after a lost connection or a
-// compacted resource version, and deliver the difference (deletes as
-// tombstones).
-func (s *Server) Relist(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
-	s.set(pgs, pods)
-}
-
-func (s *Server) set(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rv++
-	rv := fmt.Sprint(s.rv)
-	s.podList = &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: rv}}
-	for _, p := range pods {
-		s.podList.Items = append(s.podList.Items, *p)
-	}
-	s.pgList = &v1alpha1.PodGroupList{
-		TypeMeta: metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()},
-		ListMeta: metav1.ListMeta{ResourceVersion: rv},
-	}
-	for _, pg := range pgs {
-		s.pgList.Items = append(s.pgList.Items, *pg)
-	}
-	if s.gone != nil {
-		close(s.gone)
-	}
-	s.gone = make(chan struct{})
-}
-
-// current returns what a request sees now.
-func (s *Server) current() (rv string, pods *v1.PodList, pgs *v1alpha1.PodGroupList, gone <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return fmt.Sprint(s.rv), s.podList, s.pgList, s.gone
-}
-
-func (s *Server) handler(stop <-chan struct{}) http.Handler {
-	serve := func(pick func(pods *v1.PodList, pgs *v1alpha1.PodGroupList) any) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			s.requests.Add(1)
-			q := r.URL.Query()
-			rv, pods, pgs, gone := s.current()
-			w.Header().Set("Content-Type", "application/json")
-			switch {
-			case r.Method != http.MethodGet:
-				writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, r.Method+" is not served")
-			case q.Get("watch") != "true" && q.Get("watch") != "1":
-				_ = json.NewEncoder(w).Encode(pick(pods, pgs))
-			case q.Get("sendInitialEvents") == "true":
-				writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "sendInitialEvents is not served")
-			case q.Get("resourceVersion") != rv:
-				writeStatus(w, http.StatusGone, metav1.StatusReasonExpired, "too old resource version")
-			default:
-				w.WriteHeader(http.StatusOK)
-				if f, ok := w.(http.Flusher); ok {
-					f.Flush()
-				}
-				select {
-				case <-stop:
-				case <-gone:
-				case <-r.Context().Done():
-				}
-			}
-		}
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/api/v1/pods", serve(func(pods *v1.PodList, _ *v1alpha1.PodGroupList) any { return pods }))
-	mux.Handle("/apis/"+v1alpha1.SchemeGroupVersion.String()+"/podgroups", serve(func(_ *v1.PodList, pgs *v1alpha1.PodGroupList) any { return pgs }))
-	return mux
-}
-
-func writeStatus(w http.ResponseWriter, code int32, reason metav1.StatusReason, msg string) {
-	w.WriteHeader(int(code))
-	_ = json.NewEncoder(w).Encode(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
-	})
 }

@@ -3,19 +3,14 @@ package harness
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	"k8s.io/kubernetes/pkg/scheduler"
 
+	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/cache"
-	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
-	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // RecountCache starts a fresh Caldera cache, the "recount" of s's cache: built
@@ -73,37 +68,11 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 // every object; ctx ends it. For schedulers RecountCache cannot reach, such
 // as a process (whose options come from its dump).
 func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, profiles []string) (*cache.Cache, error) {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("recount"))
-	cfg := rest.CopyConfig(e.Config)
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := snapshot.StartCache(ctx, e.Config, snapshot.CacheOptions{
+		Name: "recount", Admission: opts, Profiles: profiles, SyncTimeout: cacheTimeout,
+	})
 	if err != nil {
 		return nil, err
-	}
-	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, cachetest.Handle(cfg, cs, factory))
-	if err != nil {
-		return nil, err
-	}
-	if opts != nil {
-		for _, prof := range profiles {
-			if err := c.EnableAdmission(prof, *opts); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	defer cancel()
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer of %v did not sync", typ)
-		}
-	}
-	if !c.WaitForMembers(syncCtx) {
-		return nil, fmt.Errorf("gang members were not listed within %v", cacheTimeout)
 	}
 	// As the command does: the recount admits as the scheduler would.
 	if loop, ok := c.AdmissionLoop(); ok {

@@ -1,0 +1,425 @@
+package kubectlcaldera
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/cache"
+	calderares "github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
+)
+
+// ErrWouldNotStart is what-if's answer "no": the report is printed, and
+// the command exits 1 without another message.
+var ErrWouldNotStart = errors.New("the job would not be admitted now")
+
+// whatIfOptions are the what-if command's own flags.
+type whatIfOptions struct {
+	file, namespace, config string
+	explain                 bool
+}
+
+func newWhatIfCommand(o *options) *cobra.Command {
+	wo := &whatIfOptions{}
+	cmd := &cobra.Command{
+		Use:   "what-if -f JOB.yaml",
+		Short: "Would this job be admitted now, and at which position: Caldera's own admission pass on a copy of the cluster",
+		Long: `what-if answers whether a job would be admitted to its queue if it were
+submitted now. It lists the cluster (pods, nodes, namespaces, PodGroups,
+Queues and, when the scheduler checks them, ResourceQuotas), adds the job's
+objects as the API server would hold them (a Job becomes the pods its
+controller creates first; a gang asked for by annotation gets the PodGroup
+the scheduler would create), and runs the scheduler's own cache and one
+admission pass on that copy, in this process. Nothing is written to the
+cluster. The job file holds Pods, Jobs and PodGroups (scheduling.x-k8s.io).
+
+--config reads the scheduler's KubeSchedulerConfiguration for the profiles
+and plugin args it runs with; without it the shipped configuration's
+profiles and the default args are assumed.
+
+Exit code 0 when every gated unit of the job would be admitted, 1 when one
+would wait (or on an error).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkOutput(); err != nil {
+				return err
+			}
+			if wo.file == "" {
+				return errors.New("what-if needs the job: -f JOB.yaml")
+			}
+			cs, ns, err := o.allClients()
+			if err != nil {
+				return err
+			}
+			if wo.namespace != "" {
+				ns = wo.namespace
+			}
+			r, err := WhatIf(cmd.Context(), cs, ns, *wo)
+			if err != nil {
+				return err
+			}
+			if err := printWhatIf(cmd.OutOrStdout(), r, o.output, wo.explain); err != nil {
+				return err
+			}
+			if !r.Starts {
+				return ErrWouldNotStart
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&wo.file, "filename", "f", "", "the job: a YAML or JSON file of Pods, Jobs and PodGroups (- for stdin)")
+	fs.StringVarP(&wo.namespace, "namespace", "n", "", "the namespace of objects that name none (default: the kubeconfig context's)")
+	fs.StringVar(&wo.config, "config", "", "the scheduler's KubeSchedulerConfiguration file (default: the shipped profiles, default args)")
+	fs.BoolVar(&wo.explain, "explain", false, "show the path through the admission checks and the queue numbers behind them")
+	return cmd
+}
+
+// WhatIfResult is what-if's answer for one job.
+type WhatIfResult struct {
+	// Starts: every unit that needs admission would be admitted now.
+	Starts bool         `json:"starts"`
+	Units  []WhatIfUnit `json:"units"`
+	// Queues are the queues the units wait in and their ancestors, after
+	// the pass (what the scheduler would write in their status).
+	Queues []cache.QueueDump `json:"queues,omitempty"`
+}
+
+// WhatIfUnit is one unit of the job: a gang, or a pod outside any gang.
+type WhatIfUnit struct {
+	cache.AdmissionView
+	// Pods are the unit's pods in the job.
+	Pods []string `json:"pods"`
+	// Position is the unit's place in its queue's admission order before
+	// the pass (1 is examined first); 0 when it is not in that order (a
+	// gang short of members, or a request no limit can ever fit).
+	Position int `json:"position,omitempty"`
+	// Waiting is how many units wait in the queue in all.
+	Waiting int `json:"waiting,omitempty"`
+	// Plan is the eviction plan the unit needs, when it was admitted on
+	// room only evictions free.
+	Plan *PlanView `json:"plan,omitempty"`
+	// Path is the admission checks in the order the pass runs them, each
+	// passed or failed (--explain).
+	Path []PathStep `json:"path,omitempty"`
+}
+
+// PathStep is one admission check on a unit's path.
+type PathStep struct {
+	Check  string `json:"check"`
+	Result string `json:"result"`
+}
+
+// admissionChecks are the pass's checks in order (pkg/queue's Check),
+// named as AdmissionView.Check names them.
+var admissionChecks = []string{"Members", "Queue", "Capability", "Fairness", "Cluster", "ResourceQuota", "Placement", "Reserved"}
+
+// WhatIf runs what-if for the job in wo.file against the cluster cs reads.
+func WhatIf(ctx context.Context, cs clientSet, ns string, wo whatIfOptions) (WhatIfResult, error) {
+	var res WhatIfResult
+	settings, err := loadSettings(wo.config)
+	if err != nil {
+		return res, err
+	}
+	in := io.Reader(os.Stdin)
+	if wo.file != "-" {
+		f, err := os.Open(wo.file)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		in = f
+	}
+	now := time.Now()
+	job, err := readJob(in, ns, now)
+	if err != nil {
+		return res, err
+	}
+	lists, err := listCluster(ctx, cs, settings.admission.CheckResourceQuota)
+	if err != nil {
+		return res, err
+	}
+	if err := addJob(lists, job); err != nil {
+		return res, err
+	}
+	return predict(ctx, lists, job, settings, now)
+}
+
+// predict serves lists from a snapshot server, runs the cache on it and
+// one admission pass at now, and reads what the pass decided for job.
+func predict(ctx context.Context, lists map[string]runtime.Object, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
+	var res WhatIfResult
+	srv, err := snapshot.Start(lists)
+	if err != nil {
+		return res, err
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The cache logs as the scheduler does; a command's output is its report.
+	ctx = klog.NewContext(ctx, klog.LoggerWithName(klog.Background(), "what-if").V(10))
+	admission := s.admission
+	c, err := snapshot.StartCache(ctx, srv.Config(), snapshot.CacheOptions{
+		Name: "what-if", Admission: &admission, Profiles: s.profiles, Reclaim: s.reclaim, Preempt: s.preempt,
+	})
+	if err != nil {
+		return res, fmt.Errorf("reading the cluster's copy: %w", err)
+	}
+	// Gangs asked for by annotation: add the PodGroups the leader would
+	// create, as the cache itself hands them out, and wait until the
+	// cache has them.
+	if create := c.PodGroupsToCreate(); len(create) > 0 {
+		var pgs []*v1alpha1.PodGroup
+		for _, pc := range create {
+			pg := status.NewImplicitPodGroup(pc)
+			pg.UID = types.UID("what-if-PodGroup-" + pg.Namespace + "-" + pg.Name)
+			pg.CreationTimestamp = metav1.NewTime(now)
+			pgs = append(pgs, pg)
+		}
+		if err := addPodGroups(lists, pgs); err != nil {
+			return res, err
+		}
+		if err := srv.Set(lists); err != nil {
+			return res, err
+		}
+		if err := waitForPodGroups(ctx, c, job.pods); err != nil {
+			return res, err
+		}
+	}
+	before := dumpOf(c)
+	c.AdmissionPass(klog.FromContext(ctx), now)
+	after := dumpOf(c)
+
+	res.Starts = true
+	byUnit := map[string]int{}
+	queues := map[string]bool{}
+	for _, p := range job.pods {
+		v, ok := c.AdmissionOf(p)
+		if !ok {
+			return res, fmt.Errorf("the scheduler's cache does not know pod %s/%s", p.Namespace, p.Name)
+		}
+		key := v.Unit
+		if key == "" {
+			key = "pod:" + p.Namespace + "/" + p.Name
+		}
+		if i, seen := byUnit[key]; seen {
+			res.Units[i].Pods = append(res.Units[i].Pods, p.Name)
+			continue
+		}
+		u := WhatIfUnit{AdmissionView: v, Pods: []string{p.Name}}
+		u.Position, u.Waiting = position(before, v.Queue, v.Unit)
+		u.Path = path(v)
+		if v.Admitted && v.OnPlan {
+			plan := evictionPlan(c, p, lists[podsPath].(*corev1.PodList).Items, lists[nodesPath].(*corev1.NodeList).Items, s, now)
+			u.Plan = &plan
+			// Admission counted room no eviction can free now (say, a
+			// victim gang that would break): the job would wait.
+			if plan.Action == "" {
+				res.Starts = false
+			}
+		}
+		if v.Gated && !v.Admitted {
+			res.Starts = false
+		}
+		if v.Queue != "" {
+			queues[v.Queue] = true
+		}
+		byUnit[key] = len(res.Units)
+		res.Units = append(res.Units, u)
+	}
+	res.Queues = queuePath(after, queues)
+	return res, nil
+}
+
+// waitForPodGroups waits until the cache has the PodGroup of each of pods'
+// gangs: the snapshot's relist reaches it through its informer.
+func waitForPodGroups(ctx context.Context, c *cache.Cache, pods []*corev1.Pod) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		waiting := false
+		for _, p := range pods {
+			if v, ok := c.AdmissionOf(p); !ok || v.Message == "waiting for its PodGroup" {
+				waiting = true
+				break
+			}
+		}
+		if !waiting {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the cache did not read the gangs' PodGroups within 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// dumpOf is the cache's dump, decoded.
+func dumpOf(c *cache.Cache) *cache.CacheDump {
+	d := &cache.CacheDump{}
+	if data, err := c.Dump(); err == nil {
+		_ = json.Unmarshal(data, d)
+	}
+	return d
+}
+
+// position is unit's 1-based place in queue's admission order in d, and
+// the length of that order.
+func position(d *cache.CacheDump, queue, unit string) (int, int) {
+	for _, q := range d.Queues {
+		if q.Name == queue {
+			return slices.Index(q.Order, unit) + 1, len(q.Order)
+		}
+	}
+	return 0, 0
+}
+
+// path is the checks v passed and the one it failed, in the pass's order.
+func path(v cache.AdmissionView) []PathStep {
+	if !v.Gated {
+		return nil
+	}
+	failed := v.Check
+	switch failed {
+	case "QueueMissing", "QueueBroken", "QueueClosed":
+		failed = "Queue"
+	case "Waiting":
+		failed = "Reserved"
+	}
+	var steps []PathStep
+	for _, c := range admissionChecks {
+		switch {
+		case v.Admitted && c == "Placement" && v.OnPlan:
+			steps = append(steps, PathStep{c, "passed with the room a reclaim or preemption plan frees"})
+		case v.Admitted || (failed != "" && c != failed):
+			steps = append(steps, PathStep{c, "passed"})
+		case c == failed:
+			steps = append(steps, PathStep{c, "FAILED: " + v.Message})
+			return steps
+		default:
+			steps = append(steps, PathStep{c, "not reached: " + v.Message})
+			return steps
+		}
+	}
+	return steps
+}
+
+// queuePath is the named queues and their ancestors, in d's order.
+func queuePath(d *cache.CacheDump, named map[string]bool) []cache.QueueDump {
+	parent := map[string]string{}
+	for _, q := range d.Queues {
+		parent[q.Name] = q.Parent
+	}
+	want := map[string]bool{}
+	for q := range named {
+		for n := q; n != "" && !want[n]; n = parent[n] {
+			want[n] = true
+		}
+	}
+	var out []cache.QueueDump
+	for _, q := range d.Queues {
+		if want[q.Name] {
+			q.Order = nil
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b cache.QueueDump) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func printWhatIf(w io.Writer, r WhatIfResult, format string, explain bool) error {
+	if done, err := printStructured(w, r, format); done {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UNIT\tQUEUE\tPODS\tPOSITION\tADMITTED\tVERDICT")
+	for _, u := range r.Units {
+		pos := "-"
+		if u.Position > 0 {
+			pos = fmt.Sprintf("%d/%d", u.Position, u.Waiting)
+		}
+		admitted := "no"
+		switch {
+		case !u.Gated:
+			admitted = "not gated"
+		case u.Admitted && u.OnPlan && u.Plan != nil && u.Plan.Action == "":
+			admitted = "yes, but no plan frees the room"
+		case u.Admitted && u.OnPlan:
+			admitted = "yes, on a plan"
+		case u.Admitted:
+			admitted = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", u.Unit, u.Queue, len(u.Pods), pos, admitted, u.Message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range r.Units {
+		switch {
+		case u.Plan == nil:
+		case u.Plan.Action == "":
+			fmt.Fprintf(w, "\n%s: no eviction plan can be made now: %s\n", u.Unit, u.Plan.Why)
+		default:
+			fmt.Fprintf(w, "\n%s needs a %s plan: evicts %d pods (%s); members go to %s\n", u.Unit, u.Plan.Action,
+				len(u.Plan.Victims), strings.Join(u.Plan.Victims, ", "), strings.Join(u.Plan.Nodes, ", "))
+		}
+	}
+	if !explain {
+		return nil
+	}
+	for _, u := range r.Units {
+		if len(u.Path) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s needs %s; its path through the checks:\n", u.Unit, listString(u.Request))
+		for _, s := range u.Path {
+			fmt.Fprintf(w, "  %-14s %s\n", s.Check, s.Result)
+		}
+	}
+	if len(r.Queues) > 0 {
+		fmt.Fprintln(w, "\nQueues after the pass:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "QUEUE\tPARENT\tCAPABILITY\tDESERVED\tALLOCATED\tINFLIGHT\tSHARE")
+		for _, q := range r.Queues {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n", q.Name, orDash(q.Parent), listString(q.Capability),
+				listString(q.Deserved), listString(q.Allocated), listString(q.Inflight), q.Share)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// listString renders a resource list in the cache's units as users read it.
+func listString(l calderares.List) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	return l.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
