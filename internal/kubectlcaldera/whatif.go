@@ -100,6 +100,9 @@ type WhatIfResult struct {
 	// Queues are the queues the units wait in and their ancestors, after
 	// the pass (what the scheduler would write in their status).
 	Queues []cache.QueueDump `json:"queues,omitempty"`
+	// Ignored are the file's objects that schedule nothing themselves
+	// (Kind/name): Services, ConfigMaps, other operators' resources.
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // WhatIfUnit is one unit of the job: a gang, or a pod outside any gang.
@@ -245,6 +248,7 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 		res.Units = append(res.Units, u)
 	}
 	res.Queues = queuePath(after, queues)
+	res.Ignored = job.ignored
 	return res, nil
 }
 
@@ -373,6 +377,9 @@ func printWhatIf(w io.Writer, r WhatIfResult, format string, explain bool) error
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.Ignored) > 0 {
+		fmt.Fprintf(w, "\nNot scheduled themselves, left out: %s\n", strings.Join(r.Ignored, ", "))
 	}
 	for _, u := range r.Units {
 		switch {

@@ -10,8 +10,10 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -22,6 +24,7 @@ import (
 	schedoptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
@@ -128,6 +131,9 @@ func pluginArgs(p config.KubeSchedulerProfile, name string) runtime.Object {
 type jobObjects struct {
 	pods      []*corev1.Pod
 	podGroups []*v1alpha1.PodGroup
+	// ignored names the objects of the file that schedule nothing
+	// (Services, ConfigMaps, ...), as Kind/name.
+	ignored []string
 }
 
 // whatIfScheme decodes what a job file may hold.
@@ -161,6 +167,16 @@ func readJob(r io.Reader, ns string, now time.Time) (jobObjects, error) {
 			continue
 		}
 		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			// A custom resource of another operator: the scheduler
+			// sees only the pods its controller would create.
+			var tm metav1.PartialObjectMetadata
+			if yerr := sigsyaml.Unmarshal(doc, &tm); yerr != nil || tm.Kind == "" {
+				return out, fmt.Errorf("decoding the job file: %w", err)
+			}
+			out.ignored = append(out.ignored, tm.Kind+"/"+tm.Name)
+			continue
+		}
 		if err != nil {
 			return out, fmt.Errorf("decoding the job file: %w", err)
 		}
@@ -173,8 +189,14 @@ func readJob(r io.Reader, ns string, now time.Time) (jobObjects, error) {
 		case *batchv1.Job:
 			setMeta(&o.ObjectMeta, ns, "Job", now)
 			out.pods = append(out.pods, jobPods(o, now)...)
+		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.ReplicaSet, *batchv1.CronJob:
+			return out, fmt.Errorf("the job file holds a %s: what-if reads Pods, Jobs and PodGroups (scheduling.x-k8s.io); write its pods as a Job or Pods to ask about them", gvk.Kind)
 		default:
-			return out, fmt.Errorf("the job file holds a %s: what-if reads Pods, Jobs and PodGroups (scheduling.x-k8s.io)", gvk.Kind)
+			name := gvk.Kind
+			if acc, err := meta.Accessor(obj); err == nil {
+				name += "/" + acc.GetName()
+			}
+			out.ignored = append(out.ignored, name)
 		}
 	}
 	if len(out.pods) == 0 {
