@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -57,7 +58,10 @@ func implicitMember(pod *v1.Pod) bool {
 	if pod.Labels[PodGroupLabel] != "" {
 		return false
 	}
-	_, named := volcano.GroupName(pod)
+	if _, named := volcano.GroupName(pod); named {
+		return false
+	}
+	_, named := upstream.GroupName(pod)
 	return !named
 }
 
