@@ -32,7 +32,6 @@ import (
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -64,8 +63,9 @@ func (k GroupKey) named() types.NamespacedName {
 // GroupKeyOf returns the group a pod belongs to, and whether it belongs to
 // one: the PodGroup its pod-group label names; else the Volcano PodGroup
 // its group-name annotation names; else the upstream PodGroup its
-// spec.schedulingGroup.podGroupName names (the dialects share one key space
-// per namespace, volcano.go); else, for a pod that asks for a gang by
+// spec.schedulingGroup.podGroupName names, unless kube-scheduler's own gang
+// scheduling is on in this process (upstream.go); the dialects share one
+// key space per namespace (volcano.go); else, for a pod that asks for a gang by
 // annotation (qapi.GangMinMemberAnnotation), the PodGroup of its controller
 // (qapi.ImplicitPodGroupOf). A name given wins over one derived, so a
 // hand-written PodGroup always does. It is the one place that decides a
@@ -77,7 +77,7 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	if name, ok := volcano.GroupName(pod); ok {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
-	if name, ok := upstream.GroupName(pod); ok {
+	if name, ok := upstreamGroupName(pod); ok {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
 	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {

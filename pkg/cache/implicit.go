@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -61,7 +60,7 @@ func implicitMember(pod *v1.Pod) bool {
 	if _, named := volcano.GroupName(pod); named {
 		return false
 	}
-	_, named := upstream.GroupName(pod)
+	_, named := upstreamGroupName(pod)
 	return !named
 }
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 )
 
@@ -68,7 +67,7 @@ func joinsByName(pod *v1.Pod) bool {
 	if _, ok := volcano.GroupName(pod); ok {
 		return true
 	}
-	_, ok := upstream.GroupName(pod)
+	_, ok := upstreamGroupName(pod)
 	return ok
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +58,7 @@ func (c *Cache) UpstreamOn() bool { return c.upstream.on }
 // here, as Volcano's API is. Absent, it does nothing.
 func (c *Cache) watchUpstream(ctx context.Context, h fwk.Handle) error {
 	logger := klog.FromContext(ctx)
-	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+	if kubeSchedulerOwnsUpstreamGangs() {
 		logger.Info("The GenericWorkload feature gate is on in the scheduler: kube-scheduler's own gang scheduling holds pods of scheduling.k8s.io PodGroups, so Caldera schedules them as plain pods")
 		return nil
 	}
@@ -90,6 +91,26 @@ func (c *Cache) watchUpstream(ctx context.Context, h fwk.Handle) error {
 		logger.V(2).Info("Caldera cache synced upstream's PodGroups")
 		return nil
 	})
+}
+
+// kubeSchedulerOwnsUpstreamGangs reports whether kube-scheduler's own gang
+// machinery runs in this process (the GenericWorkload gate is on here):
+// then pods of upstream PodGroups are plain pods to Caldera, whose barrier
+// must not hold them too.
+func kubeSchedulerOwnsUpstreamGangs() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
+}
+
+// upstreamGroupName is the upstream PodGroup pod joins, when Caldera
+// schedules upstream's gangs (kubeSchedulerOwnsUpstreamGangs is false).
+// The gate is read only for a pod that names a group, so other pods pay
+// nothing.
+func upstreamGroupName(pod *v1.Pod) (string, bool) {
+	name, ok := upstream.GroupName(pod)
+	if !ok || kubeSchedulerOwnsUpstreamGangs() {
+		return "", false
+	}
+	return name, true
 }
 
 // upstreamServed reports whether the API server serves upstream's

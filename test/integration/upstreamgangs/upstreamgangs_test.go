@@ -21,6 +21,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	schedalpha "k8s.io/api/scheduling/v1alpha3"
 	sched "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -159,6 +160,29 @@ func TestUpstreamGangs(t *testing.T) {
 		}
 	})
 
+	// The other side of the barrier decision: a scheduler whose own
+	// GenericWorkload gate is on (in-process, it reads the gate the test
+	// apiserver set in this process) runs kube-scheduler's GangScheduling
+	// and PodGroup cycle; Caldera then leaves these pods to them as plain
+	// pods, so upstream's barrier alone holds and releases the gang.
+	t.Run("with the scheduler's GenericWorkload gate on, upstream's barrier alone holds the gang", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		env.StartScheduler(t, harness.WithFeatureGates("GenericWorkload=true"))
+		group(t, env, ns, "theirs", "", 3, false)
+		pods := members(ns, "theirs", 3, "1")
+		env.CreatePods(t, pods[:2]...)
+		env.ConsistentlyUnbound(t, ns, quiet)
+		env.CreatePod(t, pods[2])
+		env.WaitBound(t, ns, timeout, names(pods)...)
+		pg := waitCondition(t, env, ns, "theirs", sched.PodGroupInitiallyScheduled, metav1.ConditionTrue)
+		for _, typ := range []string{upstream.ConditionAdmitted, upstream.ConditionWaiting} {
+			if c := meta.FindStatusCondition(pg.Status.Conditions, typ); c != nil {
+				t.Errorf("Caldera treated the gang as its own: %+v", c)
+			}
+		}
+	})
+
 	t.Run("gang of 6 where 4 fit binds none", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 4, "1500m", "8Gi")
@@ -238,8 +262,10 @@ func TestUpstreamGangs(t *testing.T) {
 		})
 	}
 
-	// disruptionMode single on a gang above its minimum: reclaim takes
-	// only members above minCount; with all, the whole gang goes.
+	// An elastic gang of 8 with minCount 2 in a queue whose share is 4:
+	// with disruptionMode single reclaim takes 2 members above minCount;
+	// with all the gang is one victim of 8, which would take its queue
+	// below its share, so nothing is reclaimed and the starved gang waits.
 	for _, all := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reclaim from an elastic gang (disruptionMode all %v)", all), func(t *testing.T) {
 			ns := env.Namespace(t)
@@ -254,10 +280,12 @@ func TestUpstreamGangs(t *testing.T) {
 			env.WaitBoundCount(t, ns, "", 8, timeout)
 			group(t, env, ns, "s", starved, 2, false)
 			s := env.CreatePods(t, members(ns, "s", 2, "1")...)
-			env.WaitBound(t, ns, converge, names(s)...)
 			want, left := 2, 6
 			if all {
-				want, left = 8, 0
+				want, left = 0, 8
+				env.ConsistentlyUnbound(t, ns, 2*quiet, names(s)...)
+			} else {
+				env.WaitBound(t, ns, converge, names(s)...)
 			}
 			if n := evicted(); n != want {
 				t.Errorf("%d evictions, want %d", n, want)
@@ -294,6 +322,10 @@ func TestUpstreamGangs(t *testing.T) {
 				Spec: batchv1.JobSpec{
 					Parallelism: ptr.To[int32](3), Completions: ptr.To[int32](3),
 					CompletionMode: ptr.To(batchv1.IndexedCompletion),
+					// A gang; minCount defaults to parallelism. Without
+					// it the Job controller makes a basic PodGroup.
+					Scheduling: &batchv1.JobSchedulingConfiguration{SchedulingPolicy: &schedalpha.WorkloadPodGroupSchedulingPolicy{
+						Gang: &schedalpha.WorkloadPodGroupGangSchedulingPolicy{}}},
 					Template: v1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{qapi.QueueLabel: q}},
 						Spec:       pod.Spec,
@@ -314,12 +346,19 @@ func TestUpstreamGangs(t *testing.T) {
 				env.WaitBoundCount(t, ns, "", 3, timeout)
 			}
 		}
-		pgs, err := env.Client.SchedulingV1beta1().PodGroups(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pgs.Items) != 2 {
-			t.Fatalf("%d PodGroups, want one per Job from the Job controller", len(pgs.Items))
+		var pgs *sched.PodGroupList
+		for deadline := time.Now().Add(timeout); ; {
+			var err error
+			if pgs, err = env.Client.SchedulingV1beta1().PodGroups(ns).List(t.Context(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if len(pgs.Items) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d PodGroups, want one per Job from the Job controller", len(pgs.Items))
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 		for _, pg := range pgs.Items {
 			if g := pg.Spec.SchedulingPolicy.Gang; g == nil || g.MinCount != 3 {
