@@ -5,8 +5,8 @@
 // runs as a process of its own, with its own feature gates at their
 // defaults, as in a cluster whose API server enables the API: an
 // in-process scheduler would read the gates the test apiserver copies into
-// this process. The rows are the per-API behaviour table of
-// test/integration/volcano, run for the third source, plus what is
+// this process. The rows are the per-API behaviour table
+// (test/integration/gangtable) run for the third source, plus what is
 // upstream's own: disruptionMode, the basic policy, Caldera's conditions
 // beside upstream's, and an Indexed Job whose PodGroup the Job controller
 // makes (WorkloadWithJob).
@@ -30,6 +30,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/test/integration/gangtable"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -78,8 +79,10 @@ func members(ns, g string, n int, cpu string) []*v1.Pod {
 	return out
 }
 
-func queue(t *testing.T, env *harness.Env, name, cpu string) {
-	spec := qapi.QueueSpec{Weight: 1}
+// queue creates a reclaimable Caldera Queue of weight, with a cpu
+// capability unless cpu is "".
+func queue(t *testing.T, env *harness.Env, name string, weight int32, cpu string) {
+	spec := qapi.QueueSpec{Weight: weight}
 	if cpu != "" {
 		spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
 	}
@@ -140,6 +143,21 @@ func waitCondition(t *testing.T, env *harness.Env, ns, name, typ string, st meta
 func TestUpstreamGangs(t *testing.T) {
 	env := harness.StartWith(t, harness.WithUpstreamGangAPI(), harness.WithControllers())
 
+	// The per-API table's rows, for upstream's PodGroups; among them the
+	// done-when row: a gang held by its queue's capability, and a gang of
+	// a starved queue reclaiming a whole gang.
+	gangtable.Run(t, env, gangtable.Source{
+		Name: "upstream",
+		Queue: func(t *testing.T, name string, weight int32, cpu string) {
+			queue(t, env, name, weight, cpu)
+		},
+		Group: func(t *testing.T, ns, name, q string, minMember int32) {
+			group(t, env, ns, name, q, minMember, false)
+		},
+		Members:        members,
+		StartScheduler: func(t *testing.T) { env.StartSchedulerProcess(t) },
+	})
+
 	t.Run("gang that fits is bound whole, with Caldera's conditions beside upstream's", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
@@ -183,17 +201,7 @@ func TestUpstreamGangs(t *testing.T) {
 		}
 	})
 
-	t.Run("gang of 6 where 4 fit binds none", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 4, "1500m", "8Gi")
-		env.StartSchedulerProcess(t)
-		group(t, env, ns, "toobig", "", 6, false)
-		env.CreatePods(t, members(ns, "toobig", 6, "1")...)
-		env.WaitEvent(t, ns, "toobig", "NotAdmitted", timeout)
-		env.ConsistentlyUnbound(t, ns, quiet)
-	})
-
-	t.Run("gang waits for its members", func(t *testing.T) {
+	t.Run("a gang that waits for its members says so in its Waiting condition", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		env.StartSchedulerProcess(t)
@@ -209,11 +217,11 @@ func TestUpstreamGangs(t *testing.T) {
 		env.WaitBound(t, ns, timeout, names(pods)...)
 	})
 
-	t.Run("queue capability holds the second gang", func(t *testing.T) {
+	t.Run("the queue's verdict is in the Admitted condition", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		q := "cap-" + ns
-		queue(t, env, q, "4")
+		queue(t, env, q, 1, "4")
 		env.StartSchedulerProcess(t)
 		group(t, env, ns, "a", q, 2, false)
 		a := env.CreatePods(t, members(ns, "a", 2, "1500m")...)
@@ -232,36 +240,6 @@ func TestUpstreamGangs(t *testing.T) {
 		}
 	})
 
-	// The done-when row: admitted by queue capability above, reclaimed
-	// from by a starved queue here; disruptionMode all makes each rich
-	// gang one victim.
-	for _, all := range []bool{false, true} {
-		t.Run(fmt.Sprintf("a starved queue's gang reclaims a whole gang (disruptionMode all %v)", all), func(t *testing.T) {
-			ns := env.Namespace(t)
-			env.AddNodes(t, 2, "4", "16Gi")
-			rich, starved := "rich-"+ns, "starved-"+ns
-			queue(t, env, rich, "")
-			queue(t, env, starved, "")
-			env.StartSchedulerProcess(t)
-			evicted := env.CountDeletions(t, ns)
-			for _, g := range []string{"r1", "r2"} {
-				group(t, env, ns, g, rich, 4, all)
-				env.CreatePods(t, members(ns, g, 4, "1")...)
-			}
-			env.WaitBoundCount(t, ns, "", 8, timeout)
-			group(t, env, ns, "s", starved, 4, false)
-			s := env.CreatePods(t, members(ns, "s", 4, "1")...)
-			env.WaitBound(t, ns, converge, names(s)...)
-			if n := evicted(); n != 4 {
-				t.Errorf("%d evictions, want one rich gang's 4", n)
-			}
-			r1, r2 := running(t, env, ns, "r1"), running(t, env, ns, "r2")
-			if r1+r2 != 4 || r1 != 0 && r1 != 4 {
-				t.Errorf("the rich gangs run %d and %d members, want one whole and the other gone", r1, r2)
-			}
-		})
-	}
-
 	// An elastic gang of 8 with minCount 2 in a queue whose share is 4:
 	// with disruptionMode single reclaim takes 2 members above minCount;
 	// with all the gang is one victim of 8, which would take its queue
@@ -271,8 +249,8 @@ func TestUpstreamGangs(t *testing.T) {
 			ns := env.Namespace(t)
 			env.AddNodes(t, 2, "4", "16Gi")
 			rich, starved := "rich-"+ns, "starved-"+ns
-			queue(t, env, rich, "")
-			queue(t, env, starved, "")
+			queue(t, env, rich, 1, "")
+			queue(t, env, starved, 1, "")
 			env.StartSchedulerProcess(t)
 			evicted := env.CountDeletions(t, ns)
 			group(t, env, ns, "r", rich, 2, all)
@@ -300,7 +278,7 @@ func TestUpstreamGangs(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
 		q := "basic-" + ns
-		queue(t, env, q, "3")
+		queue(t, env, q, 1, "3")
 		env.StartSchedulerProcess(t)
 		group(t, env, ns, "b", q, 0, false)
 		pods := env.CreatePods(t, members(ns, "b", 4, "1")...)
@@ -313,7 +291,7 @@ func TestUpstreamGangs(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		q := "jobs-" + ns
-		queue(t, env, q, "4")
+		queue(t, env, q, 1, "4")
 		env.StartSchedulerProcess(t)
 		job := func(name string) *batchv1.Job {
 			pod := harness.Pod(ns, "").CPU("1").Obj()
