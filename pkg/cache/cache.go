@@ -62,8 +62,10 @@ func (k GroupKey) named() types.NamespacedName {
 
 // GroupKeyOf returns the group a pod belongs to, and whether it belongs to
 // one: the PodGroup its pod-group label names; else the Volcano PodGroup
-// its group-name annotation names (both dialects share one key space per
-// namespace, volcano.go); else, for a pod that asks for a gang by
+// its group-name annotation names; else the upstream PodGroup its
+// spec.schedulingGroup.podGroupName names, unless kube-scheduler's own gang
+// scheduling is on in this process (upstream.go); the dialects share one
+// key space per namespace (volcano.go); else, for a pod that asks for a gang by
 // annotation (qapi.GangMinMemberAnnotation), the PodGroup of its controller
 // (qapi.ImplicitPodGroupOf). A name given wins over one derived, so a
 // hand-written PodGroup always does. It is the one place that decides a
@@ -73,6 +75,9 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
 	if name, ok := volcano.GroupName(pod); ok {
+		return GroupKey{Namespace: pod.Namespace, Name: name}, true
+	}
+	if name, ok := upstreamGroupName(pod); ok {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
 	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
@@ -92,6 +97,8 @@ type Cache struct {
 	pgLister pglisters.PodGroupLister
 	// volcano reads Volcano's PodGroups and Queues when served (volcano.go).
 	volcano volcanoState
+	// upstream reads scheduling.k8s.io PodGroups when served (upstream.go).
+	upstream upstreamState
 	// membersSynced is set once the scheduler's pod informer has delivered
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
@@ -334,6 +341,12 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	}
 
 	if err := c.watchVolcano(ctx, h, cfg); err != nil {
+		return nil, err
+	}
+	if err := c.watchUpstream(ctx, h); err != nil {
+		return nil, err
+	}
+	if err := c.watchJoinedFinished(ctx, h); err != nil {
 		return nil, err
 	}
 

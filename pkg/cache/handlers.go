@@ -57,6 +57,7 @@ func slimPod(obj any) (any, error) {
 			Priority:          pod.Spec.Priority,
 			PriorityClassName: pod.Spec.PriorityClassName,
 			PreemptionPolicy:  pod.Spec.PreemptionPolicy,
+			SchedulingGroup:   pod.Spec.SchedulingGroup,
 		},
 		Status: v1.PodStatus{
 			Phase:                                pod.Status.Phase,
@@ -91,12 +92,17 @@ func gangAnnotations(a map[string]string) map[string]string {
 // slimJobPod is the transform of the finished Job pods informer, which
 // delivers the finished members of gangs by annotation (an annotation
 // cannot be selected on, so it lists every finished Job pod without the
-// pod-group label): an annotated pod is slimmed like a member, any other
-// is cut to its identity, which is all a delete needs. Idempotent.
+// pod-group label): an annotated pod, or one that joins a Volcano or
+// upstream PodGroup by name (the Job controller's pods with WorkloadWithJob
+// do), is slimmed like a member, any other is cut to its identity, which is
+// all a delete needs. Idempotent.
 func slimJobPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
 		return slimPod(obj)
+	}
+	if joinsByName(pod) {
+		return slimJoinedPod(pod)
 	}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,

@@ -57,7 +57,10 @@ func implicitMember(pod *v1.Pod) bool {
 	if pod.Labels[PodGroupLabel] != "" {
 		return false
 	}
-	_, named := volcano.GroupName(pod)
+	if _, named := volcano.GroupName(pod); named {
+		return false
+	}
+	_, named := upstreamGroupName(pod)
 	return !named
 }
 

@@ -50,6 +50,9 @@ func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
 	if pg, isVolcano := c.volcanoModel(key); isVolcano {
 		return pg, pg != nil
 	}
+	if pg, isUpstream := c.upstreamModelOf(key); isUpstream {
+		return pg, pg != nil
+	}
 	pg, err := c.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	return pg, err == nil
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -86,7 +87,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 			rp.Priority = u.priority
 			if u.gang != nil {
 				rp.Group = groupIDs.of(u.key)
-				in.Groups[rp.Group] = reclaim.Group{MinMember: u.min}
+				in.Groups[rp.Group] = reclaim.Group{MinMember: u.min, Whole: upstream.DisruptsAll(u.gang.pg)}
 			}
 		}
 		in.Pods = append(in.Pods, rp)

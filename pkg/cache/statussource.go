@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -108,6 +109,8 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		switch {
 		case volcano.IsVolcano(g.pg):
 			w.Volcano = c.volcanoProgressLocked(g)
+		case upstream.IsUpstream(g.pg):
+			w.Upstream = c.upstreamProgressLocked(g)
 		case g.pg != nil:
 			w.Status = desiredStatus(g)
 		}

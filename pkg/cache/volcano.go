@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -22,6 +21,7 @@ import (
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -66,8 +66,9 @@ func (c *Cache) VolcanoClient() status.VolcanoClient { return c.volcano.client }
 
 // watchVolcano sets up the informers of Volcano's PodGroups and Queues when
 // the API server serves them (discovered once, here: a scheduler started
-// before the CRDs were installed reads them after a restart), and those of
-// finished members that join by annotation. Absent, it does nothing.
+// before the CRDs were installed reads them after a restart); finished
+// members that join by annotation come from watchJoinedFinished. Absent, it
+// does nothing.
 func (c *Cache) watchVolcano(ctx context.Context, h fwk.Handle, cfg *rest.Config) error {
 	logger := klog.FromContext(ctx)
 	served, err := volcanoServed(h)
@@ -106,31 +107,13 @@ func (c *Cache) watchVolcano(ctx context.Context, h fwk.Handle, cfg *rest.Config
 	if err != nil {
 		return err
 	}
-	// Finished members come from an informer of our own (newCache); that
-	// one selects the PodGroup label, which Volcano's pods do not carry, so
-	// these come from one that selects finished pods only, kept slim.
-	finishedFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = finishedSelector }),
-		informers.WithTransform(slimVolcanoPod))
-	finishedReg, err := finishedFactory.Core().V1().Pods().Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: joinsByAnnotation,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
-			UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
-			DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
-		},
-	})
-	if err != nil {
-		return err
-	}
 	return c.setUp("Volcano's PodGroups and Queues", func(ctx context.Context, logger klog.Logger) error {
 		factory.Start(ctx.Done())
-		finishedFactory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()
-		for _, r := range []cache.ResourceEventHandlerRegistration{pgReg, qReg, finishedReg} {
+		for _, r := range []cache.ResourceEventHandlerRegistration{pgReg, qReg} {
 			if !cache.WaitFor(syncCtx, "", r.HasSyncedChecker()) {
-				return fmt.Errorf("Volcano's PodGroups, Queues or finished members did not sync within %v: can the scheduler read scheduling.volcano.sh (manifests/components/volcano)?", syncTimeout)
+				return fmt.Errorf("Volcano's PodGroups or Queues did not sync within %v: can the scheduler read scheduling.volcano.sh (manifests/components/volcano)?", syncTimeout)
 			}
 		}
 		logger.V(2).Info("Caldera cache synced Volcano's PodGroups and Queues")
@@ -167,52 +150,25 @@ func volcanoModel(obj any) any {
 	return volcano.PodGroup(pg)
 }
 
-// joinsByAnnotation selects the pods that join a group by Volcano's
-// annotation only: one with the PodGroup label is the other finished-member
-// informer's.
-func joinsByAnnotation(obj any) bool {
-	pod := asPod(obj)
-	if pod == nil {
-		return false
-	}
-	if _, labelled := pod.Labels[PodGroupLabel]; labelled {
-		return false
-	}
-	_, ok := volcano.GroupName(pod)
-	return ok
-}
-
-// slimVolcanoPod slims a finished pod as slimPod does, keeping the
-// group-name annotations that make it a member; a pod without them keeps
-// only its identity, since the informer holds every finished pod.
-func slimVolcanoPod(obj any) (any, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return slimPod(obj)
-	}
-	name, member := volcano.GroupName(pod)
-	if !member {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels}}, nil
-	}
-	out, err := slimPod(pod)
-	if err != nil {
-		return nil, err
-	}
-	slim := out.(*v1.Pod)
-	slim.Annotations = map[string]string{volcano.GroupNameAnnotation: name}
-	return slim, nil
-}
-
 // shadowedLocked reports whether pg, of one dialect, names a group whose
-// PodGroup is of the other: the first holds the name (see above).
+// PodGroup is of another: the first holds the name (see above).
 func shadowedLocked(logger klog.Logger, g *group, pg *v1alpha1.PodGroup) bool {
-	if g.pg == nil || volcano.IsVolcano(g.pg) == volcano.IsVolcano(pg) {
+	if g.pg == nil || dialectOf(g.pg) == dialectOf(pg) {
 		return false
 	}
 	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.key.String(),
 		"held", g.pg.APIVersion, "ignored", pg.APIVersion)
 	return true
+}
+
+// dialectOf names the API a model PodGroup comes from: Volcano's or
+// upstream's apiVersion, "" for scheduler-plugins' (whose informer's
+// objects carry no apiVersion).
+func dialectOf(pg *v1alpha1.PodGroup) string {
+	if volcano.IsVolcano(pg) || upstream.IsUpstream(pg) {
+		return pg.APIVersion
+	}
+	return ""
 }
 
 // queueShadowedLocked reports whether q, a Volcano Queue, names a Caldera

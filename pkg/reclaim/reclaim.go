@@ -88,6 +88,9 @@ type Pod struct {
 type Group struct {
 	// MinMember is the gang's minMember; 0 or 1 is a group of one.
 	MinMember int32
+	// Whole: the group's running pods are one victim, taken all together or
+	// not at all, whatever MinMember says (upstream's disruptionMode all).
+	Whole bool
 }
 
 // Node is a node the preemptor's members may use.
@@ -176,7 +179,8 @@ type Plan struct {
 //
 // Pods whose eviction would violate a PodDisruptionBudget are taken last.
 // Victim gangs keep minMember running members: a gang gives up only members
-// above minMember (most recently started first), or all of them. Plans made
+// above minMember (most recently started first), or all of them; a Whole
+// group gives up all of them or none. Plans made
 // of single pods are preferred; whole gangs are taken only when no such plan
 // exists. Within that, lower priority goes first, then the most recently
 // started. Pods younger than MinRuntime are never victims.
@@ -377,7 +381,9 @@ func newState(in Input, mode Mode) *state {
 	for g, key := range keys {
 		n := running[g]
 		s.running[key] = n
-		if min := in.Groups[key].MinMember; min <= 1 {
+		if gr := in.Groups[key]; gr.Whole {
+			s.spareOf[g] = 0 // one victim: no pod goes alone
+		} else if min := gr.MinMember; min <= 1 {
 			s.spareOf[g] = n // a group of one: every pod may go
 		} else {
 			s.spareOf[g] = max(n-min, 0)
@@ -433,7 +439,11 @@ func (s *state) eligible(i int) bool {
 // gangMember: a pod of a gang may be taken on a node the preemptor cannot
 // use, as part of taking its whole gang.
 func (s *state) gangMember(p *Pod) bool {
-	return p.Group != "" && s.in.Groups[p.Group].MinMember > 1
+	if p.Group == "" {
+		return false
+	}
+	g := s.in.Groups[p.Group]
+	return g.MinMember > 1 || g.Whole
 }
 
 func (s *state) reset() {

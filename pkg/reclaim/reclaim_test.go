@@ -231,6 +231,32 @@ func TestDecide(t *testing.T) {
 			wantMode: Reclaim, want: []string{"a/a/g-1", "a/a/g-2"}, wantNode: "n0",
 		},
 		{
+			// Upstream's disruptionMode all: the same gang as above, whose
+			// two spare members would do, is one victim.
+			name: "a Whole group gives up every running pod or none",
+			in: Input{
+				Preemptor: Preemptor{Queue: "b", Members: members(1, 2000)},
+				Queues:    aOver,
+				Groups:    map[string]Group{"a/g": {MinMember: 2, Whole: true}},
+				Pods:      fill("a", "a/g", 0, 4, 1000, "n0", "n0", "n0", "n1"),
+				Nodes:     nodesWith(0, 0),
+				Options:   both,
+			},
+			wantMode: Reclaim, want: []string{"a/a/g-0", "a/a/g-1", "a/a/g-2", "a/a/g-3"}, wantNode: "n0",
+		},
+		{
+			name: "a Whole group of minMember 1 is still one victim",
+			in: Input{
+				Preemptor: Preemptor{Queue: "b", Members: members(1, 1000)},
+				Queues:    aOver,
+				Groups:    map[string]Group{"a/g": {MinMember: 1, Whole: true}},
+				Pods:      fill("a", "a/g", 0, 3, 1000, "n0", "n1", "n2"),
+				Nodes:     nodesWith(0, 0, 0),
+				Options:   both,
+			},
+			wantMode: Reclaim, want: []string{"a/a/g-0", "a/a/g-1", "a/a/g-2"}, wantNode: "n0",
+		},
+		{
 			name: "a victim gang beyond its spare members is taken whole",
 			in: Input{
 				Preemptor: Preemptor{Queue: "b", Members: members(3, 1000)},

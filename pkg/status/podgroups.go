@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 )
 
@@ -24,6 +25,10 @@ func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
 		w.tellMembers(ctx, g)
 		if g.Volcano != nil {
 			w.writeVolcanoGroup(ctx, g)
+			continue
+		}
+		if g.Upstream != nil {
+			w.writeUpstreamGroup(ctx, g)
 			continue
 		}
 		if g.PodGroup == nil || equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
@@ -83,7 +88,7 @@ func (w *Writer) emit(g Group) {
 // does not know PodGroups, so the reference is spelled out.
 func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
 	apiVersion := v1alpha1.SchemeGroupVersion.String()
-	if volcano.IsVolcano(pg) {
+	if volcano.IsVolcano(pg) || upstream.IsUpstream(pg) {
 		apiVersion = pg.APIVersion
 	}
 	return &v1.ObjectReference{

@@ -28,6 +28,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -52,6 +53,10 @@ type Group struct {
 	// Volcano is what the status of a Volcano PodGroup is made from (set
 	// instead of Status when PodGroup is the model of one: volcano.go).
 	Volcano *volcano.Progress
+	// Upstream is what Caldera's conditions on an upstream PodGroup are
+	// made from (set instead of Status when PodGroup is the model of one:
+	// upstream.go).
+	Upstream *upstream.Progress
 	// Waiting are the group's pods that wait for a node. With a
 	// WaitingReason (ReasonWaitingForMembers, ReasonWaitingForPodGroup)
 	// their PodScheduled condition is to say so, with WaitingMessage;
@@ -153,7 +158,8 @@ type Clients struct {
 	Volcano VolcanoClient
 	// Queues is nil when no profile admits through queues.
 	Queues qclient.Interface
-	// Pods patches pods' status (nominations).
+	// Pods patches pods' status (nominations), and writes upstream's
+	// PodGroups (scheduling.k8s.io is built in).
 	Pods      kubernetes.Interface
 	Nominator Nominator
 }

@@ -16,6 +16,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 )
 
@@ -131,6 +132,9 @@ func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
 // patchPodGroup merge-patches the PodGroup whose model is pg, through the
 // client of its dialect.
 func (w *Writer) patchPodGroup(ctx context.Context, pg *v1alpha1.PodGroup, patch []byte) error {
+	if upstream.IsUpstream(pg) {
+		return w.patchUpstreamPodGroup(ctx, pg.Namespace, pg.Name, patch)
+	}
 	if volcano.IsVolcano(pg) {
 		if w.cl.Volcano == nil {
 			return nil

@@ -138,6 +138,22 @@ func WithAPIServerFlags(flags ...string) EnvOption {
 	return func(s *envSettings) { s.apiserverFlags = append(s.apiserverFlags, flags...) }
 }
 
+// UpstreamGangGates are the feature gates under which the API server
+// serves Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1, beta and off
+// by default in 1.37) and the Job controller makes them for Jobs
+// (WorkloadWithJob, alpha).
+const UpstreamGangGates = "GenericWorkload=true,WorkloadWithJob=true"
+
+// WithUpstreamGangAPI starts the API server with UpstreamGangGates and
+// scheduling.k8s.io/v1beta1 enabled. The test apiserver copies its
+// --feature-gates into the process-wide gate (internal/localcluster), so
+// the in-process kube-controller-manager (WithControllers) runs with them,
+// and so would an in-process scheduler: a test that wants a scheduler
+// with its own defaults starts it as a process (StartSchedulerProcess).
+func WithUpstreamGangAPI() EnvOption {
+	return WithAPIServerFlags("--feature-gates="+UpstreamGangGates, "--runtime-config=scheduling.k8s.io/v1beta1=true")
+}
+
 // defaultClientQPS and defaultClientBurst are the client rate of Env.Config
 // unless WithClientQPS says otherwise.
 const (

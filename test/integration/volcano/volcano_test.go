@@ -21,6 +21,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/caldera-sched/caldera/pkg/status"
+	"github.com/caldera-sched/caldera/test/integration/gangtable"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -32,7 +33,7 @@ const timeout = 30 * time.Second
 func TestGangAPIs(t *testing.T) {
 	env := harness.StartWith(t, harness.WithVolcanoCRDs())
 	vcc := vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))
-	defer everyDialect(t, env, vcc)
+	defer gangtable.Run(t, env, sources(env, vcc)...)
 
 	// Volcano's job controller names the scheduler "volcano" by default;
 	// the chart's volcano.schedulerName serves that name with a copy of
@@ -80,7 +81,7 @@ func TestGangAPIs(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		qname := "vq-" + ns
-		createQueue(t, vcc, qname, "4")
+		createQueue(t, vcc, qname, 1, "4")
 		first := createPodGroup(t, vcc, ns, "first", qname, 2, "3")
 		env.StartScheduler(t)
 
@@ -135,11 +136,11 @@ func TestGangAPIs(t *testing.T) {
 	})
 }
 
-// createQueue creates a Volcano Queue of weight 1, reclaimable, with a cpu
+// createQueue creates a Volcano Queue of weight, reclaimable, with a cpu
 // capability unless cpu is "".
-func createQueue(t *testing.T, vcc vcclient.Interface, name, cpu string) *vc.Queue {
+func createQueue(t *testing.T, vcc vcclient.Interface, name string, weight int32, cpu string) *vc.Queue {
 	t.Helper()
-	q := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: vc.QueueSpec{Weight: 1}}
+	q := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: vc.QueueSpec{Weight: weight}}
 	if cpu != "" {
 		q.Spec.Capability = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
 	}
