@@ -205,10 +205,14 @@ func summarize(dir, kube string) (*Summary, error) {
 	return s, nil
 }
 
-// workloadName is "<test case>/<workload>" of a data item's Name label
-// (which may carry more after them).
+// workloadName is "<test case>/<workload>" of a data item's Name label,
+// which scheduler_perf builds from the benchmark's name
+// (BenchmarkUpstream/<file>/<test case>/<workload>) and may end with more.
 func workloadName(name string) string {
 	parts := strings.Split(name, "/")
+	if len(parts) > 2 && strings.HasPrefix(parts[0], "Benchmark") {
+		parts = parts[2:]
+	}
 	if len(parts) > 2 {
 		parts = parts[:2]
 	}

@@ -117,7 +117,7 @@ func TestSummarize(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(out, p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		items := `{"version":"v1","dataItems":[{"data":{"Average":` + avg + `},"unit":"pods/s","labels":{"Metric":"SchedulingThroughput","Name":"SchedulingBasic/500Nodes/namespace-2"}},` +
+		items := `{"version":"v1","dataItems":[{"data":{"Average":` + avg + `},"unit":"pods/s","labels":{"Metric":"SchedulingThroughput","Name":"BenchmarkUpstream/misc/SchedulingBasic/500Nodes/namespace-2"}},` +
 			`{"data":{"Perc50":1},"unit":"ms","labels":{"Metric":"scheduler_framework_extension_point_duration_seconds","Name":"SchedulingBasic/500Nodes"}}]}`
 		if err := os.WriteFile(filepath.Join(out, p, "x.json"), []byte(items), 0o644); err != nil {
 			t.Fatal(err)
