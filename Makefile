@@ -17,7 +17,7 @@ LDFLAGS := $(VERSION_LDFLAGS) -X k8s.io/component-base/version.buildDate=$(shell
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/convert/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/status/... ./pkg/admission/... ./pkg/dumpsignal/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full sandbox demo image image-check
+.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream etcd sandbox demo image image-check
 
 all: build
 
@@ -149,6 +149,44 @@ bench-full:
 		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
 	$(GO) test -run '^$$' -bench . -benchmem -count=5 $(BENCH_UNIT_PKGS) | tee $(BENCH_OUT)/unit.txt
 	@cat $(BENCH_OUT)/results.md
+
+## bench-scale: issue 21's scale (docs/performance.md): W1 (10,000 pods) and W2 (1,250 gangs
+## of 8) at 5000 nodes, W7 preemption at 1000 and 5000 nodes, W8 placement (gangs of 256 and
+## 1024, 5000 nodes in racks), W5 over 150,000 bound pods; up to 45 minutes on 2 cores.
+bench-scale:
+	@mkdir -p $(BENCH_OUT)
+	@echo "bench-scale: 5000-node workloads, log in $(BENCH_OUT)/bench.log"
+	@$(GO) test -count=1 -timeout 150m -run '^TestPerf$$' -v ./test/perf \
+		-args -perf.size=scale -perf.timeout=20m -perf.out=$(BENCH_OUT) $(BENCH_ARGS) >$(BENCH_OUT)/bench.log 2>&1 || \
+		{ tail -40 $(BENCH_OUT)/bench.log; exit 1; }
+	@cat $(BENCH_OUT)/results.md
+
+## etcd: bin/etcd, the etcd server go.mod pins, built from the Go module proxy
+## (upstream's scheduler_perf starts etcd as a binary found on PATH).
+etcd:
+	$(GO) build -o bin/etcd go.etcd.io/etcd/server/v3
+
+# Upstream's workloads make bench-upstream runs, as a -bench pattern over
+# BenchmarkUpstream/<file>/<test case>/<workload> (test/perf/upstream).
+UPSTREAM_BENCH ?= BenchmarkUpstream/(misc|gangscheduling)/(SchedulingBasic|GangScheduling)/^(500Nodes|5000Nodes|5000Nodes_10000Pods|5000Nodes_1000Gangs_3000Pods|5000Nodes_3Gangs_3000Pods_1000PerGroup)$$
+UPSTREAM_OUT ?= $(BENCH_OUT)/upstream
+
+## bench-upstream: k8s.io/kubernetes/test/integration/scheduler_perf on its own
+## workload files (SchedulingBasic at 500 and 5000 nodes, GangScheduling at 5000),
+## kube-scheduler's default profile then Caldera's, and a JSON summary of both
+## with upstream's thresholds ($(UPSTREAM_OUT)/summary.json). A profile below an
+## upstream threshold fails scheduler_perf's own check; its numbers still count.
+bench-upstream: etcd
+	@mkdir -p $(UPSTREAM_OUT)/default $(UPSTREAM_OUT)/caldera
+	@for p in default caldera; do \
+		echo "bench-upstream: $$p profile, log in $(UPSTREAM_OUT)/$$p.log"; \
+		PATH=$(CURDIR)/bin:$$PATH $(GO) test -count=1 -timeout 120m -run '^$$' -bench '$(UPSTREAM_BENCH)' -benchtime=1x \
+			./test/perf/upstream -args -upstream.profile=$$p -perf-scheduling-label-filter= \
+			-data-items-dir=$(UPSTREAM_OUT)/$$p >$(UPSTREAM_OUT)/$$p.log 2>&1 || \
+			echo "bench-upstream: $$p: scheduler_perf reported a failure (threshold or error), see the log"; \
+	done
+	@$(GO) test -count=1 -run '^TestSummary$$' ./test/perf/upstream -args -upstream.summary=$(UPSTREAM_OUT) >/dev/null
+	@cat $(UPSTREAM_OUT)/summary.json
 
 ## crds: copy the PodGroup CRD from the scheduler-plugins module (never
 ## retyped), and generate Volcano's (crds-volcano).

@@ -235,7 +235,7 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
 	env := harness.StartWith(t, envOpts...)
 	ctx := t.Context()
-	if err := createNodes(ctx, env, w.Nodes); err != nil {
+	if err := createNodes(ctx, env, w); err != nil {
 		return fail(err)
 	}
 	const ns = "perf"

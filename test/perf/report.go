@@ -70,6 +70,11 @@ type Result struct {
 	// first steady one.
 	Windows []Window `json:"windows,omitempty"`
 	Decay   *Decay   `json:"decay,omitempty"`
+	// Evictions (W7): low-priority pods deleted during the run.
+	Evictions int `json:"evictions,omitempty"`
+	// Timings are the in-process scheduler's latency histograms over the
+	// run, by extension point and plugin (timingSet); W7 and W8 report them.
+	Timings map[string]Timing `json:"timings,omitempty"`
 	// Error says why the run did not finish, if it did not.
 	Error string `json:"error,omitempty"`
 }
@@ -209,6 +214,7 @@ func (r *Report) ComputeRatios() {
 	}
 	r.Ratios = append(r.Ratios, r.heapPerPod()...)
 	r.Ratios = append(r.Ratios, r.churnDecay()...)
+	r.Ratios = append(r.Ratios, r.scaleRatios()...)
 }
 
 // churnDecay is W6's targets per (churn workload, profile), from the
@@ -338,6 +344,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			x.Attempts, x.AttemptP50Ms, x.AttemptP99Ms, gang, x.PeakHeapMiB, x.PeakRSSMiB, held, x.Error)
 	}
 	writeWindows(&b, r.Results)
+	writeTimings(&b, r.Results)
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n| ratio (medians over runs) | value | target | holds |\n| --- | ---: | --- | --- |\n")
 		for _, x := range r.Ratios {

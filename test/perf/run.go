@@ -100,7 +100,7 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	envOpts := append([]harness.EnvOption{harness.WithClientQPS(schedulerQPS, schedulerQPS)}, p.envOptions...)
 	env := harness.StartWith(t, envOpts...)
 
-	if err := createNodes(ctx, env, w.Nodes); err != nil {
+	if err := createNodes(ctx, env, w); err != nil {
 		return fail(err)
 	}
 	const ns = "perf"
@@ -112,6 +112,13 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	}
 	if err := createPrebound(ctx, env, w, p); err != nil {
 		return fail(err)
+	}
+	evictions := func() int { return 0 }
+	if w.Preempt != nil {
+		var err error
+		if evictions, err = createVictims(ctx, t, env, w, p); err != nil {
+			return fail(err)
+		}
 	}
 	watcher := newBindWatcher(env.Client, ns, w.Groups, w.GroupSize)
 	if err := watcher.start(ctx); err != nil {
@@ -128,6 +135,7 @@ func Run(t *testing.T, w Workload, p Profile, opts Options) Result {
 	scrape := metricsSource(inProcessMetrics)
 	mem := &memSampler{}
 	before, _ := scrape(ctx, match)
+	timingsBefore := timingSnapshot(p.SchedulerName)
 	runtime.GC() // the previous run's garbage must not count as this run's peak
 	memCtx, stopMem := context.WithCancel(ctx)
 	defer stopMem()
@@ -251,6 +259,10 @@ wait:
 		saveLiveHeapProfile(ctx, t, proc, opts.ProfileDir, w.Name+"-"+p.Name)
 		t.Logf("%s/%s: scheduler process's live heap after the run: %s MiB", w.Name, p.Name, strings.Join(trace, " "))
 	}
+	res.Evictions = evictions()
+	if proc == nil {
+		res.Timings = timingsBetween(timingsBefore, timingSnapshot(p.SchedulerName))
+	}
 	if after, err := scrape(context.WithoutCancel(ctx), match); err == nil {
 		h := after.sub(before)
 		res.Attempts = int(h.total())
@@ -354,10 +366,10 @@ feed:
 	return context.Cause(ctx)
 }
 
-// createNodes creates n Ready nodes.
-func createNodes(ctx context.Context, env *harness.Env, n int) error {
-	return parallel(ctx, n, func(ctx context.Context, i int) error {
-		nd := node(i)
+// createNodes creates w's Ready nodes.
+func createNodes(ctx context.Context, env *harness.Env, w Workload) error {
+	return parallel(ctx, w.Nodes, func(ctx context.Context, i int) error {
+		nd := w.rackNode(i)
 		status := nd.Status
 		created, err := env.Client.CoreV1().Nodes().Create(ctx, nd, metav1.CreateOptions{})
 		if err != nil {

@@ -44,6 +44,13 @@ type Workload struct {
 	// LiveHeap measures the live heap after the run (M1): forced
 	// collections, so only for workloads whose timing ends before it.
 	LiveHeap bool
+	// Preempt, when set, fills every node with bound low-priority pods
+	// before the scheduler starts and makes the workload's pods the
+	// high-priority preemptors (W7).
+	Preempt *Preempt
+	// RackSize, when set, labels the nodes with CalderaGangPlacement's rack
+	// key, RackSize nodes a rack (W8).
+	RackSize int
 }
 
 // schedulerProcess says whether the workload runs its scheduler in a
@@ -63,7 +70,8 @@ const (
 )
 
 // Sizes returns the workloads of a size: "quick" (make bench, minutes on 2
-// cores) or "full" (the issue's sizes, make bench-full).
+// cores), "full" (the issue's sizes, make bench-full) or "scale" (issue
+// 21's 5000 nodes, make bench-scale).
 func Sizes(size string) ([]Workload, error) {
 	nodes, plain, gangs, bigGang, prebound := 0, 0, 0, 0, 0
 	// Churn: gangs of 8 at 2-3 per second (16-24 pods/s, a tenth of what
@@ -78,18 +86,29 @@ func Sizes(size string) ([]Workload, error) {
 	case "full":
 		nodes, plain, gangs, bigGang, prebound = 1000, 5000, 600, 2000, 50_000
 		churn.Duration, churn.GangsPerSec = 2*time.Minute, 3
+	case "scale":
+		return scaleSize(), nil
 	default:
-		return nil, fmt.Errorf("unknown size %q (quick, full)", size)
+		return nil, fmt.Errorf("unknown size %q (quick, full, scale)", size)
 	}
 	all := []string{ProfileDefault, ProfileCaldera, ProfileUpstream}
-	return []Workload{
+	return append([]Workload{
 		{Name: "W1", Nodes: nodes, Groups: plain, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera, ProfileCalderaGangsOnly}},
 		{Name: "W2", Nodes: nodes, Groups: gangs, GroupSize: 8, Gang: true, Profiles: append(all, ProfileCalderaNoPlacement, ProfileCalderaNoNomination)},
 		{Name: "W3-plain", Nodes: nodes, Groups: bigGang, GroupSize: 1, Profiles: []string{ProfileDefault, ProfileCaldera}},
 		{Name: "W3-gang", Nodes: nodes, Groups: 1, GroupSize: bigGang, Gang: true, Profiles: []string{ProfileCaldera, ProfileUpstream, ProfileCalderaNoNomination}},
 		{Name: "W5", Nodes: nodes, Groups: 1, GroupSize: 1, Prebound: prebound, PreboundGangSize: 8, LiveHeap: true, Profiles: []string{ProfileDefault, ProfileCaldera}},
 		{Name: "W6", Nodes: nodes, Groups: churn.gangs(), GroupSize: 8, Gang: true, Churn: &churn, Profiles: all},
-	}, nil
+	}, scaleWorkloads(size)...), nil
+}
+
+// rackNode is Node i of w: node(i), in rack i / RackSize when w has racks.
+func (w Workload) rackNode(i int) *v1.Node {
+	n := node(i)
+	if w.RackSize > 0 {
+		n.Labels[rackLabel] = fmt.Sprintf("rack-%d", i/w.RackSize)
+	}
+	return n
 }
 
 // node builds Node i of a workload (status included: the caller writes it
@@ -124,6 +143,9 @@ func (w Workload) pod(ns string, p Profile, g, m int) *v1.Pod {
 		Scheduler(p.SchedulerName).Labels(map[string]string{groupLabel: strconv.Itoa(g)})
 	if w.Gang && p.Gang == GangCaldera {
 		b.Group(groupName(g))
+	}
+	if w.Preempt != nil {
+		b.CPU(w.Preempt.CPU).Priority(highPriority)
 	}
 	pod := b.Obj()
 	if w.Gang && p.Gang == GangUpstream {
