@@ -73,7 +73,7 @@ type Run struct {
 	Error string `json:",omitempty"`
 }
 
-// Waits are wait-time percentiles in trace seconds over jobs that started.
+// Waits are wait-time percentiles in trace seconds.
 type Waits struct {
 	Jobs          int
 	P50, P95, P99 float64
@@ -105,10 +105,12 @@ type Result struct {
 	// Waits by size class (trace.SizeClasses) and over all jobs.
 	ByClass map[string]Waits
 	All     Waits
-	// WaitsSorted are all started jobs' waits, ascending (the CDF).
+	// WaitsSorted are all jobs' waits, ascending (the CDF); a job that never
+	// started counts with its wait until the end of the run.
 	WaitsSorted []float64
-	// MaxWait includes jobs that never started (their wait until the end).
-	MaxWait float64
+	MaxWait     float64
+	// NeverStarted counts jobs that never had all their pods bound.
+	NeverStarted int
 	// Makespan is the last job's end (0 when some never finished).
 	Makespan float64
 	// MeanJCT is the mean of end - arrival over finished jobs.
@@ -119,8 +121,8 @@ type Result struct {
 	PartialNodeSeconds   float64
 	MaxPartialSeconds    float64
 	Evictions            int
-	End   float64
-	Error string `json:",omitempty"`
+	End                  float64
+	Error                string `json:",omitempty"`
 }
 
 // Score computes a run's Result; queues are the trace's tenants.
@@ -135,12 +137,13 @@ func Score(run Run, queues []trace.Queue) Result {
 	return r
 }
 
-func specsOf(queues []trace.Queue) []queue.Spec {
+func specsOf(queues []trace.Queue, capacity int64) []queue.Spec {
+	p := trace.Params{Nodes: 1, NodeCPU: capacity}
 	specs := make([]queue.Spec, 0, len(queues))
 	for _, q := range queues {
 		s := queue.Spec{Name: q.Name, Weight: q.Weight, Reclaimable: q.Reclaimable}
-		if q.GuaranteeCPU > 0 {
-			s.Guarantee = resources.List{resources.CPU: q.GuaranteeCPU}
+		if g := p.GuaranteeCPU(q); g > 0 {
+			s.Guarantee = resources.List{resources.CPU: g}
 		}
 		specs = append(specs, s)
 	}
@@ -148,7 +151,7 @@ func specsOf(queues []trace.Queue) []queue.Spec {
 }
 
 func scoreSamples(r *Result, run Run, queues []trace.Queue) {
-	tree := queue.BuildTree(specsOf(queues))
+	tree := queue.BuildTree(specsOf(queues, run.CapacityCPU))
 	total := resources.List{resources.CPU: run.CapacityCPU}
 	capacity := float64(run.CapacityCPU)
 	r.Queues = make([]QueueScore, len(queues))
@@ -216,15 +219,18 @@ func scoreJobs(r *Result, run Run) {
 	last := 0.0
 	for _, j := range run.Jobs {
 		r.MaxPartialSeconds = max(r.MaxPartialSeconds, j.PartialSeconds)
+		// A job that never started counts with its wait until the run's
+		// end, a lower bound: leaving it out would reward a scheduler
+		// for starving it.
+		w := j.Start - j.Arrival
 		if j.Start < 0 {
-			r.MaxWait = max(r.MaxWait, run.End-j.Arrival)
-		} else {
-			w := j.Start - j.Arrival
-			r.MaxWait = max(r.MaxWait, w)
-			r.WaitsSorted = append(r.WaitsSorted, w)
-			c := trace.SizeClassOf(j.Size)
-			byClass[c] = append(byClass[c], w)
+			w = run.End - j.Arrival
+			r.NeverStarted++
 		}
+		r.MaxWait = max(r.MaxWait, w)
+		r.WaitsSorted = append(r.WaitsSorted, w)
+		c := trace.SizeClassOf(j.Size)
+		byClass[c] = append(byClass[c], w)
 		if j.End < 0 {
 			r.Unfinished++
 			continue

@@ -48,11 +48,14 @@ func TestScore(t *testing.T) {
 		t.Errorf("mean JCT %v, want 35", r.MeanJCT)
 	}
 	// The job that never started waited 95 s by the end of the run.
-	if !near(r.MaxWait, 95) || r.All.Jobs != 2 || !near(r.All.P50, 10) || !near(r.All.Max, 30) {
+	if !near(r.MaxWait, 95) || r.All.Jobs != 3 || r.NeverStarted != 1 || !near(r.All.P50, 30) || !near(r.All.Max, 95) {
 		t.Errorf("waits: max %v, all %+v", r.MaxWait, r.All)
 	}
 	if w := r.ByClass["2-4"]; w.Jobs != 1 || !near(w.P99, 30) {
 		t.Errorf("class 2-4 waits %+v", w)
+	}
+	if w := r.ByClass["32-64"]; w.Jobs != 1 || !near(w.P50, 95) {
+		t.Errorf("class 32-64 waits %+v", w)
 	}
 	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 1 {
 		t.Errorf("partial %v / %v, evictions %d", r.MaxPartialSeconds, r.PartialNodeSeconds, r.Evictions)

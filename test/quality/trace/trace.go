@@ -25,8 +25,9 @@ type Queue struct {
 	Name string
 	// Weight is the queue's fair-share weight, 1-4.
 	Weight int32
-	// GuaranteeCPU is the queue's guaranteed CPU in millicores (0: none).
-	GuaranteeCPU int64
+	// GuaranteeShare is the queue's guaranteed fraction of the cluster's
+	// CPU (0: none); Params.GuaranteeCPU turns it into millicores.
+	GuaranteeShare float64
 	// Reclaimable false: what the queue holds above its deserved share is
 	// never taken back.
 	Reclaimable bool
@@ -134,8 +135,8 @@ func DefaultParams(seed uint64) Params {
 		BurstSpread:   5 * time.Second,
 		Queues: []Queue{
 			// The lightest queue is guaranteed more than its weight would
-			// give it (a fifth of 320 cores against a tenth).
-			{Name: "team-a", Weight: 1, GuaranteeCPU: 64000, Reclaimable: true, Mix: 0.3},
+			// give it (a fifth of the cluster against a tenth).
+			{Name: "team-a", Weight: 1, GuaranteeShare: 0.2, Reclaimable: true, Mix: 0.3},
 			// What this queue holds above its share stays with it.
 			{Name: "team-b", Weight: 2, Reclaimable: false, Mix: 0.3},
 			{Name: "team-c", Weight: 3, Reclaimable: true, Mix: 0.2},
@@ -146,6 +147,11 @@ func DefaultParams(seed uint64) Params {
 
 // CapacityCPU is the cluster's CPU in millicores.
 func (p Params) CapacityCPU() int64 { return int64(p.Nodes) * p.NodeCPU }
+
+// GuaranteeCPU is q's guarantee in millicores, whole cores.
+func (p Params) GuaranteeCPU(q Queue) int64 {
+	return int64(q.GuaranteeShare*float64(p.CapacityCPU())) / 1000 * 1000
+}
 
 // Trace is a generated trace.
 type Trace struct {

@@ -115,3 +115,15 @@ func TestSizeClassOf(t *testing.T) {
 		}
 	}
 }
+
+// Guarantees scale with the cluster, in whole cores.
+func TestGuaranteeCPU(t *testing.T) {
+	p := DefaultParams(1)
+	q := Queue{GuaranteeShare: 0.2}
+	for nodes, want := range map[int]int64{40: 64000, 10: 16000, 3: 4000} {
+		p.Nodes = nodes
+		if got := p.GuaranteeCPU(q); got != want {
+			t.Errorf("%d nodes: guarantee %d, want %d", nodes, got, want)
+		}
+	}
+}
