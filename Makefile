@@ -17,7 +17,7 @@ LDFLAGS := $(VERSION_LDFLAGS) -X k8s.io/component-base/version.buildDate=$(shell
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/convert/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/status/... ./pkg/admission/... ./pkg/dumpsignal/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream etcd sandbox demo image image-check
+.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream bench-quality etcd sandbox demo image image-check
 
 all: build
 
@@ -187,6 +187,23 @@ bench-upstream: etcd
 	done
 	@$(GO) test -count=1 -run '^TestSummary$$' ./test/perf/upstream -args -upstream.summary=$(UPSTREAM_OUT) >/dev/null
 	@cat $(UPSTREAM_OUT)/summary.json
+
+## bench-quality: the scheduling-quality benchmark (test/quality, docs/quality.md):
+## one seeded trace of tenants' jobs and gangs played under default, Caldera
+## and upstream GangScheduling, each on a fresh control plane (about 25 minutes
+## on 2 cores); quality-results/results.{md,json} and the PNG plots, drawn by
+## test/quality/plot (its own module, so gonum/plot stays out of go.mod).
+## QUALITY_ARGS adds flags, e.g. QUALITY_ARGS='-quality.seed=2 -quality.nodes=60'.
+QUALITY_OUT ?= $(CURDIR)/quality-results
+QUALITY_ARGS ?=
+bench-quality:
+	@mkdir -p $(QUALITY_OUT)
+	@echo "bench-quality: log in $(QUALITY_OUT)/bench.log"
+	@$(GO) test -count=1 -timeout 90m -run '^TestQuality$$' -v ./test/quality \
+		-args -quality.out=$(QUALITY_OUT) $(QUALITY_ARGS) >$(QUALITY_OUT)/bench.log 2>&1 || \
+		{ tail -40 $(QUALITY_OUT)/bench.log; exit 1; }
+	$(GO) -C test/quality/plot run . -in $(QUALITY_OUT)/results.json -out $(QUALITY_OUT)
+	@cat $(QUALITY_OUT)/results.md
 
 ## crds: copy the PodGroup CRD from the scheduler-plugins module (never
 ## retyped), and generate Volcano's (crds-volcano).

@@ -1,0 +1,92 @@
+package quality
+
+import (
+	"path/filepath"
+
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+// gangForm says how a profile expresses a gang, if at all.
+type gangForm int
+
+const (
+	// gangNone: a gang's pods are plain pods, placed as they come.
+	gangNone gangForm = iota
+	// gangCaldera: a scheduling.x-k8s.io/v1alpha1 PodGroup and the pod
+	// label scheduling.x-k8s.io/pod-group.
+	gangCaldera
+	// gangUpstream: a scheduling.k8s.io/v1beta1 PodGroup with a gang
+	// policy and the pod's spec.schedulingGroup, upstream's form.
+	gangUpstream
+)
+
+// upstreamGates turns on upstream's gang scheduling (the GangScheduling
+// plugin and the PodGroup API), for the apiserver and the scheduler alike.
+const upstreamGates = "GenericWorkload=true"
+
+// clientQPS is the scheduler's and the runner's API rate: the default
+// 50/100 would throttle the bursts of a 64-member gang.
+const clientQPS = 1000
+
+// profile is one scheduler configuration under test.
+type profile struct {
+	name          string
+	schedulerName string
+	gang          gangForm
+	// queues: create the trace's Queue objects (only Caldera reads them).
+	queues     bool
+	envOptions []harness.EnvOption
+	// schedulerOptions configure the scheduler; compression is the trace's
+	// time compression, which time-based settings are divided by.
+	schedulerOptions func(repoRoot string, compression float64) []harness.SchedulerOption
+}
+
+// Profile names, used in the report and in -quality.profiles.
+const (
+	profileDefault  = "default"
+	profileCaldera  = "caldera"
+	profileUpstream = "upstream-gang"
+)
+
+// starvationThresholdSeconds is the shipped configuration's
+// (manifests/scheduler/config.yaml): the run divides it by the compression,
+// so that it means the same in trace time.
+const starvationThresholdSeconds = 300
+
+func defaultConfig(root string) string {
+	return filepath.Join(root, "test", "quality", "testdata", "default-scheduler.yaml")
+}
+
+var raiseQPS = harness.WithSchedulerQPS(clientQPS, clientQPS)
+
+// profiles are the in-process profiles, in the order they run.
+func profiles() []profile {
+	return []profile{
+		{
+			name: profileDefault, schedulerName: "default-scheduler", gang: gangNone,
+			schedulerOptions: func(root string, _ float64) []harness.SchedulerOption {
+				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS}
+			},
+		},
+		{
+			name: profileCaldera, schedulerName: harness.DefaultSchedulerName, gang: gangCaldera, queues: true,
+			schedulerOptions: func(_ string, compression float64) []harness.SchedulerOption {
+				// manifests/scheduler/config.yaml as shipped, but for the
+				// starvation bound, compressed with the trace.
+				return []harness.SchedulerOption{raiseQPS, harness.WithPluginArgs("CalderaEnqueue", map[string]any{
+					"starvationThresholdSeconds": max(1, int(starvationThresholdSeconds/compression)),
+				})}
+			},
+		},
+		{
+			name: profileUpstream, schedulerName: "default-scheduler", gang: gangUpstream,
+			envOptions: []harness.EnvOption{harness.WithAPIServerFlags(
+				"--feature-gates="+upstreamGates,
+				"--runtime-config=scheduling.k8s.io/v1beta1=true",
+			)},
+			schedulerOptions: func(root string, _ float64) []harness.SchedulerOption {
+				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS, harness.WithFeatureGates(upstreamGates)}
+			},
+		},
+	}
+}

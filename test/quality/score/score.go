@@ -1,0 +1,275 @@
+// Package score turns what one run of the quality benchmark recorded (job
+// starts and ends, per-queue allocation samples, evictions, partial gangs)
+// into the report's metrics: utilization, each queue's allocated vs deserved
+// share, job waits by gang-size class, makespan, completion times and
+// deadlocks. It is pure Go, so every profile is scored by the same code.
+//
+// Deserved shares are computed here for every profile, with pkg/queue's
+// Divide (the water-filling Caldera's own cache runs) on the demand the run
+// showed at each sample: what each queue held plus what its unbound pods
+// asked for. The default and upstream-gang profiles have no notion of a
+// queue, so their shares are measured against the same rule; Caldera is
+// judged by it too rather than by its own status, so that one ruler measures
+// all three.
+package score
+
+import (
+	"math"
+	"slices"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/test/quality/trace"
+)
+
+// Job is what a run recorded about one trace job. Times are trace seconds
+// from the trace's start; -1 means never.
+type Job struct {
+	ID      int
+	Queue   string
+	Size    int
+	Arrival float64
+	// Start is when its last pod was bound (the job ran from then on).
+	Start float64
+	// End is when it finished (every pod Succeeded).
+	End float64
+	// Evicted counts its pods deleted by the scheduler.
+	Evicted int
+	// PartialSeconds is the longest time some but not all of its pods
+	// were bound (0 for single pods).
+	PartialSeconds float64
+}
+
+// Sample is the cluster's state at one instant of a run.
+type Sample struct {
+	// T is trace seconds from the start.
+	T float64
+	// Allocated is the CPU (millicores) each queue's bound, unfinished
+	// pods request.
+	Allocated map[string]int64
+	// Pending is the CPU each queue's existing, unbound pods request.
+	Pending map[string]int64
+	// Partial is the CPU held by bound pods of gangs not yet complete.
+	Partial int64
+}
+
+// Run is one profile's record.
+type Run struct {
+	Profile string
+	// Compression is trace time over wall time.
+	Compression float64
+	// CapacityCPU and NodeCPU are in millicores.
+	CapacityCPU, NodeCPU int64
+	Jobs                 []Job
+	Samples              []Sample
+	// PartialNodeSeconds is the integral, over trace time, of the nodes'
+	// worth of CPU held by bound pods of incomplete gangs.
+	PartialNodeSeconds float64
+	// Evictions counts pods deleted by the scheduler.
+	Evictions int
+	// End is when the run stopped (all jobs finished, or the drain ended).
+	End float64
+	// Error, if set, says why the run stopped early.
+	Error string `json:",omitempty"`
+}
+
+// Waits are wait-time percentiles in trace seconds.
+type Waits struct {
+	Jobs          int
+	P50, P95, P99 float64
+	Max           float64
+}
+
+// QueueScore is one queue's share over the run.
+type QueueScore struct {
+	Name string
+	// Deserved and Allocated are in cores, per sample (same index as
+	// Result.T).
+	Deserved, Allocated []float64
+	// MeanAbsError is the mean |allocated - deserved| over contended
+	// samples, in cores; MeanRelError the same over deserved.
+	MeanAbsError, MeanRelError float64
+}
+
+// Result is one profile's scores.
+type Result struct {
+	Profile string
+	// T, Utilization: per sample, trace seconds and allocated/capacity;
+	// Useful is the same without partial gangs' CPU.
+	T, Utilization, Useful []float64
+	// ContendedUtilization is the mean Utilization over samples where demand
+	// (allocated + pending) is at least the capacity; ContendedSamples counts them.
+	ContendedUtilization, ContendedUseful float64
+	ContendedSamples                      int
+	Queues                                []QueueScore
+	// Waits by size class (trace.SizeClasses) and over all jobs.
+	ByClass map[string]Waits
+	All     Waits
+	// WaitsSorted are all jobs' waits, ascending (the CDF); a job that never
+	// started counts with its wait until the end of the run.
+	WaitsSorted []float64
+	MaxWait     float64
+	// NeverStarted counts jobs that never had all their pods bound.
+	NeverStarted int
+	// Makespan is the last job's end (0 when some never finished).
+	Makespan float64
+	// MeanJCT is the mean of end - arrival over finished jobs.
+	MeanJCT float64
+	// Finished and Unfinished count jobs; Unfinished are the deadlocked or
+	// starved ones at the end of the drain.
+	Finished, Unfinished int
+	PartialNodeSeconds   float64
+	MaxPartialSeconds    float64
+	Evictions            int
+	End                  float64
+	Error                string `json:",omitempty"`
+}
+
+// Score computes a run's Result; queues are the trace's tenants.
+func Score(run Run, queues []trace.Queue) Result {
+	r := Result{
+		Profile: run.Profile, PartialNodeSeconds: run.PartialNodeSeconds,
+		Evictions: run.Evictions, End: run.End, Error: run.Error,
+		ByClass: map[string]Waits{},
+	}
+	scoreSamples(&r, run, queues)
+	scoreJobs(&r, run)
+	return r
+}
+
+func specsOf(queues []trace.Queue, capacity int64) []queue.Spec {
+	p := trace.Params{Nodes: 1, NodeCPU: capacity}
+	specs := make([]queue.Spec, 0, len(queues))
+	for _, q := range queues {
+		s := queue.Spec{Name: q.Name, Weight: q.Weight, Reclaimable: q.Reclaimable}
+		if g := p.GuaranteeCPU(q); g > 0 {
+			s.Guarantee = resources.List{resources.CPU: g}
+		}
+		specs = append(specs, s)
+	}
+	return specs
+}
+
+func scoreSamples(r *Result, run Run, queues []trace.Queue) {
+	tree := queue.BuildTree(specsOf(queues, run.CapacityCPU))
+	total := resources.List{resources.CPU: run.CapacityCPU}
+	capacity := float64(run.CapacityCPU)
+	r.Queues = make([]QueueScore, len(queues))
+	errN := make([]int, len(queues))
+	relN := make([]int, len(queues))
+	var utilSum, usefulSum float64
+	for _, s := range run.Samples {
+		var alloc, demand int64
+		usage := map[string]queue.Usage{}
+		for _, q := range queues {
+			a, p := s.Allocated[q.Name], s.Pending[q.Name]
+			alloc += a
+			demand += a + p
+			usage[q.Name] = queue.Usage{
+				Allocated: resources.List{resources.CPU: a},
+				Pending:   resources.List{resources.CPU: p},
+			}
+		}
+		shares := queue.Divide(tree, total, usage)
+		r.T = append(r.T, s.T)
+		u := float64(alloc) / capacity
+		useful := float64(alloc-s.Partial) / capacity
+		r.Utilization = append(r.Utilization, u)
+		r.Useful = append(r.Useful, useful)
+		contended := demand >= run.CapacityCPU
+		if contended {
+			r.ContendedSamples++
+			utilSum += u
+			usefulSum += useful
+		}
+		for i, q := range queues {
+			d := float64(shares.Deserved(q.Name)[resources.CPU]) / 1000
+			a := float64(s.Allocated[q.Name]) / 1000
+			qs := &r.Queues[i]
+			qs.Name = q.Name
+			qs.Deserved = append(qs.Deserved, d)
+			qs.Allocated = append(qs.Allocated, a)
+			if contended {
+				qs.MeanAbsError += math.Abs(a - d)
+				errN[i]++
+				if d > 0 {
+					qs.MeanRelError += math.Abs(a-d) / d
+					relN[i]++
+				}
+			}
+		}
+	}
+	if r.ContendedSamples > 0 {
+		r.ContendedUtilization = utilSum / float64(r.ContendedSamples)
+		r.ContendedUseful = usefulSum / float64(r.ContendedSamples)
+	}
+	for i := range r.Queues {
+		if errN[i] > 0 {
+			r.Queues[i].MeanAbsError /= float64(errN[i])
+		}
+		if relN[i] > 0 {
+			r.Queues[i].MeanRelError /= float64(relN[i])
+		}
+	}
+}
+
+func scoreJobs(r *Result, run Run) {
+	byClass := map[string][]float64{}
+	var jctSum float64
+	last := 0.0
+	for _, j := range run.Jobs {
+		r.MaxPartialSeconds = max(r.MaxPartialSeconds, j.PartialSeconds)
+		// A job that never started counts with its wait until the run's
+		// end, a lower bound: leaving it out would reward a scheduler
+		// for starving it.
+		w := j.Start - j.Arrival
+		if j.Start < 0 {
+			w = run.End - j.Arrival
+			r.NeverStarted++
+		}
+		r.MaxWait = max(r.MaxWait, w)
+		r.WaitsSorted = append(r.WaitsSorted, w)
+		c := trace.SizeClassOf(j.Size)
+		byClass[c] = append(byClass[c], w)
+		if j.End < 0 {
+			r.Unfinished++
+			continue
+		}
+		r.Finished++
+		jctSum += j.End - j.Arrival
+		last = max(last, j.End)
+	}
+	slices.Sort(r.WaitsSorted)
+	r.All = waitsOf(r.WaitsSorted)
+	for c, ws := range byClass {
+		slices.Sort(ws)
+		r.ByClass[c] = waitsOf(ws)
+	}
+	if r.Finished > 0 {
+		r.MeanJCT = jctSum / float64(r.Finished)
+	}
+	if r.Unfinished == 0 {
+		r.Makespan = last
+	}
+}
+
+// waitsOf summarizes sorted waits.
+func waitsOf(sorted []float64) Waits {
+	if len(sorted) == 0 {
+		return Waits{}
+	}
+	return Waits{
+		Jobs: len(sorted),
+		P50:  Percentile(sorted, 50), P95: Percentile(sorted, 95), P99: Percentile(sorted, 99),
+		Max: sorted[len(sorted)-1],
+	}
+}
+
+// Percentile is the nearest-rank p-th percentile of sorted values.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}

@@ -1,0 +1,80 @@
+package score
+
+import (
+	"math"
+	"testing"
+
+	"github.com/caldera-sched/caldera/test/quality/trace"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// A hand-made run of two queues on 16 cores: the numbers follow from the
+// definitions in the package comment.
+func TestScore(t *testing.T) {
+	queues := []trace.Queue{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 3, Reclaimable: true}}
+	run := Run{
+		Profile: "p", CapacityCPU: 16000, NodeCPU: 8000, End: 100, PartialNodeSeconds: 2.5, Evictions: 1,
+		Samples: []Sample{
+			// Contended: demand 24 >= 16. Deserved 4 and 12; a holds 8, b 8.
+			{T: 0, Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"a": 4000, "b": 4000}, Partial: 4000},
+			// Not contended: demand 8 < 16; b alone, deserved 8, holds 8.
+			{T: 10, Allocated: map[string]int64{"b": 8000}},
+		},
+		Jobs: []Job{
+			{ID: 0, Queue: "a", Size: 1, Arrival: 0, Start: 10, End: 20},
+			{ID: 1, Queue: "b", Size: 2, Arrival: 0, Start: 30, End: 50, PartialSeconds: 3},
+			{ID: 2, Queue: "b", Size: 64, Arrival: 5, Start: -1, End: -1},
+		},
+	}
+	r := Score(run, queues)
+	if r.ContendedSamples != 1 || !near(r.ContendedUtilization, 1) || !near(r.ContendedUseful, 0.75) {
+		t.Errorf("contended: %d samples, utilization %v, useful %v; want 1, 1, 0.75", r.ContendedSamples, r.ContendedUtilization, r.ContendedUseful)
+	}
+	if !near(r.Utilization[1], 0.5) {
+		t.Errorf("utilization at 10 s = %v, want 0.5", r.Utilization[1])
+	}
+	a, b := r.Queues[0], r.Queues[1]
+	if !near(a.Deserved[0], 4) || !near(b.Deserved[0], 12) || !near(b.Deserved[1], 8) {
+		t.Errorf("deserved a %v b %v, want [4 ..] and [12 8]", a.Deserved, b.Deserved)
+	}
+	if !near(a.MeanAbsError, 4) || !near(a.MeanRelError, 1) || !near(b.MeanAbsError, 4) || !near(b.MeanRelError, 4.0/12) {
+		t.Errorf("share errors a %v/%v b %v/%v, want 4/1 and 4/0.33", a.MeanAbsError, a.MeanRelError, b.MeanAbsError, b.MeanRelError)
+	}
+	if r.Finished != 2 || r.Unfinished != 1 || r.Makespan != 0 {
+		t.Errorf("finished %d unfinished %d makespan %v, want 2, 1 and none", r.Finished, r.Unfinished, r.Makespan)
+	}
+	if !near(r.MeanJCT, 35) {
+		t.Errorf("mean JCT %v, want 35", r.MeanJCT)
+	}
+	// The job that never started waited 95 s by the end of the run.
+	if !near(r.MaxWait, 95) || r.All.Jobs != 3 || r.NeverStarted != 1 || !near(r.All.P50, 30) || !near(r.All.Max, 95) {
+		t.Errorf("waits: max %v, all %+v", r.MaxWait, r.All)
+	}
+	if w := r.ByClass["2-4"]; w.Jobs != 1 || !near(w.P99, 30) {
+		t.Errorf("class 2-4 waits %+v", w)
+	}
+	if w := r.ByClass["32-64"]; w.Jobs != 1 || !near(w.P50, 95) {
+		t.Errorf("class 32-64 waits %+v", w)
+	}
+	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 1 {
+		t.Errorf("partial %v / %v, evictions %d", r.MaxPartialSeconds, r.PartialNodeSeconds, r.Evictions)
+	}
+}
+
+// Every job finished: the makespan is the last end.
+func TestScoreMakespan(t *testing.T) {
+	run := Run{CapacityCPU: 8000, Jobs: []Job{{Size: 1, Start: 1, End: 7}, {Size: 8, Arrival: 2, Start: 4, End: 9}}}
+	if r := Score(run, nil); r.Makespan != 9 || r.Unfinished != 0 {
+		t.Errorf("makespan %v unfinished %d, want 9 and 0", r.Makespan, r.Unfinished)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	s := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]float64{50: 5, 95: 10, 99: 10, 10: 1, 0: 1} {
+		if got := Percentile(s, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+}
