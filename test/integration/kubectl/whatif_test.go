@@ -137,6 +137,9 @@ func TestWhatIf(t *testing.T) {
 		// admitted: the scheduler then runs the job (else it waits with
 		// what-if's verdict).
 		admitted bool
+		// noPlan: admitted on a plan's room that no plan frees: the
+		// scheduler then reports that no eviction helps, and the job waits.
+		noPlan bool
 	}{{
 		name: "admitted now",
 		setup: func(t *testing.T, env *harness.Env, ns string) gangJob {
@@ -197,6 +200,27 @@ func TestWhatIf(t *testing.T) {
 		},
 		admitted: true,
 	}, {
+		// Queue a holds the node with one gang of 4 above its deserved
+		// share of 2: admission counts the 2 as room reclaim frees, but
+		// evicting 2 of the gang would break it and all 4 would take a
+		// below its share, so no plan can be made and b1 waits.
+		name: "admitted on room no plan frees",
+		setup: func(t *testing.T, env *harness.Env, ns string) gangJob {
+			env.AddNodes(t, 1, "4", "8Gi")
+			env.CreateQueue(t, "a", qapi.QueueSpec{Weight: 1})
+			env.CreateQueue(t, "b", qapi.QueueSpec{Weight: 1})
+			newGang(ns, "a1", "a", 4, "1", 0).submit(t, env)
+			env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=a1", 4, timeout)
+			return newGang(ns, "b1", "b", 2, "1", 0)
+		},
+		check: func(t *testing.T, u kubectlcaldera.WhatIfUnit) {
+			if !u.Admitted || !u.OnPlan || u.Plan == nil || u.Plan.Action != "" || !strings.Contains(u.Plan.Why, "no reclaim") {
+				t.Errorf("what-if: %+v (plan %+v), want admitted on a plan that cannot be made", u, u.Plan)
+			}
+		},
+		admitted: true,
+		noPlan:   true,
+	}, {
 		name: "needs preemption",
 		setup: func(t *testing.T, env *harness.Env, ns string) gangJob {
 			env.AddNodes(t, 1, "4", "8Gi")
@@ -237,6 +261,11 @@ func TestWhatIf(t *testing.T) {
 			}
 			before := podNames(t, env, ns)
 			job.submit(t, env)
+			if tc.noPlan {
+				waitUnschedulable(t, env, job, u.Plan.Why)
+				checkVictims(t, env, ns, before, nil)
+				return
+			}
 			if tc.admitted {
 				env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"="+job.pg.Name, len(job.pods), timeout)
 				var victims []string
@@ -249,6 +278,25 @@ func TestWhatIf(t *testing.T) {
 			waitVerdict(t, env, job, u.Message)
 		})
 	}
+}
+
+// waitUnschedulable waits until job's first pod is unschedulable with a
+// message naming why, as the scheduler's PostFilter says it.
+func waitUnschedulable(t *testing.T, env *harness.Env, job gangJob, why string) {
+	t.Helper()
+	p := job.pods[0]
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		got, err := env.Client.CoreV1().Pods(p.Namespace).Get(t.Context(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, why) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, p.Name+" to be unschedulable with what-if's reason "+why)
 }
 
 // podNames is the names (namespace/name) of ns's pods not being deleted.
