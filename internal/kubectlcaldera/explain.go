@@ -277,6 +277,9 @@ func Explain(in ExplainInput, now time.Time) Explanation {
 		case e.Members < int(pg.Spec.MinMember):
 			e.Stage = "WaitingForMembers"
 			e.Verdict = held
+		case pg.Annotations[qapi.VerdictAnnotation] != "" && pg.Annotations[qapi.AdmittedAtAnnotation] != "":
+			// Admitted: the verdict says why the nodes do not take it.
+			e.Stage, e.Verdict = "Unschedulable", pg.Annotations[qapi.VerdictAnnotation]
 		case pg.Annotations[qapi.VerdictAnnotation] != "":
 			e.Stage, e.Verdict = "WaitingForAdmission", pg.Annotations[qapi.VerdictAnnotation]
 		default:

@@ -85,6 +85,13 @@ func TestExplain(t *testing.T) {
 		stage: "WaitingForMembers", needs: "cpu=2", failing: []string{"team-a/deserved"}, passing: 2,
 		changeHas: "2 of minMember 3 exist",
 	}, {
+		name: "gang admitted that the nodes do not take",
+		in: ExplainInput{PodGroup: ptr(pg("ml", "apart", 2, team, map[string]string{
+			qapi.AdmittedAtAnnotation: "2026-12-02T12:00:05Z",
+			qapi.VerdictAnnotation:    "admitted, but its members cannot be placed: 1/2 members unschedulable: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+		}, "")), Pods: members("apart", 2, 0, ""), Queues: queues, DefaultQueue: "default"},
+		stage: "Unschedulable", needs: "cpu=2", failing: []string{"team-a/deserved"}, passing: 2, verdictHas: "anti-affinity",
+	}, {
 		name:  "gang running",
 		in:    ExplainInput{PodGroup: ptr(pg("ml", "train", 2, team, nil, v1alpha1.PodGroupRunning)), Pods: members("train", 2, 2, ""), Queues: queues},
 		stage: "Running",

@@ -262,13 +262,18 @@ func heldBy(p *corev1.Pod) string {
 	return ""
 }
 
-// notAdmitted is the admission verdict the scheduler keeps on a PodGroup
-// its queue has not admitted, as "NotAdmitted: message", else "".
+// notAdmitted is the verdict the scheduler keeps on a PodGroup, as
+// "NotAdmitted: message" while its queue has not admitted it, or
+// "Unschedulable: message" once admitted, else "".
 func notAdmitted(pg *v1alpha1.PodGroup) string {
-	if v := pg.Annotations[qapi.VerdictAnnotation]; v != "" {
-		return "NotAdmitted: " + v
+	v := pg.Annotations[qapi.VerdictAnnotation]
+	switch {
+	case v == "":
+		return ""
+	case pg.Annotations[qapi.AdmittedAtAnnotation] != "":
+		return "Unschedulable: " + v
 	}
-	return ""
+	return "NotAdmitted: " + v
 }
 
 // latestEvents maps each object's UID to its newest Event, as "Reason:

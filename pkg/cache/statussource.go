@@ -89,6 +89,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		delete(c.dirty, key)
 		w := status.Group{Key: key.named(), PodGroup: g.pg, Profile: g.profileLocked()}
 		w.Notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
+		w.Verdict = c.laterVerdictLocked(g, w.Notice)
 		g.waitingWorkLocked(&w)
 		if g.pg == nil && c.implicit.groups[key] != nil {
 			// Its PodGroup is being created (PodGroupsToCreate): no Event
@@ -150,4 +151,30 @@ func (g *group) waitingWorkLocked(w *status.Group) {
 	}
 	g.toldWaiting = w.WaitingReason != ""
 	w.Waiting = g.waitingPodsLocked()
+}
+
+// laterVerdictLocked is the verdict annotation an admitted gang's
+// scheduler-plugins PodGroup is to carry past admission (status.Group's
+// Verdict): why its members cannot be placed, taken out once it has
+// started. Before admission the admission writer owns the annotation, so
+// an unadmitted gang (or a released one, whose refusal is written there)
+// gets nil.
+func (c *Cache) laterVerdictLocked(g *group, n gang.Notice) *string {
+	if g.pg == nil || volcano.IsVolcano(g.pg) || upstream.IsUpstream(g.pg) {
+		return nil
+	}
+	if a := c.adm; a.on() {
+		if u := a.units[gangUnitKey(g.key)]; u == nil || !u.admitted {
+			return nil
+		}
+	}
+	switch n.Reason {
+	case gang.ReasonScheduled:
+		done := ""
+		return &done
+	case gang.ReasonUnschedulable:
+		v := "admitted, but its members cannot be placed: " + n.Message
+		return &v
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 )
@@ -31,7 +33,11 @@ func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
 			w.writeUpstreamGroup(ctx, g)
 			continue
 		}
-		if g.PodGroup == nil || equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
+		if g.PodGroup == nil {
+			continue
+		}
+		w.writeVerdict(ctx, g)
+		if equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
 			continue
 		}
 		if err := w.writeStatus(ctx, g); err != nil && !apierrors.IsNotFound(err) {
@@ -98,5 +104,31 @@ func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
 		Name:            pg.Name,
 		UID:             pg.UID,
 		ResourceVersion: pg.ResourceVersion,
+	}
+}
+
+// writeVerdict puts the later-stage verdict (Group.Verdict) in the
+// PodGroup's verdict annotation, or takes it out, when it differs from
+// what the PodGroup says.
+func (w *Writer) writeVerdict(ctx context.Context, g Group) {
+	if g.Verdict == nil {
+		return
+	}
+	have, ok := g.PodGroup.Annotations[qapi.VerdictAnnotation]
+	var value any = *g.Verdict
+	switch {
+	case *g.Verdict == "" && !ok, *g.Verdict != "" && have == *g.Verdict:
+		return
+	case *g.Verdict == "":
+		value = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{qapi.VerdictAnnotation: value}}})
+	if err != nil {
+		return
+	}
+	if err := w.patchPodGroup(ctx, g.PodGroup, patch); err != nil && !apierrors.IsNotFound(err) {
+		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
+		klog.FromContext(ctx).Error(err, "Cannot record the verdict on PodGroup; will retry", "podGroup", g.Key.String())
+		w.src.RetryGroupStatus(g.Key)
 	}
 }

@@ -57,6 +57,12 @@ type Group struct {
 	// made from (set instead of Status when PodGroup is the model of one:
 	// upstream.go).
 	Upstream *upstream.Progress
+	// Verdict is what the verdict annotation of an admitted gang's
+	// scheduler-plugins PodGroup is to say: nil leaves it as it is (the
+	// admission writer owns it while the gang is not admitted), "" takes
+	// it out (the gang has started), else why the admitted gang's members
+	// cannot be placed. Events expire; the annotation stays with the job.
+	Verdict *string
 	// Waiting are the group's pods that wait for a node. With a
 	// WaitingReason (ReasonWaitingForMembers, ReasonWaitingForPodGroup)
 	// their PodScheduled condition is to say so, with WaitingMessage;

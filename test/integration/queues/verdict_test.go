@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -170,4 +172,47 @@ func describeScheduled(p *v1.Pod) string {
 		return "no PodScheduled condition"
 	}
 	return fmt.Sprintf("PodScheduled %s/%s: %s", c.Status, c.Reason, c.Message)
+}
+
+// Past admission, a gang the nodes cannot take (here: its members must
+// not share a node, which admission's placement check does not model, and
+// there is one node) gets why on its PodGroup's verdict annotation,
+// where it stays after the Events expire; once a second node lets it
+// start, the annotation is gone.
+func TestAdmittedGangShowsWhyItCannotBePlaced(t *testing.T) {
+	env := harness.Start(t)
+	ns := env.Namespace(t)
+	env.AddNodes(t, 1, "4", "8Gi")
+	env.StartScheduler(t)
+	env.CreatePodGroup(t, harness.PodGroup(ns, "apart", 2))
+	members := harness.Members(ns, "apart", 2, "1")
+	for _, m := range members {
+		m.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				TopologyKey:   v1.LabelHostname,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.PodGroupLabel: "apart"}},
+			}},
+		}}
+	}
+	env.CreatePods(t, members...)
+
+	verdict := func() (string, bool) {
+		pg, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), "apart", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := pg.Annotations[qapi.VerdictAnnotation]
+		return v, ok
+	}
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		v, _ := verdict()
+		return strings.HasPrefix(v, "admitted, but its members cannot be placed: ") && strings.Contains(v, "anti-affinity"), nil
+	}, "PodGroup apart's verdict to say it is admitted but its members cannot be placed, for their anti-affinity")
+
+	env.AddNodes(t, 1, "4", "8Gi")
+	env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=apart", 2, timeout)
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		_, ok := verdict()
+		return !ok, nil
+	}, "PodGroup apart's verdict to be taken out once it started")
 }

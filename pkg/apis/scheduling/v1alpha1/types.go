@@ -19,11 +19,14 @@ const (
 	// passed admission and its pods may be scheduled.
 	AdmittedAtAnnotation = GroupName + "/admitted-at"
 
-	// VerdictAnnotation is written by the scheduler on a PodGroup its queue
-	// has not admitted: why (the NotAdmitted message, e.g. "queue team-a:
-	// cpu request 3 exceeds remaining capability 1"), rewritten when that
-	// changes and removed at admission. scheduler-plugins' PodGroup status
-	// has no conditions, and Events expire.
+	// VerdictAnnotation is written by the scheduler on a PodGroup that
+	// waits: while its queue has not admitted it, why (the NotAdmitted
+	// message, e.g. "queue team-a: cpu request 3 exceeds remaining
+	// capability 1"), removed at admission; once admitted, why its members
+	// cannot be placed ("admitted, but its members cannot be placed: ..."),
+	// removed when it starts. Rewritten when that changes.
+	// scheduler-plugins' PodGroup status has no conditions, and Events
+	// expire.
 	VerdictAnnotation = GroupName + "/verdict"
 )
 
