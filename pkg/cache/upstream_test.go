@@ -108,3 +108,23 @@ func TestUpstreamDisruptionModeReachesReclaim(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGroupKeyOf measures the one rule on hot paths (queue order,
+// PreEnqueue, event handlers) per way of joining a group: an upstream
+// member also reads the process's GenericWorkload gate.
+func BenchmarkGroupKeyOf(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		pod  *v1.Pod
+	}{
+		{"label", memberOf("ns", "m0", "g")},
+		{"upstream", upstreamMember("ns", "m0", "g")},
+		{"plain", mkPod("ns", "p0", "", ours)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_, _ = GroupKeyOf(bc.pod)
+			}
+		})
+	}
+}

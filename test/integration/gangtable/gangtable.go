@@ -125,6 +125,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 			l += running(t, env, ns, fmt.Sprintf("light%d", i))
 			h += running(t, env, ns, fmt.Sprintf("heavy%d", i))
 		}
+		t.Logf("bound: light %d cpu, heavy %d cpu", l, h)
 		// One gang of 2 either way: admission divides in whole gangs.
 		if l < 2 || l > 6 || h < 10 || h > 14 {
 			t.Errorf("bound light=%d heavy=%d, want 4 and 12 (+-2: one gang)", l, h)
