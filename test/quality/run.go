@@ -64,17 +64,19 @@ type runner struct {
 	opts  options
 	start time.Time
 
-	mu         sync.Mutex
-	jobs       []*jobState
-	pods       map[string]*podState // by namespace/name
-	evictions  int
-	partialNS  float64 // node-seconds, trace time
-	lastChange time.Time
-	submitted  int // jobs whose pods are all created
-	running    int // jobs started and not finished
-	finished   int
-	samples    []score.Sample
-	err        error
+	mu        sync.Mutex
+	jobs      []*jobState
+	pods      map[string]*podState // by namespace/name
+	evictions int
+	// evictionLog: when each eviction happened, and in which queue.
+	evictionLog []score.Eviction
+	partialNS   float64 // node-seconds, trace time
+	lastChange  time.Time
+	submitted   int // jobs whose pods are all created
+	running     int // jobs started and not finished
+	finished    int
+	samples     []score.Sample
+	err         error
 }
 
 type jobState struct {
@@ -163,6 +165,7 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 	out.Samples = r.samples
 	out.PartialNodeSeconds = r.partialNS
 	out.Evictions = r.evictions
+	out.EvictionLog = r.evictionLog
 	out.End = r.traceSeconds(now)
 	if out.Error == "" && r.err != nil {
 		out.Error = r.err.Error()
@@ -322,6 +325,7 @@ func (r *runner) onDelete(pod *v1.Pod) {
 	now := time.Now()
 	r.lastChange = now
 	r.evictions++
+	r.evictionLog = append(r.evictionLog, score.Eviction{T: r.traceSeconds(now), Queue: ps.job.job.Queue})
 	js := ps.job
 	js.evicted++
 	delete(js.live, ps.name)
