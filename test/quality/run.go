@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -296,6 +297,10 @@ func (r *runner) complete(js *jobState, epoch int) {
 	patch := []byte(`{"status":{"phase":"Succeeded"}}`)
 	for _, ps := range pods {
 		_, err := r.env.Client.CoreV1().Pods(js.ns).Patch(context.Background(), ps.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			// Evicted while the run ended: onDelete restarts the job.
+			continue
+		}
 		if err != nil {
 			r.fail(fmt.Errorf("completing pod %s/%s: %w", js.ns, ps.name, err))
 			return
@@ -306,6 +311,10 @@ func (r *runner) complete(js *jobState, epoch int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if js.epoch != epoch {
+		// An eviction cut this run short after all: the job runs again.
+		return
+	}
 	now := time.Now()
 	js.end = now
 	r.lastChange = now
