@@ -88,6 +88,7 @@ vet:
 unit:
 	$(GO) test -race -count=1 $(POLICY_PKGS)
 	$(GO) test -count=1 ./pkg/apis/...
+	$(GO) test -count=1 ./test/quality/trace/ ./test/quality/score/
 	$(GO) -C hack/image test -count=1 ./...
 
 # internal/localcluster's own test starts a cluster too, so it runs here.

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,17 +65,19 @@ type runner struct {
 	opts  options
 	start time.Time
 
-	mu         sync.Mutex
-	jobs       []*jobState
-	pods       map[string]*podState // by namespace/name
-	evictions  int
-	partialNS  float64 // node-seconds, trace time
-	lastChange time.Time
-	submitted  int // jobs whose pods are all created
-	running    int // jobs started and not finished
-	finished   int
-	samples    []score.Sample
-	err        error
+	mu        sync.Mutex
+	jobs      []*jobState
+	pods      map[string]*podState // by namespace/name
+	evictions int
+	// evictionLog: when each eviction happened, and in which queue.
+	evictionLog []score.Eviction
+	partialNS   float64 // node-seconds, trace time
+	lastChange  time.Time
+	submitted   int // jobs whose pods are all created
+	running     int // jobs started and not finished
+	finished    int
+	samples     []score.Sample
+	err         error
 }
 
 type jobState struct {
@@ -163,6 +166,7 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 	out.Samples = r.samples
 	out.PartialNodeSeconds = r.partialNS
 	out.Evictions = r.evictions
+	out.EvictionLog = r.evictionLog
 	out.End = r.traceSeconds(now)
 	if out.Error == "" && r.err != nil {
 		out.Error = r.err.Error()
@@ -293,6 +297,10 @@ func (r *runner) complete(js *jobState, epoch int) {
 	patch := []byte(`{"status":{"phase":"Succeeded"}}`)
 	for _, ps := range pods {
 		_, err := r.env.Client.CoreV1().Pods(js.ns).Patch(context.Background(), ps.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			// Evicted while the run ended: onDelete restarts the job.
+			continue
+		}
 		if err != nil {
 			r.fail(fmt.Errorf("completing pod %s/%s: %w", js.ns, ps.name, err))
 			return
@@ -303,6 +311,10 @@ func (r *runner) complete(js *jobState, epoch int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if js.epoch != epoch {
+		// An eviction cut this run short after all: the job runs again.
+		return
+	}
 	now := time.Now()
 	js.end = now
 	r.lastChange = now
@@ -322,6 +334,7 @@ func (r *runner) onDelete(pod *v1.Pod) {
 	now := time.Now()
 	r.lastChange = now
 	r.evictions++
+	r.evictionLog = append(r.evictionLog, score.Eviction{T: r.traceSeconds(now), Queue: ps.job.job.Queue})
 	js := ps.job
 	js.evicted++
 	delete(js.live, ps.name)

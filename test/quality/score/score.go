@@ -67,10 +67,20 @@ type Run struct {
 	PartialNodeSeconds float64
 	// Evictions counts pods deleted by the scheduler.
 	Evictions int
+	// EvictionLog says when each eviction happened and whose pod it took.
+	EvictionLog []Eviction `json:",omitempty"`
 	// End is when the run stopped (all jobs finished, or the drain ended).
 	End float64
 	// Error, if set, says why the run stopped early.
 	Error string `json:",omitempty"`
+}
+
+// Eviction is one pod deleted by the scheduler.
+type Eviction struct {
+	// T is trace seconds from the start.
+	T float64
+	// Queue is the evicted pod's queue.
+	Queue string
 }
 
 // Waits are wait-time percentiles in trace seconds.
@@ -121,8 +131,13 @@ type Result struct {
 	PartialNodeSeconds   float64
 	MaxPartialSeconds    float64
 	Evictions            int
-	End                  float64
-	Error                string `json:",omitempty"`
+	// EvictionsNotAboveShare counts evictions that took a pod from a queue
+	// that, at the sample before, held no more than its deserved share:
+	// reclaim should only take from queues above theirs, so these are
+	// evictions once shares are at deserved.
+	EvictionsNotAboveShare int
+	End                    float64
+	Error                  string `json:",omitempty"`
 }
 
 // Score computes a run's Result; queues are the trace's tenants.
@@ -134,6 +149,7 @@ func Score(run Run, queues []trace.Queue) Result {
 	}
 	scoreSamples(&r, run, queues)
 	scoreJobs(&r, run)
+	scoreEvictions(&r, run)
 	return r
 }
 
@@ -272,4 +288,24 @@ func Percentile(sorted []float64, p float64) float64 {
 	}
 	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
 	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// scoreEvictions judges each logged eviction by its queue's allocated and
+// deserved CPU at the last sample before it.
+func scoreEvictions(r *Result, run Run) {
+	for _, e := range run.EvictionLog {
+		// The sample at or before e.T: i is the first sample not before it.
+		i, _ := slices.BinarySearch(r.T, e.T)
+		if i == len(r.T) || r.T[i] > e.T {
+			i--
+		}
+		if i < 0 {
+			continue
+		}
+		for _, q := range r.Queues {
+			if q.Name == e.Queue && q.Allocated[i] <= q.Deserved[i] {
+				r.EvictionsNotAboveShare++
+			}
+		}
+	}
 }

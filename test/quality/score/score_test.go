@@ -14,7 +14,9 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestScore(t *testing.T) {
 	queues := []trace.Queue{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 3, Reclaimable: true}}
 	run := Run{
-		Profile: "p", CapacityCPU: 16000, NodeCPU: 8000, End: 100, PartialNodeSeconds: 2.5, Evictions: 1,
+		Profile: "p", CapacityCPU: 16000, NodeCPU: 8000, End: 100, PartialNodeSeconds: 2.5, Evictions: 3,
+		// At 0-9 s a holds 8 of a deserved 4, b 8 of 12; at 10 s b 8 of 8.
+		EvictionLog: []Eviction{{T: 5, Queue: "a"}, {T: 5, Queue: "b"}, {T: 12, Queue: "b"}},
 		Samples: []Sample{
 			// Contended: demand 24 >= 16. Deserved 4 and 12; a holds 8, b 8.
 			{T: 0, Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"a": 4000, "b": 4000}, Partial: 4000},
@@ -57,8 +59,12 @@ func TestScore(t *testing.T) {
 	if w := r.ByClass["32-64"]; w.Jobs != 1 || !near(w.P50, 95) {
 		t.Errorf("class 32-64 waits %+v", w)
 	}
-	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 1 {
+	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 3 {
 		t.Errorf("partial %v / %v, evictions %d", r.MaxPartialSeconds, r.PartialNodeSeconds, r.Evictions)
+	}
+	// a was above its share at 5 s; b was below it then and at it at 12 s.
+	if r.EvictionsNotAboveShare != 2 {
+		t.Errorf("%d evictions from queues not above their share, want 2", r.EvictionsNotAboveShare)
 	}
 }
 
