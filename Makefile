@@ -183,7 +183,7 @@ bench-upstream: etcd
 		echo "bench-upstream: $$p profile, log in $(UPSTREAM_OUT)/$$p.log"; \
 		PATH=$(CURDIR)/bin:$$PATH $(GO) test -count=1 -timeout 120m -run '^$$' -bench '$(UPSTREAM_BENCH)' -benchtime=1x \
 			./test/perf/upstream -args -upstream.profile=$$p -perf-scheduling-label-filter= \
-			-data-items-dir=$(UPSTREAM_OUT)/$$p >$(UPSTREAM_OUT)/$$p.log 2>&1 || \
+			-data-items-dir=$(UPSTREAM_OUT)/$$p >>$(UPSTREAM_OUT)/$$p.log 2>&1 || \
 			echo "bench-upstream: $$p: scheduler_perf reported a failure (threshold or error), see the log"; \
 	done
 	@$(GO) test -count=1 -run '^TestSummary$$' ./test/perf/upstream -args -upstream.summary=$(UPSTREAM_OUT) >/dev/null
