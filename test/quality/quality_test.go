@@ -25,25 +25,6 @@ var (
 	flagProfiles    = flag.String("quality.profiles", "", "comma-separated profiles (default all: default,caldera,upstream-gang)")
 )
 
-// Report is results.json: the trace and each profile's record and scores.
-type Report struct {
-	Started  time.Time
-	Params   trace.Params
-	Stats    trace.Stats
-	Options  ReportOptions
-	Runs     []score.Run
-	Results  []score.Result
-	Machine  string
-	Duration string
-}
-
-// ReportOptions are the run's settings.
-type ReportOptions struct {
-	Compression                float64
-	DrainEnd, Stall            string
-	StarvationThresholdSeconds int
-}
-
 // TestQuality plays one seeded trace under every profile, each on a fresh
 // control plane, and writes the report. It never fails on a target; it
 // fails only when it cannot run.

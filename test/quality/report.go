@@ -5,10 +5,30 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/caldera-sched/caldera/test/quality/score"
 	"github.com/caldera-sched/caldera/test/quality/trace"
 )
+
+// Report is results.json: the trace and each profile's record and scores.
+type Report struct {
+	Started  time.Time
+	Params   trace.Params
+	Stats    trace.Stats
+	Options  ReportOptions
+	Runs     []score.Run
+	Results  []score.Result
+	Machine  string
+	Duration string
+}
+
+// ReportOptions are the run's settings.
+type ReportOptions struct {
+	Compression                float64
+	DrainEnd, Stall            string
+	StarvationThresholdSeconds int
+}
 
 // machine describes the machine and its load when the run started.
 func machine() string {
