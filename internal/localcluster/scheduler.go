@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ type SchedulerOptions struct {
 	// Registry then registers no out-of-tree plugin.
 	Registry       []app.Option
 	CustomRegistry bool
+	// ReadyTimeout bounds the wait for /readyz (default 60 s).
+	ReadyTimeout time.Duration
 }
 
 // Scheduler is kube-scheduler running in this process through app.Setup and
@@ -128,7 +131,7 @@ func StartScheduler(ctx context.Context, o SchedulerOptions) (*Scheduler, error)
 			return nil
 		}
 	}
-	if err := WaitReadyz(ctx, s.Endpoints.CoreV1().RESTClient(), schedulerReadyTimeout, exited); err != nil {
+	if err := WaitReadyz(ctx, s.Endpoints.CoreV1().RESTClient(), cmp.Or(o.ReadyTimeout, schedulerReadyTimeout), exited); err != nil {
 		return nil, errors.Join(fmt.Errorf("scheduler not ready: %w", err), s.Stop())
 	}
 	return s, nil

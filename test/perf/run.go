@@ -32,6 +32,8 @@ const (
 	attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
 	// probeTimeout bounds the wait for the scheduler to bind the probe pod.
 	probeTimeout = 2 * time.Minute
+	// schedulerStartTimeout bounds a scheduler's start (its first /readyz).
+	schedulerStartTimeout = 5 * time.Minute
 	// M1 waits liveHeapSettle after the last bind (Caldera writes the
 	// status of every PodGroup it found), then takes the least of at least
 	// liveHeapSamples samples 2 s apart, more while the heap still falls,
@@ -318,8 +320,11 @@ func startScheduler(t *testing.T, env *harness.Env, w Workload, p Profile, opts 
 	if opts.External != nil {
 		return opts.External.start(t, env)
 	}
+	// At 5000 nodes and thousands of pods and groups, a scheduler on 2
+	// shared cores can take more than a test's 60 s to sync its handlers.
+	schedOpts := append(p.schedulerOptions(env.RepoRoot), harness.WithStartTimeout(schedulerStartTimeout))
 	if w.schedulerProcess() {
-		sp := env.StartSchedulerProcess(t, p.schedulerOptions(env.RepoRoot)...)
+		sp := env.StartSchedulerProcess(t, schedOpts...)
 		endpoints, err := newSchedulerEndpoints(fmt.Sprintf("https://127.0.0.1:%d/metrics", sp.Port))
 		if err != nil {
 			return nil, err
@@ -332,7 +337,7 @@ func startScheduler(t *testing.T, env *harness.Env, w Workload, p Profile, opts 
 	// the apiserver's and etcd's in the whole-process profiles.
 	ctx := t.Context()
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("component", "scheduler")))
-	env.StartScheduler(t, p.schedulerOptions(env.RepoRoot)...)
+	env.StartScheduler(t, schedOpts...)
 	pprof.SetGoroutineLabels(ctx)
 	return nil, nil
 }

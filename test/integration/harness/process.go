@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -142,7 +143,7 @@ func (e *Env) StartSchedulerProcess(t *testing.T, opts ...SchedulerOption) *Sche
 			p.keepLog(t)
 		}
 	})
-	if err := p.waitReady(t.Context()); err != nil {
+	if err := p.waitReady(t.Context(), cmp.Or(settings.startTimeout, startTimeout)); err != nil {
 		p.Kill(t)
 		p.logTail(t)
 		t.Fatalf("scheduler process did not become ready: %v", err)
@@ -264,14 +265,14 @@ func (p *SchedulerProcess) Get(t testing.TB, path string) (int, []byte) {
 	return status, body
 }
 
-// waitReady polls /readyz until it answers 200; it fails early when the
+// waitReady polls /readyz until it answers 200 (for at most timeout); it fails early when the
 // process exits.
-func (p *SchedulerProcess) waitReady(ctx context.Context) error {
+func (p *SchedulerProcess) waitReady(ctx context.Context, timeout time.Duration) error {
 	client, err := p.endpoints()
 	if err != nil {
 		return err
 	}
-	return localcluster.WaitReadyz(ctx, client, startTimeout, func() error {
+	return localcluster.WaitReadyz(ctx, client, timeout, func() error {
 		select {
 		case <-p.done:
 			return fmt.Errorf("the process exited: %v", p.err)

@@ -58,6 +58,9 @@ type schedulerSettings struct {
 	kubeconfig  string
 	raw         bool
 	gates       string
+	// startTimeout, when set, replaces startTimeout for a scheduler
+	// process's first /readyz.
+	startTimeout time.Duration
 }
 
 // WithPluginArgs merges args into the pluginConfig args of pluginName in every
@@ -159,6 +162,13 @@ func WithSchedulerQPS(qps float32, burst int32) SchedulerOption {
 // gates for both kinds of start.
 func WithFeatureGates(gates string) SchedulerOption {
 	return func(s *schedulerSettings) { s.gates = gates }
+}
+
+// WithStartTimeout lets a scheduler (in-process or a process) take up to d to become ready
+// (default 60 s). A benchmark whose scheduler starts on thousands of nodes
+// and pods needs longer on 2 shared cores than a test should ever wait.
+func WithStartTimeout(d time.Duration) SchedulerOption {
+	return func(s *schedulerSettings) { s.startTimeout = d }
 }
 
 // checkProcessGates returns an error unless every gate of gates (the
@@ -286,6 +296,7 @@ func (e *Env) TryStartScheduler(t *testing.T, opts ...SchedulerOption) (*Schedul
 		Kubeconfig:     e.Kubeconfig,
 		Registry:       settings.registry,
 		CustomRegistry: settings.registrySet,
+		ReadyTimeout:   settings.startTimeout,
 	})
 	if err != nil {
 		return nil, err
