@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -39,6 +40,9 @@ type profile struct {
 	// schedulerOptions configure the scheduler; compression is the trace's
 	// time compression, which time-based settings are divided by.
 	schedulerOptions func(repoRoot string, compression float64) []harness.SchedulerOption
+	// external, when set, runs this command instead of an in-process
+	// scheduler (external mode); schedulerOptions are then unused.
+	external *harness.ExternalScheduler
 }
 
 // Profile names, used in the report and in -quality.profiles.
@@ -58,6 +62,39 @@ func defaultConfig(root string) string {
 }
 
 var raiseQPS = harness.WithSchedulerQPS(clientQPS, clientQPS)
+
+// externalProfile is external mode: any scheduler, started by a shell
+// command, with the pods' schedulerName and gang form the flags give.
+// Caldera's Queue objects are created when its gangs are Caldera's
+// PodGroups; upstream's form turns its API on in the apiserver. The
+// command's own configuration is used as is: unlike the in-process caldera
+// profile, its starvation bound is not divided by the compression.
+func externalProfile(name, command, configFile, schedulerName, gang string) (profile, error) {
+	p := profile{
+		name: name, schedulerName: schedulerName,
+		external: &harness.ExternalScheduler{Command: command, ConfigFile: configFile, QPS: clientQPS},
+	}
+	switch gang {
+	case "none":
+		p.gang = gangNone
+	case "caldera":
+		p.gang, p.queues = gangCaldera, true
+	case "upstream":
+		p.gang = gangUpstream
+		p.envOptions = upstreamEnv()
+	default:
+		return profile{}, fmt.Errorf("gang form %q: want none, caldera or upstream", gang)
+	}
+	return p, nil
+}
+
+// upstreamEnv serves upstream's PodGroup API from the apiserver.
+func upstreamEnv() []harness.EnvOption {
+	return []harness.EnvOption{harness.WithAPIServerFlags(
+		"--feature-gates="+upstreamGates,
+		"--runtime-config=scheduling.k8s.io/v1beta1=true",
+	)}
+}
 
 // profiles are the in-process profiles, in the order they run.
 func profiles() []profile {
@@ -80,10 +117,7 @@ func profiles() []profile {
 		},
 		{
 			name: profileUpstream, schedulerName: "default-scheduler", gang: gangUpstream,
-			envOptions: []harness.EnvOption{harness.WithAPIServerFlags(
-				"--feature-gates="+upstreamGates,
-				"--runtime-config=scheduling.k8s.io/v1beta1=true",
-			)},
+			envOptions: upstreamEnv(),
 			schedulerOptions: func(root string, _ float64) []harness.SchedulerOption {
 				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS, harness.WithFeatureGates(upstreamGates)}
 			},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/test/integration/harness"
 	"github.com/caldera-sched/caldera/test/quality/score"
 	"github.com/caldera-sched/caldera/test/quality/trace"
 )
@@ -22,7 +23,14 @@ var (
 	flagCompression = flag.Float64("quality.compression", 4, "trace time per wall second: arrivals and run times are divided by it")
 	flagDrainEnd    = flag.Duration("quality.drain-end", 25*time.Minute, "trace time at which a run stops; jobs unfinished then count as deadlocked")
 	flagStall       = flag.Duration("quality.stall", time.Minute, "wall time without a bind, completion or eviction, with no job running, after which a run stops as deadlocked")
-	flagProfiles    = flag.String("quality.profiles", "", "comma-separated profiles (default all: default,caldera,upstream-gang)")
+	flagProfiles    = flag.String("quality.profiles", "", "comma-separated profiles (default all: default,caldera,upstream-gang, and external with -quality.external)")
+
+	// External mode: any scheduler, started by a command, on the same trace.
+	flagExternal     = flag.String("quality.external", "", "external mode: a bash command starting the scheduler ({kubeconfig}: the cluster's kubeconfig; {config}: -quality.external-config rewritten to reach the cluster); its run is the profile -quality.external-name, after the in-process ones")
+	flagExtConfig    = flag.String("quality.external-config", "manifests/scheduler/config.yaml", "KubeSchedulerConfiguration behind {config}, relative to the repository root")
+	flagExtName      = flag.String("quality.external-name", "external", "the external run's profile name in the report")
+	flagExtScheduler = flag.String("quality.external-scheduler-name", "caldera-scheduler", "spec.schedulerName of the pods in external mode")
+	flagExtGang      = flag.String("quality.external-gang", "caldera", "how gangs are expressed in external mode: none, caldera (scheduler-plugins PodGroups and Caldera Queues) or upstream (scheduling.k8s.io/v1beta1)")
 )
 
 // TestQuality plays one seeded trace under every profile, each on a fresh
@@ -52,7 +60,19 @@ func TestQuality(t *testing.T) {
 	if *flagProfiles != "" {
 		want = strings.Split(*flagProfiles, ",")
 	}
-	for _, p := range profiles() {
+	all := profiles()
+	if *flagExternal != "" {
+		cfg := *flagExtConfig
+		if !filepath.IsAbs(cfg) {
+			cfg = filepath.Join(harness.RepoRoot(t), cfg)
+		}
+		ext, err := externalProfile(*flagExtName, *flagExternal, cfg, *flagExtScheduler, *flagExtGang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ext)
+	}
+	for _, p := range all {
 		if want != nil && !slices.Contains(want, p.name) {
 			continue
 		}

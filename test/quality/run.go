@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -130,8 +131,23 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 		out.Error = err.Error()
 		return out
 	}
-	env.StartScheduler(t, p.schedulerOptions(env.RepoRoot, opts.compression)...)
+	if p.external != nil {
+		if _, err := env.StartExternal(t, *p.external); err != nil {
+			out.Error = err.Error()
+			return out
+		}
+	} else {
+		env.StartScheduler(t, p.schedulerOptions(env.RepoRoot, opts.compression)...)
+	}
 	env.AddNodes(t, tr.Params.Nodes, strconv.FormatInt(tr.Params.NodeCPU/1000, 10), fmt.Sprintf("%dGi", tr.Params.NodeCPU/1000*4))
+	if p.external != nil {
+		// The trace's clock starts at the first submission: an external
+		// scheduler still starting then would count its start-up as wait.
+		if err := probe(ctx, env, p); err != nil {
+			out.Error = err.Error()
+			return out
+		}
+	}
 
 	r := &runner{env: env, p: p, tr: tr, opts: opts, pods: map[string]*podState{}}
 	for _, j := range tr.Jobs {
@@ -550,4 +566,29 @@ func (r *runner) explainUnfinished(t *testing.T) {
 		t.Logf("%s: unfinished %s/%s (%d pods x %dm cpu, arrived %v): %d/%d bound; %s", r.p.name, it.js.ns, it.js.job.Name(),
 			it.js.job.Size, it.js.job.MemberCPU, it.js.job.Arrival, it.bound, it.live, msg)
 	}
+}
+
+// probeTimeout bounds the wait for an external scheduler's first bind.
+const probeTimeout = 2 * time.Minute
+
+// probe creates a small pod for p's scheduler, waits until it is bound and
+// deletes it: the scheduler is then up and sees the nodes.
+func probe(ctx context.Context, env *harness.Env, p profile) error {
+	const ns = "quality-probe"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("probe namespace: %w", err)
+	}
+	pod := harness.Pod(ns, "probe").CPU("10m").Scheduler(p.schedulerName).Obj()
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("probe pod: %w", err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, probeTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := env.Client.CoreV1().Pods(ns).Get(ctx, "probe", metav1.GetOptions{})
+		return err == nil && got.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("the external scheduler did not bind a probe pod within %v: %w", probeTimeout, err)
+	}
+	zero := int64(0)
+	return env.Client.CoreV1().Pods(ns).Delete(ctx, "probe", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
