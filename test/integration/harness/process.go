@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +42,39 @@ func RunSchedulerProcess() {
 	if os.Getenv(processEnv) != "1" {
 		return
 	}
+	profileStart()
 	os.Exit(cli.Run(command.New()))
+}
+
+// cpuProfileEnv names a directory: a scheduler process started with it set
+// writes a CPU profile of its first cpuProfileSeconds (60 s), start-up
+// included, to cpu-<pid>.pprof there. Benchmarks whose scheduler runs as a
+// process (W5's restart) set it to see where a start's time goes, which
+// the scheduler's own /debug/pprof, reachable only once it serves, misses.
+const (
+	cpuProfileEnv     = "CALDERA_SCHED_CPU_PROFILE_DIR"
+	cpuProfileSeconds = 60
+)
+
+// profileStart starts the CPU profile cpuProfileEnv asks for; a failure is
+// reported on standard error and the scheduler runs unprofiled.
+func profileStart() {
+	dir := os.Getenv(cpuProfileEnv)
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", os.Getpid())))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", cpuProfileEnv, err)
+		return
+	}
+	time.AfterFunc(cpuProfileSeconds*time.Second, func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	})
 }
 
 // SchedulerProcess is caldera-scheduler running as a separate OS process, so a
