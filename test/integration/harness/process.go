@@ -47,13 +47,15 @@ func RunSchedulerProcess() {
 }
 
 // cpuProfileEnv names a directory: a scheduler process started with it set
-// writes a CPU profile of its first cpuProfileSeconds (60 s), start-up
+// writes a CPU profile of its first cpuProfileSeconds (25 s), start-up
 // included, to cpu-<pid>.pprof there. Benchmarks whose scheduler runs as a
 // process (W5's restart) set it to see where a start's time goes, which
 // the scheduler's own /debug/pprof, reachable only once it serves, misses.
+// The profile is written when the time is up, so the process must live that
+// long: the harness kills it with SIGKILL, which leaves no time to flush.
 const (
 	cpuProfileEnv     = "CALDERA_SCHED_CPU_PROFILE_DIR"
-	cpuProfileSeconds = 60
+	cpuProfileSeconds = 25
 )
 
 // profileStart starts the CPU profile cpuProfileEnv asks for; a failure is
