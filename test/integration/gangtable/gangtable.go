@@ -62,7 +62,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.StartScheduler(t)
 		d.Group(t, ns, "fits", "", 4)
 		pods := env.CreatePods(t, d.Members(ns, "fits", 4, "1")...)
-		env.WaitBound(t, ns, timeout, names(pods)...)
+		env.WaitBound(t, ns, timeout, Names(pods)...)
 	})
 	t.Run(d.Name+"/gang of 6 where 4 fit binds none", func(t *testing.T) {
 		ns := env.Namespace(t)
@@ -82,7 +82,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.CreatePods(t, pods[:2]...)
 		env.ConsistentlyUnbound(t, ns, quiet)
 		env.CreatePod(t, pods[2])
-		env.WaitBound(t, ns, timeout, names(pods)...)
+		env.WaitBound(t, ns, timeout, Names(pods)...)
 	})
 	t.Run(d.Name+"/queue capability holds the second gang", func(t *testing.T) {
 		ns := env.Namespace(t)
@@ -92,14 +92,14 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.StartScheduler(t)
 		d.Group(t, ns, "a", q, 2)
 		a := env.CreatePods(t, d.Members(ns, "a", 2, "1500m")...)
-		env.WaitBound(t, ns, timeout, names(a)...)
+		env.WaitBound(t, ns, timeout, Names(a)...)
 		d.Group(t, ns, "b", q, 2)
 		b := env.CreatePods(t, d.Members(ns, "b", 2, "1500m")...)
 		ev := env.WaitEvent(t, ns, "b", "NotAdmitted", timeout)
 		if want := "queue " + q + ": cpu request 3 exceeds remaining capability 1"; ev.Note != want {
 			t.Errorf("NotAdmitted note = %q, want %q", ev.Note, want)
 		}
-		env.ConsistentlyUnbound(t, ns, quiet, names(b)...)
+		env.ConsistentlyUnbound(t, ns, quiet, Names(b)...)
 	})
 	t.Run(d.Name+"/queues of weights 1 and 3 share 16 cpu as 4 and 12", func(t *testing.T) {
 		ns := env.Namespace(t)
@@ -122,8 +122,8 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.ConsistentlyBoundCount(t, ns, 16, quiet)
 		l, h := 0, 0
 		for i := range 8 {
-			l += running(t, env, ns, fmt.Sprintf("light%d", i))
-			h += running(t, env, ns, fmt.Sprintf("heavy%d", i))
+			l += Running(t, env, ns, fmt.Sprintf("light%d", i))
+			h += Running(t, env, ns, fmt.Sprintf("heavy%d", i))
 		}
 		t.Logf("bound: light %d cpu, heavy %d cpu", l, h)
 		// One gang of 2 either way: admission divides in whole gangs.
@@ -146,11 +146,11 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.WaitBoundCount(t, ns, "", 8, timeout)
 		d.Group(t, ns, "s", starved, 4)
 		s := env.CreatePods(t, d.Members(ns, "s", 4, "1")...)
-		env.WaitBound(t, ns, converge, names(s)...)
+		env.WaitBound(t, ns, converge, Names(s)...)
 		if n := evicted(); n != 4 {
 			t.Errorf("%d evictions, want one rich gang's 4", n)
 		}
-		r1, r2 := running(t, env, ns, "r1"), running(t, env, ns, "r2")
+		r1, r2 := Running(t, env, ns, "r1"), Running(t, env, ns, "r2")
 		if r1+r2 != 4 || r1 != 0 && r1 != 4 {
 			t.Errorf("the rich gangs run %d and %d members, want one whole and the other gone", r1, r2)
 		}
@@ -167,12 +167,12 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.WaitBoundCount(t, ns, "", 8, timeout)
 		d.Group(t, ns, "high", q, 4)
 		high := env.CreatePods(t, withPriority(d.Members(ns, "high", 4, "1"), 100)...)
-		env.WaitBound(t, ns, converge, names(high)...)
+		env.WaitBound(t, ns, converge, Names(high)...)
 		// low's minimum is all 8: it goes whole, never in part.
 		if n := evicted(); n != 8 {
 			t.Errorf("%d evictions, want the low gang's 8", n)
 		}
-		if n := running(t, env, ns, "low"); n != 0 {
+		if n := Running(t, env, ns, "low"); n != 0 {
 			t.Errorf("the low gang runs %d members, want 0 (taken whole)", n)
 		}
 	})
@@ -188,9 +188,9 @@ func withPriority(pods []*v1.Pod, p int32) []*v1.Pod {
 	return pods
 }
 
-// running counts group g's members (named g-<i>) that hold a node and are
+// Running counts group g's members (named g-<i>) that hold a node and are
 // not being deleted.
-func running(t *testing.T, env *harness.Env, ns, g string) int {
+func Running(t *testing.T, env *harness.Env, ns, g string) int {
 	t.Helper()
 	pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -205,7 +205,8 @@ func running(t *testing.T, env *harness.Env, ns, g string) int {
 	return n
 }
 
-func names(pods []*v1.Pod) []string {
+// Names are the pods' names, for Env.WaitBound and friends.
+func Names(pods []*v1.Pod) []string {
 	out := make([]string, len(pods))
 	for i, p := range pods {
 		out[i] = p.Name

@@ -89,31 +89,6 @@ func queue(t *testing.T, env *harness.Env, name string, weight int32, cpu string
 	env.CreateQueue(t, name, spec)
 }
 
-func names(pods []*v1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Name
-	}
-	return out
-}
-
-// running counts group g's members that hold a node and are not being
-// deleted.
-func running(t *testing.T, env *harness.Env, ns, g string) int {
-	t.Helper()
-	pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Name, g+"-") && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n
-}
-
 // waitCondition waits for the PodGroup's condition typ to have status st
 // and returns the PodGroup.
 func waitCondition(t *testing.T, env *harness.Env, ns, name, typ string, st metav1.ConditionStatus) *sched.PodGroup {
@@ -164,7 +139,7 @@ func TestUpstreamGangs(t *testing.T) {
 		env.StartSchedulerProcess(t)
 		group(t, env, ns, "fits", "", 4, false)
 		pods := env.CreatePods(t, members(ns, "fits", 4, "1")...)
-		env.WaitBound(t, ns, timeout, names(pods)...)
+		env.WaitBound(t, ns, timeout, gangtable.Names(pods)...)
 		pg := waitCondition(t, env, ns, "fits", upstream.ConditionAdmitted, metav1.ConditionTrue)
 		pg = waitCondition(t, env, ns, "fits", upstream.ConditionWaiting, metav1.ConditionFalse)
 		// The barrier decision's evidence: kube-scheduler's PodGroup cycle
@@ -192,7 +167,7 @@ func TestUpstreamGangs(t *testing.T) {
 		env.CreatePods(t, pods[:2]...)
 		env.ConsistentlyUnbound(t, ns, quiet)
 		env.CreatePod(t, pods[2])
-		env.WaitBound(t, ns, timeout, names(pods)...)
+		env.WaitBound(t, ns, timeout, gangtable.Names(pods)...)
 		pg := waitCondition(t, env, ns, "theirs", sched.PodGroupInitiallyScheduled, metav1.ConditionTrue)
 		for _, typ := range []string{upstream.ConditionAdmitted, upstream.ConditionWaiting} {
 			if c := meta.FindStatusCondition(pg.Status.Conditions, typ); c != nil {
@@ -214,7 +189,7 @@ func TestUpstreamGangs(t *testing.T) {
 			t.Errorf("Waiting condition %q, want it to name minCount 3", c.Message)
 		}
 		env.CreatePod(t, pods[2])
-		env.WaitBound(t, ns, timeout, names(pods)...)
+		env.WaitBound(t, ns, timeout, gangtable.Names(pods)...)
 	})
 
 	t.Run("the queue's verdict is in the Admitted condition", func(t *testing.T) {
@@ -225,7 +200,7 @@ func TestUpstreamGangs(t *testing.T) {
 		env.StartSchedulerProcess(t)
 		group(t, env, ns, "a", q, 2, false)
 		a := env.CreatePods(t, members(ns, "a", 2, "1500m")...)
-		env.WaitBound(t, ns, timeout, names(a)...)
+		env.WaitBound(t, ns, timeout, gangtable.Names(a)...)
 		group(t, env, ns, "b", q, 2, false)
 		b := env.CreatePods(t, members(ns, "b", 2, "1500m")...)
 		ev := env.WaitEvent(t, ns, "b", "NotAdmitted", timeout)
@@ -233,7 +208,7 @@ func TestUpstreamGangs(t *testing.T) {
 		if ev.Note != want {
 			t.Errorf("NotAdmitted note = %q, want %q", ev.Note, want)
 		}
-		env.ConsistentlyUnbound(t, ns, quiet, names(b)...)
+		env.ConsistentlyUnbound(t, ns, quiet, gangtable.Names(b)...)
 		pg := waitCondition(t, env, ns, "b", upstream.ConditionAdmitted, metav1.ConditionFalse)
 		if c := meta.FindStatusCondition(pg.Status.Conditions, upstream.ConditionAdmitted); c.Message != want {
 			t.Errorf("Admitted condition message %q, want %q", c.Message, want)
@@ -261,14 +236,14 @@ func TestUpstreamGangs(t *testing.T) {
 			want, left := 2, 6
 			if all {
 				want, left = 0, 8
-				env.ConsistentlyUnbound(t, ns, 2*quiet, names(s)...)
+				env.ConsistentlyUnbound(t, ns, 2*quiet, gangtable.Names(s)...)
 			} else {
-				env.WaitBound(t, ns, converge, names(s)...)
+				env.WaitBound(t, ns, converge, gangtable.Names(s)...)
 			}
 			if n := evicted(); n != want {
 				t.Errorf("%d evictions, want %d", n, want)
 			}
-			if r := running(t, env, ns, "r"); r != left {
+			if r := gangtable.Running(t, env, ns, "r"); r != left {
 				t.Errorf("the rich gang runs %d members, want %d", r, left)
 			}
 		})
@@ -284,7 +259,7 @@ func TestUpstreamGangs(t *testing.T) {
 		pods := env.CreatePods(t, members(ns, "b", 4, "1")...)
 		// Three fit the queue's capability, one by one; the fourth waits.
 		env.WaitBoundCount(t, ns, "", 3, timeout)
-		env.ConsistentlyUnbound(t, ns, quiet, names(pods)[3])
+		env.ConsistentlyUnbound(t, ns, quiet, gangtable.Names(pods)[3])
 	})
 
 	t.Run("an Indexed Job gets its PodGroup from the Job controller and Caldera queues it", func(t *testing.T) {
