@@ -96,15 +96,7 @@ func TestGang(t *testing.T) {
 		env.CreatePodGroup(t, harness.PodGroup(ns, "shrinks", 6))
 		env.CreatePods(t, harness.Members(ns, "shrinks", 6, "1")...)
 		env.WaitEvent(t, ns, "shrinks", "Unschedulable", bindTimeout)
-		pgs := env.PGClient.SchedulingV1alpha1().PodGroups(ns)
-		pg, err := pgs.Get(t.Context(), "shrinks", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pg.Spec.MinMember = 4
-		if _, err := pgs.Update(t.Context(), pg, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.UpdatePodGroup(t, ns, "shrinks", func(pg *v1alpha1.PodGroup) { pg.Spec.MinMember = 4 })
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=shrinks", 4, bindTimeout)
 	})
 

@@ -452,6 +452,26 @@ func (e *Env) CreateQueue(t *testing.T, name string, spec qapi.QueueSpec) *qapi.
 	return created
 }
 
+// UpdatePodGroup applies mutate to PodGroup ns/name and writes it,
+// retrying on a conflict: the scheduler writes the same object (status,
+// the admitted-at annotation) at any time.
+func (e *Env) UpdatePodGroup(t *testing.T, ns, name string, mutate func(*v1alpha1.PodGroup)) {
+	t.Helper()
+	pgs := e.PGClient.SchedulingV1alpha1().PodGroups(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := pgs.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(pg)
+		_, err = pgs.Update(t.Context(), pg, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating PodGroup %s/%s: %v", ns, name, err)
+	}
+}
+
 // Ungate removes the scheduling gates of pod ns/name, so the scheduler may
 // try it.
 func (e *Env) Ungate(t *testing.T, ns, name string) {
