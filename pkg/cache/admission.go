@@ -37,6 +37,9 @@ type AdmissionOptions struct {
 	// CheckResourceQuota: a group's minimum must also fit its namespace's
 	// ResourceQuotas (admission check 6).
 	CheckResourceQuota bool
+	// LendIdleRoom: admission lends idle room beyond deserved shares to
+	// reclaimable queues when reclaim runs (queue.Options.Lend).
+	LendIdleRoom bool
 }
 
 // admissionState is the cache's queue side; guarded by Cache.mu.
@@ -291,6 +294,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
 		Reclaim:             c.reclaim,
+		Lend:                a.opts.LendIdleRoom,
 	}
 	if c.preempt {
 		opts.Preemptible = c.preemptibleLocked

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -25,72 +24,6 @@ type Cluster struct {
 	Allocatable resources.List
 	// Used is what pods on nodes hold, Caldera's or not.
 	Used resources.List
-}
-
-// QuotaFunc is the optional namespace check (6). It is called last, only for a
-// group that passed every other check, and a true answer admits the group: a
-// callback that tracks namespace usage may count the request as used when it
-// answers true. message is shown to users when it answers false.
-type QuotaFunc func(g Group) (ok bool, message string)
-
-// Options tune an admission pass. The zero value is usable.
-type Options struct {
-	// OvercommitFactor multiplies the cluster's allocatable in check 5; 0 means
-	// 1.0. Values below 1 (or not finite) are invalid: Validate reports them and
-	// Admit uses 1.0.
-	OvercommitFactor float64
-	// StarvationThreshold is how long a group may wait at the head of its queue,
-	// refused by checks 3-5, before it reserves the queue; 0 means
-	// DefaultStarvationThreshold, negative disables the guard.
-	StarvationThreshold time.Duration
-	// Lookahead is how many refused groups a pass looks past in one queue
-	// before it stops there; 0 means DefaultLookahead, negative means none
-	// (strict head-of-line order).
-	Lookahead int
-	// Quota is the optional check 6; nil admits every namespace.
-	Quota QuotaFunc
-	// Reclaim says a reclaim action runs: a group within its queue's deserved
-	// share may count, in check 5, what reclaimable queues hold above theirs,
-	// because reclaim will free it. Without it such a group could never be
-	// admitted into a cluster that others fill, and reclaim never starts.
-	Reclaim bool
-	// Preemptible, when set, says a preemption action runs: it returns what
-	// the groups of queue with a priority below priority hold, which
-	// preemption can take back for a group of that priority. Checks 3-5
-	// count it as room in the group's queue (and its ancestors, and the
-	// cluster). Without it a queue at its share could never admit a
-	// higher-priority group, and preemption within a queue never starts.
-	// It is called only for a group the plain checks refuse.
-	Preemptible func(queue string, priority int32) resources.List
-	// Placement, when set, is check 7: the group's members must be
-	// placeable on the nodes' free room (see Placement). The starvation
-	// guard then also reserves that room for a head group it refuses.
-	Placement Placement
-}
-
-// Validate reports an unusable option.
-func (o Options) Validate() error {
-	f := o.OvercommitFactor
-	if math.IsNaN(f) || math.IsInf(f, 0) || (f != 0 && f < 1) {
-		return fmt.Errorf("overcommitFactor %v: must be at least 1.0", f)
-	}
-	return nil
-}
-
-func (o Options) withDefaults() Options {
-	if o.Validate() != nil || o.OvercommitFactor == 0 {
-		o.OvercommitFactor = 1
-	}
-	if o.StarvationThreshold == 0 {
-		o.StarvationThreshold = DefaultStarvationThreshold
-	}
-	switch {
-	case o.Lookahead == 0:
-		o.Lookahead = DefaultLookahead
-	case o.Lookahead < 0:
-		o.Lookahead = 0
-	}
-	return o
 }
 
 // scale multiplies an amount by f >= 1, rounding down and saturating.
@@ -172,15 +105,19 @@ type passState struct {
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
 	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
-	cused    []int64 // cluster: used + every queue's inflight
-	scratch  []int64
-	pre      []int64 // what preemption frees for the group being evaluated
-	excess   []int64 // per queue: what its own groups hold above what they keep (reclaimable)
-	subEx    []int64 // per queue: excess summed over its subtree
-	freeable []int64 // per level of the group being evaluated: what reclaim frees there
-	qheap    []*pqueue
-	touched  []*pqueue
-	res      Result
+	// roomWanted: a group that passed check 4 was refused by checks 5 or 7
+	// in this pass; no room is lent while it waits (lend.go).
+	roomWanted bool
+	lenders    []*pqueue
+	cused      []int64 // cluster: used + every queue's inflight
+	scratch    []int64
+	pre        []int64 // what preemption frees for the group being evaluated
+	excess     []int64 // per queue: what its own groups hold above what they keep (reclaimable)
+	subEx      []int64 // per queue: excess summed over its subtree
+	freeable   []int64 // per level of the group being evaluated: what reclaim frees there
+	qheap      []*pqueue
+	touched    []*pqueue
+	res        Result
 }
 
 // Admit runs one admission pass (Volcano's enqueue action) over the ready
@@ -222,6 +159,7 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 	p.gen++
 	ps := &p.pass
 	ps.s, ps.o, ps.now, ps.gen = s, o.withDefaults(), now, p.gen
+	ps.roomWanted = false
 
 	ps.res.Admitted = ps.res.Admitted[:0]
 	ps.res.Refused = ps.res.Refused[:0]
@@ -271,6 +209,8 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 			p.qremove(0)
 		}
 	}
+
+	p.lend()
 
 	for _, q := range ps.touched {
 		waiting := len(q.heap)
@@ -472,6 +412,9 @@ func (p *Pending) attempt(q *pqueue) bool {
 		default:
 			e.where = skipped
 			q.skip = append(q.skip, e)
+		}
+		if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
+			ps.roomWanted = true
 		}
 		if v == transient && head {
 			q.ahead = e

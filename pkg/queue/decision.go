@@ -72,6 +72,10 @@ type Decision struct {
 	// HeadException: admitted at the head of its queue although its request
 	// alone exceeds a deserved share, so the fairness check was waived.
 	HeadException bool
+	// Lent: admitted on idle room although its queue (or an ancestor) goes
+	// above its deserved share: the room is lent (Options.Lend), and reclaim
+	// takes it back for a group within its share.
+	Lent bool
 	// OnPlan: admitted on room that only a reclaim or preemption plan
 	// frees (or that the aggregate checks could count only that way); the
 	// group depends on that plan being made.
@@ -114,6 +118,9 @@ func (d Decision) Message() string {
 	switch d.Check {
 	case CheckNone:
 		if d.Admitted {
+			if d.Lent {
+				return fmt.Sprintf("admitted to queue %s on idle room lent beyond its deserved share (reclaimable)", d.Queue)
+			}
 			if d.HeadException {
 				return fmt.Sprintf("admitted to queue %s at its head, although the request exceeds the deserved share", d.Queue)
 			}

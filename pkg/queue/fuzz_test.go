@@ -215,6 +215,7 @@ func decodeQueues(in *bytesIn) ([]Spec, resources.List, map[string]Usage) {
 	}
 	for i := range specs {
 		s := Spec{Name: name(i), Weight: int32(in.byte()%8) + 1}
+		s.Reclaimable = s.Weight%2 == 1 // read only when Options.Reclaim is on
 		switch p := int(in.byte()) % (n + 4); {
 		case p < 3:
 		case p == 3:
@@ -474,6 +475,9 @@ func FuzzAdmit(f *testing.F) {
 		if over >= 128 {
 			opts.OvercommitFactor = 1
 		}
+		if over&64 != 0 {
+			opts.Reclaim, opts.Lend = true, true
+		}
 		admitted := 0
 		for pass := range 3 {
 			u := map[string]Usage{}
@@ -502,6 +506,9 @@ func FuzzAdmit(f *testing.F) {
 	})
 }
 
+// fuzzLent counts loans the fuzzer made (TestFuzzAdmitLends).
+var fuzzLent int
+
 // checkAdmitted verifies a pass's invariants on the Shares it updated.
 func checkAdmitted(t *testing.T, tr *Tree, total, used resources.List, o Options, s *Shares, res *Result) {
 	t.Helper()
@@ -509,7 +516,21 @@ func checkAdmitted(t *testing.T, tr *Tree, total, used resources.List, o Options
 	clusterReq := map[string]bool{}
 	waived := map[int]bool{} // queue nodes below which the head exception admitted a group
 	for _, out := range res.Admitted {
-		if out.Decision.HeadException {
+		if out.Decision.Lent {
+			fuzzLent++
+			// A loan goes above the deserved share by design; it is made
+			// only to a reclaimable queue, and never while a group within
+			// its share was refused for room.
+			if spec, _ := tr.Spec(out.Group.Queue); !spec.Reclaimable || !o.Lend {
+				t.Fatalf("lent %s to queue %q (reclaimable %v, Lend %v)", out.Group.Key, out.Group.Queue, spec.Reclaimable, o.Lend)
+			}
+			for _, r := range res.Refused {
+				if c := r.Decision.Check; (c == CheckCluster || c == CheckPlacement) && !r.Decision.Permanent {
+					t.Fatalf("lent %s while %s waits for room: %s", out.Group.Key, r.Group.Key, r.Decision.Message())
+				}
+			}
+		}
+		if out.Decision.HeadException || out.Decision.Lent {
 			for l := tr.index[out.Group.Queue]; l >= 0; l = tr.parent[l] {
 				waived[l] = true
 			}
@@ -536,6 +557,27 @@ func checkAdmitted(t *testing.T, tr *Tree, total, used resources.List, o Options
 			}
 		}
 	}
+	if o.Reclaim {
+		// Reclaim admits on room its plans will free (checks 3-5 count it),
+		// so the sums below hold only after the victims leave. Loans come
+		// last in a pass and only on idle room: after the last one, the
+		// cluster's used + inflight fits allocatable x overcommit on every
+		// resource a loan asked for.
+		for _, out := range res.Admitted {
+			if !out.Decision.Lent {
+				continue
+			}
+			for r, v := range out.Group.Request {
+				if v <= 0 {
+					continue
+				}
+				if got, lim := satAdd(nn(used[r]), s.inflightAll[s.index[r]]), scale(nn(total[r]), o.withDefaults().OvercommitFactor); got > lim {
+					t.Fatalf("lent %s: cluster %s used + inflight %d > %d", out.Group.Key, r, got, lim)
+				}
+			}
+		}
+		requested = nil
+	}
 	for l, rs := range requested {
 		for r := range rs {
 			j := s.index[r]
@@ -548,7 +590,7 @@ func checkAdmitted(t *testing.T, tr *Tree, total, used resources.List, o Options
 			}
 		}
 	}
-	if o.OvercommitFactor == 1 {
+	if o.OvercommitFactor == 1 && !o.Reclaim {
 		for r := range clusterReq {
 			if got := satAdd(nn(used[r]), s.inflightAll[s.index[r]]); got > nn(total[r]) {
 				t.Fatalf("cluster: %s used + inflight %d > allocatable %d", r, got, total[r])

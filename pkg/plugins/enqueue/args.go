@@ -29,6 +29,10 @@ type Args struct {
 	// CheckResourceQuota: a group's minimum must fit its namespace's
 	// ResourceQuotas. Default true.
 	CheckResourceQuota *bool `json:"checkResourceQuota,omitempty"`
+	// LendIdleRoom: when reclaim runs, a group of a reclaimable queue
+	// refused only by its deserved share is admitted on room nobody
+	// entitled to it can use now; reclaim takes it back later. Default true.
+	LendIdleRoom *bool `json:"lendIdleRoom,omitempty"`
 }
 
 // Defaults for Args.
@@ -50,6 +54,10 @@ func (a *Args) SetDefaults() {
 	if a.CheckResourceQuota == nil {
 		t := true
 		a.CheckResourceQuota = &t
+	}
+	if a.LendIdleRoom == nil {
+		t := true
+		a.LendIdleRoom = &t
 	}
 	if a.OvercommitFactor == nil {
 		f := DefaultOvercommitFactor
@@ -89,6 +97,7 @@ func (a *Args) Options() cache.AdmissionOptions {
 		StarvationThreshold: starvation(*a.StarvationThresholdSeconds),
 		Period:              time.Duration(*a.AdmissionPeriodSeconds) * time.Second,
 		CheckResourceQuota:  *a.CheckResourceQuota,
+		LendIdleRoom:        *a.LendIdleRoom,
 	}
 }
 

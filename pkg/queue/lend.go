@@ -1,0 +1,124 @@
+package queue
+
+// Lending idle room: the pass's last step (Options.Lend).
+//
+// Check 4 keeps every queue within its deserved share, which is fair but not
+// work-conserving: when the queues below their share hold only groups larger
+// than what is left of it (a 64-cpu gang in a queue with 40 cpu to go), the
+// cluster's idle room waits for their own work to finish, while other queues
+// have groups that would fit it now. Lending admits those groups on the idle
+// room after the pass has served every group entitled to it. The borrower's
+// queue then holds more than its deserved share, which is exactly what
+// reclaim takes back: a group that later comes within its share counts the
+// loan as reclaimable room (check 5) and its reclaim plan evicts it. So a
+// loan costs the borrower an eviction, never a lender its share, and it is
+// made only where that can work: reclaim runs and the borrower's queue is
+// reclaimable.
+
+// lend runs after the queues' turns: it admits groups refused only by check 4
+// onto the cluster's idle room (no reclaim or preemption room counted), one
+// per queue per round, queues in the pass's order, until a round admits
+// nothing. It lends nothing while a group that passed check 4 waits for room
+// (refused by checks 5 or 7): that group is entitled to the room as it frees,
+// and a loan there would only become an eviction. Its cost is
+// O(a x q x Lookahead) for a loans and q queues, on groups the pass already
+// examined.
+func (p *Pending) lend() {
+	ps := &p.pass
+	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
+		return
+	}
+	ps.lenders = ps.lenders[:0]
+	for _, q := range ps.touched {
+		if q.node < 0 || !ps.s.tree.specs[q.node].Reclaimable || (q.stopGen == ps.gen && q.stop.Check == CheckReserved) {
+			continue
+		}
+		for _, e := range q.skip {
+			if e.decision.Check == CheckFairness {
+				ps.lenders = append(ps.lenders, q)
+				break
+			}
+		}
+	}
+	for len(ps.lenders) > 0 {
+		best := -1
+		for i, q := range ps.lenders {
+			q.dyn = p.dynShare(q)
+			if best < 0 || qbefore(q, ps.lenders[best]) {
+				best = i
+			}
+		}
+		q := ps.lenders[best]
+		if !p.lendOne(q) {
+			// Nothing of q fits the idle room left; it only shrinks.
+			ps.lenders = append(ps.lenders[:best], ps.lenders[best+1:]...)
+		}
+	}
+}
+
+// lendOne admits q's first group refused by check 4 that fits the idle room,
+// in the queue's order; it reports whether it admitted one.
+func (p *Pending) lendOne(q *pqueue) bool {
+	ps := &p.pass
+	for i, e := range q.skip {
+		if e.decision.Check != CheckFairness {
+			continue
+		}
+		d, ok := p.evaluateLoan(e, q)
+		if !ok {
+			continue
+		}
+		if pl := ps.o.Placement; pl != nil {
+			pl.Commit(e.g)
+		}
+		q.skip = append(q.skip[:i], q.skip[i+1:]...)
+		for j := range ps.res.Refused {
+			if ps.res.Refused[j].Group.Key == e.g.Key {
+				ps.res.Refused = append(ps.res.Refused[:j], ps.res.Refused[j+1:]...)
+				break
+			}
+		}
+		q.refused--
+		if q.ahead == e {
+			q.ahead = nil
+			q.headKey = Key{}
+		}
+		p.apply(e, q)
+		q.admitted++
+		ps.res.Admitted = append(ps.res.Admitted, Outcome{Group: e.g, Decision: d})
+		return true
+	}
+	return false
+}
+
+// evaluateLoan runs the checks other than 4 for e on the idle room only:
+// capability (3) without what reclaim frees, the cluster (5) without reclaim
+// or preemption room, placement (7) on the free nodes, and the quota (6).
+func (p *Pending) evaluateLoan(e *entry, q *pqueue) (Decision, bool) {
+	ps := &p.pass
+	r := ps.r
+	for l := q.node; l >= 0; l = ps.parent[l] {
+		for _, a := range e.req {
+			i := l*r + int(a.r)
+			if !fits(satAdd(ps.alloc[i], ps.infl[i]), a.v, ps.realCap[i]) {
+				return Decision{}, false
+			}
+		}
+	}
+	for _, a := range e.req {
+		if !fits(ps.cused[a.r], a.v, ps.ceil[a.r]) {
+			return Decision{}, false
+		}
+	}
+	if pl := ps.o.Placement; pl != nil {
+		if fit, want := pl.Check(e.g, PlanNone); fit < want {
+			return Decision{}, false
+		}
+	}
+	if ps.o.Quota != nil {
+		if ok, _ := ps.o.Quota(e.g); !ok {
+			return Decision{}, false
+		}
+	}
+	return Decision{Admitted: true, Lent: true, Queue: q.name}, true
+}
