@@ -332,9 +332,15 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		// Scheduled Event follows at once, and a backlog of plain pods would
 		// otherwise post one Event per pod at the same moment, which stalls
 		// binds behind new API connections. One that
-		// was told NotAdmitted is told it may go.
-		if u.gang != nil || u.notice != "" {
-			c.noteLocked(u, true, queue.CheckNone, "", "admitted to queue "+u.queue, now)
+		// was told NotAdmitted is told it may go, and so is one admitted on
+		// lent room: it is the first a reclaim will evict, and only a
+		// contended queue borrows, so these Events are few.
+		msg := "admitted to queue " + u.queue
+		if o.Decision.Lent {
+			msg = o.Decision.Message()
+		}
+		if u.gang != nil || u.notice != "" || o.Decision.Lent {
+			c.noteLocked(u, true, queue.CheckNone, "", msg, now)
 		}
 	}
 	for name := range a.sorting {
