@@ -413,9 +413,6 @@ func (p *Pending) attempt(q *pqueue) bool {
 			e.where = skipped
 			q.skip = append(q.skip, e)
 		}
-		if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
-			ps.roomWanted = true
-		}
 		if v == transient && head {
 			q.ahead = e
 			if q.headKey != e.g.Key {
@@ -451,6 +448,12 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps.pre = growInt64s(ps.pre, ps.r)
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
+	// The plain try's reason, not the preemption try's: a group above its
+	// share refused for placement with preemption's room is not waiting
+	// for idle room (lend.go).
+	if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
+		ps.roomWanted = true
+	}
 	if v != transient || ps.o.Preemptible == nil || e.g.freeRoomOnly(ps.now) {
 		return d, v
 	}

@@ -30,11 +30,11 @@ func (p *Pending) lend() {
 	}
 	ps.lenders = ps.lenders[:0]
 	for _, q := range ps.touched {
-		if q.node < 0 || !ps.s.tree.specs[q.node].Reclaimable || (q.stopGen == ps.gen && q.stop.Check == CheckReserved) {
+		if q.node < 0 || !ps.s.tree.specs[q.node].Reclaimable {
 			continue
 		}
 		for _, e := range q.skip {
-			if e.decision.Check == CheckFairness {
+			if p.mayBorrow(q, e) {
 				ps.lenders = append(ps.lenders, q)
 				break
 			}
@@ -61,7 +61,7 @@ func (p *Pending) lend() {
 func (p *Pending) lendOne(q *pqueue) bool {
 	ps := &p.pass
 	for i, e := range q.skip {
-		if e.decision.Check != CheckFairness {
+		if !p.mayBorrow(q, e) {
 			continue
 		}
 		d, ok := p.evaluateLoan(e, q)
@@ -83,12 +83,31 @@ func (p *Pending) lendOne(q *pqueue) bool {
 			q.ahead = nil
 			q.headKey = Key{}
 		}
+		if reserved(q, ps.gen) {
+			q.stopGen = 0 // its head is admitted: nothing holds the queue
+		}
 		p.apply(e, q)
 		q.admitted++
 		ps.res.Admitted = append(ps.res.Admitted, Outcome{Group: e.g, Decision: d})
 		return true
 	}
 	return false
+}
+
+// mayBorrow says whether e, a group of q the pass refused, may be lent
+// room: refused by check 4, and, when the starvation guard holds q for its
+// head, that head itself (the guard keeps others from overtaking it, and a
+// loan is the head going first).
+func (p *Pending) mayBorrow(q *pqueue, e *entry) bool {
+	if e.decision.Check != CheckFairness {
+		return false
+	}
+	return !reserved(q, p.pass.gen) || q.stop.Behind == e.g.Key
+}
+
+// reserved says whether the starvation guard stopped q in pass gen.
+func reserved(q *pqueue, gen uint64) bool {
+	return q.stopGen == gen && q.stop.Check == CheckReserved
 }
 
 // evaluateLoan runs the checks other than 4 for e on the idle room only:

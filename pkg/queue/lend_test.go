@@ -3,6 +3,7 @@ package queue
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestAdmitLend: idle room goes to groups refused only by their deserved
@@ -149,5 +150,49 @@ func TestAdmitLendIsTakenBack(t *testing.T) {
 	}
 	if d, _ := p.Decision(k("b/y")); d.Check != CheckFairness {
 		t.Errorf("b/y: %+v, want refused for b's share (no idle room to lend)", d)
+	}
+}
+
+// The starvation guard holds a queue for its head: the head itself may
+// borrow (it goes first, which is what the guard is for); the groups behind
+// it, which the held queue's pass did not examine, wait for the next pass.
+func TestAdmitLendReservedQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		head int64 // b's head, refused by b's share since t0
+		want []string
+	}{
+		{name: "the head borrows, and the queue is no longer held", head: 4, want: []string{"b/head"}},
+		{name: "a head too large for the idle room holds the queue", head: 6, want: []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{
+				specs: []Spec{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 1, Reclaimable: true}},
+				total: cores(16),
+				used:  cores(16), // no idle room yet
+				usage: map[string]Usage{"a": {Allocated: cores(4)}, "b": {Allocated: cores(8)}},
+				opts:  Options{Reclaim: true, Lend: true, StarvationThreshold: time.Minute},
+			}
+			p := NewPending()
+			p.Set(grp("a/big", "a", 0, cores(6)))
+			p.Set(grp("b/head", "b", 1, cores(tc.head)))
+			p.Set(grp("b/small", "b", 2, cores(1)))
+			if res, _ := w.pass(p, t0); len(res.Admitted) != 0 {
+				t.Fatalf("first pass admitted %v with no idle room", admittedKeys(res))
+			}
+			w.used = cores(11) // 5 idle
+			res, _ := w.pass(p, t0.Add(2*time.Minute))
+			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("admitted %v, want %v", got, tc.want)
+			}
+			for _, q := range res.Queues {
+				if q.Queue == "b" && len(tc.want) > 0 && q.Stop.Check == CheckReserved {
+					t.Errorf("queue b still reported reserved for its admitted head: %+v", q.Stop)
+				}
+				if q.Queue == "b" && len(tc.want) == 0 && q.Stop.Check != CheckReserved {
+					t.Errorf("queue b: stop %+v, want reserved for its head", q.Stop)
+				}
+			}
+		})
 	}
 }
