@@ -40,24 +40,16 @@ func fitsFree(s *snapshot, views map[string]queueView, g *groupState) bool {
 	if !withinQueue(s, views, g.Queue, int64(need)*cpu) {
 		return false
 	}
-	// Admission's fairness check (docs/queues.md, check 4): a queue that
-	// would go above its deserved share admits nothing while others' demand
-	// claims the rest, even if room is idle. That is the design, not a
-	// stall: only a group that stays within its deserved share (the lower
-	// estimate), with its ancestors', must bind.
+	// Admission's fairness check (docs/queues.md, check 4): only a group
+	// that stays within its deserved share (the lower estimate), with its
+	// ancestors', is entitled to the room. A group above its share may be
+	// lent idle room; lendable (lend_test.go) says when it must be.
 	for _, a := range s.ancestors(g.Queue) {
 		if v := views[a]; v.Holding+int64(need)*cpu > v.DeservedLo {
 			return false
 		}
 	}
-	placed := 0
-	for _, n := range s.Nodes {
-		if !matches(g.selector(), n) {
-			continue
-		}
-		placed += int((n.Alloc - n.Used) / max(cpu, 1))
-	}
-	return placed >= need
+	return fitsNodes(s, g, need, cpu)
 }
 
 // victim is a pod an eviction plan may take, with the budget it draws on.

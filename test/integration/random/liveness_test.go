@@ -41,6 +41,7 @@ func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 	r.trace.logf("quiescence: the generator stopped")
 	firstFit := map[string]time.Time{}
 	firstPlan := map[string]time.Time{}
+	firstLend := map[string]time.Time{}
 	settled := 0
 	for time.Since(start) < quiesceMax && ctx.Err() == nil {
 		s, err := w.snapshot(ctx)
@@ -70,6 +71,22 @@ func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 				plans[n] = "reclaim: " + p
 			}
 		}
+		// Loans: only when no group is entitled to room (fits or a plan
+		// would serve it first, and the scheduler lends nothing while one
+		// within its share waits).
+		lends := map[string]bool{}
+		if len(fits) == 0 && len(plans) == 0 && !entitledWaiting(s, views) {
+			for _, n := range names {
+				if lendable(s, views, s.Groups[n]) {
+					lends[n] = true
+				}
+			}
+		}
+		for n := range firstLend {
+			if !lends[n] {
+				delete(firstLend, n)
+			}
+		}
 		broken := false
 		for n := range firstFit {
 			if !fits[n] {
@@ -92,6 +109,17 @@ func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 					broken = true
 				}
 			}
+			if lends[n] {
+				if _, ok := firstLend[n]; !ok {
+					firstLend[n] = now
+					r.trace.logf("  %s is refused only by its share and fits the idle room: it must be lent", n)
+				}
+				if since := maxTime(firstLend[n], clock); now.Sub(since) > fitBound {
+					r.trace.fail("liveness-lend", n, "%s fits the idle room, no group is entitled to it, and its queue may borrow, but it stayed pending for %v with no binding: %s; events: %s\n%s",
+						n, now.Sub(since).Round(time.Millisecond), groupLine(s.Groups[n]), r.events(ctx, s.Groups[n]), s.state())
+					broken = true
+				}
+			}
 			if p, ok := plans[n]; ok {
 				if _, ok := firstPlan[n]; !ok {
 					firstPlan[n] = now
@@ -108,7 +136,7 @@ func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 			r.trace.logf("the scheduler's cache at the violation:\n%s", r.cacheView(ctx, t, s))
 			return
 		}
-		if len(fits) == 0 && len(plans) == 0 {
+		if len(fits) == 0 && len(plans) == 0 && len(lends) == 0 {
 			settled++
 			if settled >= 3 {
 				r.trace.logf("quiescence: settled after %v", time.Since(start).Round(time.Millisecond))
