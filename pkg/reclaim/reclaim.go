@@ -295,20 +295,21 @@ type state struct {
 	order         []int            // members by size, largest first
 
 	// The bounded search's indexes (bound.go).
-	eligibleAt  []bool           // per node: it is in eligibleNodes
-	touched     marks            // nodes whose free changed since reset
-	occupied    marks            // nodes where greedy placed a member
-	reqs        []*request       // per member: its request's index, shared by equal requests
-	nodeBound   []nodeBound      // per node: this round's static part of the bound
-	covers      [][]int          // per node: the pods there that this round's options can take
-	placedAt    []resources.List // scratch of place: what the members placed so far use
-	placedOn    marks            // scratch of place: nodes in placedAt
-	podNode     []int32          // per pod: its node's index in in.Nodes, -1 when unknown
-	podEligible []int32          // per pod: its node's index in nodeIndex, -1 when not eligible
-	podGroup    []int32          // per pod: its gang's dense id, -1 for none
-	spareOf     []int32          // per gang id: spare
-	round       int              // which round of search: 1 for single pods, 2 with whole gangs
-	scratch     []int64          // scratch of bound
+	eligibleAt     []bool           // per node: it is in eligibleNodes
+	touched        marks            // nodes whose free changed since reset
+	occupied       marks            // nodes where greedy placed a member
+	reqs           []*request       // per member: its request's index, shared by equal requests
+	nodeBound      []nodeBound      // per node: this round's static part of the bound
+	covers         [][]int          // per node: the pods there that this round's options can take
+	placedAt       []resources.List // scratch of place: what the members placed so far use
+	placedOn       marks            // scratch of place: nodes in placedAt
+	podNode        []int32          // per pod: its node's index in in.Nodes, -1 when unknown
+	podEligible    []int32          // per pod: its node's index in nodeIndex, -1 when not eligible
+	podGroup       []int32          // per pod: its gang's dense id, -1 for none
+	spareOf        []int32          // per gang id: spare
+	gangCandidates []int32          // per gang id: its candidate pods
+	round          int              // which round of search: 1 for single pods, 2 with whole gangs
+	scratch        []int64          // scratch of bound
 }
 
 func newState(in Input, mode Mode) *state {
@@ -378,6 +379,7 @@ func newState(in Input, mode Mode) *state {
 	s.running = make(map[string]int32, len(keys))
 	s.spare = make(map[string]int32, len(keys))
 	s.spareOf = make([]int32, len(keys))
+	s.gangCandidates = nCandidates
 	for g, key := range keys {
 		n := running[g]
 		s.running[key] = n
