@@ -14,32 +14,11 @@ import (
 // run where their room is of no use. With wholeGangs a gang with no spare
 // members is also one step.
 func (s *state) options(wholeGangs bool) []option {
-	byRecency := slices.Clone(s.candidates)
-	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
-	// Single pods come in byRecency order, which is compareOptions' order
-	// among single pods that all break a budget or all do not; so their
-	// stable sort is a stable partition, and only the whole gangs (at most
-	// one per gang) are sorted and merged in. Sorting the tens of thousands
-	// of single pods of a large cluster again was a good part of a decision.
-	one := make([]int, len(byRecency)) // the single steps' pods, one each
-	calm := make([]option, 0, len(byRecency))
-	var disruptive []option
-	for j, i := range byRecency {
-		p := &s.in.Pods[i]
-		if s.podEligible[i] < 0 && !s.inDeficit(p) {
-			continue // only reachable through its whole gang
-		}
-		if g := s.podGroup[i]; g < 0 || s.spareOf[g] > 0 {
-			one[j] = i
-			o := option{pods: one[j : j+1 : j+1], disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started}
-			if p.Disruptive {
-				disruptive = append(disruptive, o)
-			} else {
-				calm = append(calm, o)
-			}
-		}
+	// The single steps are the same in both rounds: built once.
+	if s.singles == nil {
+		s.singles = s.singleOptions()
 	}
-	singles := append(calm, disruptive...)
+	singles := s.singles
 	if !wholeGangs {
 		return singles
 	}
@@ -65,17 +44,58 @@ func (s *state) options(wholeGangs bool) []option {
 		}
 		whole = append(whole, o)
 	}
-	slices.SortStableFunc(whole, s.compareOptions)
+	// Sorted by index: a stable sort moves its elements O(n log n) times
+	// each, and W7's thousands of whole gangs made moving the options
+	// themselves a good part of a decision.
+	byOrder := make([]int32, len(whole))
+	for j := range byOrder {
+		byOrder[j] = int32(j)
+	}
+	slices.SortStableFunc(byOrder, func(a, b int32) int { return s.compareOptions(whole[a], whole[b]) })
 	// A stable merge: on a tie the single pod, which came first, stays first.
 	out := make([]option, 0, len(singles)+len(whole))
-	for len(singles) > 0 && len(whole) > 0 {
-		if s.compareOptions(singles[0], whole[0]) <= 0 {
+	for len(singles) > 0 && len(byOrder) > 0 {
+		if w := whole[byOrder[0]]; s.compareOptions(singles[0], w) <= 0 {
 			out, singles = append(out, singles[0]), singles[1:]
 		} else {
-			out, whole = append(out, whole[0]), whole[1:]
+			out, byOrder = append(out, w), byOrder[1:]
 		}
 	}
-	return append(append(out, singles...), whole...)
+	out = append(out, singles...)
+	for _, j := range byOrder {
+		out = append(out, whole[j])
+	}
+	return out
+}
+
+// singleOptions lists the single steps, best first.
+func (s *state) singleOptions() []option {
+	byRecency := slices.Clone(s.candidates)
+	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
+	// Single pods come in byRecency order, which is compareOptions' order
+	// among single pods that all break a budget or all do not; so their
+	// stable sort is a stable partition, and only the whole gangs (at most
+	// one per gang) are sorted and merged in. Sorting the tens of thousands
+	// of single pods of a large cluster again was a good part of a decision.
+	one := make([]int, len(byRecency)) // the single steps' pods, one each
+	calm := make([]option, 0, len(byRecency))
+	var disruptive []option
+	for j, i := range byRecency {
+		p := &s.in.Pods[i]
+		if s.podEligible[i] < 0 && !s.inDeficit(p) {
+			continue // only reachable through its whole gang
+		}
+		if g := s.podGroup[i]; g < 0 || s.spareOf[g] > 0 {
+			one[j] = i
+			o := option{pods: one[j : j+1 : j+1], disruptive: b2i(p.Disruptive), priority: p.Priority, started: p.Started, earliest: p.Started}
+			if p.Disruptive {
+				disruptive = append(disruptive, o)
+			} else {
+				calm = append(calm, o)
+			}
+		}
+	}
+	return append(calm, disruptive...)
 }
 
 // compareOptions orders the steps: those that break no budget first, then

@@ -289,6 +289,7 @@ type state struct {
 	spare         map[string]int32 // gang key -> members it may lose one by one
 	steps         []option         // taken options, in order
 	opts          []option         // this round's options, best first
+	singles       []option         // the single steps, best first; the same in both rounds
 	byNode        [][]int32        // per node: indexes in opts of the options with a pod there (eligible nodes only)
 	used          []resources.List // per node: what placed members use; nil when nothing
 	placement     []int            // member -> node index (scratch)
