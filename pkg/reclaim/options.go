@@ -24,7 +24,7 @@ func (s *state) options(wholeGangs bool) []option {
 	}
 	var whole []option
 	for g, pods := range s.groupPods {
-		if s.spare[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
+		if s.spareOf[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
 			// A group of one is already offered pod by pod; a gang
 			// with members that are not victims (too young, on an
 			// ineligible queue) cannot be taken whole.
