@@ -268,6 +268,7 @@ func compareCandidates(a, b candidate) int {
 func (s *state) cheapest(m int) (int, []option) {
 	req := s.in.Preemptor.Members[m]
 	clean := s.cleanOrder(m)
+	next := 0 // clean's next candidate
 	var changed []candidate
 	seen := map[int]bool{}
 	for _, list := range [][]int{s.touched.list, s.occupied.list} {
@@ -283,13 +284,16 @@ func (s *state) cheapest(m int) (int, []option) {
 	slices.SortFunc(changed, compareCandidates)
 	at, best, bestCost := -1, []option(nil), cost{}
 	for {
-		for len(clean) > 0 && seen[clean[0].node] {
-			clean = clean[1:] // its bound is among changed
+		cc, more := clean.at(next)
+		for more && seen[cc.node] {
+			next++ // its bound is among changed
+			cc, more = clean.at(next)
 		}
 		var c candidate
 		switch {
-		case len(clean) > 0 && (len(changed) == 0 || compareCandidates(clean[0], changed[0]) < 0):
-			c, clean = clean[0], clean[1:]
+		case more && (len(changed) == 0 || compareCandidates(cc, changed[0]) < 0):
+			c = cc
+			next++
 		case len(changed) > 0:
 			c, changed = changed[0], changed[1:]
 		default:
@@ -310,29 +314,16 @@ func (s *state) cheapest(m int) (int, []option) {
 	}
 }
 
-// cleanOrder lists, for member m's request, the eligible nodes where room
-// can be made, by their bound as reset left them; computed once a round.
-func (s *state) cleanOrder(m int) []candidate {
-	r := s.reqs[m]
-	if r.round != s.round {
-		r.round, r.order = s.round, r.order[:0]
-		for _, i := range s.eligibleNodes {
-			if b, ok := s.bound(i, r.req, true); ok {
-				r.order = append(r.order, candidate{i, b})
-			}
-		}
-		slices.SortFunc(r.order, compareCandidates)
-	}
-	return r.order
-}
-
 // request indexes the nodes for one member's request; members with equal
 // requests share it.
 type request struct {
 	req   resources.List
 	fits  []int // eligible nodes whose Free holds req, in Input order
 	round int   // the round order was computed for; 0 for none
-	order []candidate
+	// order and rest are the eligible nodes where room can be made, by
+	// their bound as reset left them (clean.go): order the first ones in
+	// order, rest a heap of the others.
+	order, rest []candidate
 }
 
 // indexRequests fills s.reqs.

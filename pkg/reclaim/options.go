@@ -22,7 +22,7 @@ func (s *state) options(wholeGangs bool) []option {
 	if !wholeGangs {
 		return singles
 	}
-	var whole []option
+	whole := make([]option, 0, len(s.groupPods))
 	for g, pods := range s.groupPods {
 		if s.spareOf[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
 			// A group of one is already offered pod by pod; a gang

@@ -313,7 +313,9 @@ type state struct {
 }
 
 func newState(in Input, mode Mode) *state {
-	s := &state{in: in, mode: mode}
+	// Sized up front: grown one append at a time, these were a tenth of
+	// a decision at 5000 nodes.
+	s := &state{in: in, mode: mode, eligibleNodes: make([]int, 0, len(in.Nodes)), candidates: make([]int, 0, len(in.Pods))}
 	// Each name's first node, and the first eligible node of that name
 	// (-1 for none): one map, read once per pod.
 	type named struct{ first, eligible int32 }
