@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -70,27 +71,60 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 	}
 	queueOf(pre.Queue)
 	in.Pods = make([]reclaim.Pod, 0, len(running))
+	// Per running pod, the work is kept to the account's lookup: the
+	// pods' IDs are cut from one string rather than allocated one by one,
+	// the queue's allocated list is looked up again only when the queue
+	// changes from the previous pod's, and a gang is described once (at
+	// 5000 nodes W7's attempts spent ~8 ms here, a third on the IDs).
+	var ids strings.Builder
+	size := 0
+	for _, p := range running {
+		size += len(p.Namespace) + 1 + len(p.Name)
+	}
+	ids.Grow(size)
+	ends := make([]int, 0, len(running))
+	lastQueue, lastAlloc := "", resources.List(nil)
+	// The previous pod's unit, and its group id ("" for none).
+	var lastKey queue.Key
+	var lastUnit *unit
+	lastGroup, haveUnit := "", false
 	for _, p := range running {
 		acct := a.pods[p.UID]
 		if acct == nil || acct.queue == "" || p.DeletionTimestamp != nil || leaving(p) {
 			continue // not Caldera's, or on its way out
 		}
-		queueOf(acct.queue).Allocated.Add(acct.req)
+		if lastAlloc == nil || acct.queue != lastQueue {
+			lastQueue, lastAlloc = acct.queue, queueOf(acct.queue).Allocated
+		}
+		lastAlloc.Add(acct.req)
 		if !acct.bound {
 			continue // assumed, still binding: holds room, never a victim
 		}
+		ids.WriteString(p.Namespace)
+		ids.WriteByte('/')
+		ids.WriteString(p.Name)
+		ends = append(ends, ids.Len())
 		rp := reclaim.Pod{
-			ID: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Queue: acct.queue,
+			Node: p.Spec.NodeName, Queue: acct.queue,
 			Priority: podPriority(p), Started: startedAt(p), Request: acct.req,
 		}
-		if u := a.units[acct.unit]; u != nil {
-			rp.Priority = u.priority
-			if u.gang != nil {
-				rp.Group = groupIDs.of(u.key)
-				in.Groups[rp.Group] = reclaim.Group{MinMember: u.min, Whole: upstream.DisruptsAll(u.gang.pg)}
+		if !haveUnit || acct.unit != lastKey {
+			haveUnit, lastKey, lastUnit, lastGroup = true, acct.unit, a.units[acct.unit], ""
+			if u := lastUnit; u != nil && u.gang != nil {
+				var seen bool
+				if lastGroup, seen = groupIDs.of(u.key); !seen {
+					in.Groups[lastGroup] = reclaim.Group{MinMember: u.min, Whole: upstream.DisruptsAll(u.gang.pg)}
+				}
 			}
 		}
+		if lastUnit != nil {
+			rp.Priority, rp.Group = lastUnit.priority, lastGroup
+		}
 		in.Pods = append(in.Pods, rp)
+	}
+	all, start := ids.String(), 0
+	for i, end := range ends {
+		in.Pods[i].ID, start = all[start:end], end
 	}
 	return in, true, ""
 }
@@ -205,11 +239,12 @@ func (c *Cache) GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod {
 // names groups opaquely), once per gang per decision rather than per pod.
 type groupIDMemo map[queue.Key]string
 
-func (m groupIDMemo) of(k queue.Key) string {
-	id, ok := m[k]
-	if !ok {
+// seen: the key was rendered before.
+func (m groupIDMemo) of(k queue.Key) (id string, seen bool) {
+	id, seen = m[k]
+	if !seen {
 		id = k.String()
 		m[k] = id
 	}
-	return id
+	return id, seen
 }

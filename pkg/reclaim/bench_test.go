@@ -44,3 +44,47 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecideGangVictims is W7's shape (docs/performance-scale.md):
+// nodes x 32 cpu, each full of two 16-cpu low-priority pods; the victims
+// form gangs of 8 on 4 consecutive nodes with minMember 8, so a gang goes
+// whole or not at all. The preemptor is a gang of 8 high-priority 16-cpu
+// members of the same queue: the plan takes one whole victim gang (the
+// most recently started) and places two members on each of its nodes.
+func BenchmarkDecideGangVictims(b *testing.B) {
+	for _, nodes := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			in := gangVictimsInput(nodes)
+			p, ok, why := Decide(in)
+			if !ok || p.Mode != Preempt || len(p.Victims) != 8 || p.Node != fmt.Sprintf("n%d", nodes-4) {
+				b.Fatalf("Decide = %+v, %v, %q; want the last victim gang's 8 pods", p, ok, why)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				Decide(in)
+			}
+		})
+	}
+}
+
+// gangVictimsInput builds BenchmarkDecideGangVictims's world.
+func gangVictimsInput(nodes int) Input {
+	in := Input{
+		Preemptor: Preemptor{Group: "hi/g", Queue: "default", Priority: 1000, Members: members(8, 16000)},
+		Queues:    map[string]Queue{"default": {Reclaimable: true}},
+		Groups:    map[string]Group{},
+		Options:   both,
+	}
+	for n := range nodes {
+		node := fmt.Sprintf("n%d", n)
+		in.Nodes = append(in.Nodes, Node{Name: node, Free: cpu(0), Eligible: true})
+		for k := range 2 {
+			i := n*2 + k
+			g := fmt.Sprintf("low/g%d", i/8)
+			in.Groups[g] = Group{MinMember: 8}
+			in.Pods = append(in.Pods, Pod{ID: fmt.Sprintf("low/p%d", i), Node: node, Group: g, Queue: "default",
+				Priority: 1, Started: t0.Add(time.Duration(i) * time.Second), Request: cpu(16000)})
+		}
+	}
+	return in
+}

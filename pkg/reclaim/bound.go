@@ -192,7 +192,8 @@ func (s *state) boundNodes() {
 // the current state; false when it can find nothing (the pods there that
 // the options can take do not free enough of some resource). The pods
 // count is the fewest of those pods whose requests add up to what the node
-// lacks of each resource. clean computes it for the node as reset left
+// lacks of each resource, and at least the unit (unitOf) of the cheapest of
+// them that frees some of it. clean computes it for the node as reset left
 // it: its Free, no member placed, none of its pods taken.
 func (s *state) bound(i int, req resources.List, clean bool) (cost, bool) {
 	nb := s.nodeBound[i]
@@ -209,10 +210,13 @@ func (s *state) bound(i int, req resources.List, clean bool) (cost, bool) {
 		if v <= 0 || lack <= 0 {
 			continue
 		}
-		vals := s.scratch[:0]
+		vals, unit := s.scratch[:0], 1
 		for _, p := range s.covers[i] {
 			if r := s.in.Pods[p].Request[k]; r > 0 && (clean || !s.taken[p]) {
 				vals = append(vals, r)
+				if u := s.unitOf(p); len(vals) == 1 || u < unit {
+					unit = u
+				}
 			}
 		}
 		slices.Sort(vals)
@@ -225,9 +229,24 @@ func (s *state) bound(i int, req resources.List, clean bool) (cost, bool) {
 		if freed < lack {
 			return cost{}, false
 		}
-		pods = max(pods, n)
+		pods = max(pods, n, unit)
 	}
 	return cost{pods: pods, priority: nb.priority, earliest: nb.earliest}, true
+}
+
+// unitOf is the fewest pods makeRoom takes with pod p: the gang's candidate
+// pods when the gang has no spare members, else p alone. A gang without
+// spare members is offered only as its whole option, whose step takes all
+// of its pods at once and is given back whole, so its pods are taken all
+// or none. Whatever makeRoom keeps must free some of a resource the node
+// lacks, so it keeps one of the pods counted in bound and its unit:
+// without this, every node of W7 (full of whole gangs of 8) had a bound of
+// one pod, below the 8 that makeRoom finds anywhere, and was tried.
+func (s *state) unitOf(p int) int {
+	if g := s.podGroup[p]; g >= 0 && s.spareOf[g] == 0 {
+		return int(s.gangCandidates[g])
+	}
+	return 1
 }
 
 // candidate is a node to try makeRoom on, with its bound.
@@ -249,6 +268,7 @@ func compareCandidates(a, b candidate) int {
 func (s *state) cheapest(m int) (int, []option) {
 	req := s.in.Preemptor.Members[m]
 	clean := s.cleanOrder(m)
+	next := 0 // clean's next candidate
 	var changed []candidate
 	seen := map[int]bool{}
 	for _, list := range [][]int{s.touched.list, s.occupied.list} {
@@ -264,13 +284,16 @@ func (s *state) cheapest(m int) (int, []option) {
 	slices.SortFunc(changed, compareCandidates)
 	at, best, bestCost := -1, []option(nil), cost{}
 	for {
-		for len(clean) > 0 && seen[clean[0].node] {
-			clean = clean[1:] // its bound is among changed
+		cc, more := clean.at(next)
+		for more && seen[cc.node] {
+			next++ // its bound is among changed
+			cc, more = clean.at(next)
 		}
 		var c candidate
 		switch {
-		case len(clean) > 0 && (len(changed) == 0 || compareCandidates(clean[0], changed[0]) < 0):
-			c, clean = clean[0], clean[1:]
+		case more && (len(changed) == 0 || compareCandidates(cc, changed[0]) < 0):
+			c = cc
+			next++
 		case len(changed) > 0:
 			c, changed = changed[0], changed[1:]
 		default:
@@ -291,29 +314,16 @@ func (s *state) cheapest(m int) (int, []option) {
 	}
 }
 
-// cleanOrder lists, for member m's request, the eligible nodes where room
-// can be made, by their bound as reset left them; computed once a round.
-func (s *state) cleanOrder(m int) []candidate {
-	r := s.reqs[m]
-	if r.round != s.round {
-		r.round, r.order = s.round, r.order[:0]
-		for _, i := range s.eligibleNodes {
-			if b, ok := s.bound(i, r.req, true); ok {
-				r.order = append(r.order, candidate{i, b})
-			}
-		}
-		slices.SortFunc(r.order, compareCandidates)
-	}
-	return r.order
-}
-
 // request indexes the nodes for one member's request; members with equal
 // requests share it.
 type request struct {
 	req   resources.List
 	fits  []int // eligible nodes whose Free holds req, in Input order
 	round int   // the round order was computed for; 0 for none
-	order []candidate
+	// order and rest are the eligible nodes where room can be made, by
+	// their bound as reset left them (clean.go): order the first ones in
+	// order, rest a heap of the others.
+	order, rest []candidate
 }
 
 // indexRequests fills s.reqs.

@@ -10,7 +10,7 @@ func (s *state) violations(pods []int) int {
 	n := 0
 	var extra map[int]int32 // budget -> spent by pods before this one
 	for _, i := range pods {
-		p := s.in.Pods[i]
+		p := &s.in.Pods[i]
 		violates := p.Disruptive
 		for _, b := range p.Budgets {
 			if b < 0 || b >= len(s.in.Budgets) {
@@ -30,7 +30,7 @@ func (s *state) violations(pods []int) int {
 }
 
 // spend adds d to the disruptions p's budgets have spent.
-func (s *state) spend(p Pod, d int32) {
+func (s *state) spend(p *Pod, d int32) {
 	for _, b := range p.Budgets {
 		if b >= 0 && b < len(s.spent) {
 			s.spent[b] += d

@@ -50,7 +50,7 @@ func (s *state) coveredOne(d Deficit) bool {
 // helps: taking o frees some resource deficit d still lacks.
 func (s *state) helps(o option, d Deficit) bool {
 	for _, i := range o.pods {
-		p := s.in.Pods[i]
+		p := &s.in.Pods[i]
 		if s.taken[i] || !d.Queues[p.Queue] {
 			continue
 		}

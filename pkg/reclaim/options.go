@@ -14,6 +14,62 @@ import (
 // run where their room is of no use. With wholeGangs a gang with no spare
 // members is also one step.
 func (s *state) options(wholeGangs bool) []option {
+	// The single steps are the same in both rounds: built once.
+	if s.singles == nil {
+		s.singles = s.singleOptions()
+	}
+	singles := s.singles
+	if !wholeGangs {
+		return singles
+	}
+	whole := make([]option, 0, len(s.groupPods))
+	for g, pods := range s.groupPods {
+		if s.spareOf[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
+			// A group of one is already offered pod by pod; a gang
+			// with members that are not victims (too young, on an
+			// ineligible queue) cannot be taken whole.
+			continue
+		}
+		p := s.in.Pods[pods[0]]
+		o := option{pods: slices.Clone(pods), priority: p.Priority, whole: true, started: p.Started, earliest: p.Started}
+		for _, i := range pods {
+			o.disruptive += b2i(s.in.Pods[i].Disruptive)
+			t := s.in.Pods[i].Started
+			if t.After(o.started) {
+				o.started = t
+			}
+			if t.Before(o.earliest) {
+				o.earliest = t
+			}
+		}
+		whole = append(whole, o)
+	}
+	// Sorted by index: a stable sort moves its elements O(n log n) times
+	// each, and W7's thousands of whole gangs made moving the options
+	// themselves a good part of a decision.
+	byOrder := make([]int32, len(whole))
+	for j := range byOrder {
+		byOrder[j] = int32(j)
+	}
+	slices.SortStableFunc(byOrder, func(a, b int32) int { return s.compareOptions(whole[a], whole[b]) })
+	// A stable merge: on a tie the single pod, which came first, stays first.
+	out := make([]option, 0, len(singles)+len(whole))
+	for len(singles) > 0 && len(byOrder) > 0 {
+		if w := whole[byOrder[0]]; s.compareOptions(singles[0], w) <= 0 {
+			out, singles = append(out, singles[0]), singles[1:]
+		} else {
+			out, byOrder = append(out, w), byOrder[1:]
+		}
+	}
+	out = append(out, singles...)
+	for _, j := range byOrder {
+		out = append(out, whole[j])
+	}
+	return out
+}
+
+// singleOptions lists the single steps, best first.
+func (s *state) singleOptions() []option {
 	byRecency := slices.Clone(s.candidates)
 	slices.SortFunc(byRecency, func(a, b int) int { return s.comparePods(a, b) })
 	// Single pods come in byRecency order, which is compareOptions' order
@@ -39,43 +95,7 @@ func (s *state) options(wholeGangs bool) []option {
 			}
 		}
 	}
-	singles := append(calm, disruptive...)
-	if !wholeGangs {
-		return singles
-	}
-	var whole []option
-	for g, pods := range s.groupPods {
-		if s.spare[g] >= s.running[g] || int32(len(pods)) < s.running[g] {
-			// A group of one is already offered pod by pod; a gang
-			// with members that are not victims (too young, on an
-			// ineligible queue) cannot be taken whole.
-			continue
-		}
-		p := s.in.Pods[pods[0]]
-		o := option{pods: slices.Clone(pods), priority: p.Priority, whole: true, started: p.Started, earliest: p.Started}
-		for _, i := range pods {
-			o.disruptive += b2i(s.in.Pods[i].Disruptive)
-			t := s.in.Pods[i].Started
-			if t.After(o.started) {
-				o.started = t
-			}
-			if t.Before(o.earliest) {
-				o.earliest = t
-			}
-		}
-		whole = append(whole, o)
-	}
-	slices.SortStableFunc(whole, s.compareOptions)
-	// A stable merge: on a tie the single pod, which came first, stays first.
-	out := make([]option, 0, len(singles)+len(whole))
-	for len(singles) > 0 && len(whole) > 0 {
-		if s.compareOptions(singles[0], whole[0]) <= 0 {
-			out, singles = append(out, singles[0]), singles[1:]
-		} else {
-			out, whole = append(out, whole[0]), whole[1:]
-		}
-	}
-	return append(append(out, singles...), whole...)
+	return append(calm, disruptive...)
 }
 
 // compareOptions orders the steps: those that break no budget first, then

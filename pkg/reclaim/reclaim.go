@@ -257,7 +257,7 @@ func search(in Input, mode Mode) (Plan, bool, string) {
 			s.reprieve()
 			node, _ = s.place()
 		}
-		if len(s.taken) == 0 {
+		if s.nTaken == 0 {
 			// The group fits without evictions: nothing for us to do; the
 			// scheduler's next attempt places it.
 			return Plan{}, false, "the group fits without evictions"
@@ -276,61 +276,60 @@ type state struct {
 	in            Input
 	mode          Mode
 	candidates    []int            // eligible pods, by Input.Pods index
-	nodeIndex     map[string]int   // eligible node name -> index in in.Nodes
-	allNodes      map[string]int   // every node name -> index in in.Nodes
 	eligibleNodes []int            // indexes of eligible nodes, in Input order
 	free          []resources.List // per node: Free + freed by taken pods; nil until changed (see freeOf)
-	taken         map[int]bool     // pod index -> taken
+	taken         []bool           // per pod: taken (taken.go)
+	nTaken        int              // pods taken
 	spent         []int32          // per budget: disruptions the taken pods spend
 	takenQ        map[string]resources.List
-	takenG        map[string]int32 // gang key -> its members taken
-	groupPods     map[string][]int // gang key -> its candidate pods
-	running       map[string]int32 // gang key -> running members (all, not only candidates)
-	spare         map[string]int32 // gang key -> members it may lose one by one
+	takenG        []int32          // per gang id: its members taken
+	broken        int              // gangs left between none and minMember (gangsIntact)
+	groupPods     [][]int          // per gang id: its candidate pods
+	running       []int32          // per gang id: running members (all, not only candidates)
 	steps         []option         // taken options, in order
 	opts          []option         // this round's options, best first
+	singles       []option         // the single steps, best first; the same in both rounds
 	byNode        [][]int32        // per node: indexes in opts of the options with a pod there (eligible nodes only)
 	used          []resources.List // per node: what placed members use; nil when nothing
 	placement     []int            // member -> node index (scratch)
 	order         []int            // members by size, largest first
 
 	// The bounded search's indexes (bound.go).
-	eligibleAt  []bool           // per node: it is in eligibleNodes
-	touched     marks            // nodes whose free changed since reset
-	occupied    marks            // nodes where greedy placed a member
-	reqs        []*request       // per member: its request's index, shared by equal requests
-	nodeBound   []nodeBound      // per node: this round's static part of the bound
-	covers      [][]int          // per node: the pods there that this round's options can take
-	placedAt    []resources.List // scratch of place: what the members placed so far use
-	placedOn    marks            // scratch of place: nodes in placedAt
-	podNode     []int32          // per pod: its node's index in in.Nodes, -1 when unknown
-	podEligible []int32          // per pod: its node's index in nodeIndex, -1 when not eligible
-	podGroup    []int32          // per pod: its gang's dense id, -1 for none
-	spareOf     []int32          // per gang id: spare
-	round       int              // which round of search: 1 for single pods, 2 with whole gangs
-	scratch     []int64          // scratch of bound
+	eligibleAt     []bool           // per node: it is in eligibleNodes
+	touched        marks            // nodes whose free changed since reset
+	occupied       marks            // nodes where greedy placed a member
+	reqs           []*request       // per member: its request's index, shared by equal requests
+	nodeBound      []nodeBound      // per node: this round's static part of the bound
+	covers         [][]int          // per node: the pods there that this round's options can take
+	placedAt       []resources.List // scratch of place: what the members placed so far use
+	placedOn       marks            // scratch of place: nodes in placedAt
+	podNode        []int32          // per pod: its node's index in in.Nodes, -1 when unknown
+	podEligible    []int32          // per pod: the first eligible node of its node's name, -1 for none
+	podGroup       []int32          // per pod: its gang's dense id, -1 for none
+	spareOf        []int32          // per gang id: spare
+	gangCandidates []int32          // per gang id: its candidate pods
+	round          int              // which round of search: 1 for single pods, 2 with whole gangs
+	scratch        []int64          // scratch of bound
 }
 
 func newState(in Input, mode Mode) *state {
-	s := &state{in: in, mode: mode, nodeIndex: map[string]int{}, groupPods: map[string][]int{}}
-	s.allNodes = make(map[string]int, len(in.Nodes))
+	// Sized up front: grown one append at a time, these were a tenth of
+	// a decision at 5000 nodes.
+	s := &state{in: in, mode: mode, eligibleNodes: make([]int, 0, len(in.Nodes)), candidates: make([]int, 0, len(in.Pods))}
+	// Each name's first node, and the first eligible node of that name
+	// (-1 for none): one map, read once per pod.
+	type named struct{ first, eligible int32 }
+	byName := make(map[string]named, len(in.Nodes))
 	for i, n := range in.Nodes {
-		if _, dup := s.allNodes[n.Name]; !dup {
-			s.allNodes[n.Name] = i
+		e, dup := byName[n.Name]
+		if !dup {
+			e = named{first: int32(i), eligible: -1}
 		}
-		if _, dup := s.nodeIndex[n.Name]; n.Eligible && !dup {
-			s.nodeIndex[n.Name] = i
+		if n.Eligible && e.eligible < 0 {
+			e.eligible = int32(i)
 			s.eligibleNodes = append(s.eligibleNodes, i)
 		}
-	}
-	// Each pod's node, looked up once: -1 for an unknown (or, in
-	// podEligible, an ineligible) node.
-	eligibleOf := make([]int32, len(in.Nodes))
-	for i, n := range in.Nodes {
-		eligibleOf[i] = -1
-		if j, ok := s.nodeIndex[n.Name]; ok && s.allNodes[n.Name] == i {
-			eligibleOf[i] = int32(j)
-		}
+		byName[n.Name] = e
 	}
 	s.podNode = make([]int32, len(in.Pods))
 	s.podEligible = make([]int32, len(in.Pods))
@@ -343,8 +342,8 @@ func newState(in Input, mode Mode) *state {
 	for i := range in.Pods {
 		p := &in.Pods[i]
 		s.podNode[i], s.podEligible[i], s.podGroup[i] = -1, -1, -1
-		if j, known := s.allNodes[p.Node]; known {
-			s.podNode[i], s.podEligible[i] = int32(j), eligibleOf[j]
+		if e, known := byName[p.Node]; known {
+			s.podNode[i], s.podEligible[i] = e.first, e.eligible
 		}
 		if p.Group != "" {
 			g, ok := gid[p.Group]
@@ -375,22 +374,17 @@ func newState(in Input, mode Mode) *state {
 			members[g] = append(members[g], i)
 		}
 	}
-	s.running = make(map[string]int32, len(keys))
-	s.spare = make(map[string]int32, len(keys))
+	s.running, s.groupPods = running, members
 	s.spareOf = make([]int32, len(keys))
+	s.gangCandidates = nCandidates
 	for g, key := range keys {
 		n := running[g]
-		s.running[key] = n
 		if gr := in.Groups[key]; gr.Whole {
 			s.spareOf[g] = 0 // one victim: no pod goes alone
 		} else if min := gr.MinMember; min <= 1 {
 			s.spareOf[g] = n // a group of one: every pod may go
 		} else {
 			s.spareOf[g] = max(n-min, 0)
-		}
-		s.spare[key] = s.spareOf[g]
-		if len(members[g]) > 0 {
-			s.groupPods[key] = members[g]
 		}
 	}
 	s.order = make([]int, len(in.Preemptor.Members))
@@ -454,10 +448,11 @@ func (s *state) reset() {
 	s.used = make([]resources.List, len(s.in.Nodes))
 	s.touched.reset(len(s.in.Nodes))
 	s.occupied.reset(len(s.in.Nodes))
-	s.taken = map[int]bool{}
+	s.taken = make([]bool, len(s.in.Pods))
+	s.nTaken, s.broken = 0, 0
 	s.spent = make([]int32, len(s.in.Budgets))
 	s.takenQ = map[string]resources.List{}
-	s.takenG = map[string]int32{}
+	s.takenG = make([]int32, len(s.running))
 	s.steps = s.steps[:0]
 }
 
@@ -489,51 +484,6 @@ func (s *state) comparePods(a, b int) int {
 	}
 	return strings.Compare(pa.ID, pb.ID)
 }
-
-// take adds an option's pods to the victims if its queue can afford it (the
-// reclaim rule); an option already (partly) taken adds only its remainder.
-func (s *state) take(o option) bool {
-	var add []int
-	for _, i := range o.pods {
-		if !s.taken[i] {
-			add = append(add, i)
-		}
-	}
-	if len(add) == 0 {
-		return false
-	}
-	if !o.whole {
-		// One by one, a gang gives up at most its spare members. A step
-		// that is not whole is one pod: checked before the queue rule,
-		// since every member of a gang is offered and most are refused
-		// here once its spare members are taken.
-		if g := s.in.Pods[add[0]].Group; g != "" && s.takenG[g] >= s.spare[g] {
-			return false
-		}
-	}
-	if !s.affordable(add) {
-		return false
-	}
-	st := o
-	st.pods = add
-	st.disruptive = s.violations(add)
-	for _, i := range add {
-		p := s.in.Pods[i]
-		if p.Group != "" {
-			s.takenG[p.Group]++
-		}
-		s.taken[i] = true
-		s.spend(p, 1)
-		s.mutFree(s.nodeIndexOf(p.Node)).Add(p.Request)
-		s.takenQ[p.Queue] = s.takenQ[p.Queue].Add(p.Request)
-	}
-	s.steps = append(s.steps, st)
-	return true
-}
-
-// nodeIndexOf returns the index of a node in Input.Nodes, eligible or not;
-// room freed on an ineligible node is tracked but never used.
-func (s *state) nodeIndexOf(name string) int { return s.allNodes[name] }
 
 // place puts the members first-fit-decreasing and returns the first
 // member's node. What the members use is kept aside (placedAt) for the
@@ -571,58 +521,4 @@ func (s *state) reprieve() {
 			s.retake(st.pods)
 		}
 	}
-}
-
-// gangsIntact: every gang is either untouched, taken whole, or keeps at
-// least minMember running members.
-func (s *state) gangsIntact() bool {
-	lost := map[string]int32{}
-	for i := range s.taken {
-		if g := s.in.Pods[i].Group; g != "" {
-			lost[g]++
-		}
-	}
-	for g, n := range lost {
-		if n < s.running[g] && n > s.spare[g] {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *state) untake(pods []int) {
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		delete(s.taken, i)
-		if p.Group != "" {
-			s.takenG[p.Group]--
-		}
-		s.spend(p, -1)
-		s.mutFree(s.nodeIndexOf(p.Node)).Sub(p.Request)
-		s.takenQ[p.Queue].Sub(p.Request)
-	}
-}
-
-func (s *state) retake(pods []int) {
-	for _, i := range pods {
-		p := s.in.Pods[i]
-		s.taken[i] = true
-		if p.Group != "" {
-			s.takenG[p.Group]++
-		}
-		s.spend(p, 1)
-		s.mutFree(s.nodeIndexOf(p.Node)).Add(p.Request)
-		s.takenQ[p.Queue].Add(p.Request)
-	}
-}
-
-// victims lists the taken pods, most important first: higher priority, then
-// longest running, then ID.
-func (s *state) victims() []int {
-	out := make([]int, 0, len(s.taken))
-	for i := range s.taken {
-		out = append(out, i)
-	}
-	slices.SortFunc(out, func(a, b int) int { return s.comparePods(b, a) })
-	return out
 }
