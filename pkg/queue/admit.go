@@ -105,19 +105,21 @@ type passState struct {
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
 	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
-	// roomWanted: a group that passed check 4 was refused by checks 5 or 7
-	// in this pass; no room is lent while it waits (lend.go).
-	roomWanted bool
-	lenders    []*pqueue
-	cused      []int64 // cluster: used + every queue's inflight
-	scratch    []int64
-	pre        []int64 // what preemption frees for the group being evaluated
-	excess     []int64 // per queue: what its own groups hold above what they keep (reclaimable)
-	subEx      []int64 // per queue: excess summed over its subtree
-	freeable   []int64 // per level of the group being evaluated: what reclaim frees there
-	qheap      []*pqueue
-	touched    []*pqueue
-	res        Result
+	// roomWanted: a group that passed check 4 without counting reclaim's
+	// room (the head exception, or its window of free room only) was
+	// refused by checks 5 or 7 in this pass; no room is lent while it
+	// waits (lend.go). waived: the last evaluateWith waived check 4.
+	roomWanted, waived bool
+	lenders            []*pqueue
+	cused              []int64 // cluster: used + every queue's inflight
+	scratch            []int64
+	pre                []int64 // what preemption frees for the group being evaluated
+	excess             []int64 // per queue: what its own groups hold above what they keep (reclaimable)
+	subEx              []int64 // per queue: excess summed over its subtree
+	freeable           []int64 // per level of the group being evaluated: what reclaim frees there
+	qheap              []*pqueue
+	touched            []*pqueue
+	res                Result
 }
 
 // Admit runs one admission pass (Volcano's enqueue action) over the ready
@@ -171,7 +173,7 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 	t := s.tree
 	for _, q := range p.queues {
 		q.skip = q.skip[:0]
-		q.refused, q.admitted, q.ahead, q.done = 0, 0, nil, false
+		q.refused, q.admitted, q.ahead, q.done, q.wants = 0, 0, nil, false, false
 		q.budget = ps.o.Lookahead
 		q.node = -1
 		if len(q.heap) == 0 && len(q.parked) == 0 {
@@ -448,11 +450,16 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps.pre = growInt64s(ps.pre, ps.r)
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
-	// The plain try's reason, not the preemption try's: a group above its
-	// share refused for placement with preemption's room is not waiting
-	// for idle room (lend.go).
+	// A group within its share refused for room (lend.go): its queue lends
+	// to none of its own groups, and when it could not count what reclaim
+	// takes back from a loan, nothing is lent at all. The plain try's
+	// reason, not the preemption try's: a group above its share refused
+	// for placement with preemption's room is not waiting for idle room.
 	if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
-		ps.roomWanted = true
+		q.wants = true
+		if ps.waived || e.g.freeRoomOnly(ps.now) {
+			ps.roomWanted = true
+		}
 	}
 	if v != transient || ps.o.Preemptible == nil || e.g.freeRoomOnly(ps.now) {
 		return d, v
@@ -483,6 +490,7 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	ps := &p.pass
 	r := ps.r
 	node := q.node
+	ps.waived = false
 	name := func(l int) string { return ps.s.tree.specs[l].Name }
 	refuse := func(c Check, l int, a amount, avail int64, perm bool) (Decision, verdict) {
 		d := Decision{Check: c, Queue: q.name, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0), Permanent: perm}
@@ -570,6 +578,7 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 			return d, transient
 		}
 	}
+	ps.waived = waived
 	// (5) cluster idle, on the requested resources only; a group within its
 	// deserved share may also count what reclaim can take back, or, in the
 	// preemption try, what preemption frees.

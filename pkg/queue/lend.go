@@ -18,11 +18,15 @@ package queue
 // lend runs after the queues' turns: it admits groups refused only by check 4
 // onto the cluster's idle room (no reclaim or preemption room counted), one
 // per queue per round, queues in the pass's order, until a round admits
-// nothing. It lends nothing while a group that passed check 4 waits for room
-// (refused by checks 5 or 7): that group is entitled to the room as it frees,
-// and a loan there would only become an eviction. Its cost is
-// O(a x q x Lookahead) for a loans and q queues, on groups the pass already
-// examined.
+// nothing. A group within its share that waits for room (refused by checks
+// 5 or 7) limits it two ways. Its own queue borrows nothing: reclaim never
+// takes from the group's own queue, so a loan there would keep it out.
+// And when the group could not count reclaim's room (a head exempt from
+// check 4, or a group in its window of free room only), nothing is lent:
+// it waits for the room itself to free. Any other such group loses
+// nothing to a loan, since checks 5 and 7 count a loan as room reclaim
+// takes back for it. Its cost is O(a x q x Lookahead) for a loans and q
+// queues, on groups the pass already examined.
 func (p *Pending) lend() {
 	ps := &p.pass
 	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
@@ -30,7 +34,7 @@ func (p *Pending) lend() {
 	}
 	ps.lenders = ps.lenders[:0]
 	for _, q := range ps.touched {
-		if q.node < 0 || !ps.s.tree.specs[q.node].Reclaimable {
+		if q.node < 0 || q.wants || !ps.s.tree.specs[q.node].Reclaimable {
 			continue
 		}
 		for _, e := range q.skip {

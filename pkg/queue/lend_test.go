@@ -41,12 +41,26 @@ func TestAdmitLend(t *testing.T) {
 			change: func(w *world, _ *fakePlacement) { w.specs[1].Reclaimable = false }, want: []string{}},
 		{name: "not when the members cannot be placed on the free nodes",
 			change: func(_ *world, f *fakePlacement) { f.fit["b/x"] = 0 }, want: []string{}},
-		{name: "not while a group within its share waits for room",
+		{name: "not to the queue of a group within its share waiting for room",
+			change: func(w *world, f *fakePlacement) {
+				// 17 cpu: deserved 8.5 each. a/mid (6 + 2 <= 8.5) cannot be
+				// placed and waits; a/x (6 + 3 > 8.5) would fit the 3 idle
+				// cpu, but a loan in a's own queue would keep a/mid out
+				// (reclaim never takes from a group's own queue). b/y may
+				// borrow: a/mid counts b's loan as room reclaim frees.
+				w.total, w.used = cores(17), cores(14)
+				w.usage["a"] = Usage{Allocated: cores(6)}
+				w.groups = []Group{grp("a/mid", "a", 0, cores(2)), grp("a/x", "a", 1, cores(3)), grp("b/y", "b", 2, cores(2))}
+				f.fit["a/mid"] = 0
+			}, want: []string{"b/y"}},
+		{name: "not while a head exempt from its share waits for room",
 			change: func(w *world, _ *fakePlacement) {
-				// 2 cpu idle now; a/mid (4 + 3 <= 8) passes check 4 and
-				// waits for the cluster. The 2 idle cpu are its.
-				w.used = cores(14)
-				w.groups = append(w.groups, grp("a/mid", "a", 2, cores(3)), grp("b/y", "b", 3, cores(2)))
+				// a/huge alone exceeds a's 8.5: admitted at the head without
+				// check 4, it counts no reclaim, so it waits for idle room
+				// itself, and nothing is lent.
+				w.total, w.used = cores(17), cores(14)
+				w.usage["a"] = Usage{Allocated: cores(6)}
+				w.groups = []Group{grp("a/huge", "a", 0, cores(10)), grp("b/y", "b", 1, cores(2))}
 			}, want: []string{}},
 		{name: "past a group too large for the idle room, in the queue's order",
 			change: func(w *world, _ *fakePlacement) {

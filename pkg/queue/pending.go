@@ -110,6 +110,7 @@ type pqueue struct {
 	ahead    *entry   // the first refused group that counts as the head, if any
 	skip     []*entry // refused groups waiting to go back into the heap
 	done     bool
+	wants    bool // a group within its share was refused for room (lend.go)
 }
 
 // Pending holds the groups waiting for admission, per queue, ordered by
