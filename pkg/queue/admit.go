@@ -105,10 +105,10 @@ type passState struct {
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
 	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
-	// roomWanted: a group that passed check 4 without counting reclaim's
-	// room (the head exception, or its window of free room only) was
-	// refused by checks 5 or 7 in this pass; no room is lent while it
-	// waits (lend.go). waived: the last evaluateWith waived check 4.
+	// roomWanted: a group that passed check 4 was refused by check 5, or,
+	// without counting reclaim's room (the head exception, or its window
+	// of free room only), by check 7 in this pass; no room is lent while
+	// it waits (lend.go). waived: the last evaluateWith waived check 4.
 	roomWanted, waived bool
 	lenders            []*pqueue
 	cused              []int64 // cluster: used + every queue's inflight
@@ -451,13 +451,14 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
 	// A group within its share refused for room (lend.go): its queue lends
-	// to none of its own groups, and when it could not count what reclaim
-	// takes back from a loan, nothing is lent at all. The plain try's
-	// reason, not the preemption try's: a group above its share refused
-	// for placement with preemption's room is not waiting for idle room.
+	// to none of its own groups; and when the cluster is short of room in
+	// sum, or the group could not count what reclaim takes back from a
+	// loan, nothing is lent at all. The plain try's reason, not the
+	// preemption try's: a group above its share refused for placement
+	// with preemption's room is not waiting for idle room.
 	if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
 		q.wants = true
-		if ps.waived || e.g.freeRoomOnly(ps.now) {
+		if d.Check == CheckCluster || ps.waived || e.g.freeRoomOnly(ps.now) {
 			ps.roomWanted = true
 		}
 	}

@@ -53,6 +53,13 @@ func TestAdmitLend(t *testing.T) {
 				w.groups = []Group{grp("a/mid", "a", 0, cores(2)), grp("a/x", "a", 1, cores(3)), grp("b/y", "b", 2, cores(2))}
 				f.fit["a/mid"] = 0
 			}, want: []string{"b/y"}},
+		{name: "not while a group within its share waits for the cluster's room",
+			change: func(w *world, _ *fakePlacement) {
+				// 2 cpu idle; a/mid (4 + 3 <= 8) passes check 4 and is
+				// refused by check 5: it gathers the room as work ends.
+				w.used = cores(14)
+				w.groups = append(w.groups, grp("a/mid", "a", 2, cores(3)), grp("b/y", "b", 3, cores(2)))
+			}, want: []string{}},
 		{name: "not while a head exempt from its share waits for room",
 			change: func(w *world, _ *fakePlacement) {
 				// a/huge alone exceeds a's 8.5: admitted at the head without
