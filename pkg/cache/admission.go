@@ -61,6 +61,12 @@ type admissionState struct {
 	// knows its slot) rather than a set: most units are singletons, and a
 	// one-entry map costs a few hundred bytes per pod.
 	unitPods map[queue.Key][]*podAcct
+	// planWaiting counts units admitted on a plan's room that still
+	// reserve room (bookPlan). While any does, admission lends nothing:
+	// its plan evicts the youngest pods above their share, and a loan made
+	// meanwhile would be that pod (the quality benchmark showed 32-pod
+	// loans evicted within a second of binding).
+	planWaiting int
 	// nsPods indexes, per namespace, the accounts whose queue follows the
 	// namespace's label (podAcct.followsNS): pods accounted without a unit,
 	// e.g. the members of a PodGroup that does not exist. onNamespace moves
@@ -294,7 +300,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
 		Reclaim:             c.reclaim,
-		Lend:                a.opts.LendIdleRoom,
+		Lend:                a.opts.LendIdleRoom && a.planWaiting == 0,
 	}
 	if c.preempt {
 		opts.Preemptible = c.preemptibleLocked

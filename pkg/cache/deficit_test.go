@@ -130,3 +130,44 @@ func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 	}
 	wantConsistent(t, c, "after the release")
 }
+
+// TestPlanWaitingBook: the count of units admitted on a plan's room that
+// still reserve room, which turns lending off, follows admission, release,
+// binding and deletion. A count left behind would stop lending for good.
+func TestPlanWaitingBook(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.EnableEvictions(false, true)
+	c.onNode(logger, mkNode("n0", "8"))
+	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
+	want := func(step string, n int) {
+		t.Helper()
+		if got := c.adm.planWaiting; got != n {
+			t.Errorf("%s: planWaiting %d, want %d", step, got, n)
+		}
+	}
+	free := single("ns", "free", inQueue("q"), cpu("2"), priority(1000))
+	podEvent(c, free)
+	pass(c, t0)
+	want("admitted on free room", 0)
+
+	pre := single("ns", "pre", inQueue("q"), cpu("6"), priority(1000))
+	podEvent(c, pre)
+	pass(c, t0.Add(time.Second))
+	want("admitted on preemption's room", 1)
+	c.ReleaseSingleton(pre, t0.Add(time.Second))
+	want("released", 0)
+
+	pass(c, t0.Add(freeRoomOnlyFor+2*time.Second))
+	want("admitted on the plan again", 1)
+	podDelete(c, pre)
+	want("deleted", 0)
+
+	again := single("ns", "again", inQueue("q"), cpu("6"), priority(1000))
+	podEvent(c, again)
+	pass(c, t0.Add(freeRoomOnlyFor+3*time.Second))
+	want("a second one admitted on the plan", 1)
+	bound := again.DeepCopy()
+	bound.Spec.NodeName = "n0"
+	podEvent(c, bound)
+	want("bound", 0)
+}

@@ -51,6 +51,9 @@ type unit struct {
 	// onPlan: admitted on room only a reclaim or preemption plan frees
 	// (queue.Decision.OnPlan).
 	onPlan bool
+	// planBooked: counted in admissionState.planWaiting (onPlan and still
+	// reserving room).
+	planBooked bool
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
 	freeRoomUntil time.Time
@@ -265,6 +268,7 @@ func (c *Cache) dropUnitLocked(u *unit) {
 	if q := a.usage[u.queue]; q != nil {
 		q.inflight.Sub(u.inflight)
 	}
+	a.bookPlan(u, false)
 	delete(a.units, u.key)
 	c.dropExtraDemandLocked(u)
 	c.feasible.track(u, true)
@@ -295,6 +299,20 @@ func (c *Cache) moveUnitLocked(u *unit, q string) {
 	}
 }
 
+// bookPlan keeps planWaiting, the units admitted on a plan's room that
+// still reserve room, in step with u: O(1).
+func (a *admissionState) bookPlan(u *unit, waiting bool) {
+	if u.planBooked == waiting {
+		return
+	}
+	u.planBooked = waiting
+	if waiting {
+		a.planWaiting++
+	} else {
+		a.planWaiting--
+	}
+}
+
 // setInflightLocked recomputes what an admitted unit still reserves.
 func (c *Cache) setInflightLocked(u *unit) {
 	// Once a gang has had minMember members bound it has started, as Volcano
@@ -319,6 +337,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
+	c.adm.bookPlan(u, u.onPlan && len(u.inflight) > 0)
 	c.syncExtraDemandLocked(u)
 	c.feasible.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which

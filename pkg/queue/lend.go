@@ -37,6 +37,14 @@ func (p *Pending) lend() {
 	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
 		return
 	}
+	// A group admitted on a plan's room in this pass: its plan evicts the
+	// youngest pods above their share, which a loan made now would be.
+	// (Across passes the caller turns Lend off while such a group waits.)
+	for _, o := range ps.res.Admitted {
+		if o.Decision.OnPlan {
+			return
+		}
+	}
 	ps.lenders = ps.lenders[:0]
 	for _, q := range ps.touched {
 		if q.node < 0 || q.wants || !ps.s.tree.specs[q.node].Reclaimable {

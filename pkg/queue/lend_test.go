@@ -217,3 +217,45 @@ func TestAdmitLendReservedQueue(t *testing.T) {
 		})
 	}
 }
+
+// A pass that admits a group on a plan's room lends nothing: the plan's
+// victims are the youngest pods above their share, which a loan made in
+// the same pass would be.
+func TestAdmitNoLoanBesideAPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		place bool // a/need's members fit the free nodes (no plan needed)
+		want  []string
+	}{
+		{name: "a/need on free room: b/x borrows beside it", place: true, want: []string{"a/need", "b/x"}},
+		{name: "a/need on reclaim's room: no loan", place: false, want: []string{"a/need"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 16 cpu x 1.2: a deserves 8 and holds 4; b deserves 8 and
+			// holds 10 (2 reclaimable). a/need (4 + 2 <= 8) fits the sum;
+			// its members fit the nodes only with reclaim's room when
+			// place is false. b/x is refused by b's share and fits the
+			// aggregate idle room left.
+			f := &fakePlacement{fit: map[string]int{}, planFit: map[string]int{}}
+			if !tc.place {
+				f.fit["a/need"], f.planFit["a/need"] = 0, 1
+			}
+			w := world{
+				specs: []Spec{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 1, Reclaimable: true}},
+				total: cores(16),
+				used:  cores(14),
+				usage: map[string]Usage{"a": {Allocated: cores(4)}, "b": {Allocated: cores(10)}},
+				groups: []Group{grp("a/need", "a", 0, cores(2)), grp("a/big", "a", 1, cores(6)),
+					grp("b/x", "b", 2, cores(2))},
+				opts: Options{Reclaim: true, Lend: true, OvercommitFactor: 1.2, Placement: f},
+			}
+			_, res, _ := w.run()
+			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("admitted %v, want %v", got, tc.want)
+			}
+			if onPlan := res.Admitted[0].Decision.OnPlan; onPlan == tc.place {
+				t.Errorf("a/need OnPlan %v, want %v", onPlan, !tc.place)
+			}
+		})
+	}
+}
