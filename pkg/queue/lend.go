@@ -23,15 +23,14 @@ package queue
 // takes from the group's own queue, so a loan there would keep it out.
 // And nothing is lent at all when the cluster is short of room in sum
 // (check 5: the group is gathering the room as work finishes, and every
-// loan there would become an eviction when it has gathered enough: on the
+// loan there would become an eviction when it has gathered enough; on the
 // quality benchmark's trace, whose large gangs wait so, such loans lowered
-// utilization), or when the group
-// could not count reclaim's room (a head exempt from check 4, or a group
-// in its window of free room only). A group refused only for placement
-// (check 7: the room is there in sum but split over nodes) loses nothing
-// to a loan, since check 7 counts a loan as room reclaim takes back for
-// it. Its cost is O(a x q x Lookahead) for a loans and q queues, on groups
-// the pass already examined.
+// utilization), or when the group could not count reclaim's room (a head
+// exempt from check 4, or a group in its window of free room only). A
+// group refused only for placement (check 7: the room is there in sum but
+// split over nodes) loses nothing to a loan, since check 7 counts a loan
+// as room reclaim takes back for it. Its cost is O(a x q x Lookahead) for
+// a loans and q queues, on groups the pass already examined.
 func (p *Pending) lend() {
 	ps := &p.pass
 	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
