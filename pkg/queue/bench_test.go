@@ -23,7 +23,8 @@ func newBenchWorld(n, queues int) *benchWorld {
 	w := &benchWorld{usage: map[string]Usage{}}
 	specs := make([]Spec, 0, queues)
 	for i := range queues {
-		s := Spec{Name: fmt.Sprintf("q%03d", i), Weight: int32(1 + i%4)}
+		// Reclaimable matters only with Options.Reclaim (BenchmarkPassLend).
+		s := Spec{Name: fmt.Sprintf("q%03d", i), Weight: int32(1 + i%4), Reclaimable: true}
 		if i >= 10 && i%10 == 0 {
 			s.Capability = resources.List{resources.CPU: 200_000}
 		}
@@ -107,6 +108,49 @@ func BenchmarkPass(b *testing.B) {
 				b.ReportMetric(float64(admitted), "admitted/pass")
 			})
 		}
+	}
+}
+
+// BenchmarkPassLend is a pass whose every group is refused by its queue's
+// deserved share while a tenth of the cluster is idle: the lending phase
+// admits what fits (one loan per queue per round), the worst case for it.
+func BenchmarkPassLend(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
+			w := newBenchWorld(n, 100)
+			p := NewPending()
+			for _, g := range w.groups {
+				p.Set(g)
+			}
+			// Every queue already holds twice an even split of the cluster,
+			// so each is above its deserved share.
+			held := resources.List{resources.CPU: w.total[resources.CPU] / 50, "memory": w.total["memory"] / 50}
+			c := Cluster{Allocatable: w.total, Used: resources.List{
+				resources.CPU: w.total[resources.CPU] * 9 / 10, "memory": w.total["memory"] * 9 / 10}}
+			opts := Options{OvercommitFactor: 1, Reclaim: true, Lend: true}
+			lent := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				for name := range w.usage {
+					w.usage[name] = Usage{Allocated: held, Pending: p.PendingRequest(name)}
+				}
+				res := p.Admit(Divide(w.tree, w.total, w.usage), c, opts, t0)
+				lent = len(res.Admitted)
+				b.StopTimer()
+				for _, o := range res.Admitted {
+					if !o.Decision.Lent {
+						b.Fatalf("%s admitted without a loan: %+v", o.Group.Key, o.Decision)
+					}
+					p.Set(o.Group)
+				}
+				b.StartTimer()
+			}
+			if lent == 0 {
+				b.Fatal("nothing lent")
+			}
+			b.ReportMetric(float64(lent), "lent/pass")
+		})
 	}
 }
 
