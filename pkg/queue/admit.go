@@ -110,7 +110,6 @@ type passState struct {
 	// of free room only), by check 7 in this pass; no room is lent while
 	// it waits (lend.go). waived: the last evaluateWith waived check 4.
 	roomWanted, waived bool
-	lenders            []*pqueue
 	cused              []int64 // cluster: used + every queue's inflight
 	scratch            []int64
 	pre                []int64 // what preemption frees for the group being evaluated

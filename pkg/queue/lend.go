@@ -29,8 +29,9 @@ package queue
 // exempt from check 4, or a group in its window of free room only). A
 // group refused only for placement (check 7: the room is there in sum but
 // split over nodes) loses nothing to a loan, since check 7 counts a loan
-// as room reclaim takes back for it. Its cost is O(a x q x Lookahead) for
-// a loans and q queues, on groups the pass already examined.
+// as room reclaim takes back for it. Its cost is O(a x (log q +
+// Lookahead)) for a loans and q queues, on groups the pass already
+// examined.
 func (p *Pending) lend() {
 	ps := &p.pass
 	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
@@ -44,30 +45,29 @@ func (p *Pending) lend() {
 			return
 		}
 	}
-	ps.lenders = ps.lenders[:0]
+	// Queues take turns as in the pass itself, through its queue heap (empty
+	// once the queues' turns are over): lowest share first, re-placed after
+	// each loan, dropped when nothing of theirs fits the idle room left
+	// (that room only shrinks).
 	for _, q := range ps.touched {
 		if q.node < 0 || q.wants || !ps.s.tree.specs[q.node].Reclaimable {
 			continue
 		}
 		for _, e := range q.skip {
 			if p.mayBorrow(q, e) {
-				ps.lenders = append(ps.lenders, q)
+				q.dyn = p.dynShare(q)
+				p.qpush(q)
 				break
 			}
 		}
 	}
-	for len(ps.lenders) > 0 {
-		best := -1
-		for i, q := range ps.lenders {
+	for len(ps.qheap) > 0 {
+		q := ps.qheap[0]
+		if p.lendOne(q) {
 			q.dyn = p.dynShare(q)
-			if best < 0 || qbefore(q, ps.lenders[best]) {
-				best = i
-			}
-		}
-		q := ps.lenders[best]
-		if !p.lendOne(q) {
-			// Nothing of q fits the idle room left; it only shrinks.
-			ps.lenders = append(ps.lenders[:best], ps.lenders[best+1:]...)
+			p.qdown(0)
+		} else {
+			p.qremove(0)
 		}
 	}
 }
