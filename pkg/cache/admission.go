@@ -62,10 +62,7 @@ type admissionState struct {
 	// one-entry map costs a few hundred bytes per pod.
 	unitPods map[queue.Key][]*podAcct
 	// planWaiting counts units admitted on a plan's room that still
-	// reserve room (bookPlan). While any does, admission lends nothing:
-	// its plan evicts the youngest pods above their share, and a loan made
-	// meanwhile would be that pod (the quality benchmark showed 32-pod
-	// loans evicted within a second of binding).
+	// reserve room (bookPlan): queue.Cluster.PlansWaiting.
 	planWaiting int
 	// nsPods indexes, per namespace, the accounts whose queue follows the
 	// namespace's label (podAcct.followsNS): pods accounted without a unit,
@@ -300,7 +297,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
 		Reclaim:             c.reclaim,
-		Lend:                a.opts.LendIdleRoom && a.planWaiting == 0,
+		Lend:                a.opts.LendIdleRoom,
 	}
 	if c.preempt {
 		opts.Preemptible = c.preemptibleLocked
@@ -310,7 +307,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	}
 	pl := c.placementLocked()
 	opts.Placement = pl
-	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used}, opts, now)
+	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
 	act := map[string]*v1.Pod{}
 	for _, o := range res.Admitted {

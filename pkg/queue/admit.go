@@ -24,6 +24,10 @@ type Cluster struct {
 	Allocatable resources.List
 	// Used is what pods on nodes hold, Caldera's or not.
 	Used resources.List
+	// PlansWaiting counts the groups admitted on a plan's room (OnPlan) in
+	// earlier passes that still reserve room: their plans have not yet
+	// made it. Lending waits for them (lend.go).
+	PlansWaiting int
 }
 
 // scale multiplies an amount by f >= 1, rounding down and saturating.
@@ -110,6 +114,7 @@ type passState struct {
 	// of free room only), by check 7 in this pass; no room is lent while
 	// it waits (lend.go). waived: the last evaluateWith waived check 4.
 	roomWanted, waived bool
+	plansWaiting       int     // Cluster.PlansWaiting
 	cused              []int64 // cluster: used + every queue's inflight
 	scratch            []int64
 	pre                []int64 // what preemption frees for the group being evaluated
@@ -161,6 +166,7 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 	ps := &p.pass
 	ps.s, ps.o, ps.now, ps.gen = s, o.withDefaults(), now, p.gen
 	ps.roomWanted = false
+	ps.plansWaiting = c.PlansWaiting
 
 	ps.res.Admitted = ps.res.Admitted[:0]
 	ps.res.Refused = ps.res.Refused[:0]

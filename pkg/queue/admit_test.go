@@ -25,6 +25,7 @@ type world struct {
 	usage  map[string]Usage // allocated and inflight; pending comes from the Pending
 	groups []Group
 	opts   Options
+	plans  int // Cluster.PlansWaiting
 }
 
 // pass divides the cluster with the Pending's current pending requests and
@@ -40,7 +41,7 @@ func (w world) pass(p *Pending, now time.Time) (*Result, *Shares) {
 		usage[q] = u
 	}
 	s := Divide(BuildTree(w.specs), w.total, usage)
-	return p.Admit(s, Cluster{Allocatable: w.total, Used: w.used}, w.opts, now), s
+	return p.Admit(s, Cluster{Allocatable: w.total, Used: w.used, PlansWaiting: w.plans}, w.opts, now), s
 }
 
 func (w world) run() (*Pending, *Result, *Shares) {

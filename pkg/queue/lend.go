@@ -34,12 +34,12 @@ package queue
 // examined.
 func (p *Pending) lend() {
 	ps := &p.pass
-	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted {
+	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted || ps.plansWaiting > 0 {
 		return
 	}
-	// A group admitted on a plan's room in this pass: its plan evicts the
-	// youngest pods above their share, which a loan made now would be.
-	// (Across passes the caller turns Lend off while such a group waits.)
+	// A group admitted on a plan's room, in this pass or an earlier one
+	// (Cluster.PlansWaiting), whose plan is not made yet: a plan evicts
+	// the youngest pods above their share, which a loan made now would be.
 	for _, o := range ps.res.Admitted {
 		if o.Decision.OnPlan {
 			return

@@ -218,17 +218,19 @@ func TestAdmitLendReservedQueue(t *testing.T) {
 	}
 }
 
-// A pass that admits a group on a plan's room lends nothing: the plan's
-// victims are the youngest pods above their share, which a loan made in
-// the same pass would be.
+// A pass that admits a group on a plan's room, or runs while one admitted
+// so earlier still waits, lends nothing: the plan's victims are the
+// youngest pods above their share, which a loan made meanwhile would be.
 func TestAdmitNoLoanBesideAPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		place bool // a/need's members fit the free nodes (no plan needed)
+		plans int  // groups admitted on a plan in earlier passes, waiting
 		want  []string
 	}{
 		{name: "a/need on free room: b/x borrows beside it", place: true, want: []string{"a/need", "b/x"}},
 		{name: "a/need on reclaim's room: no loan", place: false, want: []string{"a/need"}},
+		{name: "an earlier pass's plan still waits: no loan", place: true, plans: 1, want: []string{"a/need"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// 16 cpu x 1.2: a deserves 8 and holds 4; b deserves 8 and
@@ -247,7 +249,8 @@ func TestAdmitNoLoanBesideAPlan(t *testing.T) {
 				usage: map[string]Usage{"a": {Allocated: cores(4)}, "b": {Allocated: cores(10)}},
 				groups: []Group{grp("a/need", "a", 0, cores(2)), grp("a/big", "a", 1, cores(6)),
 					grp("b/x", "b", 2, cores(2))},
-				opts: Options{Reclaim: true, Lend: true, OvercommitFactor: 1.2, Placement: f},
+				opts:  Options{Reclaim: true, Lend: true, OvercommitFactor: 1.2, Placement: f},
+				plans: tc.plans,
 			}
 			_, res, _ := w.run()
 			if got := admittedKeys(res); !reflect.DeepEqual(got, tc.want) {

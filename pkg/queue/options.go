@@ -52,10 +52,10 @@ type Options struct {
 	// group entitled to room was served, when it fits the cluster's idle
 	// room. Its queue then holds more than its deserved share, and reclaim
 	// takes the loan back for a group within its share. Without it the
-	// pass is strictly fair and may leave room idle. Nothing is lent in a
-	// pass that admits a group on a plan's room; the caller should turn
-	// Lend off while a group admitted so earlier still waits, since a
-	// plan's victims are the youngest pods above their share.
+	// pass is strictly fair and may leave room idle. Nothing is lent while
+	// a group admitted on a plan's room waits for it (in the same pass, or
+	// Cluster.PlansWaiting), since a plan's victims are the youngest pods
+	// above their share.
 	Lend bool
 }
 
