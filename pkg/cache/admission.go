@@ -310,10 +310,23 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
 	act := map[string]*v1.Pod{}
+	// Each admission is logged at V(2), as the scheduler logs each bind:
+	// when a group was let in, and on what (a reclaim plan, lent room),
+	// is what explains the evictions that may follow it.
+	logAdmitted := logger.V(2).Enabled()
+	type admittedEntry struct {
+		unit         queue.Key
+		queue        string
+		onPlan, lent bool
+	}
+	var admittedLog []admittedEntry
 	for _, o := range res.Admitted {
 		u := a.units[o.Group.Key]
 		if u == nil {
 			continue
+		}
+		if logAdmitted {
+			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
 		}
 		u.admitted, u.onPlan = true, o.Decision.OnPlan
 		if u.gang != nil {
@@ -358,6 +371,9 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// res belongs to the Pending: read it under the lock.
 	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
 	c.mu.Unlock()
+	for _, e := range admittedLog {
+		logger.V(2).Info("Admitted", "unit", e.unit.String(), "queue", e.queue, "onPlan", e.onPlan, "lent", e.lent)
+	}
 	if nAdmitted > 0 {
 		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
 	}
