@@ -2,6 +2,7 @@ package quality
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -43,6 +44,9 @@ type profile struct {
 	// external, when set, runs this command instead of an in-process
 	// scheduler (external mode); schedulerOptions are then unused.
 	external *harness.ExternalScheduler
+	// onRequest: run only when -quality.profiles names it (a variant
+	// measured against the shipped configuration, not a default run's).
+	onRequest bool
 }
 
 // Profile names, used in the report and in -quality.profiles.
@@ -50,12 +54,29 @@ const (
 	profileDefault  = "default"
 	profileCaldera  = "caldera"
 	profileUpstream = "upstream-gang"
+	// profileNoLend is Caldera with lendIdleRoom off, on request: the
+	// measurement behind lending's default.
+	profileNoLend = "caldera-nolend"
 )
 
 // starvationThresholdSeconds is the shipped configuration's
 // (manifests/scheduler/config.yaml): the run divides it by the compression,
 // so that it means the same in trace time.
 const starvationThresholdSeconds = 300
+
+// calderaProfile runs manifests/scheduler/config.yaml as shipped, but for the
+// starvation bound, compressed with the trace, and the CalderaEnqueue args
+// in enqueue.
+func calderaProfile(name string, enqueue map[string]any) profile {
+	return profile{
+		name: name, schedulerName: harness.DefaultSchedulerName, gang: gangCaldera, queues: true,
+		schedulerOptions: func(_ string, compression float64) []harness.SchedulerOption {
+			args := map[string]any{"starvationThresholdSeconds": max(1, int(starvationThresholdSeconds/compression))}
+			maps.Copy(args, enqueue)
+			return []harness.SchedulerOption{raiseQPS, harness.WithPluginArgs("CalderaEnqueue", args)}
+		},
+	}
+}
 
 func defaultConfig(root string) string {
 	return filepath.Join(root, "test", "quality", "testdata", "default-scheduler.yaml")
@@ -98,6 +119,8 @@ func upstreamEnv() []harness.EnvOption {
 
 // profiles are the in-process profiles, in the order they run.
 func profiles() []profile {
+	noLend := calderaProfile(profileNoLend, map[string]any{"lendIdleRoom": false})
+	noLend.onRequest = true
 	return []profile{
 		{
 			name: profileDefault, schedulerName: "default-scheduler", gang: gangNone,
@@ -105,16 +128,7 @@ func profiles() []profile {
 				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS}
 			},
 		},
-		{
-			name: profileCaldera, schedulerName: harness.DefaultSchedulerName, gang: gangCaldera, queues: true,
-			schedulerOptions: func(_ string, compression float64) []harness.SchedulerOption {
-				// manifests/scheduler/config.yaml as shipped, but for the
-				// starvation bound, compressed with the trace.
-				return []harness.SchedulerOption{raiseQPS, harness.WithPluginArgs("CalderaEnqueue", map[string]any{
-					"starvationThresholdSeconds": max(1, int(starvationThresholdSeconds/compression)),
-				})}
-			},
-		},
+		calderaProfile(profileCaldera, nil),
 		{
 			name: profileUpstream, schedulerName: "default-scheduler", gang: gangUpstream,
 			envOptions: upstreamEnv(),
@@ -122,5 +136,6 @@ func profiles() []profile {
 				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS, harness.WithFeatureGates(upstreamGates)}
 			},
 		},
+		noLend,
 	}
 }

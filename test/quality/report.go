@@ -63,8 +63,8 @@ func markdown(rep Report) string {
 		p.Seed, p.Nodes, p.NodeCPU/1000, p.CapacityCPU()/1000, s.Jobs, s.Pods, p.ArrivalPhase, s.OfferedLoad,
 		100*s.SmallJobFraction, 100*s.LargeGangWorkFraction, s.MaxRun, s.IdealDrain.Round(1e9), rep.Options.Compression)
 
-	b.WriteString("| profile | util. while contended | useful util. | finished | unfinished | makespan s | mean JCT s | wait p50 | p95 | p99 | max wait s | partial-gang node-s | longest partial s | never started | evictions | stopped because |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| profile | util. while contended | useful util. | finished | unfinished | makespan s | mean JCT s | wait p50 | p95 | p99 | max wait s | partial-gang node-s | longest partial s | never started | evictions (fresh) | work evicted core-s | stopped because |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, r := range rep.Results {
 		mk := "-"
 		if r.Makespan > 0 {
@@ -74,11 +74,14 @@ func markdown(rep Report) string {
 		if why == "" {
 			why = "all jobs finished"
 		}
-		fmt.Fprintf(&b, "| %s | %.1f%% | %.1f%% | %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s |\n",
+		fmt.Fprintf(&b, "| %s | %.1f%% | %.1f%% | %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d (%d) | %.0f | %s |\n",
 			r.Profile, 100*r.ContendedUtilization, 100*r.ContendedUseful, r.Finished, r.Unfinished, mk, r.MeanJCT,
-			r.All.P50, r.All.P95, r.All.P99, r.MaxWait, r.PartialNodeSeconds, r.MaxPartialSeconds, r.NeverStarted, r.Evictions, why)
+			r.All.P50, r.All.P95, r.All.P99, r.MaxWait, r.PartialNodeSeconds, r.MaxPartialSeconds, r.NeverStarted,
+			r.Evictions, r.EvictedFresh, r.EvictedWork, why)
 	}
 
+	fmt.Fprintf(&b, "\nEvictions (fresh): pods the scheduler deleted, and of them those bound for less than %.0f trace seconds; "+
+		"work evicted: their CPU times how long each had been bound, the work lost.\n", score.FreshSeconds)
 	b.WriteString("\nJob wait (submission to last pod bound), trace seconds, by gang size: p50 / p95 / p99 (jobs); a job never started counts with its wait until the run ended\n\n| profile |")
 	for _, c := range trace.SizeClasses {
 		fmt.Fprintf(&b, " size %s |", c)
@@ -145,7 +148,7 @@ func targets(rep Report) string {
 	bound := float64(rep.Options.StarvationThresholdSeconds) + rep.Stats.MaxRun.Seconds()
 	row(fmt.Sprintf("max wait <= starvation bound + longest run (%d + %.0f s)", rep.Options.StarvationThresholdSeconds, rep.Stats.MaxRun.Seconds()), fmt.Sprintf("%.0f s", cal.MaxWait), cal.MaxWait <= bound)
 	row("0 deadlocks (unfinished at the end of the drain)", fmt.Sprint(cal.Unfinished), cal.Unfinished == 0)
-	row("0 evictions once shares are at deserved (of a queue not above its deserved share at the sample before)",
+	row("0 evictions once shares are at deserved (of a queue not above its deserved share just before the eviction)",
 		fmt.Sprintf("%d of %d evictions", cal.EvictionsNotAboveShare, cal.Evictions), cal.EvictionsNotAboveShare == 0)
 	for _, name := range []string{profileDefault, profileUpstream} {
 		o, ok := others[name]

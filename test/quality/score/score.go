@@ -81,6 +81,13 @@ type Eviction struct {
 	T float64
 	// Queue is the evicted pod's queue.
 	Queue string
+	// CPU is the pod's request in millicores; Ran is how long it had been
+	// bound, in trace seconds (0 if it never was): the work it lost.
+	CPU int64
+	Ran float64
+	// Before is the cluster's state just before the eviction, as the run
+	// saw it (pods bound and pending, this one still bound).
+	Before Sample
 }
 
 // Waits are wait-time percentiles in trace seconds.
@@ -132,12 +139,19 @@ type Result struct {
 	MaxPartialSeconds    float64
 	Evictions            int
 	// EvictionsNotAboveShare counts evictions that took a pod from a queue
-	// that, at the sample before, held no more than its deserved share:
-	// reclaim should only take from queues above theirs, so these are
-	// evictions once shares are at deserved.
+	// that, just before the eviction, held no more than its deserved share
+	// (deserved by queue.Divide on that instant's demand): reclaim should
+	// only take from queues above theirs, so these are evictions once
+	// shares are at deserved.
 	EvictionsNotAboveShare int
-	End                    float64
-	Error                  string `json:",omitempty"`
+	// EvictedWork is the work the evicted pods lost, in core-seconds of
+	// trace time (each pod's CPU times how long it had been bound), and
+	// EvictedFresh counts evictions of pods bound for less than
+	// FreshSeconds: those cost a bind and an eviction, nearly no work.
+	EvictedWork  float64
+	EvictedFresh int
+	End          float64
+	Error        string `json:",omitempty"`
 }
 
 // Score computes a run's Result; queues are the trace's tenants.
@@ -149,7 +163,7 @@ func Score(run Run, queues []trace.Queue) Result {
 	}
 	scoreSamples(&r, run, queues)
 	scoreJobs(&r, run)
-	scoreEvictions(&r, run)
+	scoreEvictions(&r, run, queues)
 	return r
 }
 
@@ -176,17 +190,12 @@ func scoreSamples(r *Result, run Run, queues []trace.Queue) {
 	var utilSum, usefulSum float64
 	for _, s := range run.Samples {
 		var alloc, demand int64
-		usage := map[string]queue.Usage{}
 		for _, q := range queues {
 			a, p := s.Allocated[q.Name], s.Pending[q.Name]
 			alloc += a
 			demand += a + p
-			usage[q.Name] = queue.Usage{
-				Allocated: resources.List{resources.CPU: a},
-				Pending:   resources.List{resources.CPU: p},
-			}
 		}
-		shares := queue.Divide(tree, total, usage)
+		shares := queue.Divide(tree, total, usageOf(s, queues))
 		r.T = append(r.T, s.T)
 		u := float64(alloc) / capacity
 		useful := float64(alloc-s.Partial) / capacity
@@ -290,22 +299,36 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
+// FreshSeconds is the trace time under which an evicted pod counts as
+// fresh (Result.EvictedFresh): one sample interval at the default
+// compression.
+const FreshSeconds = 4.0
+
 // scoreEvictions judges each logged eviction by its queue's allocated and
-// deserved CPU at the last sample before it.
-func scoreEvictions(r *Result, run Run) {
+// deserved CPU just before it, and adds up the work evictions lost.
+func scoreEvictions(r *Result, run Run, queues []trace.Queue) {
+	tree := queue.BuildTree(specsOf(queues, run.CapacityCPU))
+	total := resources.List{resources.CPU: run.CapacityCPU}
 	for _, e := range run.EvictionLog {
-		// The sample at or before e.T: i is the first sample not before it.
-		i, _ := slices.BinarySearch(r.T, e.T)
-		if i == len(r.T) || r.T[i] > e.T {
-			i--
+		shares := queue.Divide(tree, total, usageOf(e.Before, queues))
+		if e.Before.Allocated[e.Queue] <= shares.Deserved(e.Queue)[resources.CPU] {
+			r.EvictionsNotAboveShare++
 		}
-		if i < 0 {
-			continue
-		}
-		for _, q := range r.Queues {
-			if q.Name == e.Queue && q.Allocated[i] <= q.Deserved[i] {
-				r.EvictionsNotAboveShare++
-			}
+		r.EvictedWork += float64(e.CPU) / 1000 * e.Ran
+		if e.Ran < FreshSeconds {
+			r.EvictedFresh++
 		}
 	}
+}
+
+// usageOf is each queue's allocated and pending CPU in s, as Divide takes it.
+func usageOf(s Sample, queues []trace.Queue) map[string]queue.Usage {
+	usage := make(map[string]queue.Usage, len(queues))
+	for _, q := range queues {
+		usage[q.Name] = queue.Usage{
+			Allocated: resources.List{resources.CPU: s.Allocated[q.Name]},
+			Pending:   resources.List{resources.CPU: s.Pending[q.Name]},
+		}
+	}
+	return usage
 }

@@ -14,9 +14,20 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestScore(t *testing.T) {
 	queues := []trace.Queue{{Name: "a", Weight: 1, Reclaimable: true}, {Name: "b", Weight: 3, Reclaimable: true}}
 	run := Run{
-		Profile: "p", CapacityCPU: 16000, NodeCPU: 8000, End: 100, PartialNodeSeconds: 2.5, Evictions: 3,
-		// At 0-9 s a holds 8 of a deserved 4, b 8 of 12; at 10 s b 8 of 8.
-		EvictionLog: []Eviction{{T: 5, Queue: "a"}, {T: 5, Queue: "b"}, {T: 12, Queue: "b"}},
+		Profile: "p", CapacityCPU: 16000, NodeCPU: 8000, End: 100, PartialNodeSeconds: 2.5, Evictions: 4,
+		// Each eviction is judged by the state just before it: at 5 s a
+		// holds 8 of a deserved 4, b 8 of 12; at 12 s b 8 of 8. At 11 s a
+		// holds 8 (lent after the 10 s sample, which shows a holding
+		// nothing) while b wants 8 more: a is above its deserved 4.
+		EvictionLog: []Eviction{
+			{T: 5, Queue: "a", CPU: 4000, Ran: 2, Before: Sample{
+				Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"a": 4000, "b": 4000}}},
+			{T: 5, Queue: "b", CPU: 4000, Ran: 10, Before: Sample{
+				Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"a": 4000, "b": 4000}}},
+			{T: 11, Queue: "a", CPU: 4000, Ran: 0.5, Before: Sample{
+				Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"b": 8000}}},
+			{T: 12, Queue: "b", CPU: 4000, Ran: 20, Before: Sample{Allocated: map[string]int64{"b": 8000}}},
+		},
 		Samples: []Sample{
 			// Contended: demand 24 >= 16. Deserved 4 and 12; a holds 8, b 8.
 			{T: 0, Allocated: map[string]int64{"a": 8000, "b": 8000}, Pending: map[string]int64{"a": 4000, "b": 4000}, Partial: 4000},
@@ -59,12 +70,17 @@ func TestScore(t *testing.T) {
 	if w := r.ByClass["32-64"]; w.Jobs != 1 || !near(w.P50, 95) {
 		t.Errorf("class 32-64 waits %+v", w)
 	}
-	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 3 {
+	if r.MaxPartialSeconds != 3 || r.PartialNodeSeconds != 2.5 || r.Evictions != 4 {
 		t.Errorf("partial %v / %v, evictions %d", r.MaxPartialSeconds, r.PartialNodeSeconds, r.Evictions)
 	}
-	// a was above its share at 5 s; b was below it then and at it at 12 s.
+	// a was above its share at 5 and 11 s; b was below it at 5 s and at
+	// it at 12 s.
 	if r.EvictionsNotAboveShare != 2 {
 		t.Errorf("%d evictions from queues not above their share, want 2", r.EvictionsNotAboveShare)
+	}
+	// 4 cores each, bound 2, 10, 0.5 and 20 s; two under FreshSeconds.
+	if !near(r.EvictedWork, 130) || r.EvictedFresh != 2 {
+		t.Errorf("evicted work %v core-s, %d fresh; want 130 and 2", r.EvictedWork, r.EvictedFresh)
 	}
 }
 
