@@ -267,6 +267,10 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	a := c.adm
 	c.returnShortLocked(now)
 	c.syncDirtyDemandLocked()
+	// Placement first: it finds the admitted singletons no node takes,
+	// whose release must show in the usage the shares are divided on.
+	pl := c.placementLocked()
+	c.releaseUnplaceableLocked(pl)
 	usage := make(map[string]queue.Usage, len(a.usage))
 	for _, name := range a.pending.Queues() {
 		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
@@ -305,7 +309,6 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
 	}
-	pl := c.placementLocked()
 	opts.Placement = pl
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
@@ -328,7 +331,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		if logAdmitted {
 			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
 		}
-		u.admitted, u.onPlan = true, o.Decision.OnPlan
+		u.admitted, u.onPlan, u.failedFit = true, o.Decision.OnPlan, false
 		if u.gang != nil {
 			u.noteAdmittedSpec(u.gang)
 		}

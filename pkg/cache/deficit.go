@@ -140,9 +140,11 @@ func (c *Cache) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
 // admitted over capability, or on room only evictions free (onPlan). Like a
 // released gang, it must not keep room its queue does not have, and
 // admission counts only free room for it for a while. A pod admitted on
-// free room that failed to fit is not released: its failure is the nodes'
-// (say, room nominated to others) and the scheduler retries it. It reports
-// whether it did. O(log pending).
+// free room that failed to fit is not released here: its failure may be
+// passing (say, room nominated to others) and the scheduler retries it; the
+// next admission pass releases it if no node's free room takes it
+// (releaseUnplaceableLocked). It reports whether it released the pod.
+// O(log pending).
 func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if _, member := GroupKeyOf(pod); member {
 		return false
@@ -158,6 +160,7 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 		return false
 	}
 	if !u.onPlan && len(c.deficitsLocked(u)) == 0 {
+		u.failedFit = true
 		return false
 	}
 	c.markFreeRoomOnlyLocked(u, at)
@@ -167,6 +170,30 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	c.setPendingLocked(u)
 	a.kickLocked()
 	return true
+}
+
+// releaseUnplaceableLocked returns to pending the admitted singletons the
+// pass's placement found no node for after the scheduler found none either
+// (passPlacement.unplaceable). Admitted, such a pod holds its queue's share
+// as inflight while the room it was admitted on is gone (taken by another
+// queue's pod, say, on the only nodes its selector allows), and the queue's
+// other work that fits elsewhere is refused by that share for as long as
+// the room stays taken. Pending, it is refused by admission's placement
+// check, told so, and admitted again once a node can take it. No
+// free-room-only time: no plan failed. A nominated pod is kept: its
+// preemption is freeing room the pass does not see yet. O(released).
+func (c *Cache) releaseUnplaceableLocked(pl *passPlacement) {
+	for _, u := range pl.unplaceable {
+		// A nominated pod waits for room a preemption is freeing for it.
+		if !u.admitted || u.pod == nil || u.pod.Spec.NodeName != "" || u.pod.Status.NominatedNodeName != "" {
+			continue
+		}
+		u.admitted, u.onPlan, u.failedFit = false, false, false
+		u.notice = ""
+		c.setInflightLocked(u)
+		c.setPendingLocked(u)
+	}
+	pl.unplaceable = pl.unplaceable[:0]
 }
 
 // freeRoomOnlyFor is how long admission counts no eviction room for a unit

@@ -171,3 +171,50 @@ func TestPlanWaitingBook(t *testing.T) {
 	podEvent(c, bound)
 	want("bound", 0)
 }
+
+// TestUnplaceableSingletonLetsGo: a pod admitted on free room whose room
+// was then taken (here by another queue's pod on the only ssd node) failed
+// to fit, and fits no node now: it goes back to its queue's pending units
+// at the next pass instead of holding its queue's share while room idles
+// (the randomized harness's seed 3023: a 1-cpu pod of the same queue was
+// refused by the share for good, with 37 cpu free). Admission then tells
+// it why it waits; it is admitted again once a node can take it.
+func TestUnplaceableSingletonLetsGo(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
+	ssd := mkNode("n0", "8")
+	ssd.Labels = map[string]string{"disk": "ssd"}
+	c.onNode(logger, ssd)
+	hdd := mkNode("n1", "8")
+	hdd.Labels = map[string]string{"disk": "hdd"}
+	c.onNode(logger, hdd)
+	onSSD := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }
+	onHDD := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }
+	s4 := single("ns", "s4", inQueue("a"), cpu("6"), onSSD)
+	podEvent(c, s4)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, s4)
+
+	// b's pod takes the ssd room first; b wants more, so a deserves 8.
+	x := single("ns", "x", inQueue("b"), cpu("6"), boundTo("n0"), phase(v1.PodRunning))
+	podEvent(c, x)
+	podEvent(c, single("ns", "b-more", inQueue("b"), cpu("4"), onHDD))
+	if c.ReleaseSingleton(s4, t0) {
+		t.Fatal("released at its failed attempt: the scheduler retries a pod admitted on free room")
+	}
+	s14 := single("ns", "s14", inQueue("a"), cpu("3"))
+	podEvent(c, s14)
+	pass(c, t0.Add(time.Second))
+	if admitted(c, s4).ok {
+		t.Error("s4 fits no node, yet still admitted")
+	}
+	wantAdmitted(t, c, admission{true, ""}, s14)
+	wantUsage(t, c, "a", 0, 3)
+	wantConsistent(t, c, "after the release")
+
+	// s14 runs on n1; the ssd room is back: s4 is admitted again.
+	podEvent(c, single("ns", "s14", inQueue("a"), cpu("3"), boundTo("n1"), phase(v1.PodRunning)))
+	podDelete(c, x)
+	pass(c, t0.Add(2*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, s4)
+	wantConsistent(t, c, "after the room came back")
+}

@@ -46,6 +46,11 @@ type passPlacement struct {
 	// reservedBy names, per node, the group the node is reserved for.
 	reservedBy []queue.Key
 
+	// unplaceable are the admitted singletons that failed to fit since
+	// their admission and fit no node of this pass's free room either
+	// (placeInflight): the pass returns them to pending.
+	unplaceable []*unit
+
 	// What the last Check found, applied to free by Commit.
 	lastKey   queue.Key
 	lastOK    bool
@@ -164,6 +169,7 @@ func (c *Cache) placementLocked() *passPlacement {
 	pp.slab = pp.slab[:0]
 	pp.haveUnt, pp.pool.ready = false, false
 	pp.lastKey, pp.lastOK, pp.classKey = queue.Key{}, false, queue.Key{}
+	pp.unplaceable = pp.unplaceable[:0]
 
 	index := pp.index
 	// Admitted groups not placed yet: their members' room is not free.
@@ -192,7 +198,9 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		if u.pod == nil || u.pod.Spec.NodeName != "" {
 			return
 		}
-		pp.placer.Place(&pp.free, []placement.Class{pp.classOf(u.pod, u.request, 1)})
+		if placed, _ := pp.placer.Place(&pp.free, []placement.Class{pp.classOf(u.pod, u.request, 1)}); placed == 0 && u.failedFit {
+			pp.unplaceable = append(pp.unplaceable, u)
+		}
 		return
 	}
 	g := u.gang

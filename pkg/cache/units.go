@@ -51,6 +51,10 @@ type unit struct {
 	// onPlan: admitted on room only a reclaim or preemption plan frees
 	// (queue.Decision.OnPlan).
 	onPlan bool
+	// failedFit: a singleton admitted on free room that the scheduler
+	// tried and found no node for since (ReleaseSingleton); the next pass
+	// releases it if it fits no node of its free room either.
+	failedFit bool
 	// planBooked: counted in admissionState.planWaiting (onPlan and still
 	// reserving room).
 	planBooked bool
