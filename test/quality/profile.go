@@ -54,9 +54,9 @@ const (
 	profileDefault  = "default"
 	profileCaldera  = "caldera"
 	profileUpstream = "upstream-gang"
-	// profileNoLend is Caldera with lendIdleRoom off, on request: the
-	// measurement behind lending's default.
-	profileNoLend = "caldera-nolend"
+	// profileLend is Caldera with lendIdleRoom on, on request: the
+	// measurement behind lending's default (off).
+	profileLend = "caldera-lend"
 )
 
 // starvationThresholdSeconds is the shipped configuration's
@@ -119,8 +119,8 @@ func upstreamEnv() []harness.EnvOption {
 
 // profiles are the in-process profiles, in the order they run.
 func profiles() []profile {
-	noLend := calderaProfile(profileNoLend, map[string]any{"lendIdleRoom": false})
-	noLend.onRequest = true
+	lend := calderaProfile(profileLend, map[string]any{"lendIdleRoom": true})
+	lend.onRequest = true
 	return []profile{
 		{
 			name: profileDefault, schedulerName: "default-scheduler", gang: gangNone,
@@ -136,6 +136,6 @@ func profiles() []profile {
 				return []harness.SchedulerOption{harness.WithConfigFile(defaultConfig(root)), raiseQPS, harness.WithFeatureGates(upstreamGates)}
 			},
 		},
-		noLend,
+		lend,
 	}
 }

@@ -24,8 +24,7 @@ func TestArgsDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	want := cache.AdmissionOptions{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
-		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true,
-		LendIdleRoom: true}
+		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true}
 	if got := a.Options(); got != want {
 		t.Fatalf("Options() = %+v, want %+v", got, want)
 	}
@@ -35,10 +34,10 @@ func TestArgsDefaults(t *testing.T) {
 	if got := b.Options().StarvationThreshold; got >= 0 {
 		t.Errorf("starvationThresholdSeconds 0 should turn the guard off (negative threshold), got %v", got)
 	}
-	no := false
-	c := Args{LendIdleRoom: &no}
+	yes := true
+	c := Args{LendIdleRoom: &yes}
 	c.SetDefaults()
-	if c.Options().LendIdleRoom {
-		t.Errorf("lendIdleRoom false should turn lending off")
+	if !c.Options().LendIdleRoom {
+		t.Errorf("lendIdleRoom true should turn lending on")
 	}
 }
