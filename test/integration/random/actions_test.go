@@ -249,7 +249,7 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		killed := time.Now()
 		old.Kill(t)
 		r.trace.logf("  killed scheduler process %d", old.Pid())
-		p := r.env.StartSchedulerProcess(t)
+		p := r.env.StartSchedulerProcess(t, r.sc.schedulerOptions()...)
 		ready := time.Now()
 		r.mu.Lock()
 		r.proc, r.ready = p, ready

@@ -75,7 +75,7 @@ func (r *run) quiesce(ctx context.Context, t *testing.T, w *watcher) {
 		// would serve it first, and the scheduler lends nothing while one
 		// within its share waits).
 		lends := map[string]bool{}
-		if len(fits) == 0 && len(plans) == 0 && !entitledWaiting(s, views) {
+		if r.sc.Lend && len(fits) == 0 && len(plans) == 0 && !entitledWaiting(s, views) {
 			for _, n := range names {
 				if lendable(s, views, s.Groups[n]) {
 					lends[n] = true

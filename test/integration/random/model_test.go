@@ -1,6 +1,7 @@
 package random_test
 
 import (
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -279,11 +280,12 @@ func (g *groupState) selector() map[string]string {
 
 // shares divides the cluster with pkg/queue.Divide (the pure weighted
 // water-filling the scheduler uses). Demand is estimated from the API: high
-// counts every pending pod of an eligible group, low only what the group
-// must place next (eligible's need). The checks use whichever estimate makes
-// them less likely to fire, so that an estimate of demand different from the
-// scheduler's own cannot produce a false alarm.
-func (s *snapshot) shares(high bool) *queue.Shares {
+// counts every pending pod, low only what an eligible group must place next
+// (eligible's need); high says which queues' groups get the high estimate.
+// The checks use whichever estimate makes them less likely to fire, so that
+// an estimate of demand different from the scheduler's own cannot produce a
+// false alarm (queueViews).
+func (s *snapshot) shares(high func(queue string) bool) *queue.Shares {
 	var specs []queue.Spec
 	for _, q := range s.Queues {
 		sp := queue.Spec{
@@ -321,12 +323,17 @@ func (s *snapshot) shares(high bool) *queue.Shares {
 	}
 	for _, g := range s.Groups {
 		need, ok := g.eligible()
+		n := int64(need)
+		if high(g.Queue) {
+			// Every pending pod, of eligible groups or not: the scheduler
+			// counts as its queue's demand what the model finds no way to
+			// place yet too, e.g. the pending tail of a gang whose first
+			// members succeeded (minMember of them left: placed together).
+			n = int64(g.count((*podState).pending))
+			ok = n > 0
+		}
 		if !ok {
 			continue
-		}
-		n := int64(need)
-		if high {
-			n = int64(g.count((*podState).pending))
 		}
 		add(g.Queue, 0, n*g.memberCPU())
 	}
@@ -343,11 +350,20 @@ type queueView struct {
 	Reclaimable bool
 }
 
+// A queue's deserved share grows with its own demand and shrinks with the
+// others', so its two bounds come from two divisions: its subtree's demand
+// low and everyone else's high, and the other way round. (One division per
+// estimate for all queues would not bound the scheduler's: with a finished
+// gang's pending tail counted in one queue, another's share falls below
+// what either single estimate gives it.) Two Divides per queue per
+// snapshot; the harness has at most a dozen queues.
 func (s *snapshot) queueViews() map[string]queueView {
-	lo, hi := s.shares(false), s.shares(true)
 	holding := s.subtree(s.queueHolding())
 	out := map[string]queueView{}
 	for _, q := range s.Queues {
+		inSubtree := func(name string) bool { return slices.Contains(s.ancestors(name), q.Name) }
+		lo := s.shares(func(name string) bool { return !inSubtree(name) })
+		hi := s.shares(inSubtree)
 		a, okA := lo.Get(q.Name)
 		b, okB := hi.Get(q.Name)
 		if !okA || !okB {

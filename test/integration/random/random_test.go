@@ -72,6 +72,15 @@ type run struct {
 	goneOwners map[types.UID]bool
 }
 
+// schedulerOptions configure the scheduler process the scenario runs
+// against: the shipped configuration, with lending as the seed says.
+func (s *scenario) schedulerOptions() []harness.SchedulerOption {
+	if !s.Lend {
+		return nil
+	}
+	return []harness.SchedulerOption{harness.WithPluginArgs("CalderaEnqueue", map[string]any{"lendIdleRoom": true})}
+}
+
 func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	began := time.Now()
 	sc := Generate(seed)
@@ -95,7 +104,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	r.proc = env.StartSchedulerProcess(t)
+	r.proc = env.StartSchedulerProcess(t, sc.schedulerOptions()...)
 	r.ready = time.Now()
 	r.trace.start = time.Now()
 	r.trace.logf("scheduler process %d ready", r.proc.Pid())
