@@ -192,9 +192,15 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	}
 	if _, err := state.Read(extraKey); err == nil {
 		// A member beyond the minimum waits for room under its queue's
-		// capability: the gang has started and is neither released nor
-		// backed off.
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		// capability or share: the gang has started and is neither
+		// released nor backed off. Nor does the member keep a nomination
+		// an earlier cycle's plan left it: that would hold the node
+		// against every pod of lower priority for as long as its queue
+		// has no room for it. A plan still evicting for it keeps it.
+		if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+			return nil, fwk.NewStatus(fwk.Unschedulable)
+		}
+		return clearNomination(), fwk.NewStatus(fwk.Unschedulable)
 	}
 	summary, ours := g.summarize(statuses)
 	if ours != "" {

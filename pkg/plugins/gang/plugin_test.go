@@ -192,7 +192,14 @@ func TestPostFilter(t *testing.T) {
 			calls: []string{"RejectWaiting: backing off"}, clears: true,
 		},
 		{
-			name: "an extra member over capability releases nothing", pod: member("m", "g"), extra: true, statuses: insufficient,
+			// Nor does it hold a nomination an earlier cycle's plan left:
+			// kept, it held a node against lower priorities for as long
+			// as the queue had no room (random seed 9036).
+			name: "an extra member over capability releases nothing and holds no nomination", pod: member("m", "g"), extra: true, statuses: insufficient,
+			clears: true,
+		},
+		{
+			name: "an extra member whose gang's plan evicts keeps its nomination", pod: member("m", "g"), extra: true, f: fakeGroups{inFlight: true}, statuses: insufficient,
 		},
 		{
 			name: "a gang in a capability deficit with no plan is released", pod: member("m", "g"), deficit: "queue q: cpu 4 over capability", statuses: insufficient,
