@@ -56,6 +56,15 @@ func newBenchWorld(n, queues int) *benchWorld {
 }
 
 // shares divides the cluster with the Pending's current demand.
+// pending is a Pending holding every group of the world.
+func (w *benchWorld) pending() *Pending {
+	p := NewPending()
+	for _, g := range w.groups {
+		p.Set(g)
+	}
+	return p
+}
+
 func (w *benchWorld) shares(p *Pending) *Shares {
 	for name := range w.usage {
 		w.usage[name] = Usage{Pending: p.PendingRequest(name)}
@@ -80,10 +89,7 @@ func BenchmarkPass(b *testing.B) {
 		}{{"blocked", 1}, {"partial", 0.9}, {"drain", 0}} {
 			b.Run(fmt.Sprintf("groups=%d/%s", n, sc.name), func(b *testing.B) {
 				w := newBenchWorld(n, 100)
-				p := NewPending()
-				for _, g := range w.groups {
-					p.Set(g)
-				}
+				p := w.pending()
 				used := resources.List{
 					resources.CPU: int64(float64(w.total[resources.CPU]) * sc.used),
 					"memory":      int64(float64(w.total["memory"]) * sc.used),
@@ -118,10 +124,7 @@ func BenchmarkPassLend(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
 			w := newBenchWorld(n, 100)
-			p := NewPending()
-			for _, g := range w.groups {
-				p.Set(g)
-			}
+			p := w.pending()
 			// Every queue already holds twice an even split of the cluster,
 			// so each is above its deserved share.
 			held := resources.List{resources.CPU: w.total[resources.CPU] / 50, "memory": w.total["memory"] / 50}
@@ -160,10 +163,7 @@ func BenchmarkAdmit(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("groups=%d/blocked", n), func(b *testing.B) {
 			w := newBenchWorld(n, 100)
-			p := NewPending()
-			for _, g := range w.groups {
-				p.Set(g)
-			}
+			p := w.pending()
 			s := w.shares(p)
 			c := Cluster{Allocatable: w.total, Used: w.total}
 			b.ReportAllocs()
@@ -178,10 +178,7 @@ func BenchmarkAdmit(b *testing.B) {
 // BenchmarkDivide measures the fair-share division for 100 queues.
 func BenchmarkDivide(b *testing.B) {
 	w := newBenchWorld(10_000, 100)
-	p := NewPending()
-	for _, g := range w.groups {
-		p.Set(g)
-	}
+	p := w.pending()
 	for name := range w.usage {
 		w.usage[name] = Usage{Pending: p.PendingRequest(name)}
 	}
@@ -198,10 +195,7 @@ func BenchmarkPendingEvent(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) {
 			w := newBenchWorld(n, 100)
-			p := NewPending()
-			for _, g := range w.groups {
-				p.Set(g)
-			}
+			p := w.pending()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
