@@ -164,12 +164,19 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 		return false
 	}
 	c.markFreeRoomOnlyLocked(u, at)
-	u.admitted, u.onPlan = false, false
+	c.unadmitSingletonLocked(u)
+	a.kickLocked()
+	return true
+}
+
+// unadmitSingletonLocked returns the admitted singleton u to its queue's
+// pending units: its reservation leaves the queue's inflight, and its next
+// verdict is written afresh.
+func (c *Cache) unadmitSingletonLocked(u *unit) {
+	u.admitted, u.onPlan, u.failedFit = false, false, false
 	u.notice = ""
 	c.setInflightLocked(u)
 	c.setPendingLocked(u)
-	a.kickLocked()
-	return true
 }
 
 // releaseUnplaceableLocked returns to pending the admitted singletons the
@@ -188,10 +195,7 @@ func (c *Cache) releaseUnplaceableLocked(pl *passPlacement) {
 		if !u.admitted || u.pod == nil || u.pod.Spec.NodeName != "" || u.pod.Status.NominatedNodeName != "" {
 			continue
 		}
-		u.admitted, u.onPlan, u.failedFit = false, false, false
-		u.notice = ""
-		c.setInflightLocked(u)
-		c.setPendingLocked(u)
+		c.unadmitSingletonLocked(u)
 	}
 	pl.unplaceable = pl.unplaceable[:0]
 }
