@@ -409,6 +409,10 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 		return
 	}
 	u.notice, u.noticeStage, u.noticeAt = id, stage, now
+	u.noticeMsg = ""
+	if !admitted {
+		u.noticeMsg = msg
+	}
 	if u.gang != nil {
 		// A Volcano PodGroup's status carries the verdict (volcano.go).
 		c.dirty[u.gang.key] = struct{}{}

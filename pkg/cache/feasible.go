@@ -438,9 +438,14 @@ func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 			pp.classes = pp.membersClasses(pp.classes, loose, need)
 			clear(loose)
 			pp.loose = loose[:0]
-			if n := countOf(pp.classes); n < need {
+			if n := countOf(pp.classes); n < need && !awaitsMembers(g) {
 				// Members still missing: they cannot be placed yet, unless
 				// their controller creates them only once admitted (Volcano).
+				// A gang none of whose pods exist yet has no placement
+				// to check: it is judged by sums (the queue and cluster
+				// checks), as Volcano's enqueue judges it, since nothing
+				// tells how minResources splits into pods, which taints
+				// they tolerate or which nodes they select.
 				pp.classes = append(pp.classes, pp.missingClass(g, need-n))
 			}
 		}

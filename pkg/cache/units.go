@@ -68,6 +68,10 @@ type unit struct {
 	notice      string
 	noticeStage string
 	noticeAt    time.Time
+	// noticeMsg is the refusal the unit was last told ("" after an
+	// admission): what a Volcano PodGroup's status shows, so that it
+	// changes only as often as the Event does.
+	noticeMsg string
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
 	// extraDemand is the unit's part of extraQueue's extra demand

@@ -24,7 +24,6 @@ import (
 	"github.com/caldera-sched/caldera/pkg/convert/upstream"
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/placement"
-	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -333,14 +332,13 @@ func (c *Cache) volcanoProgressLocked(g *group) *volcano.Progress {
 	if a := c.adm; a.on() {
 		u := a.units[gangUnitKey(g.key)]
 		p.Admitted = u != nil && u.admitted
-		if u != nil && !u.admitted {
-			if d, ok := a.pending.Decision(u.key); ok && d.Check != queue.CheckNone && d.Check != queue.CheckMembers {
-				p.Unschedulable = decisionMessage(u, d)
-			}
+		if u != nil && !u.admitted && u.noticeMsg != "" {
+			// The verdict as last told, not as the pass has it now: its
+			// numbers move with every bind in the queue, and a status
+			// rewritten with each would be a write per change, each
+			// waking another pass.
+			p.Unschedulable = u.noticeMsg
 		}
-	}
-	if p.Admitted && p.Unschedulable == "" && g.counts.Members < int(g.spec.MinMember) {
-		p.Unschedulable = fmt.Sprintf("waiting for minMember %d members", g.spec.MinMember)
 	}
 	return p
 }

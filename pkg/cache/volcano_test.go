@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -240,6 +241,8 @@ type fakeVolcano struct {
 	queues map[string]*vc.Queue
 	// listers are what the cache reads, filled at every refresh.
 	pgStore, qStore cache.Indexer
+	// patches counts the PodGroup patches written.
+	patches int
 }
 
 func (f *fakeVolcano) bump(m *metav1.ObjectMeta, cur string) error {
@@ -272,30 +275,30 @@ func (f *fakeVolcano) UpdatePodGroup(ctx context.Context, pg *vc.PodGroup) error
 	return nil
 }
 
+// PatchPodGroup applies a JSON merge patch as the API server does, a
+// uid in the patch that is not the object's refused.
 func (f *fakeVolcano) PatchPodGroup(ctx context.Context, ns, name string, patch []byte) error {
 	cur, err := f.GetPodGroup(ctx, ns, name)
 	if err != nil {
 		return err
 	}
-	var p struct {
-		Metadata struct {
-			Annotations map[string]*string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(patch, &p); err != nil {
+	orig, err := json.Marshal(cur)
+	if err != nil {
 		return err
 	}
-	if cur.Annotations == nil {
-		cur.Annotations = map[string]string{}
+	merged, err := jsonpatch.MergePatch(orig, patch)
+	if err != nil {
+		return err
 	}
-	for k, v := range p.Metadata.Annotations {
-		if v == nil {
-			delete(cur.Annotations, k)
-		} else {
-			cur.Annotations[k] = *v
-		}
+	out := &vc.PodGroup{}
+	if err := json.Unmarshal(merged, out); err != nil {
+		return err
 	}
-	return f.UpdatePodGroup(ctx, cur)
+	if out.UID != cur.UID {
+		return apierrors.NewInvalid(schema.GroupKind{Group: vc.GroupName, Kind: "PodGroup"}, name, nil)
+	}
+	f.patches++
+	return f.UpdatePodGroup(ctx, out)
 }
 
 func (f *fakeVolcano) UpdateQueueStatus(_ context.Context, q *vc.Queue) error {

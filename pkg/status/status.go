@@ -239,9 +239,12 @@ func (w *Writer) Sync(ctx context.Context) {
 	// PodGroups first: a gang asked for by annotation waits for its own.
 	w.CreatePodGroups(ctx)
 	w.PostPodNotices()
+	// Admissions before the groups' status: taking them out notes the
+	// pending groups' verdicts, which a Volcano PodGroup's status carries,
+	// so both land in the same period.
+	w.WriteAdmissions(ctx)
 	work := w.src.GroupStatusWork(time.Now())
 	w.src.RecordGroupMetrics()
-	w.WriteAdmissions(ctx)
 	w.SyncQueues(ctx)
 	w.WriteGroups(ctx, work)
 }

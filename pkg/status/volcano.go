@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -38,9 +38,6 @@ type VolcanoSource interface {
 // tests replace with a map.
 type VolcanoClient interface {
 	GetPodGroup(ctx context.Context, namespace, name string) (*vc.PodGroup, error)
-	// UpdatePodGroup updates the whole object: the PodGroup CRD has no
-	// status subresource.
-	UpdatePodGroup(ctx context.Context, pg *vc.PodGroup) error
 	PatchPodGroup(ctx context.Context, namespace, name string, mergePatch []byte) error
 	UpdateQueueStatus(ctx context.Context, q *vc.Queue) error
 }
@@ -52,11 +49,6 @@ type clientsetWriter struct{ cs vcclient.Interface }
 
 func (c clientsetWriter) GetPodGroup(ctx context.Context, ns, name string) (*vc.PodGroup, error) {
 	return c.cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (c clientsetWriter) UpdatePodGroup(ctx context.Context, pg *vc.PodGroup) error {
-	_, err := c.cs.SchedulingV1beta1().PodGroups(pg.Namespace).Update(ctx, pg, metav1.UpdateOptions{})
-	return err
 }
 
 func (c clientsetWriter) PatchPodGroup(ctx context.Context, ns, name string, patch []byte) error {
@@ -89,9 +81,13 @@ func (w *Writer) volcano() (VolcanoSource, bool) {
 
 // writeVolcanoGroup writes a Volcano PodGroup's status as Volcano's
 // closeSession does (volcano.Status) when it differs from the object's.
-// The PodGroup CRD has no status subresource (Volcano's scheduler updates
-// the whole object), so this is an update of the object read last, retried
-// on conflict with a fresh read. A failure hands the group back.
+// The PodGroup CRD has no status subresource, and newer Volcano releases
+// add fields Caldera's types do not know (spec.subGroupPolicy in v1.14):
+// an update of the whole object decoded with those types would erase
+// them, and would collide with the job controller's own updates. So this
+// is a merge patch of only the status fields Caldera owns; the rest of
+// the object, known to Caldera or not, is never sent. A failure hands the
+// group back.
 func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
 	vs, ok := w.volcano()
 	if !ok || g.PodGroup == nil {
@@ -101,32 +97,39 @@ func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
 	if !ok || pg.UID != g.PodGroup.UID {
 		return // gone, or another object by now
 	}
-	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			latest, err := w.cl.Volcano.GetPodGroup(ctx, g.Key.Namespace, g.Key.Name)
-			if err != nil {
-				return err
-			}
-			if latest.UID != g.PodGroup.UID {
-				return nil
-			}
-			pg = latest
-		}
-		first = false
-		want := volcano.Status(pg.Status, *g.Volcano, time.Now())
-		if equality.Semantic.DeepEqual(pg.Status, want) {
-			return nil
-		}
-		cp := pg.DeepCopy()
-		cp.Status = want
-		return w.cl.Volcano.UpdatePodGroup(ctx, cp)
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	want := volcano.Status(*pg.Status.DeepCopy(), *g.Volcano, time.Now())
+	if equality.Semantic.DeepEqual(pg.Status, want) {
+		return
+	}
+	patch, err := volcanoStatusPatch(pg.UID, want)
+	if err == nil {
+		err = w.cl.Volcano.PatchPodGroup(ctx, g.Key.Namespace, g.Key.Name, patch)
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
 		klog.FromContext(ctx).Error(err, "Cannot write Volcano PodGroup status; will retry", "podGroup", g.Key.String())
 		w.src.RetryGroupStatus(g.Key)
 	}
+}
+
+// volcanoStatusPatch is the merge patch that sets the status fields
+// Caldera owns to st's, each named even when zero (a count back to 0
+// must be written, and Volcano's types omit zeros), on the object of uid
+// only: a PodGroup deleted and recreated under the name since it was read
+// refuses the patch (a uid is immutable) instead of taking another
+// object's status, and the next period reads the new object.
+func volcanoStatusPatch(uid types.UID, st vc.PodGroupStatus) ([]byte, error) {
+	conds := st.Conditions
+	if conds == nil {
+		conds = []vc.PodGroupCondition{}
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status": map[string]any{
+			"phase": st.Phase, "running": st.Running, "succeeded": st.Succeeded, "failed": st.Failed,
+			"conditions": conds,
+		},
+	})
 }
 
 // patchPodGroup merge-patches the PodGroup whose model is pg, through the

@@ -22,7 +22,8 @@ type Progress struct {
 	// Members counts the members that exist, finished ones included.
 	Members int
 	// Unschedulable says why the gang is not placed (admission's verdict or
-	// the last placement failure); "" when nothing stops it.
+	// the last placement failure); "" when nothing stops it, as while an
+	// admitted gang waits for its controller to create its pods.
 	Unschedulable string
 }
 
@@ -31,6 +32,9 @@ const (
 	// ReasonScheduled is the Scheduled condition's reason once minMember
 	// members hold nodes.
 	ReasonScheduled = "Scheduled"
+	// ReasonAdmitted is the Unschedulable condition's reason (False)
+	// once the gang is admitted and waits only for its pods.
+	ReasonAdmitted = "Inqueue"
 )
 
 // Status returns the status a Volcano PodGroup should have, as Volcano's
@@ -40,9 +44,10 @@ const (
 // whole, else Inqueue while admitted and Pending before. Volcano's job
 // controller creates a job's pods only once its PodGroup is Inqueue, so
 // writing Inqueue on admission is what lets those pods exist at all.
-// Conditions: Unschedulable (True with the reason while the gang waits,
-// NotEnoughTasks when admitted and waiting for its controller's pods,
-// NotEnoughResources otherwise; False once scheduled) and Scheduled. A
+// Conditions: Unschedulable (True, NotEnoughResources, with the reason
+// while the gang is refused or its members find no node; False once
+// admitted and merely waiting for its pods, and once scheduled) and
+// Scheduled. A
 // condition changes, with its lastTransitionTime, only when its status,
 // reason or message does, so an unchanged gang is not written again.
 func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus {
@@ -75,14 +80,27 @@ func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus
 		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionFalse,
 			Reason: ReasonScheduled, Message: string(vc.PodGroupReady)}, t)
 	case p.Unschedulable != "":
-		reason := vc.NotEnoughResourcesReason
-		if p.Admitted && p.Members < int(p.MinMember) {
-			reason = vc.NotEnoughPodsReason
-		}
 		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionTrue,
-			Reason: reason, Message: p.Unschedulable}, t)
+			Reason: vc.NotEnoughResourcesReason, Message: p.Unschedulable}, t)
+	case p.Admitted:
+		// Admitted, waiting for its controller to create or place its
+		// pods: nothing is wrong. Volcano's job controller turns the
+		// newest True condition other than Scheduled into a Warning
+		// Event on the job at every sync, so a refusal written while the
+		// gang was pending is put to False, not left standing.
+		out.Conditions = clearCondition(out.Conditions, vc.PodGroupUnschedulableType, ReasonAdmitted, t)
 	}
 	return out
+}
+
+// clearCondition sets the condition of type typ, if present and True, to
+// False with reason.
+func clearCondition(conds []vc.PodGroupCondition, typ vc.PodGroupConditionType, reason string, now metav1.Time) []vc.PodGroupCondition {
+	i := slices.IndexFunc(conds, func(o vc.PodGroupCondition) bool { return o.Type == typ })
+	if i < 0 || conds[i].Status != v1.ConditionTrue {
+		return conds
+	}
+	return setCondition(conds, vc.PodGroupCondition{Type: typ, Status: v1.ConditionFalse, Reason: reason}, now)
 }
 
 // setCondition puts c into conds in place of the condition of its type,

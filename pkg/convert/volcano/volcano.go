@@ -75,7 +75,8 @@ func admittedPhase(p vc.PodGroupPhase) bool {
 }
 
 // PodGroup returns the model of a Volcano PodGroup: metadata (labels and
-// annotations copied, never shared), minMember, minResources; spec.queue as
+// annotations copied, never shared), minMember, minResources as Volcano's
+// scheduler reads them (MinResources); spec.queue as
 // Caldera's queue label unless the object carries that label itself; and,
 // for a PodGroup whose phase says it was admitted (Inqueue or later), the
 // admitted-at annotation at its creation time, so that a restarted
@@ -99,7 +100,7 @@ func PodGroup(in *vc.PodGroup) *v1alpha1.PodGroup {
 	}
 	out.ManagedFields = nil
 	if in.Spec.MinResources != nil {
-		out.Spec.MinResources = (*in.Spec.MinResources).DeepCopy()
+		out.Spec.MinResources = MinResources(*in.Spec.MinResources)
 	}
 	if q := in.Spec.Queue; q != "" && out.Labels[qapi.QueueLabel] == "" {
 		out.Labels = maps.Clone(out.Labels)

@@ -184,8 +184,10 @@ func TestStatus(t *testing.T) {
 			phase: vc.PodGroupPending, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughResourcesReason},
 		{name: "admitted before any pod: Inqueue", p: Progress{Admitted: true, MinMember: 3},
 			phase: vc.PodGroupInqueue},
-		{name: "admitted, pods short", p: Progress{Admitted: true, MinMember: 3, Members: 1, Unschedulable: "waiting for members"},
-			phase: vc.PodGroupInqueue, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughPodsReason},
+		{name: "admitted, pods short: Inqueue, nothing wrong", p: Progress{Admitted: true, MinMember: 3, Members: 1},
+			phase: vc.PodGroupInqueue},
+		{name: "admitted, members find no node", p: Progress{Admitted: true, MinMember: 3, Members: 3, Unschedulable: "0/2 nodes: cpu"},
+			phase: vc.PodGroupInqueue, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughResourcesReason},
 		{name: "minMember placed: Running", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 2},
 			phase: vc.PodGroupRunning, cond: vc.PodGroupScheduled, reason: ReasonScheduled},
 		{name: "running and succeeded count as allocated", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 1, Running: 1, Succeeded: 1},
@@ -225,11 +227,80 @@ func TestStatus(t *testing.T) {
 					t.Errorf("no %s condition in %+v", tc.cond, got.Conditions)
 				}
 			}
+			if tc.p.Unschedulable == "" && hasTrue(got, vc.PodGroupUnschedulableType) {
+				t.Errorf("a True Unschedulable condition in %+v: Volcano's job controller makes a Warning Event of it at every sync", got.Conditions)
+			}
 			// Applied again later with the same progress, nothing changes:
 			// the writer compares and writes nothing.
 			again := Status(got, tc.p, now.Add(time.Minute))
 			if !equality.Semantic.DeepEqual(again, got) {
 				t.Errorf("status not stable:\n%+v\n%+v", got, again)
+			}
+		})
+	}
+}
+
+// TestStatusAdmittedClearsRefusal: a refusal written while the gang was
+// pending is put to False once it is admitted and only waits for its
+// pods; its time moves only when it changes.
+func TestStatusAdmittedClearsRefusal(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pending := Status(vc.PodGroupStatus{}, Progress{MinMember: 4, Unschedulable: "queue q: capability cpu"}, now)
+	if !hasTrue(pending, vc.PodGroupUnschedulableType) {
+		t.Fatalf("pending: %+v, want a True Unschedulable condition", pending.Conditions)
+	}
+	admitted := Status(*pending.DeepCopy(), Progress{Admitted: true, MinMember: 4}, now.Add(time.Minute))
+	if admitted.Phase != vc.PodGroupInqueue || hasTrue(admitted, vc.PodGroupUnschedulableType) {
+		t.Fatalf("admitted: %s %+v, want Inqueue and no True Unschedulable condition", admitted.Phase, admitted.Conditions)
+	}
+	c := admitted.Conditions[0]
+	if c.Status != v1.ConditionFalse || c.Reason != ReasonAdmitted || !c.LastTransitionTime.Time.Equal(now.Add(time.Minute)) {
+		t.Errorf("condition %+v, want False, %s, at the admission", c, ReasonAdmitted)
+	}
+	if again := Status(*admitted.DeepCopy(), Progress{Admitted: true, MinMember: 4, Members: 2}, now.Add(2*time.Minute)); !equality.Semantic.DeepEqual(again, admitted) {
+		t.Errorf("pods arriving changed the status: %+v", again)
+	}
+}
+
+func hasTrue(st vc.PodGroupStatus, typ vc.PodGroupConditionType) bool {
+	for _, c := range st.Conditions {
+		if c.Type == typ && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMinResources reads each name form Volcano's job controller writes
+// into minResources (quotacore.PodUsageFunc, extended names unprefixed)
+// or a user may write by hand.
+func TestMinResources(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in, out v1.ResourceList
+	}{
+		{"nil stays nil", nil, nil},
+		{"plain names kept", rl("cpu", "4", "memory", "8Gi"), rl("cpu", "4", "memory", "8Gi")},
+		{"count quotas dropped", rl("count/pods", "4", "cpu", "2"), rl("cpu", "2")},
+		{"pods dropped: minMember counts members", rl("pods", "4", "cpu", "2"), rl("cpu", "2")},
+		{"requests.X beside X: X says it once", rl("requests.cpu", "2", "cpu", "2", "requests.memory", "1Gi", "memory", "1Gi"),
+			rl("cpu", "2", "memory", "1Gi")},
+		{"requests.X alone stands for X", rl("requests.cpu", "3", "requests.memory", "2Gi"), rl("cpu", "3", "memory", "2Gi")},
+		{"limits dropped", rl("limits.cpu", "8", "limits.memory", "16Gi", "cpu", "2"), rl("cpu", "2")},
+		{"extended resource kept", rl("nvidia.com/gpu", "8", "requests.nvidia.com/gpu", "8"), rl("nvidia.com/gpu", "8")},
+		{"extended resource by requests. alone", rl("requests.nvidia.com/gpu", "4"), rl("nvidia.com/gpu", "4")},
+		{"hugepages and ephemeral storage kept", rl("hugepages-2Mi", "1Gi", "ephemeral-storage", "10Gi"), rl("hugepages-2Mi", "1Gi", "ephemeral-storage", "10Gi")},
+		{"non-scalar quota names dropped", rl("services", "2", "persistentvolumeclaims", "1", "requests.storage", "10Gi"), rl()},
+		{"the controller's whole list for 4 pods of 1 cpu, 1Gi, 1 gpu",
+			rl("count/pods", "4", "pods", "4", "cpu", "4", "requests.cpu", "4", "limits.cpu", "8",
+				"memory", "4Gi", "requests.memory", "4Gi", "limits.memory", "8Gi",
+				"nvidia.com/gpu", "4", "requests.nvidia.com/gpu", "4", "limits.nvidia.com/gpu", "4"),
+			rl("cpu", "4", "memory", "4Gi", "nvidia.com/gpu", "4")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MinResources(tc.in)
+			if (got == nil) != (tc.out == nil) || !equality.Semantic.DeepEqual(got, tc.out) {
+				t.Errorf("MinResources(%v) = %v, want %v", tc.in, got, tc.out)
 			}
 		})
 	}

@@ -85,8 +85,10 @@ type Env struct {
 	cluster     *localcluster.Cluster
 	restartable bool
 	front       *Proxy
-	// volcano: Volcano's CRDs are installed (WithVolcanoCRDs).
-	volcano bool
+	// volcano: Volcano's CRDs are installed (WithVolcanoCRDs or
+	// WithVolcanoRelease); volcanoRelease: those of the release whose
+	// controller StartVolcanoController runs.
+	volcano, volcanoRelease bool
 }
 
 // volcanoPodGroups is Volcano's PodGroup resource.
@@ -113,12 +115,21 @@ type envSettings struct {
 	controllers    []string
 	withKCM        bool
 	volcano        bool
+	volcanoRelease bool
 }
 
 // WithVolcanoCRDs installs Volcano's PodGroup and Queue CRDs
 // (manifests/crds/volcano) too, as the component components/volcano does.
 func WithVolcanoCRDs() EnvOption {
 	return func(s *envSettings) { s.volcano = true }
+}
+
+// WithVolcanoRelease installs the CRDs of the Volcano release that
+// StartVolcanoController runs (jobs, commands, PodGroups and Queues, as
+// that release defines them: fields newer than Caldera's Volcano types
+// included), building its controller first.
+func WithVolcanoRelease() EnvOption {
+	return func(s *envSettings) { s.volcano, s.volcanoRelease = true, true }
 }
 
 // WithControllers runs kube-controller-manager in-process with the named
@@ -229,12 +240,18 @@ func StartWith(t *testing.T, opts ...EnvOption) *Env {
 		t.Fatalf("installing CRDs: %v", err)
 	}
 	if settings.volcano {
-		vc, err := localcluster.InstallCRDs(ctx, cfg, filepath.Join(root, "manifests", "crds", "volcano"))
+		dir := filepath.Join(root, "manifests", "crds", "volcano")
+		if settings.volcanoRelease {
+			if _, dir, err = buildVolcano(root); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vc, err := localcluster.InstallCRDs(ctx, cfg, dir)
 		if err != nil {
 			t.Fatalf("installing Volcano's CRDs: %v", err)
 		}
 		env.CRDs = append(env.CRDs, vc...)
-		env.volcano = true
+		env.volcano, env.volcanoRelease = true, settings.volcanoRelease
 	}
 	if settings.withKCM {
 		if settings.restartable {

@@ -1,0 +1,177 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Volcano's own job controller (vc-controller-manager) runs beside Caldera
+// in the tests that say what a Volcano user gets: it is built from
+// Volcano's Go module at the release test/neighbours/volcano pins (a module
+// of its own, since Volcano pins an older Kubernetes with replace
+// directives), and started as a process against the test apiserver, with
+// that release's CRDs installed. Nothing here plays its part.
+
+// volcanoModule is the tool module that pins Volcano's release, relative to
+// the repository root; volcanoMain is the controller's main package.
+const (
+	volcanoModule = "test/neighbours/volcano"
+	volcanoMain   = "volcano.sh/volcano/cmd/controller-manager"
+)
+
+// VolcanoControllers are the controllers of vc-controller-manager the tests
+// run: jobs (vcjobs to PodGroups and pods), PodGroups for plain pods of the
+// volcano scheduler name, Queues (their state and counts), and the garbage
+// collector of finished jobs (ttlSecondsAfterFinished). The rest need CRDs
+// no test installs (cron jobs, job flows, hypernodes, shards).
+var VolcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
+
+// volcanoCRDFiles are the release's CRDs the controllers above read and
+// write, under config/crd/volcano/bases of Volcano's module.
+var volcanoCRDFiles = []string{
+	"batch.volcano.sh_jobs.yaml",
+	"bus.volcano.sh_commands.yaml",
+	"scheduling.volcano.sh_podgroups.yaml",
+	"scheduling.volcano.sh_queues.yaml",
+}
+
+var (
+	volcanoBuildOnce sync.Once
+	volcanoBin       string
+	volcanoCRDDir    string
+	volcanoBuildErr  error
+)
+
+// buildVolcano builds vc-controller-manager into <root>/_output/neighbours
+// (Go's build cache makes every build after the first a link at most) and
+// gathers the release's CRDs into a directory of their own, once per test
+// process.
+func buildVolcano(root string) (bin, crdDir string, err error) {
+	volcanoBuildOnce.Do(func() {
+		mod := filepath.Join(root, volcanoModule)
+		out := filepath.Join(root, "_output", "neighbours")
+		if volcanoBuildErr = os.MkdirAll(filepath.Join(out, "volcano-crds"), 0o755); volcanoBuildErr != nil {
+			return
+		}
+		volcanoBin = filepath.Join(out, "vc-controller-manager")
+		build := exec.Command("go", "build", "-o", volcanoBin, volcanoMain)
+		build.Dir = mod
+		if b, err := build.CombinedOutput(); err != nil {
+			volcanoBuildErr = fmt.Errorf("building %s in %s: %v\n%s", volcanoMain, mod, err, b)
+			return
+		}
+		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "volcano.sh/volcano")
+		list.Dir = mod
+		b, err := list.Output()
+		if err != nil {
+			volcanoBuildErr = fmt.Errorf("locating volcano.sh/volcano's module: %v", err)
+			return
+		}
+		src := filepath.Join(strings.TrimSpace(string(b)), "config", "crd", "volcano", "bases")
+		volcanoCRDDir = filepath.Join(out, "volcano-crds")
+		for _, f := range volcanoCRDFiles {
+			data, err := os.ReadFile(filepath.Join(src, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(volcanoCRDDir, f), data, 0o644)
+			}
+			if err != nil {
+				volcanoBuildErr = fmt.Errorf("copying Volcano's CRD %s: %v", f, err)
+				return
+			}
+		}
+	})
+	return volcanoBin, volcanoCRDDir, volcanoBuildErr
+}
+
+// VolcanoController is a running vc-controller-manager.
+type VolcanoController struct {
+	cmd     *exec.Cmd
+	LogFile string
+	done    chan struct{}
+}
+
+// StartVolcanoController starts Volcano's vc-controller-manager against e
+// (which must have been started WithVolcanoRelease) with
+// VolcanoControllers, leader election off, serving pods of the scheduler
+// names given (Volcano's "volcano" when none). It is stopped when the test
+// ends; its log is printed when the test failed.
+func (e *Env) StartVolcanoController(t *testing.T, schedulerNames ...string) *VolcanoController {
+	t.Helper()
+	if !e.volcanoRelease {
+		t.Fatal("StartVolcanoController: start the Env WithVolcanoRelease, so that the release's CRDs are installed")
+	}
+	bin, _, err := buildVolcano(e.RepoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(schedulerNames) == 0 {
+		schedulerNames = []string{"volcano"}
+	}
+	c := &VolcanoController{LogFile: filepath.Join(t.TempDir(), "vc-controller-manager.log"), done: make(chan struct{})}
+	logFile, err := os.Create(c.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"--leader-elect=false",
+		"--controllers=" + strings.Join(VolcanoControllers, ","),
+		"--kube-api-qps=200", "--kube-api-burst=400",
+		"--v=3",
+	}
+	for _, n := range schedulerNames {
+		args = append(args, "--scheduler-name="+n)
+	}
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("starting vc-controller-manager: %v", err)
+	}
+	go func() {
+		_ = c.cmd.Wait()
+		_ = logFile.Close()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(c.LogFile); err == nil {
+				t.Logf("vc-controller-manager log (last 8 KiB):\n%s", tail(b, 8<<10))
+			}
+		}
+	})
+	return c
+}
+
+// Stop ends the controller: SIGTERM, then SIGKILL after 10 s.
+func (c *VolcanoController) Stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+}
+
+// tail returns the last n bytes of b.
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,324 @@
+// Package vcjob_test runs Volcano's own job controller (vc-controller-manager
+// of the release test/neighbours/volcano pins, built from Volcano's Go
+// module) against a real kube-apiserver with that release's CRDs and the
+// real Caldera scheduler serving the "volcano" scheduler name, as
+// docs/migrating-from-volcano.md tells a Volcano user to run it. vcjobs are
+// written with the defaults Volcano's admission webhook would fill in
+// (queue, minAvailable, each task's minAvailable, schedulerName), since no
+// webhook runs here. Nothing plays the controller's part: it creates the
+// PodGroups (minResources in its quota form), waits for Inqueue, creates
+// the pods and reads their phases into the job's status.
+package vcjob_test
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/status"
+	"github.com/caldera-sched/caldera/test/integration/harness"
+)
+
+const timeout = 60 * time.Second
+
+// podGroups is Volcano's PodGroup resource, read here without Caldera's
+// types where a field they do not know matters.
+var podGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+
+// volcanoAlias serves the "volcano" scheduler name with a copy of the batch
+// profile, as the chart's volcano.schedulerName does.
+func volcanoAlias(cfg map[string]any) error {
+	profiles := cfg["profiles"].([]any)
+	alias := maps.Clone(profiles[0].(map[string]any))
+	alias["schedulerName"] = "volcano"
+	cfg["profiles"] = append(profiles, alias)
+	return nil
+}
+
+// task is one task of a vcjob: replicas pods of cpu each, minAvailable of
+// them needed to start.
+type task struct {
+	name           string
+	replicas, min  int32
+	cpu            string
+	restartOnFails bool
+}
+
+// job is a vcjob as Volcano's webhook would leave it: schedulerName,
+// queue, minAvailable (the sum of the tasks' unless given) and each task's
+// minAvailable written out.
+func job(ns, name, queue string, minAvailable int32, tasks ...task) *batch.Job {
+	j := &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: batch.JobSpec{
+			SchedulerName: "volcano",
+			Queue:         queue,
+			MinAvailable:  minAvailable,
+			MaxRetry:      3,
+		},
+	}
+	var sum int32
+	for _, tk := range tasks {
+		sum += tk.min
+		ts := batch.TaskSpec{
+			Name:         tk.name,
+			Replicas:     tk.replicas,
+			MinAvailable: ptr.To(tk.min),
+			MaxRetry:     3,
+			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyNever,
+				Containers: []v1.Container{{Name: "main", Image: "busybox",
+					Resources: v1.ResourceRequirements{
+						Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(tk.cpu), v1.ResourceMemory: resource.MustParse("128Mi")},
+						Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse(tk.cpu), v1.ResourceMemory: resource.MustParse("128Mi")},
+					}}},
+			}},
+		}
+		if tk.restartOnFails {
+			ts.Policies = []batch.LifecyclePolicy{{Event: "PodFailed", Action: "RestartJob"}}
+		}
+		j.Spec.Tasks = append(j.Spec.Tasks, ts)
+	}
+	if j.Spec.MinAvailable == 0 {
+		j.Spec.MinAvailable = sum
+	}
+	return j
+}
+
+// podNames are the pods Volcano's controller makes for j: <job>-<task>-<i>.
+func podNames(j *batch.Job) []string {
+	var out []string
+	for _, tk := range j.Spec.Tasks {
+		for i := range tk.Replicas {
+			out = append(out, fmt.Sprintf("%s-%s-%d", j.Name, tk.Name, i))
+		}
+	}
+	return out
+}
+
+type world struct {
+	env *harness.Env
+	vcc vcclient.Interface
+}
+
+func (w world) createJob(t *testing.T, j *batch.Job) time.Time {
+	t.Helper()
+	began := time.Now()
+	if _, err := w.vcc.BatchV1alpha1().Jobs(j.Namespace).Create(t.Context(), j, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating vcjob %s: %v", j.Name, err)
+	}
+	return began
+}
+
+func (w world) createQueue(t *testing.T, name string, weight int32, capability v1.ResourceList) {
+	t.Helper()
+	q := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: vc.QueueSpec{Weight: weight, Capability: capability, Reclaimable: ptr.To(true)}}
+	if _, err := w.vcc.SchedulingV1beta1().Queues().Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Volcano Queue %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = w.vcc.SchedulingV1beta1().Queues().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+}
+
+// waitJob waits until vcjob ns/name satisfies ok.
+func (w world) waitJob(t *testing.T, ns, name, what string, ok func(*batch.Job) bool) *batch.Job {
+	t.Helper()
+	var last *batch.Job
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		j, err := w.vcc.BatchV1alpha1().Jobs(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = j
+		return ok(j), nil
+	}, fmt.Sprintf("vcjob %s/%s: %s", ns, name, what))
+	return last
+}
+
+func jobPhase(p batch.JobPhase) func(*batch.Job) bool {
+	return func(j *batch.Job) bool { return j.Status.State.Phase == p }
+}
+
+// podGroupOf returns the PodGroup Volcano's controller made for j
+// (<job>-<job uid>).
+func (w world) podGroupOf(t *testing.T, ns, name string) *vc.PodGroup {
+	t.Helper()
+	list, err := w.vcc.SchedulingV1beta1().PodGroups(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if strings.HasPrefix(list.Items[i].Name, name+"-") {
+			return &list.Items[i]
+		}
+	}
+	return nil
+}
+
+// finish sets every pod of names to phase, as a kubelet would.
+func (w world) finish(t *testing.T, ns string, phase v1.PodPhase, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		w.env.SetPodPhase(t, ns, n, phase)
+	}
+}
+
+// pendingWarnings counts the Warning PodGroupPending Events on vcjob name.
+func (w world) pendingWarnings(t *testing.T, ns, name string) int {
+	n := 0
+	for _, ev := range w.env.Events(t, ns, name) {
+		if ev.Reason == string(batch.PodGroupPending) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestVolcanoJobController(t *testing.T) {
+	env := harness.StartWith(t, harness.WithVolcanoRelease())
+	w := world{env: env, vcc: vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))}
+	env.StartVolcanoController(t)
+	env.StartScheduler(t, harness.WithConfigEdit(volcanoAlias))
+
+	t.Run("a 4-pod gang job runs and completes", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		w.createQueue(t, "q-"+ns, 1, nil)
+		j := job(ns, "gang", "q-"+ns, 0, task{name: "worker", replicas: 4, min: 4, cpu: "1"})
+		began := w.createJob(t, j)
+		names := podNames(j)
+		env.WaitBound(t, ns, timeout, names...)
+		t.Logf("vcjob created to all %d pods bound: %v", len(names), time.Since(began).Round(10*time.Millisecond))
+		pg := w.podGroupOf(t, ns, j.Name)
+		if pg == nil || pg.Spec.MinResources == nil {
+			t.Fatalf("PodGroup of %s: %+v, want one with the controller's minResources", j.Name, pg)
+		}
+		if _, quota := (*pg.Spec.MinResources)["count/pods"]; !quota {
+			t.Logf("note: the controller's minResources carry no count/pods: %v", *pg.Spec.MinResources)
+		}
+		w.finish(t, ns, v1.PodRunning, names...)
+		w.waitJob(t, ns, j.Name, "Running", jobPhase(batch.Running))
+		w.finish(t, ns, v1.PodSucceeded, names...)
+		w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
+		if n := w.pendingWarnings(t, ns, j.Name); n != 0 {
+			t.Errorf("%d Warning PodGroupPending Events on the vcjob, want none", n)
+		}
+	})
+
+	t.Run("a job too big for the queue waits Pending while a small one runs", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "4", "8Gi")
+		q := "cap-" + ns
+		w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})
+		big := job(ns, "big", q, 0, task{name: "worker", replicas: 6, min: 6, cpu: "1"})
+		small := job(ns, "small", q, 0, task{name: "worker", replicas: 2, min: 2, cpu: "1"})
+		w.createJob(t, big)
+		w.createJob(t, small)
+		env.WaitBound(t, ns, timeout, podNames(small)...)
+		w.waitJob(t, ns, big.Name, "Pending", jobPhase(batch.Pending))
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			pg := w.podGroupOf(t, ns, big.Name)
+			return pg != nil && pg.Status.Phase == vc.PodGroupPending && hasTrue(pg, vc.PodGroupUnschedulableType, "capability"), nil
+		}, "big's PodGroup Pending with an Unschedulable condition naming the capability")
+		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "big-") {
+				t.Errorf("pod %s exists: the controller created pods of a job that was never Inqueue", p.Name)
+			}
+		}
+	})
+
+	t.Run("a status write keeps the fields Caldera's Volcano types do not know", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		// spec.subGroupPolicy is newer than the volcano.sh/apis Caldera
+		// builds with; the release's CRD keeps it.
+		policy := []any{map[string]any{"name": "workers", "subGroupSize": int64(2), "matchLabelKeys": []any{"role"}}}
+		pg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+			"metadata": map[string]any{"namespace": ns, "name": "newer"},
+			"spec":     map[string]any{"minMember": int64(1), "subGroupPolicy": policy},
+		}}
+		res := env.Dynamic.Resource(podGroups).Namespace(ns)
+		if _, err := res.Create(t.Context(), pg, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got *unstructured.Unstructured
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			var err error
+			got, err = res.Get(t.Context(), "newer", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+			return phase == string(vc.PodGroupInqueue), nil
+		}, "PodGroup newer Inqueue")
+		kept, _, _ := unstructured.NestedSlice(got.Object, "spec", "subGroupPolicy")
+		if !equality.Semantic.DeepEqual(kept, policy) {
+			t.Errorf("spec.subGroupPolicy after Caldera's status write: %v, want %v", kept, policy)
+		}
+	})
+
+	t.Run("a refused gang's status is written once per verdict, not per moving number", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 2, "8", "16Gi")
+		q := "moving-" + ns
+		w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")})
+		blocked := job(ns, "blocked", q, 0, task{name: "worker", replicas: 4, min: 4, cpu: "2"})
+		w.createJob(t, blocked)
+		var pg *vc.PodGroup
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			pg = w.podGroupOf(t, ns, blocked.Name)
+			return pg != nil && hasTrue(pg, vc.PodGroupUnschedulableType, "capability"), nil
+		}, "blocked's PodGroup refused on the capability")
+		before := pg.ResourceVersion
+		// Five singletons of the queue bind one by one: the remaining
+		// capability the verdict quotes moves from 6 to 1.
+		var names []string
+		for i := range 5 {
+			name := fmt.Sprintf("filler-%d", i)
+			env.CreatePod(t, harness.Pod(ns, name).CPU("1").Scheduler("volcano").Labels(map[string]string{qapi.QueueLabel: q}).Obj())
+			env.WaitBound(t, ns, timeout, name)
+			names = append(names, name)
+		}
+		after := w.podGroupOf(t, ns, blocked.Name)
+		writes := 0
+		if after.ResourceVersion != before {
+			writes = 1
+		}
+		if after.Status.Phase != vc.PodGroupPending {
+			t.Errorf("blocked: phase %q, want Pending", after.Status.Phase)
+		}
+		t.Logf("blocked's PodGroup across %d binds in its queue: resourceVersion %s -> %s", len(names), before, after.ResourceVersion)
+		if writes != 0 {
+			t.Errorf("blocked's PodGroup was rewritten while its verdict (capability) stood: %+v", after.Status.Conditions)
+		}
+	})
+}
+
+// hasTrue reports whether pg has a True condition of typ whose message
+// holds inMessage.
+func hasTrue(pg *vc.PodGroup, typ vc.PodGroupConditionType, inMessage string) bool {
+	for _, c := range pg.Status.Conditions {
+		if c.Type == typ && c.Status == v1.ConditionTrue && strings.Contains(c.Message, inMessage) {
+			return true
+		}
+	}
+	return false
+}
