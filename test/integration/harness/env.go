@@ -91,8 +91,12 @@ type Env struct {
 	volcano, volcanoRelease bool
 }
 
-// volcanoPodGroups is Volcano's PodGroup resource.
-var volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+// volcanoPodGroups is Volcano's PodGroup resource; volcanoJobs its jobs
+// (vcjobs).
+var (
+	volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+	volcanoJobs      = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
+)
 
 // Start starts etcd and a kube-apiserver in-process, installs every CRD in
 // <repo>/manifests/crds/*.yaml and waits until each one can serve creates.

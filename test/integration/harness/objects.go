@@ -58,6 +58,12 @@ func (e *Env) Namespace(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+		if e.volcanoRelease {
+			// Volcano's job controller would make the jobs' pods again.
+			if err := e.Dynamic.Resource(volcanoJobs).Namespace(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting Volcano jobs in %s: %v", name, err)
+			}
+		}
 		if err := e.Client.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 			t.Errorf("deleting pods in %s: %v", name, err)
 		}

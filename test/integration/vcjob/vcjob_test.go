@@ -243,6 +243,81 @@ func TestVolcanoJobController(t *testing.T) {
 		}
 	})
 
+	t.Run("an elastic job starts at minAvailable and grows into free room", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		q := "el-" + ns
+		w.createQueue(t, q, 1, nil)
+		// Another gang holds 2 of the node's 4 cpu: the elastic job's
+		// minimum (2) fits, its other 2 pods wait for room.
+		hold := job(ns, "hold", q, 0, task{name: "w", replicas: 2, min: 2, cpu: "1"})
+		w.createJob(t, hold)
+		env.WaitBound(t, ns, timeout, podNames(hold)...)
+		el := job(ns, "elastic", q, 2, task{name: "w", replicas: 4, min: 2, cpu: "1"})
+		began := w.createJob(t, el)
+		names := podNames(el)
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			return env.BoundPods(t, ns, "") == 4, nil
+		}, "hold's 2 pods and elastic's minimum of 2 bound")
+		t.Logf("elastic vcjob created to its minimum bound: %v", time.Since(began).Round(10*time.Millisecond))
+		w.finish(t, ns, v1.PodSucceeded, podNames(hold)...)
+		env.WaitBound(t, ns, timeout, names...)
+	})
+
+	t.Run("queues weighted 1:3 share a full cluster 8:24", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 4, "8", "32Gi")
+		light, heavy := "light-"+ns, "heavy-"+ns
+		w.createQueue(t, light, 1, nil)
+		w.createQueue(t, heavy, 3, nil)
+		// The controller creates the PodGroups in its own order, so one
+		// queue may be admitted past its share before the other's jobs
+		// exist; Caldera then reclaims. The harness runs no kubelet:
+		// this finishes the victims' termination as one would.
+		evictions := env.CountDeletions(t, ns)
+		began := time.Now()
+		for i := range 8 {
+			for _, q := range []string{heavy, light} {
+				w.createJob(t, job(ns, fmt.Sprintf("%s-%d", q[:5], i), q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"}))
+			}
+		}
+		count := func(prefix string) int {
+			pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, p := range pods.Items {
+				if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+					n++
+				}
+			}
+			return n
+		}
+		var l, h int
+		defer func() {
+			if t.Failed() {
+				t.Logf("bound at the end: light %d, heavy %d", l, h)
+				w.logPodGroups(t, ns)
+			}
+		}()
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			l, h = count("light"), count("heavy")
+			return l == 8 && h == 24, nil
+		}, "light 8 cpu and heavy 24 cpu bound")
+		t.Logf("16 vcjobs created to light 8 / heavy 24 bound: %v, %d pods evicted on the way", time.Since(began).Round(10*time.Millisecond), evictions())
+		// What vcctl would show. Not asserted: Caldera counts a queue's
+		// running groups by their pods' phase, which no kubelet moves
+		// here, where Volcano counts PodGroups by phase.
+		for _, q := range []string{light, heavy} {
+			vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Queue %s status: pending %d, inqueue %d, running %d", q, vq.Status.Pending, vq.Status.Inqueue, vq.Status.Running)
+		}
+	})
+
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 1, "4", "8Gi")
@@ -328,6 +403,22 @@ func TestVolcanoJobController(t *testing.T) {
 		}
 		t.Logf("blocked's PodGroup across 2 completions in its queue: resourceVersion %s -> %s", before, after.ResourceVersion)
 	})
+}
+
+// logPodGroups logs every PodGroup of ns with its phase and conditions.
+func (w world) logPodGroups(t *testing.T, ns string) {
+	list, err := w.vcc.SchedulingV1beta1().PodGroups(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing PodGroups: %v", err)
+		return
+	}
+	for _, pg := range list.Items {
+		var conds []string
+		for _, c := range pg.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s %q", c.Type, c.Status, c.Reason, c.Message))
+		}
+		t.Logf("PodGroup %s: %s, running %d, %v", pg.Name, pg.Status.Phase, pg.Status.Running, conds)
+	}
 }
 
 // hasTrue reports whether pg has a True condition of typ whose message
