@@ -312,3 +312,17 @@ chart-check:
 
 clean:
 	rm -rf bin
+
+.PHONY: volcano-controller
+
+## volcano-controller: bin/vc-controller-manager, Volcano's own job
+## controller at the release test/neighbours/volcano pins (its own module:
+## Volcano pins an older Kubernetes), and that release's CRDs for jobs,
+## commands, PodGroups and Queues in bin/volcano-crds. The integration tests
+## build the same; `bin/caldera-sandbox --volcano-crds bin/volcano-crds`
+## runs a vcjob with it (docs/migrating-from-volcano.md).
+VOLCANO_CRD_FILES := batch.volcano.sh_jobs.yaml bus.volcano.sh_commands.yaml scheduling.volcano.sh_podgroups.yaml scheduling.volcano.sh_queues.yaml
+volcano-controller:
+	$(GO) -C test/neighbours/volcano build -o $(CURDIR)/bin/vc-controller-manager volcano.sh/volcano/cmd/controller-manager
+	@mkdir -p bin/volcano-crds && src=$$($(GO) -C test/neighbours/volcano list -m -f '{{.Dir}}' volcano.sh/volcano)/config/crd/volcano/bases && \
+	for f in $(VOLCANO_CRD_FILES); do install -m 644 "$$src/$$f" bin/volcano-crds/; done

@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/caldera-sched/caldera/internal/localcluster"
 )
@@ -36,11 +38,16 @@ type sandboxOptions struct {
 	kubeconfig      string
 	schedulerConfig string
 	crdDir          string
-	demo            bool
-	quiet           bool
-	logFile         string
-	verbosity       int
-	controllers     bool
+	// volcanoCRDs, when set, is a directory of Volcano's CRDs to install
+	// too (make volcano-controller gathers its release's in
+	// bin/volcano-crds); the scheduler then also serves the "volcano"
+	// scheduler name, so that Volcano's job controller can run beside it.
+	volcanoCRDs string
+	demo        bool
+	quiet       bool
+	logFile     string
+	verbosity   int
+	controllers bool
 	// jobRunTime is how long KWOK runs a Job's pod that carries no
 	// completeAfterAnnotation before completing it; 0: until deleted.
 	jobRunTime time.Duration
@@ -60,6 +67,7 @@ func run() int {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "write an admin kubeconfig here (default ./caldera-sandbox.kubeconfig, removed on exit)")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default <repo>/manifests/scheduler/config.yaml)")
 	fs.StringVar(&o.crdDir, "crds", "", "directory of CRD YAML files to install (default <repo>/manifests/crds)")
+	fs.StringVar(&o.volcanoCRDs, "volcano-crds", "", "also install the Volcano CRDs in this directory (make volcano-controller writes bin/volcano-crds) and serve the scheduler name volcano with a copy of the first profile, for Volcano's own job controller (docs/migrating-from-volcano.md)")
 	fs.BoolVar(&o.demo, "demo", false, "create team queues, stream sample gangs into them and show a live status table")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the ready line and errors (no demo table)")
 	fs.StringVar(&o.logFile, "log-file", "", "write the components' logs (apiserver, scheduler, KWOK) to this file (default: discarded)")
@@ -95,6 +103,19 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// serveVolcanoName adds a copy of the first profile under the scheduler
+// name Volcano's job controller gives its pods, as the chart's
+// volcano.schedulerName does.
+func serveVolcanoName(cfg *configv1.KubeSchedulerConfiguration) error {
+	if len(cfg.Profiles) == 0 {
+		return errors.New("the scheduler configuration has no profile to serve volcano with")
+	}
+	alias := *cfg.Profiles[0].DeepCopy()
+	alias.SchedulerName = ptr.To("volcano")
+	cfg.Profiles = append(cfg.Profiles, alias)
+	return nil
 }
 
 // complete fills defaults and checks flags.
@@ -205,6 +226,13 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if _, err := localcluster.InstallCRDs(ctx, adminConfig, o.crdDir); err != nil {
 		return err
 	}
+	var edits []func(*configv1.KubeSchedulerConfiguration) error
+	if o.volcanoCRDs != "" {
+		if _, err := localcluster.InstallCRDs(ctx, adminConfig, o.volcanoCRDs); err != nil {
+			return fmt.Errorf("installing Volcano's CRDs from %s: %w", o.volcanoCRDs, err)
+		}
+		edits = append(edits, serveVolcanoName)
+	}
 
 	if err := c.createNodes(ctx, o); err != nil {
 		return err
@@ -231,6 +259,7 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 		Kubeconfig: internalKubeconfig,
 		QPS:        500,
 		Burst:      1000,
+		Edits:      edits,
 	}); err != nil {
 		return err
 	}

@@ -31,6 +31,10 @@ const (
 	VolcanoGroupNameAnnotation = vc.VolcanoGroupNameAnnotationKey
 )
 
+// DefaultQueue is the queue Volcano's webhook gives a job that names none,
+// and which volcano-scheduler creates when it starts.
+const DefaultQueue = "default"
+
 // RootQueue is the queue Volcano makes the root of its queue tree: its
 // children are Caldera's top-level queues, and it is not a queue of its
 // own.

@@ -217,6 +217,15 @@ func TestVolcanoJobController(t *testing.T) {
 		}
 	})
 
+	t.Run("a job in Volcano's default queue runs: Caldera creates the queue as volcano-scheduler does", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		j := job(ns, "plain", "default", 0, task{name: "master", replicas: 1, min: 1, cpu: "1"}, task{name: "worker", replicas: 2, min: 2, cpu: "1"})
+		began := w.createJob(t, j)
+		env.WaitBound(t, ns, timeout, podNames(j)...)
+		t.Logf("vcjob in queue default created to all 3 pods bound: %v", time.Since(began).Round(10*time.Millisecond))
+	})
+
 	t.Run("a job too big for the queue waits Pending while a small one runs", func(t *testing.T) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
