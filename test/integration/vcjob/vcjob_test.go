@@ -13,6 +13,8 @@ package vcjob_test
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -217,13 +220,24 @@ func TestVolcanoJobController(t *testing.T) {
 		}
 	})
 
-	t.Run("a job in Volcano's default queue runs: Caldera creates the queue as volcano-scheduler does", func(t *testing.T) {
+	t.Run("examples/volcano/vcjob.yaml runs in Volcano's default queue, which Caldera creates as volcano-scheduler does", func(t *testing.T) {
 		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		j := job(ns, "plain", "default", 0, task{name: "master", replicas: 1, min: 1, cpu: "1"}, task{name: "worker", replicas: 2, min: 2, cpu: "1"})
+		env.AddNodes(t, 1, "8", "16Gi")
+		data, err := os.ReadFile(filepath.Join(env.RepoRoot, "examples", "volcano", "vcjob.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := &batch.Job{}
+		if err := yaml.UnmarshalStrict(data, j); err != nil {
+			t.Fatalf("examples/volcano/vcjob.yaml: %v", err)
+		}
+		j.Namespace = ns
 		began := w.createJob(t, j)
-		env.WaitBound(t, ns, timeout, podNames(j)...)
-		t.Logf("vcjob in queue default created to all 3 pods bound: %v", time.Since(began).Round(10*time.Millisecond))
+		names := podNames(j)
+		env.WaitBound(t, ns, timeout, names...)
+		t.Logf("vcjob %s in queue %s created to all %d pods bound: %v", j.Name, j.Spec.Queue, len(names), time.Since(began).Round(10*time.Millisecond))
+		w.finish(t, ns, v1.PodSucceeded, names...)
+		w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
 	})
 
 	t.Run("a job too big for the queue waits Pending while a small one runs", func(t *testing.T) {
