@@ -238,6 +238,12 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 			c.removeMemberLocked(prevKey, pod.UID)
 		}
 	}
+	if labelled && c.leftoverLocked(key, pod) {
+		if known && prevKey == key {
+			c.removeMemberLocked(key, pod.UID)
+		}
+		labelled = false
+	}
 	if labelled {
 		_, prev := c.memberLocked(key, pod.UID)
 		wasBound := prev != nil && prev.state.Assigned
@@ -469,6 +475,9 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	}
 	appeared := g.pg == nil
 	g.pg = pg
+	if appeared {
+		c.dropLeftoversLocked(g)
+	}
 	c.implicitPodGroupLocked(g.key, true)
 	spec := SpecFrom(pg)
 	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)

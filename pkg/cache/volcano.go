@@ -324,6 +324,34 @@ func awaitsMembers(g *group) bool {
 	return g.counts.Members == 0 && volcano.IsVolcano(g.pg) && !volcano.Started(g.pg)
 }
 
+// leftover reports whether pod, terminating, is left over from an earlier
+// Volcano PodGroup of g's name: created before g's object, it belonged to
+// the one Volcano's controller deleted and made again to restart the job
+// (policy RestartJob). Such a pod is not a member of the new gang, which
+// would otherwise count as Running, and started, on pods about to go; its
+// node room stays counted as any pod's is until it is gone. Creation times
+// are whole seconds, so a pod created in the same second as the new object
+// stays a member.
+func leftover(g *group, pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil && g != nil && volcano.IsVolcano(g.pg) &&
+		pod.CreationTimestamp.Before(&g.pg.CreationTimestamp)
+}
+
+// leftoverLocked is leftover for the group of key.
+func (c *Cache) leftoverLocked(key GroupKey, pod *v1.Pod) bool {
+	return leftover(c.groups[key], pod)
+}
+
+// dropLeftoversLocked takes the leftover pods out of g, whose PodGroup just
+// appeared. O(members), once per PodGroup object.
+func (c *Cache) dropLeftoversLocked(g *group) {
+	for uid, m := range g.members {
+		if leftover(g, m.pod) {
+			c.removeMemberLocked(g.key, uid)
+		}
+	}
+}
+
 // noConstraints is the pod a member not yet created is placed as.
 var noConstraints = &v1.Pod{}
 

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/caldera-sched/caldera/pkg/convert/volcano"
@@ -96,5 +97,59 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 	}
 	if got := volcanoStatus(t, vcc, "more"); got.Phase != vc.PodGroupPending {
 		t.Errorf("more: phase %q, want Pending", got.Phase)
+	}
+}
+
+// Volcano's RestartJob deletes a job's pods and its PodGroup, and creates
+// the PodGroup again under the same name while the old pods still
+// terminate. The new PodGroup is a new gang: the terminating pods are not
+// its members, so it is neither Running on them nor started; it is
+// admitted again and waits for its new pods.
+func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "8"))
+	old := mkVolcanoPG("ns", "job", 2, "q", "2")
+	renewed := mkVolcanoPG("ns", "job", 2, "q", "2")
+	renewed.UID = "vpg-ns-job-2"
+	renewed.CreationTimestamp.Time = t0.Add(time.Minute)
+	vcc := withVolcano(t, c, old)
+	c.onPodGroup(logger, volcano.PodGroup(old))
+	pass(c, t0)
+	pods := []*v1.Pod{volcanoMember("ns", "p0", "job", cpu("1")), volcanoMember("ns", "p1", "job", cpu("1"))}
+	for i, p := range pods {
+		pods[i] = next(p, boundTo("n1"), phase(v1.PodRunning))
+		podEvent(c, pods[i])
+	}
+	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.started {
+		t.Fatalf("first PodGroup, both members running: unit %+v, want started", u)
+	}
+
+	// The restart: pods deleted (terminating), PodGroup deleted, made again.
+	for i, p := range pods {
+		pods[i] = next(p, func(p *v1.Pod) { p.DeletionTimestamp = &renewed.CreationTimestamp })
+		podEvent(c, pods[i])
+	}
+	c.onPodGroupDelete(logger, volcano.PodGroup(old))
+	delete(vcc.pgs, types.NamespacedName{Namespace: "ns", Name: "job"})
+	if err := vcc.pgStore.Delete(old); err != nil {
+		t.Fatal(err)
+	}
+	vcc.pgs[types.NamespacedName{Namespace: "ns", Name: "job"}] = renewed.DeepCopy()
+	vcc.refresh(t)
+	c.onPodGroup(logger, volcano.PodGroup(renewed))
+	pass(c, t0.Add(time.Minute))
+
+	u := unitOf(c, queue.GroupUnit("ns", "job"))
+	if u == nil || !u.admitted || u.started {
+		t.Fatalf("recreated PodGroup: unit %+v, want admitted again and not started", u)
+	}
+	syncVolcanoStatus(t, c, vcc)
+	if got := volcanoStatus(t, vcc, "job"); got.Phase != vc.PodGroupInqueue || got.Running != 0 {
+		t.Errorf("recreated PodGroup: %s with %d running, want Inqueue with none: its old pods are terminating", got.Phase, got.Running)
+	}
+	// A terminating pod's late update does not bring it back.
+	podEvent(c, next(pods[0], phase(v1.PodRunning)))
+	if g := c.groups[key("ns", "job")]; g == nil || len(g.members) != 0 {
+		t.Errorf("recreated PodGroup: members %v, want none", g.members)
 	}
 }

@@ -170,6 +170,17 @@ func (w world) podGroupOf(t *testing.T, ns, name string) *vc.PodGroup {
 	return nil
 }
 
+// waitPodGroup waits until the PodGroup of vcjob name satisfies ok.
+func (w world) waitPodGroup(t *testing.T, ns, name, what string, ok func(*vc.PodGroup) bool) *vc.PodGroup {
+	t.Helper()
+	var last *vc.PodGroup
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		last = w.podGroupOf(t, ns, name)
+		return last != nil && ok(last), nil
+	}, fmt.Sprintf("PodGroup of vcjob %s/%s: %s", ns, name, what))
+	return last
+}
+
 // finish sets every pod of names to phase, as a kubelet would.
 func (w world) finish(t *testing.T, ns string, phase v1.PodPhase, names ...string) {
 	t.Helper()
@@ -339,6 +350,28 @@ func TestVolcanoJobController(t *testing.T) {
 			}
 			t.Logf("Queue %s status: pending %d, inqueue %d, running %d", q, vq.Status.Pending, vq.Status.Inqueue, vq.Status.Running)
 		}
+	})
+
+	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		j := job(ns, "restart", "default", 0, task{name: "w", replicas: 2, min: 2, cpu: "1", restartOnFails: true})
+		w.createJob(t, j)
+		names := podNames(j)
+		env.WaitBound(t, ns, timeout, names...)
+		w.finish(t, ns, v1.PodRunning, names...)
+		first := w.waitPodGroup(t, ns, j.Name, "Running", func(pg *vc.PodGroup) bool { return pg.Status.Phase == vc.PodGroupRunning })
+		w.finish(t, ns, v1.PodFailed, names[0])
+		// The controller deletes the pods (they terminate: no kubelet
+		// finishes them here) and makes the PodGroup again.
+		renewed := w.waitPodGroup(t, ns, j.Name, "made again", func(pg *vc.PodGroup) bool {
+			return pg.UID != first.UID && pg.Status.Phase != ""
+		})
+		if renewed.Status.Phase == vc.PodGroupRunning || renewed.Status.Running > 0 {
+			t.Errorf("the PodGroup made again: %s with %d running, while its old pods terminate", renewed.Status.Phase, renewed.Status.Running)
+		}
+		env.FinishTerminating(t, ns)
+		env.WaitBound(t, ns, timeout, names...)
 	})
 
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", func(t *testing.T) {
