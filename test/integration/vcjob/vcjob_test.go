@@ -206,259 +206,14 @@ func TestVolcanoJobController(t *testing.T) {
 	env.StartVolcanoController(t)
 	env.StartScheduler(t, harness.WithConfigEdit(volcanoAlias))
 
-	t.Run("a 4-pod gang job runs and completes", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 2, "4", "8Gi")
-		w.createQueue(t, "q-"+ns, 1, nil)
-		j := job(ns, "gang", "q-"+ns, 0, task{name: "worker", replicas: 4, min: 4, cpu: "1"})
-		began := w.createJob(t, j)
-		names := podNames(j)
-		env.WaitBound(t, ns, timeout, names...)
-		t.Logf("vcjob created to all %d pods bound: %v", len(names), time.Since(began).Round(10*time.Millisecond))
-		pg := w.podGroupOf(t, ns, j.Name)
-		if pg == nil || pg.Spec.MinResources == nil {
-			t.Fatalf("PodGroup of %s: %+v, want one with the controller's minResources", j.Name, pg)
-		}
-		if _, quota := (*pg.Spec.MinResources)["count/pods"]; !quota {
-			t.Logf("note: the controller's minResources carry no count/pods: %v", *pg.Spec.MinResources)
-		}
-		w.finish(t, ns, v1.PodRunning, names...)
-		w.waitJob(t, ns, j.Name, "Running", jobPhase(batch.Running))
-		w.finish(t, ns, v1.PodSucceeded, names...)
-		w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
-		if n := w.pendingWarnings(t, ns, j.Name); n != 0 {
-			t.Errorf("%d Warning PodGroupPending Events on the vcjob, want none", n)
-		}
-	})
-
-	t.Run("examples/volcano/vcjob.yaml runs in Volcano's default queue, which Caldera creates as volcano-scheduler does", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "8", "16Gi")
-		data, err := os.ReadFile(filepath.Join(env.RepoRoot, "examples", "volcano", "vcjob.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		j := &batch.Job{}
-		if err := yaml.UnmarshalStrict(data, j); err != nil {
-			t.Fatalf("examples/volcano/vcjob.yaml: %v", err)
-		}
-		j.Namespace = ns
-		began := w.createJob(t, j)
-		names := podNames(j)
-		env.WaitBound(t, ns, timeout, names...)
-		t.Logf("vcjob %s in queue %s created to all %d pods bound: %v", j.Name, j.Spec.Queue, len(names), time.Since(began).Round(10*time.Millisecond))
-		w.finish(t, ns, v1.PodSucceeded, names...)
-		w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
-	})
-
-	t.Run("a job too big for the queue waits Pending while a small one runs", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 2, "4", "8Gi")
-		q := "cap-" + ns
-		w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})
-		big := job(ns, "big", q, 0, task{name: "worker", replicas: 6, min: 6, cpu: "1"})
-		small := job(ns, "small", q, 0, task{name: "worker", replicas: 2, min: 2, cpu: "1"})
-		w.createJob(t, big)
-		w.createJob(t, small)
-		env.WaitBound(t, ns, timeout, podNames(small)...)
-		w.waitJob(t, ns, big.Name, "Pending", jobPhase(batch.Pending))
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			pg := w.podGroupOf(t, ns, big.Name)
-			return pg != nil && pg.Status.Phase == vc.PodGroupPending && hasTrue(pg, vc.PodGroupUnschedulableType, "capability"), nil
-		}, "big's PodGroup Pending with an Unschedulable condition naming the capability")
-		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
-			if strings.HasPrefix(p.Name, "big-") {
-				t.Errorf("pod %s exists: the controller created pods of a job that was never Inqueue", p.Name)
-			}
-		}
-	})
-
-	t.Run("an elastic job starts at minAvailable and grows into free room", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		q := "el-" + ns
-		w.createQueue(t, q, 1, nil)
-		// Another gang holds 2 of the node's 4 cpu: the elastic job's
-		// minimum (2) fits, its other 2 pods wait for room.
-		hold := job(ns, "hold", q, 0, task{name: "w", replicas: 2, min: 2, cpu: "1"})
-		w.createJob(t, hold)
-		env.WaitBound(t, ns, timeout, podNames(hold)...)
-		el := job(ns, "elastic", q, 2, task{name: "w", replicas: 4, min: 2, cpu: "1"})
-		began := w.createJob(t, el)
-		names := podNames(el)
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			return env.BoundPods(t, ns, "") == 4, nil
-		}, "hold's 2 pods and elastic's minimum of 2 bound")
-		t.Logf("elastic vcjob created to its minimum bound: %v", time.Since(began).Round(10*time.Millisecond))
-		w.finish(t, ns, v1.PodSucceeded, podNames(hold)...)
-		env.WaitBound(t, ns, timeout, names...)
-	})
-
-	t.Run("queues weighted 1:3 share a full cluster 8:24", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 4, "8", "32Gi")
-		light, heavy := "light-"+ns, "heavy-"+ns
-		w.createQueue(t, light, 1, nil)
-		w.createQueue(t, heavy, 3, nil)
-		// The controller creates the PodGroups in its own order, so one
-		// queue may be admitted past its share before the other's jobs
-		// exist; Caldera then reclaims. The harness runs no kubelet:
-		// this finishes the victims' termination as one would.
-		evictions := env.CountDeletions(t, ns)
-		began := time.Now()
-		for i := range 8 {
-			for _, q := range []string{heavy, light} {
-				w.createJob(t, job(ns, fmt.Sprintf("%s-%d", q[:5], i), q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"}))
-			}
-		}
-		count := func(prefix string) int {
-			pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, p := range pods.Items {
-				if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-					n++
-				}
-			}
-			return n
-		}
-		var l, h int
-		defer func() {
-			if t.Failed() {
-				t.Logf("bound at the end: light %d, heavy %d", l, h)
-				w.logPodGroups(t, ns)
-			}
-		}()
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			l, h = count("light"), count("heavy")
-			return l == 8 && h == 24, nil
-		}, "light 8 cpu and heavy 24 cpu bound")
-		t.Logf("16 vcjobs created to light 8 / heavy 24 bound: %v, %d pods evicted on the way", time.Since(began).Round(10*time.Millisecond), evictions())
-		// What vcctl would show. Not asserted: Caldera counts a queue's
-		// running groups by their pods' phase, which no kubelet moves
-		// here, where Volcano counts PodGroups by phase.
-		for _, q := range []string{light, heavy} {
-			vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("Queue %s status: pending %d, inqueue %d, running %d", q, vq.Status.Pending, vq.Status.Inqueue, vq.Status.Running)
-		}
-	})
-
-	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		j := job(ns, "restart", "default", 0, task{name: "w", replicas: 2, min: 2, cpu: "1", restartOnFails: true})
-		w.createJob(t, j)
-		names := podNames(j)
-		env.WaitBound(t, ns, timeout, names...)
-		w.finish(t, ns, v1.PodRunning, names...)
-		first := w.waitPodGroup(t, ns, j.Name, "Running", func(pg *vc.PodGroup) bool { return pg.Status.Phase == vc.PodGroupRunning })
-		w.finish(t, ns, v1.PodFailed, names[0])
-		// The controller deletes the pods (they terminate: no kubelet
-		// finishes them here) and makes the PodGroup again.
-		renewed := w.waitPodGroup(t, ns, j.Name, "made again", func(pg *vc.PodGroup) bool {
-			return pg.UID != first.UID && pg.Status.Phase != ""
-		})
-		if renewed.Status.Phase == vc.PodGroupRunning || renewed.Status.Running > 0 {
-			t.Errorf("the PodGroup made again: %s with %d running, while its old pods terminate", renewed.Status.Phase, renewed.Status.Running)
-		}
-		env.FinishTerminating(t, ns)
-		env.WaitBound(t, ns, timeout, names...)
-	})
-
-	t.Run("a status write keeps the fields Caldera's Volcano types do not know", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 1, "4", "8Gi")
-		// spec.subGroupPolicy is newer than the volcano.sh/apis Caldera
-		// builds with; the release's CRD keeps it.
-		policy := []any{map[string]any{"name": "workers", "subGroupSize": int64(2), "matchLabelKeys": []any{"role"}}}
-		pg := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-			"metadata": map[string]any{"namespace": ns, "name": "newer"},
-			"spec":     map[string]any{"minMember": int64(1), "subGroupPolicy": policy},
-		}}
-		res := env.Dynamic.Resource(podGroups).Namespace(ns)
-		if _, err := res.Create(t.Context(), pg, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		var got *unstructured.Unstructured
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			var err error
-			got, err = res.Get(t.Context(), "newer", metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
-			return phase == string(vc.PodGroupInqueue), nil
-		}, "PodGroup newer Inqueue")
-		// The CRD defaults minSubGroups to 0; what was written is kept.
-		kept, _, _ := unstructured.NestedSlice(got.Object, "spec", "subGroupPolicy")
-		if len(kept) != 1 {
-			t.Fatalf("spec.subGroupPolicy after Caldera's status write: %v, want %v", kept, policy)
-		}
-		entry, _ := kept[0].(map[string]any)
-		for k, v := range policy[0].(map[string]any) {
-			if !equality.Semantic.DeepEqual(entry[k], v) {
-				t.Errorf("spec.subGroupPolicy[0].%s after Caldera's status write: %v, want %v", k, entry[k], v)
-			}
-		}
-	})
-
-	t.Run("a refused gang's status is written once per verdict, not per moving number", func(t *testing.T) {
-		ns := env.Namespace(t)
-		env.AddNodes(t, 2, "8", "16Gi")
-		q := "moving-" + ns
-		w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")})
-		// An elastic job of five 1-cpu pods holds 5 of the queue's 8 cpu.
-		fill := job(ns, "fill", q, 1, task{name: "worker", replicas: 5, min: 1, cpu: "1"})
-		w.createJob(t, fill)
-		fillers := podNames(fill)
-		env.WaitBound(t, ns, timeout, fillers...)
-		blocked := job(ns, "blocked", q, 0, task{name: "worker", replicas: 4, min: 4, cpu: "1500m"})
-		w.createJob(t, blocked)
-		var pg *vc.PodGroup
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			pg = w.podGroupOf(t, ns, blocked.Name)
-			return pg != nil && hasTrue(pg, vc.PodGroupUnschedulableType, "remaining capability 3"), nil
-		}, "blocked's PodGroup refused on the remaining capability 3")
-		before := pg.ResourceVersion
-		// Two of its pods finish: the remaining capability the verdict quotes
-		// moves to 4, then 5, still short of the 6 it needs.
-		for _, name := range fillers[:2] {
-			w.finish(t, ns, v1.PodSucceeded, name)
-		}
-		// Once Caldera has counted the completions (its Queue status says
-		// 3 cpu allocated), the PodGroup stays as written for three
-		// status periods.
-		harness.WaitFor(t, timeout, func() (bool, error) {
-			vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			c := vq.Status.Allocated[v1.ResourceCPU]
-			return c.Cmp(resource.MustParse("3")) == 0, nil
-		}, "Queue "+q+" status: 3 cpu allocated")
-		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) {
-			if cur := w.podGroupOf(t, ns, blocked.Name); cur.ResourceVersion != before {
-				t.Fatalf("blocked's PodGroup was rewritten while its verdict (capability) stood: %+v", cur.Status.Conditions)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		after := w.podGroupOf(t, ns, blocked.Name)
-		if after.Status.Phase != vc.PodGroupPending {
-			t.Errorf("blocked: phase %q, want Pending", after.Status.Phase)
-		}
-		t.Logf("blocked's PodGroup across 2 completions in its queue: resourceVersion %s -> %s", before, after.ResourceVersion)
-	})
+	t.Run("a 4-pod gang job runs and completes", w.gangJobCompletes)
+	t.Run("examples/volcano/vcjob.yaml runs in Volcano's default queue, which Caldera creates as volcano-scheduler does", w.exampleInDefaultQueue)
+	t.Run("a job too big for the queue waits Pending while a small one runs", w.bigJobWaits)
+	t.Run("an elastic job starts at minAvailable and grows into free room", w.elasticJobGrows)
+	t.Run("queues weighted 1:3 share a full cluster 8:24", w.weightedQueues)
+	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", w.restartJob)
+	t.Run("a status write keeps the fields Caldera's Volcano types do not know", w.statusKeepsNewerFields)
+	t.Run("a refused gang's status is written once per verdict, not per moving number", w.verdictWrittenOnce)
 }
 
 // logPodGroups logs every PodGroup of ns with its phase and conditions.
@@ -486,4 +241,258 @@ func hasTrue(pg *vc.PodGroup, typ vc.PodGroupConditionType, inMessage string) bo
 		}
 	}
 	return false
+}
+
+func (w world) gangJobCompletes(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 2, "4", "8Gi")
+	w.createQueue(t, "q-"+ns, 1, nil)
+	j := job(ns, "gang", "q-"+ns, 0, task{name: "worker", replicas: 4, min: 4, cpu: "1"})
+	began := w.createJob(t, j)
+	names := podNames(j)
+	w.env.WaitBound(t, ns, timeout, names...)
+	t.Logf("vcjob created to all %d pods bound: %v", len(names), time.Since(began).Round(10*time.Millisecond))
+	pg := w.podGroupOf(t, ns, j.Name)
+	if pg == nil || pg.Spec.MinResources == nil {
+		t.Fatalf("PodGroup of %s: %+v, want one with the controller's minResources", j.Name, pg)
+	}
+	if _, quota := (*pg.Spec.MinResources)["count/pods"]; !quota {
+		t.Logf("note: the controller's minResources carry no count/pods: %v", *pg.Spec.MinResources)
+	}
+	w.finish(t, ns, v1.PodRunning, names...)
+	w.waitJob(t, ns, j.Name, "Running", jobPhase(batch.Running))
+	w.finish(t, ns, v1.PodSucceeded, names...)
+	w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
+	if n := w.pendingWarnings(t, ns, j.Name); n != 0 {
+		t.Errorf("%d Warning PodGroupPending Events on the vcjob, want none", n)
+	}
+}
+
+func (w world) exampleInDefaultQueue(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "8", "16Gi")
+	data, err := os.ReadFile(filepath.Join(w.env.RepoRoot, "examples", "volcano", "vcjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &batch.Job{}
+	if err := yaml.UnmarshalStrict(data, j); err != nil {
+		t.Fatalf("examples/volcano/vcjob.yaml: %v", err)
+	}
+	j.Namespace = ns
+	began := w.createJob(t, j)
+	names := podNames(j)
+	w.env.WaitBound(t, ns, timeout, names...)
+	t.Logf("vcjob %s in queue %s created to all %d pods bound: %v", j.Name, j.Spec.Queue, len(names), time.Since(began).Round(10*time.Millisecond))
+	w.finish(t, ns, v1.PodSucceeded, names...)
+	w.waitJob(t, ns, j.Name, "Completed", jobPhase(batch.Completed))
+}
+
+func (w world) bigJobWaits(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 2, "4", "8Gi")
+	q := "cap-" + ns
+	w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})
+	big := job(ns, "big", q, 0, task{name: "worker", replicas: 6, min: 6, cpu: "1"})
+	small := job(ns, "small", q, 0, task{name: "worker", replicas: 2, min: 2, cpu: "1"})
+	w.createJob(t, big)
+	w.createJob(t, small)
+	w.env.WaitBound(t, ns, timeout, podNames(small)...)
+	w.waitJob(t, ns, big.Name, "Pending", jobPhase(batch.Pending))
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		pg := w.podGroupOf(t, ns, big.Name)
+		return pg != nil && pg.Status.Phase == vc.PodGroupPending && hasTrue(pg, vc.PodGroupUnschedulableType, "capability"), nil
+	}, "big's PodGroup Pending with an Unschedulable condition naming the capability")
+	pods, err := w.env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Name, "big-") {
+			t.Errorf("pod %s exists: the controller created pods of a job that was never Inqueue", p.Name)
+		}
+	}
+}
+
+func (w world) elasticJobGrows(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "4", "8Gi")
+	q := "el-" + ns
+	w.createQueue(t, q, 1, nil)
+	// Another gang holds 2 of the node's 4 cpu: the elastic job's
+	// minimum (2) fits, its other 2 pods wait for room.
+	hold := job(ns, "hold", q, 0, task{name: "w", replicas: 2, min: 2, cpu: "1"})
+	w.createJob(t, hold)
+	w.env.WaitBound(t, ns, timeout, podNames(hold)...)
+	el := job(ns, "elastic", q, 2, task{name: "w", replicas: 4, min: 2, cpu: "1"})
+	began := w.createJob(t, el)
+	names := podNames(el)
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		return w.env.BoundPods(t, ns, "") == 4, nil
+	}, "hold's 2 pods and elastic's minimum of 2 bound")
+	t.Logf("elastic vcjob created to its minimum bound: %v", time.Since(began).Round(10*time.Millisecond))
+	w.finish(t, ns, v1.PodSucceeded, podNames(hold)...)
+	w.env.WaitBound(t, ns, timeout, names...)
+}
+
+func (w world) weightedQueues(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 4, "8", "32Gi")
+	light, heavy := "light-"+ns, "heavy-"+ns
+	w.createQueue(t, light, 1, nil)
+	w.createQueue(t, heavy, 3, nil)
+	// The controller creates the PodGroups in its own order, so one
+	// queue may be admitted past its share before the other's jobs
+	// exist; Caldera then reclaims. The harness runs no kubelet:
+	// this finishes the victims' termination as one would.
+	evictions := w.env.CountDeletions(t, ns)
+	began := time.Now()
+	for i := range 8 {
+		for _, q := range []string{heavy, light} {
+			w.createJob(t, job(ns, fmt.Sprintf("%s-%d", q[:5], i), q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"}))
+		}
+	}
+	count := func(prefix string) int {
+		pods, err := w.env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	var l, h int
+	defer func() {
+		if t.Failed() {
+			t.Logf("bound at the end: light %d, heavy %d", l, h)
+			w.logPodGroups(t, ns)
+		}
+	}()
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		l, h = count("light"), count("heavy")
+		return l == 8 && h == 24, nil
+	}, "light 8 cpu and heavy 24 cpu bound")
+	t.Logf("16 vcjobs created to light 8 / heavy 24 bound: %v, %d pods evicted on the way", time.Since(began).Round(10*time.Millisecond), evictions())
+	// What vcctl would show. Not asserted: Caldera counts a queue's
+	// running groups by their pods' phase, which no kubelet moves
+	// here, where Volcano counts PodGroups by phase.
+	for _, q := range []string{light, heavy} {
+		vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Queue %s status: pending %d, inqueue %d, running %d", q, vq.Status.Pending, vq.Status.Inqueue, vq.Status.Running)
+	}
+}
+
+func (w world) restartJob(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "4", "8Gi")
+	j := job(ns, "restart", "default", 0, task{name: "w", replicas: 2, min: 2, cpu: "1", restartOnFails: true})
+	w.createJob(t, j)
+	names := podNames(j)
+	w.env.WaitBound(t, ns, timeout, names...)
+	w.finish(t, ns, v1.PodRunning, names...)
+	first := w.waitPodGroup(t, ns, j.Name, "Running", func(pg *vc.PodGroup) bool { return pg.Status.Phase == vc.PodGroupRunning })
+	w.finish(t, ns, v1.PodFailed, names[0])
+	// The controller deletes the pods (they terminate: no kubelet
+	// finishes them here) and makes the PodGroup again.
+	renewed := w.waitPodGroup(t, ns, j.Name, "made again", func(pg *vc.PodGroup) bool {
+		return pg.UID != first.UID && pg.Status.Phase != ""
+	})
+	if renewed.Status.Phase == vc.PodGroupRunning || renewed.Status.Running > 0 {
+		t.Errorf("the PodGroup made again: %s with %d running, while its old pods terminate", renewed.Status.Phase, renewed.Status.Running)
+	}
+	w.env.FinishTerminating(t, ns)
+	w.env.WaitBound(t, ns, timeout, names...)
+}
+
+func (w world) statusKeepsNewerFields(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "4", "8Gi")
+	// spec.subGroupPolicy is newer than the volcano.sh/apis Caldera
+	// builds with; the release's CRD keeps it.
+	policy := []any{map[string]any{"name": "workers", "subGroupSize": int64(2), "matchLabelKeys": []any{"role"}}}
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]any{"namespace": ns, "name": "newer"},
+		"spec":     map[string]any{"minMember": int64(1), "subGroupPolicy": policy},
+	}}
+	res := w.env.Dynamic.Resource(podGroups).Namespace(ns)
+	if _, err := res.Create(t.Context(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *unstructured.Unstructured
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		var err error
+		got, err = res.Get(t.Context(), "newer", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+		return phase == string(vc.PodGroupInqueue), nil
+	}, "PodGroup newer Inqueue")
+	// The CRD defaults minSubGroups to 0; what was written is kept.
+	kept, _, _ := unstructured.NestedSlice(got.Object, "spec", "subGroupPolicy")
+	if len(kept) != 1 {
+		t.Fatalf("spec.subGroupPolicy after Caldera's status write: %v, want %v", kept, policy)
+	}
+	entry, _ := kept[0].(map[string]any)
+	for k, v := range policy[0].(map[string]any) {
+		if !equality.Semantic.DeepEqual(entry[k], v) {
+			t.Errorf("spec.subGroupPolicy[0].%s after Caldera's status write: %v, want %v", k, entry[k], v)
+		}
+	}
+}
+
+func (w world) verdictWrittenOnce(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 2, "8", "16Gi")
+	q := "moving-" + ns
+	w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")})
+	// An elastic job of five 1-cpu pods holds 5 of the queue's 8 cpu.
+	fill := job(ns, "fill", q, 1, task{name: "worker", replicas: 5, min: 1, cpu: "1"})
+	w.createJob(t, fill)
+	fillers := podNames(fill)
+	w.env.WaitBound(t, ns, timeout, fillers...)
+	blocked := job(ns, "blocked", q, 0, task{name: "worker", replicas: 4, min: 4, cpu: "1500m"})
+	w.createJob(t, blocked)
+	var pg *vc.PodGroup
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		pg = w.podGroupOf(t, ns, blocked.Name)
+		return pg != nil && hasTrue(pg, vc.PodGroupUnschedulableType, "remaining capability 3"), nil
+	}, "blocked's PodGroup refused on the remaining capability 3")
+	before := pg.ResourceVersion
+	// Two of its pods finish: the remaining capability the verdict quotes
+	// moves to 4, then 5, still short of the 6 it needs.
+	for _, name := range fillers[:2] {
+		w.finish(t, ns, v1.PodSucceeded, name)
+	}
+	// Once Caldera has counted the completions (its Queue status says
+	// 3 cpu allocated), the PodGroup stays as written for three
+	// status periods.
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		c := vq.Status.Allocated[v1.ResourceCPU]
+		return c.Cmp(resource.MustParse("3")) == 0, nil
+	}, "Queue "+q+" status: 3 cpu allocated")
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if cur := w.podGroupOf(t, ns, blocked.Name); cur.ResourceVersion != before {
+			t.Fatalf("blocked's PodGroup was rewritten while its verdict (capability) stood: %+v", cur.Status.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	after := w.podGroupOf(t, ns, blocked.Name)
+	if after.Status.Phase != vc.PodGroupPending {
+		t.Errorf("blocked: phase %q, want Pending", after.Status.Phase)
+	}
+	t.Logf("blocked's PodGroup across 2 completions in its queue: resourceVersion %s -> %s", before, after.ResourceVersion)
 }
