@@ -37,7 +37,7 @@ type VolcanoSource interface {
 // interface over Volcano's generated clientset (VolcanoClientFor), which
 // tests replace with a map.
 type VolcanoClient interface {
-	GetPodGroup(ctx context.Context, namespace, name string) (*vc.PodGroup, error)
+	// PatchPodGroup applies a JSON merge patch to a PodGroup.
 	PatchPodGroup(ctx context.Context, namespace, name string, mergePatch []byte) error
 	UpdateQueueStatus(ctx context.Context, q *vc.Queue) error
 }
@@ -46,10 +46,6 @@ type VolcanoClient interface {
 func VolcanoClientFor(cs vcclient.Interface) VolcanoClient { return clientsetWriter{cs} }
 
 type clientsetWriter struct{ cs vcclient.Interface }
-
-func (c clientsetWriter) GetPodGroup(ctx context.Context, ns, name string) (*vc.PodGroup, error) {
-	return c.cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
-}
 
 func (c clientsetWriter) PatchPodGroup(ctx context.Context, ns, name string, patch []byte) error {
 	_, err := c.cs.SchedulingV1beta1().PodGroups(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
