@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -118,37 +116,8 @@ func (c *Cache) watchVolcano(ctx context.Context, h fwk.Handle, cfg *rest.Config
 			}
 		}
 		logger.V(2).Info("Caldera cache synced Volcano's PodGroups and Queues")
-		go ensureVolcanoDefaultQueue(ctx, client, v.qLister)
 		return nil
 	})
-}
-
-// ensureVolcanoDefaultQueue creates Volcano's default Queue unless it
-// exists, as volcano-scheduler does when it starts: Volcano's job
-// controller refuses every vcjob whose queue is missing, and its webhook
-// gives a vcjob that names none the queue "default". Caldera's own Queue of
-// that name, if any, still decides (queueShadowedLocked). Retried every 5
-// seconds until it exists or ctx ends; every replica may call it.
-func ensureVolcanoDefaultQueue(ctx context.Context, client vcclient.Interface, lister vclisters.QueueLister) {
-	logger := klog.FromContext(ctx)
-	q := &vc.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: volcano.DefaultQueue},
-		Spec:       vc.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)},
-	}
-	for ctx.Err() == nil {
-		if _, err := lister.Get(volcano.DefaultQueue); err == nil {
-			return
-		}
-		_, err := client.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return
-		}
-		logger.Error(err, "Cannot create Volcano's default queue; retrying", "queue", volcano.DefaultQueue)
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
-		}
-	}
 }
 
 // volcanoServed reports whether the API server serves Volcano's PodGroups

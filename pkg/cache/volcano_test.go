@@ -301,6 +301,14 @@ func (f *fakeVolcano) PatchPodGroup(ctx context.Context, ns, name string, patch 
 	return f.UpdatePodGroup(ctx, out)
 }
 
+func (f *fakeVolcano) CreateQueue(_ context.Context, q *vc.Queue) error {
+	if _, ok := f.queues[q.Name]; ok {
+		return apierrors.NewAlreadyExists(schema.GroupResource{Group: vc.GroupName, Resource: "queues"}, q.Name)
+	}
+	f.queues[q.Name] = q.DeepCopy()
+	return nil
+}
+
 func (f *fakeVolcano) UpdateQueueStatus(_ context.Context, q *vc.Queue) error {
 	cur, ok := f.queues[q.Name]
 	if !ok {

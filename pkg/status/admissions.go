@@ -182,17 +182,26 @@ func (w *Writer) SyncQueues(ctx context.Context) {
 // unless it exists, retrying every 5 seconds until it does or ctx ends.
 // Every replica may call it: creation is idempotent.
 func EnsureQueue(ctx context.Context, client qclient.Interface, name string) {
-	logger := klog.FromContext(ctx)
 	q := &qapi.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       qapi.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: qapi.QueueStateOpen},
 	}
-	for ctx.Err() == nil {
+	ensure(ctx, "Cannot create the default queue; retrying", name, func() error {
 		_, err := client.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// ensure calls create until it succeeds or answers AlreadyExists, every 5
+// seconds, logging each other failure with msg, until ctx ends.
+func ensure(ctx context.Context, msg, name string, create func() error) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		err := create()
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return
 		}
-		logger.Error(err, "Cannot create the default queue; retrying", "queue", name)
+		logger.Error(err, msg, "queue", name)
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):

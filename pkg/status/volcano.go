@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -40,6 +41,8 @@ type VolcanoClient interface {
 	// PatchPodGroup applies a JSON merge patch to a PodGroup.
 	PatchPodGroup(ctx context.Context, namespace, name string, mergePatch []byte) error
 	UpdateQueueStatus(ctx context.Context, q *vc.Queue) error
+	// CreateQueue creates a Volcano Queue.
+	CreateQueue(ctx context.Context, q *vc.Queue) error
 }
 
 // VolcanoClientFor returns the VolcanoClient that writes with cs.
@@ -55,6 +58,24 @@ func (c clientsetWriter) PatchPodGroup(ctx context.Context, ns, name string, pat
 func (c clientsetWriter) UpdateQueueStatus(ctx context.Context, q *vc.Queue) error {
 	_, err := c.cs.SchedulingV1beta1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{})
 	return err
+}
+
+func (c clientsetWriter) CreateQueue(ctx context.Context, q *vc.Queue) error {
+	_, err := c.cs.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
+	return err
+}
+
+// EnsureVolcanoQueue creates Volcano's default Queue unless it exists, as
+// volcano-scheduler does when it starts: Volcano's job controller refuses
+// every vcjob whose queue is missing, and its webhook gives a vcjob that
+// names none the queue "default". A Caldera Queue of that name, if any,
+// still decides. Retried as EnsureQueue is; every replica may call it.
+func EnsureVolcanoQueue(ctx context.Context, client VolcanoClient) {
+	q := &vc.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: volcano.DefaultQueue},
+		Spec:       vc.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)},
+	}
+	ensure(ctx, "Cannot create Volcano's default queue; retrying", q.Name, func() error { return client.CreateQueue(ctx, q) })
 }
 
 // QueueWarning is a Warning Event about a Volcano Queue.

@@ -100,6 +100,9 @@ func (p *Plugins) Start(ctx context.Context) error {
 		}
 		go status.EnsureQueue(ctx, cl.Queues, name)
 	}
+	if cl.Volcano != nil {
+		go status.EnsureVolcanoQueue(ctx, cl.Volcano)
+	}
 	if opts, ok := c.StatusOptions(); ok {
 		go status.New(c, cl).Run(ctx, opts.SyncPeriod, p.lead)
 	}
