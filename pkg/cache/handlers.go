@@ -226,6 +226,9 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	c.mu.Lock()
 	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
+	// A pod left over from an earlier object of its group's name is in no
+	// group: a member leaves it, below.
+	labelled = labelled && !c.leftoverLocked(key, pod)
 	prevKey, known := c.memberOf[pod.UID]
 	if known {
 		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
@@ -234,15 +237,10 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 			return
 		}
 		if !labelled || prevKey != key {
-			// The label changed or went away: the pod leaves its old group.
+			// The label changed or went away (or the pod is left over):
+			// the pod leaves its old group.
 			c.removeMemberLocked(prevKey, pod.UID)
 		}
-	}
-	if labelled && c.leftoverLocked(key, pod) {
-		if known && prevKey == key {
-			c.removeMemberLocked(key, pod.UID)
-		}
-		labelled = false
 	}
 	if labelled {
 		_, prev := c.memberLocked(key, pod.UID)

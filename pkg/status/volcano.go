@@ -120,7 +120,7 @@ func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
 	}
 	patch, err := volcanoStatusPatch(pg.UID, want)
 	if err == nil {
-		err = w.cl.Volcano.PatchPodGroup(ctx, g.Key.Namespace, g.Key.Name, patch)
+		err = w.patchPodGroup(ctx, g.PodGroup, patch)
 	}
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
