@@ -420,7 +420,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
 	if u.gang != nil {
 		k := u.gang.key.named()
-		w.PodGroup, w.UID, w.Profile = &k, u.gang.pg.UID, u.gang.profileLocked()
+		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, u.gang.obj.Source.Dialect, types.UID(u.gang.obj.Source.UID), u.gang.profileLocked()
 		w.Waiting = u.gang.waitingPodsLocked()
 	} else if u.pod.Spec.NodeName == "" {
 		w.Waiting = []*v1.Pod{u.pod}
@@ -466,7 +466,7 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 	key, labelled := GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
-		if g := c.groups[key]; g == nil || g.pg == nil {
+		if g := c.groups[key]; g == nil || g.obj == nil {
 			// CalderaGang says what the pod waits for.
 			return true, ""
 		}

@@ -32,8 +32,9 @@ import (
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -208,8 +209,9 @@ func (g *group) profileLocked() string {
 // group is one PodGroup (or a set of pods naming a PodGroup not yet seen).
 type group struct {
 	key GroupKey
-	// pg is the PodGroup object from the informer; nil when it does not exist.
-	pg      *v1alpha1.PodGroup
+	// obj is the spec its adapter read from the group's PodGroup (of
+	// whatever dialect); nil when no such object exists.
+	obj     *groupspec.Spec
 	spec    gang.Spec
 	created time.Time
 	members map[types.UID]*member
@@ -583,7 +585,7 @@ func (c *Cache) groupLocked(key GroupKey) *group {
 
 // dropIfEmptyLocked forgets a group that has neither a PodGroup nor members.
 func (c *Cache) dropIfEmptyLocked(g *group) {
-	if g.pg == nil && len(g.members) == 0 {
+	if g.obj == nil && len(g.members) == 0 {
 		if g.backoffTimer != nil {
 			g.backoffTimer.Stop()
 		}
@@ -597,7 +599,7 @@ func (c *Cache) dropIfEmptyLocked(g *group) {
 func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
 	c.dirty[g.key] = struct{}{}
 	c.syncGangUnitLocked(g)
-	ok, _ := gang.Enqueueable(g.key.String(), g.pg != nil, g.spec, g.counts)
+	ok, _ := gang.Enqueueable(g.key.String(), g.obj != nil, g.spec, g.counts)
 	was := g.enqueueable
 	g.enqueueable = ok
 	if !ok || was {

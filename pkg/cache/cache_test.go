@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -844,7 +845,7 @@ func TestPreFilterRecordsFirstAttempt(t *testing.T) {
 	c.PreFilter(p, t0.Add(1500*time.Millisecond))
 	c.PreFilter(p, t0.Add(time.Minute))
 	c.mu.Lock()
-	got := desiredStatus(c.groups[key("ns", "g")]).ScheduleStartTime.Time
+	got := schedplugins.Status(v1alpha1.PodGroupStatus{}, c.progressLocked(c.groups[key("ns", "g")])).ScheduleStartTime.Time
 	c.mu.Unlock()
 	if want := t0.Add(time.Second); !got.Equal(want) {
 		t.Errorf("ScheduleStartTime = %v, want the first attempt truncated to seconds, %v", got, want)
@@ -1403,8 +1404,8 @@ func TestConcurrentEvents(t *testing.T) {
 	for k, g := range c.groups {
 		e := want[k]
 		if e == nil {
-			if g.pg == nil || len(g.members) > 0 || g.counts != (gang.Counts{}) {
-				t.Errorf("group %s: cached with %d members, counts %+v, PodGroup %v; want only an empty PodGroup", k, len(g.members), g.counts, g.pg != nil)
+			if g.obj == nil || len(g.members) > 0 || g.counts != (gang.Counts{}) {
+				t.Errorf("group %s: cached with %d members, counts %+v, PodGroup %v; want only an empty PodGroup", k, len(g.members), g.counts, g.obj != nil)
 			}
 			continue
 		}
@@ -1421,7 +1422,7 @@ func TestConcurrentEvents(t *testing.T) {
 		if g.priority != e.priority {
 			t.Errorf("group %s: priority %d, want %d", k, g.priority, e.priority)
 		}
-		ok, _ := gang.Enqueueable(k.String(), g.pg != nil, g.spec, g.counts)
+		ok, _ := gang.Enqueueable(k.String(), g.obj != nil, g.spec, g.counts)
 		if g.enqueueable != ok {
 			t.Errorf("group %s: cached enqueueable %v, recomputed %v", k, g.enqueueable, ok)
 		}

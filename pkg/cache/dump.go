@@ -141,7 +141,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		gd := GroupDump{
 			Key:         key.String(),
 			Phase:       string(gang.PhaseOf(g.spec, g.counts)),
-			PodGroup:    g.pg != nil,
+			PodGroup:    g.obj != nil,
 			MinMember:   g.spec.MinMember,
 			Enqueueable: g.enqueueable,
 			Counts: map[string]int{

@@ -80,7 +80,7 @@ func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	if g.enqueueable {
 		return true, true, ""
 	}
-	ok, msg = gang.Enqueueable(key.String(), g.pg != nil, g.spec, g.counts)
+	ok, msg = gang.Enqueueable(key.String(), g.obj != nil, g.spec, g.counts)
 	return true, ok, msg
 }
 
@@ -134,7 +134,7 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[key]
-	if g == nil || g.pg == nil {
+	if g == nil || g.obj == nil {
 		return true, PreFilterNoGroup, "waiting for PodGroup " + key.String()
 	}
 	if g.firstAttempt.IsZero() {
@@ -227,7 +227,7 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	}
 	c.mu.Lock()
 	g := c.groups[key]
-	if g == nil || g.pg == nil {
+	if g == nil || g.obj == nil {
 		c.mu.Unlock()
 		// The PodGroup vanished while the pod was in flight: do not bind it
 		// alone; a short wait gets it rejected and retried through PreEnqueue.
@@ -368,7 +368,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.pg == nil || g.backoff.Active(at) || gang.ReadyCounts(g.spec, g.counts) || c.gangPlanLocked(key) {
+	if g == nil || g.obj == nil || g.backoff.Active(at) || gang.ReadyCounts(g.spec, g.counts) || c.gangPlanLocked(key) {
 		c.mu.Unlock()
 		return false
 	}

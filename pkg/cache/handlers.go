@@ -14,7 +14,9 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -363,7 +365,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.minRequestValid = false
 	}
 	c.countLocked(g, m, +1)
-	if g.pg == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
+	if g.obj == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
 		g.created = pod.CreationTimestamp.Time
 	}
 	return g, m
@@ -446,44 +448,49 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	c.dropIfEmptyLocked(g)
 }
 
-func asPodGroup(obj any) *v1alpha1.PodGroup {
+// podGroupSpec reads a scheduler-plugins informer event's PodGroup as a
+// group spec; nil for anything else, which the handlers ignore.
+func podGroupSpec(obj any) *groupspec.Spec {
 	p, _ := objectOf[*v1alpha1.PodGroup](obj)
-	return p
-}
-
-// SpecFrom converts a PodGroup's spec to the policy's view.
-func SpecFrom(pg *v1alpha1.PodGroup) gang.Spec {
-	s := gang.Spec{MinMember: pg.Spec.MinMember, ScheduleTimeoutSeconds: pg.Spec.ScheduleTimeoutSeconds}
-	if pg.Spec.MinResources != nil {
-		s.MinResources = convert.Resources(pg.Spec.MinResources)
+	if p == nil {
+		return nil
 	}
-	return s
+	return schedplugins.Spec(p)
 }
 
-func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
-	pg := asPodGroup(obj)
-	if pg == nil {
+// onPodGroup takes a scheduler-plugins PodGroup event.
+func (c *Cache) onPodGroup(logger klog.Logger, obj any) { c.onGroup(logger, podGroupSpec(obj)) }
+
+// onPodGroupDelete takes a scheduler-plugins PodGroup's deletion.
+func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
+	c.onGroupDelete(logger, podGroupSpec(obj))
+}
+
+// onGroup takes a group's spec as its adapter read it from an added or
+// updated object, whatever its dialect.
+func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
+	if s == nil {
 		return
 	}
 	c.mu.Lock()
-	g := c.groupLocked(GroupKey{Namespace: pg.Namespace, Name: pg.Name})
-	if shadowedLocked(logger, g, pg) {
+	g := c.groupLocked(GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name})
+	if shadowedLocked(logger, g, s) {
 		c.mu.Unlock()
 		return
 	}
-	appeared := g.pg == nil
-	g.pg = pg
+	appeared := g.obj == nil
+	g.obj = s
 	if appeared {
 		c.dropLeftoversLocked(g)
 	}
 	c.implicitPodGroupLocked(g.key, true)
-	spec := SpecFrom(pg)
+	spec := s.Gang
 	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)
 	if resized {
 		g.minRequestValid = false
 	}
 	g.spec = spec
-	g.created = pg.CreationTimestamp.Time
+	g.created = s.Source.Created
 	act := c.refreshLocked(g)
 	var allow []types.UID
 	var firstWaiting time.Time
@@ -507,17 +514,19 @@ func (c *Cache) onPodGroup(logger klog.Logger, obj any) {
 	c.activate(logger, act)
 }
 
-func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
-	pg := asPodGroup(obj)
-	if pg == nil {
+// onGroupDelete takes the deletion of a group's object, whatever its
+// dialect; a deletion of another object than the one the group holds (of
+// another dialect, or one replaced since) changes nothing.
+func (c *Cache) onGroupDelete(logger klog.Logger, s *groupspec.Spec) {
+	if s == nil {
 		return
 	}
-	key := GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+	key := GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name}
 	c.mu.Lock()
 	g := c.groups[key]
 	var waiting []types.UID
-	if g != nil && (g.pg == nil || g.pg.UID == pg.UID) {
-		g.pg = nil
+	if g != nil && (g.obj == nil || groupspec.SameObject(g.obj, s)) {
+		g.obj = nil
 		g.spec = gang.Spec{}
 		g.enqueueable = false
 		g.minRequestValid = false

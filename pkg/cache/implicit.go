@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -83,7 +83,7 @@ func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) {
 			ig.owner = metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 		}
 		b.groups[g.key] = ig
-		if g.pg == nil {
+		if g.obj == nil {
 			b.missing[g.key] = time.Time{}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 )
 
 // Finished members of Volcano's and upstream's gangs. The finished-member

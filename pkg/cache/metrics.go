@@ -235,13 +235,13 @@ func (c *Cache) recordGroupMetrics() {
 	if c.adm.on() {
 		// Every group with a PodGroup has a unit that knows its queue.
 		for _, u := range c.adm.units {
-			if g := u.gang; g != nil && g.pg != nil {
+			if g := u.gang; g != nil && g.obj != nil {
 				counts[[2]string{u.queue, string(gang.PhaseOf(g.spec, g.counts))}]++
 			}
 		}
 	} else {
 		for _, g := range c.groups {
-			if g.pg != nil {
+			if g.obj != nil {
 				counts[[2]string{"", string(gang.PhaseOf(g.spec, g.counts))}]++
 			}
 		}

@@ -38,7 +38,7 @@ func (c *Cache) refoldLocked(name string) {
 			c.syncGangUnitLocked(u.gang)
 			continue
 		}
-		q, asked := c.resolveQueueLocked(nil, u.pod, u.pod.Namespace)
+		q, asked := c.resolveQueueLocked("", u.pod, u.pod.Namespace)
 		u.asked = asked
 		c.moveUnitLocked(u, q)
 		if !u.admitted {

@@ -15,7 +15,7 @@ func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[key]
-	if g == nil || g.pg == nil {
+	if g == nil || g.obj == nil {
 		return 0, 0, false
 	}
 	return int(g.spec.MinMember), g.counts.Active, true
@@ -35,7 +35,7 @@ func (c *Cache) GangPlacement(pod *v1.Pod, dst []string) (minMember, active int,
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[key]
-	if g == nil || g.pg == nil {
+	if g == nil || g.obj == nil {
 		return 0, 0, dst, false
 	}
 	for uid, m := range g.members {

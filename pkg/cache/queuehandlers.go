@@ -66,7 +66,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	}
 	// Rare: re-resolve the namespace's units, and the accounts without one
 	// (their pods have no queue label, or they would not follow it).
-	nsQ, nsAsked := c.resolveQueueLocked(nil, nil, ns.Name)
+	nsQ, nsAsked := c.resolveQueueLocked("", nil, ns.Name)
 	for _, p := range a.nsPods[ns.Name] {
 		if !p.unit.IsZero() && a.units[p.unit] != nil {
 			continue // created since: the unit decides, and moves it below
@@ -79,7 +79,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 		case u.gang != nil && u.gang.key.Namespace == ns.Name:
 			c.syncGangUnitLocked(u.gang)
 		case u.pod != nil && u.pod.Namespace == ns.Name:
-			q, asked := c.resolveQueueLocked(nil, u.pod, ns.Name)
+			q, asked := c.resolveQueueLocked("", u.pod, ns.Name)
 			u.asked = asked
 			c.moveUnitLocked(u, q)
 			if !u.admitted {

@@ -355,8 +355,8 @@ func recount(c *Cache) []string {
 		}
 	}
 	for k, g := range c.groups {
-		if _, ok := a.units[gangUnitKey(k)]; ok != (g.pg != nil) {
-			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.pg != nil, ok))
+		if _, ok := a.units[gangUnitKey(k)]; ok != (g.obj != nil) {
+			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.obj != nil, ok))
 		}
 	}
 	sort.Strings(errs)

@@ -45,13 +45,11 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 	}
 }
 
-// PodGroup implements status.Source.
+// PodGroup implements status.Source: the scheduler-plugins PodGroup as
+// its informer has it.
 func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
-	if pg, isVolcano := c.volcanoModel(key); isVolcano {
-		return pg, pg != nil
-	}
-	if pg, isUpstream := c.upstreamModelOf(key); isUpstream {
-		return pg, pg != nil
+	if c.pgLister == nil {
+		return nil, false
 	}
 	pg, err := c.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	return pg, err == nil

@@ -6,10 +6,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -113,7 +112,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 			if u := lastUnit; u != nil && u.gang != nil {
 				var seen bool
 				if lastGroup, seen = groupIDs.of(u.key); !seen {
-					in.Groups[lastGroup] = reclaim.Group{MinMember: u.min, Whole: upstream.DisruptsAll(u.gang.pg)}
+					in.Groups[lastGroup] = reclaim.Group{MinMember: u.min, Whole: u.gang.obj != nil && u.gang.obj.Rules.DisruptAll}
 				}
 			}
 		}
@@ -150,7 +149,7 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 			}
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
-			q, _ := c.resolveQueueLocked(nil, pod, pod.Namespace)
+			q, _ := c.resolveQueueLocked("", pod, pod.Namespace)
 			return reclaim.Preemptor{Queue: q, Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.admitted {
@@ -204,16 +203,18 @@ func startedAt(p *v1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
-// PodGroupOf returns the PodGroup pod belongs to, or nil.
-func (c *Cache) PodGroupOf(pod *v1.Pod) *v1alpha1.PodGroup {
+// GroupSourceOf names the PodGroup pod belongs to, of whatever dialect, or
+// nil when it belongs to none that exists.
+func (c *Cache) GroupSourceOf(pod *v1.Pod) *groupspec.Source {
 	key, ok := GroupKeyOf(pod)
 	if !ok {
 		return nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if g := c.groups[key]; g != nil {
-		return g.pg
+	if g := c.groups[key]; g != nil && g.obj != nil {
+		src := g.obj.Source
+		return &src
 	}
 	return nil
 }

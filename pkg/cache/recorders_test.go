@@ -6,9 +6,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -27,17 +27,17 @@ func TestEventsReportedByTheirProfile(t *testing.T) {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PodSpec{SchedulerName: sched}}
 	}
 	notice := gang.Notice{Reason: "Unschedulable", Message: "m", Warning: true}
-	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	pg := &groupspec.Source{Dialect: groupspec.SchedulerPlugins, Namespace: "ns", Name: "g"}
 	// The status writer posts each group's notice with the recorder the
 	// cache names.
 	status.New(c, status.Clients{}).WriteGroups(t.Context(), []status.Group{
 		{Pods: []*v1.Pod{pod("of-b", "batch-b")}, Notice: notice},
-		{PodGroup: pg, Profile: "batch-b", Notice: notice},
+		{Source: pg, Profile: "batch-b", Notice: notice},
 		{Pods: []*v1.Pod{pod("of-a", "batch-a")}, Notice: notice},
 		// A pod of no Caldera profile (or a PodGroup with no member yet):
 		// the profile that built the cache.
 		{Pods: []*v1.Pod{pod("other", "default-scheduler")}, Notice: notice},
-		{PodGroup: pg, Notice: notice},
+		{Source: pg, Notice: notice},
 	})
 
 	names := func(evs []recordedEvent) []string {

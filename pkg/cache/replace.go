@@ -3,6 +3,8 @@ package cache
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // An informer update may carry a different object under the same name: a pod
@@ -29,6 +31,16 @@ func (c *Cache) onPodGroupUpdate(logger klog.Logger, old, obj any) {
 		c.onPodGroupDelete(logger, old)
 	}
 	c.onPodGroup(logger, obj)
+}
+
+// onGroupUpdate takes an update of a group's object, read as a spec by its
+// adapter: a replaced object (its uid changed) is the old one's delete
+// followed by the new one's add, as onPodGroupUpdate.
+func (c *Cache) onGroupUpdate(logger klog.Logger, old, s *groupspec.Spec) {
+	if old != nil && s != nil && old.Source.UID != s.Source.UID {
+		c.onGroupDelete(logger, old)
+	}
+	c.onGroup(logger, s)
 }
 
 // onUnfinishedPodUpdate takes an update from the scheduler's pod informer.

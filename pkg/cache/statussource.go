@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -87,11 +84,11 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 			continue // a member may be finishing (onUnfinishedPodDelete); stays dirty
 		}
 		delete(c.dirty, key)
-		w := status.Group{Key: key.named(), PodGroup: g.pg, Profile: g.profileLocked()}
-		w.Notice = gang.NoticeOf(key.String(), g.pg != nil, g.spec, g.counts, g.unschedulable)
+		w := status.Group{Key: key.named(), Profile: g.profileLocked()}
+		w.Notice = gang.NoticeOf(key.String(), g.obj != nil, g.spec, g.counts, g.unschedulable)
 		w.Verdict = c.laterVerdictLocked(g, w.Notice)
 		g.waitingWorkLocked(&w)
-		if g.pg == nil && c.implicit.groups[key] != nil {
+		if g.obj == nil && c.implicit.groups[key] != nil {
 			// Its PodGroup is being created (PodGroupsToCreate): no Event
 			// tells its members that it is missing.
 			w.Notice = gang.Notice{}
@@ -101,36 +98,49 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 			w.Notice = gang.Notice{}
 		} else {
 			g.lastEvent = noticeID
-			if g.pg == nil {
+			if g.obj == nil {
 				for _, m := range g.members {
 					w.Pods = append(w.Pods, m.pod)
 				}
 			}
 		}
-		switch {
-		case volcano.IsVolcano(g.pg):
-			w.Volcano = c.volcanoProgressLocked(g)
-		case upstream.IsUpstream(g.pg):
-			w.Upstream = c.upstreamProgressLocked(g)
-		case g.pg != nil:
-			w.Status = desiredStatus(g)
+		if g.obj != nil {
+			src := g.obj.Source
+			w.Source, w.Progress = &src, c.progressLocked(g)
 		}
 		work = append(work, w)
 	}
 	return work
 }
 
-func desiredStatus(g *group) v1alpha1.PodGroupStatus {
-	s := *g.pg.Status.DeepCopy()
-	s.Phase = v1alpha1.PodGroupPhase(gang.PhaseOf(g.spec, g.counts))
-	s.Running = int32(g.counts.Running)
-	s.Succeeded = int32(g.counts.Succeeded)
-	s.Failed = int32(g.counts.Failed)
-	if s.ScheduleStartTime.IsZero() && !g.firstAttempt.IsZero() {
-		// The API stores seconds; truncating keeps the next comparison equal.
-		s.ScheduleStartTime = metav1.NewTime(g.firstAttempt.Truncate(time.Second))
+// progressLocked is what g's PodGroup status is made from, in every
+// dialect (the writer makes each dialect's status of it). Without queue
+// admission every gang counts as admitted, so that a controller that waits
+// for admission (Volcano's) may create its pods. A pending gang's Why is
+// the verdict as last told, not as the pass has it now: its numbers move
+// with every bind in the queue, and a status rewritten with each would be
+// a write per change, each waking another pass.
+func (c *Cache) progressLocked(g *group) groupspec.Progress {
+	p := groupspec.Progress{
+		Phase:        gang.PhaseOf(g.spec, g.counts),
+		MinMember:    g.spec.MinMember,
+		Members:      g.counts.Members,
+		Placed:       g.counts.Placed,
+		Running:      g.counts.Running,
+		Succeeded:    g.counts.Succeeded,
+		Failed:       g.counts.Failed,
+		FirstAttempt: g.firstAttempt,
+		Admitted:     true,
+		Why:          g.unschedulable,
 	}
-	return s
+	if a := c.adm; a.on() {
+		u := a.units[gangUnitKey(g.key)]
+		p.Admitted = u != nil && u.admitted
+		if u != nil && !u.admitted && u.noticeMsg != "" {
+			p.Why = u.noticeMsg
+		}
+	}
+	return p
 }
 
 // waitingWorkLocked adds to w the pods whose condition is to say that the
@@ -141,7 +151,7 @@ func desiredStatus(g *group) v1alpha1.PodGroupStatus {
 // already say it. O(members) for a group that waits or just stopped.
 func (g *group) waitingWorkLocked(w *status.Group) {
 	switch {
-	case w.Notice.Reason == gang.ReasonWaiting && g.pg == nil:
+	case w.Notice.Reason == gang.ReasonWaiting && g.obj == nil:
 		w.WaitingReason, w.WaitingMessage = status.ReasonWaitingForPodGroup, w.Notice.Message
 	case w.Notice.Reason == gang.ReasonWaiting:
 		w.WaitingReason = status.ReasonWaitingForMembers
@@ -154,13 +164,13 @@ func (g *group) waitingWorkLocked(w *status.Group) {
 }
 
 // laterVerdictLocked is the verdict annotation an admitted gang's
-// scheduler-plugins PodGroup is to carry past admission (status.Group's
-// Verdict): why its members cannot be placed, taken out once it has
-// started. Before admission the admission writer owns the annotation, so
-// an unadmitted gang (or a released one, whose refusal is written there)
-// gets nil.
+// PodGroup is to carry past admission (status.Group's Verdict, which the
+// writer puts where the dialect keeps it): why its members cannot be
+// placed, taken out once it has started. Before admission the admission
+// writer owns the annotation, so an unadmitted gang (or a released one,
+// whose refusal is written there) gets nil.
 func (c *Cache) laterVerdictLocked(g *group, n gang.Notice) *string {
-	if g.pg == nil || volcano.IsVolcano(g.pg) || upstream.IsUpstream(g.pg) {
+	if g.obj == nil {
 		return nil
 	}
 	if a := c.adm; a.on() {

@@ -110,7 +110,7 @@ func aggregates(c *Cache) []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("group %s: podgroup=%v min=%d counts=%+v members=%v priority=%d enqueueable=%v minRequest=%s",
-			k, g.pg != nil, g.spec.MinMember, g.counts, uids, g.priority, g.enqueueable, nonZero(gang.MinRequest(g.spec, reqs))))
+			k, g.obj != nil, g.spec.MinMember, g.counts, uids, g.priority, g.enqueueable, nonZero(gang.MinRequest(g.spec, reqs))))
 	}
 	for uid, k := range c.memberOf {
 		out = append(out, fmt.Sprintf("memberOf %s: %s", uid, k))

@@ -4,8 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -113,18 +112,17 @@ func (c *Cache) unitQueueLocked(pod *v1.Pod) string {
 }
 
 // resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
-// the PodGroup's label, else the pod's, else the namespace's, else the
-// default queue. asked is the name asked for when it was folded, else "".
-func (c *Cache) resolveQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) (q, asked string) {
-	return c.adm.foldQueueLocked(c.askedQueueLocked(pg, pod, ns))
+// the one its PodGroup names (groupspec.Spec.Queue, "" for none), else the
+// pod's label, else the namespace's, else the default queue. asked is the
+// name asked for when it was folded, else "".
+func (c *Cache) resolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
+	return c.adm.foldQueueLocked(c.askedQueueLocked(named, pod, ns))
 }
 
-// askedQueueLocked is the queue name a group's labels ask for.
-func (c *Cache) askedQueueLocked(pg *metav1.ObjectMeta, pod *v1.Pod, ns string) string {
-	if pg != nil {
-		if q := pg.Labels[qapi.QueueLabel]; q != "" {
-			return q
-		}
+// askedQueueLocked is the queue name a group asks for.
+func (c *Cache) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
+	if named != "" {
+		return named
 	}
 	if pod != nil {
 		if q := pod.Labels[qapi.QueueLabel]; q != "" {
@@ -146,7 +144,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	}
 	uk := gangUnitKey(g.key)
 	u := a.units[uk]
-	if g.pg == nil {
+	if g.obj == nil {
 		if u != nil {
 			c.dropUnitLocked(u)
 		}
@@ -173,12 +171,12 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		first = m.pod
 		break
 	}
-	q, asked := c.resolveQueueLocked(&g.pg.ObjectMeta, first, g.key.Namespace)
+	q, asked := c.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
 	u.asked = asked
 	c.moveUnitLocked(u, q)
 	u.priority, u.created = g.priority, g.created
 	u.members, u.min = promisedMembers(g), g.spec.MinMember
-	annotated := admittedAnnotation(g.pg)
+	annotated := g.obj.Admitted
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
 		u.admitted = true
@@ -224,20 +222,6 @@ func (u *unit) raised(g *group) bool {
 	return u.admittedMinRes != nil && g.spec.MinResources != nil && !g.spec.MinResources.FitsIn(u.admittedMinRes)
 }
 
-// admittedAnnotation reports whether pg carries an admission of its own: the
-// admitted-at annotation, written no earlier than the object was created
-// (second precision, as both are). A PodGroup recreated from another's YAML
-// (kubectl get -o yaml, then apply) carries the old object's annotation and
-// is not admitted by it.
-func admittedAnnotation(pg *v1alpha1.PodGroup) bool {
-	v, ok := pg.Annotations[qapi.AdmittedAtAnnotation]
-	if !ok {
-		return false
-	}
-	at, err := time.Parse(time.RFC3339, v)
-	return err != nil || !at.Before(pg.CreationTimestamp.Time.Truncate(time.Second))
-}
-
 // unadmitLocked returns a released gang to its queue's pending groups: an
 // admitted gang that could not be placed must not keep its queue's room
 // reserved while others wait, or two admitted gangs could block each other.
@@ -263,7 +247,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	c.setPendingLocked(u)
 	k := g.key.named()
 	select {
-	case a.writes <- status.Admission{PodGroup: &k, UID: g.pg.UID, Unadmit: true}:
+	case a.writes <- status.Admission{PodGroup: &k, Dialect: g.obj.Source.Dialect, UID: types.UID(g.obj.Source.UID), Unadmit: true}:
 	default:
 	}
 	a.kickLocked()

@@ -16,17 +16,16 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	sched "k8s.io/api/scheduling/v1beta1"
 
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // Upstream's gangs (scheduling.k8s.io/v1beta1 PodGroups, feature gate
 // GenericWorkload) are a third source of the cache's one group model:
-// pkg/convert/upstream turns each PodGroup into the model object a
+// pkg/dialect/upstream turns each PodGroup into the model object a
 // scheduler-plugins PodGroup is, marked with upstream's apiVersion, and
 // pods join it by spec.schedulingGroup.podGroupName (GroupKeyOf). From
 // then on gang readiness, admission, fair share, reclaim and placement do
@@ -74,9 +73,9 @@ func (c *Cache) watchUpstream(ctx context.Context, h fwk.Handle) error {
 	pgInf := factory.Scheduling().V1beta1().PodGroups()
 	c.upstream.on, c.upstream.pgLister = true, pgInf.Lister()
 	reg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onPodGroup(logger, upstreamModel(obj)) },
-		UpdateFunc: func(old, obj any) { c.onPodGroupUpdate(logger, upstreamModel(old), upstreamModel(obj)) },
-		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, upstreamModel(obj)) },
+		AddFunc:    func(obj any) { c.onGroup(logger, upstreamSpec(obj)) },
+		UpdateFunc: func(old, obj any) { c.onGroupUpdate(logger, upstreamSpec(old), upstreamSpec(obj)) },
+		DeleteFunc: func(obj any) { c.onGroupDelete(logger, upstreamSpec(obj)) },
 	})
 	if err != nil {
 		return err
@@ -130,14 +129,14 @@ func upstreamServed(h fwk.Handle) (bool, error) {
 	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "podgroups" }), nil
 }
 
-// upstreamModel converts an informer event's upstream PodGroup to the
-// model (nil for anything else, which the handlers ignore).
-func upstreamModel(obj any) any {
+// upstreamSpec reads an informer event's upstream PodGroup as a group
+// spec (nil for anything else, which the handlers ignore).
+func upstreamSpec(obj any) *groupspec.Spec {
 	pg, ok := objectOf[*sched.PodGroup](obj)
 	if !ok || pg == nil {
 		return nil
 	}
-	return upstream.PodGroup(pg)
+	return upstream.Spec(pg)
 }
 
 // UpstreamPodGroup returns the upstream PodGroup as the informer has it.
@@ -147,44 +146,4 @@ func (c *Cache) UpstreamPodGroup(key types.NamespacedName) (*sched.PodGroup, boo
 	}
 	pg, err := c.upstream.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	return pg, err == nil
-}
-
-// upstreamModelOf is PodGroup's answer for a group whose PodGroup is
-// upstream's: its model, fresh from the informer (nil when gone).
-// isUpstream is false for any other group.
-func (c *Cache) upstreamModelOf(key types.NamespacedName) (pg *v1alpha1.PodGroup, isUpstream bool) {
-	if !c.upstream.on {
-		return nil, false
-	}
-	c.mu.RLock()
-	g := c.groups[GroupKey{Namespace: key.Namespace, Name: key.Name}]
-	isUpstream = g != nil && upstream.IsUpstream(g.pg)
-	c.mu.RUnlock()
-	if !isUpstream {
-		return nil, false
-	}
-	if in, ok := c.UpstreamPodGroup(key); ok {
-		pg = upstream.PodGroup(in)
-	}
-	return pg, true
-}
-
-// upstreamProgressLocked is what Caldera's conditions on an upstream
-// PodGroup are made from. Without queue admission every gang counts as
-// admitted.
-func (c *Cache) upstreamProgressLocked(g *group) *upstream.Progress {
-	p := &upstream.Progress{Admitted: true, Why: g.unschedulable}
-	if a := c.adm; a.on() {
-		u := a.units[gangUnitKey(g.key)]
-		p.Admitted = u != nil && u.admitted
-		if u != nil && !u.admitted {
-			if d, ok := a.pending.Decision(u.key); ok && d.Check != queue.CheckNone && d.Check != queue.CheckMembers {
-				p.Why = decisionMessage(u, d)
-			}
-		}
-	}
-	if p.Why == "" && g.counts.Members < int(g.spec.MinMember) {
-		p.Why = fmt.Sprintf("waiting for minCount %d members, %d exist", g.spec.MinMember, g.counts.Members)
-	}
-	return p
 }

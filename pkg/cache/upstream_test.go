@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 )
 
 // upstream's PodGroups join the cache's per-dialect table (volcano_test.go).
@@ -22,7 +22,7 @@ func init() {
 	dialects = append(dialects, dialect{
 		name: "upstream",
 		group: func(c *Cache, ns, name string, min int32, q, _ string) {
-			c.onPodGroup(logger, upstream.PodGroup(mkUpstreamPG(ns, name, min, q)))
+			c.onGroup(logger, upstream.Spec(mkUpstreamPG(ns, name, min, q)))
 		},
 		member: upstreamMember,
 	})
@@ -83,8 +83,8 @@ func TestUpstreamDisruptionModeReachesReclaim(t *testing.T) {
 		if all {
 			rich.Spec.DisruptionMode = &sched.DisruptionMode{All: &sched.AllDisruptionMode{}}
 		}
-		c.onPodGroup(logger, upstream.PodGroup(rich))
-		c.onPodGroup(logger, upstream.PodGroup(mkUpstreamPG("ns", "s", 2, "starved")))
+		c.onGroup(logger, upstream.Spec(rich))
+		c.onGroup(logger, upstream.Spec(mkUpstreamPG("ns", "s", 2, "starved")))
 		var running []*v1.Pod
 		for i := range 4 {
 			p := upstreamMember("ns", fmt.Sprint("r", i), "r", cpu("1"), boundTo("n0"), phase(v1.PodRunning))

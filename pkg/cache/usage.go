@@ -245,7 +245,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 			a.units[acct.unit] = u
 		}
 		u.pod = pod
-		q, asked := c.resolveQueueLocked(nil, pod, pod.Namespace)
+		q, asked := c.resolveQueueLocked("", pod, pod.Namespace)
 		u.asked = asked
 		c.moveUnitLocked(u, q)
 		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
@@ -267,7 +267,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
 	} else if !acct.unit.IsZero() || a.ours(pod) {
-		acct.queue, acct.asked = c.resolveQueueLocked(nil, pod, pod.Namespace)
+		acct.queue, acct.asked = c.resolveQueueLocked("", pod, pod.Namespace)
 		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.pods[pod.UID] = acct

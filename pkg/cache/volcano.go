@@ -14,22 +14,21 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // Volcano's gangs (scheduling.volcano.sh/v1beta1) are a second source of
-// the cache's one group and queue model: pkg/convert/volcano turns each
+// the cache's one group and queue model: pkg/dialect/volcano turns each
 // PodGroup into the model object a scheduler-plugins PodGroup is, marked
 // with Volcano's apiVersion, and each Queue into a Caldera Queue; from then
 // on gang readiness, admission, fair share, reclaim and placement do not
@@ -89,11 +88,9 @@ func (c *Cache) watchVolcano(ctx context.Context, h fwk.Handle, cfg *rest.Config
 	qInf := factory.Scheduling().V1beta1().Queues()
 	v.pgLister, v.qLister = pgInf.Lister(), qInf.Lister()
 	pgReg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.onPodGroup(logger, volcanoModel(obj)) },
-		UpdateFunc: func(old, obj any) {
-			c.onPodGroupUpdate(logger, volcanoModel(old), volcanoModel(obj))
-		},
-		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, volcanoModel(obj)) },
+		AddFunc:    func(obj any) { c.onGroup(logger, volcanoSpec(obj)) },
+		UpdateFunc: func(old, obj any) { c.onGroupUpdate(logger, volcanoSpec(old), volcanoSpec(obj)) },
+		DeleteFunc: func(obj any) { c.onGroupDelete(logger, volcanoSpec(obj)) },
 	})
 	if err != nil {
 		return err
@@ -139,35 +136,25 @@ func volcanoServed(h fwk.Handle) (bool, error) {
 	return has("podgroups") && has("queues"), nil
 }
 
-// volcanoModel converts an informer event's Volcano PodGroup to the model
+// volcanoSpec reads an informer event's Volcano PodGroup as a group spec
 // (nil for anything else, which the handlers ignore).
-func volcanoModel(obj any) any {
+func volcanoSpec(obj any) *groupspec.Spec {
 	pg, ok := objectOf[*vc.PodGroup](obj)
 	if !ok || pg == nil {
 		return nil
 	}
-	return volcano.PodGroup(pg)
+	return volcano.Spec(pg)
 }
 
-// shadowedLocked reports whether pg, of one dialect, names a group whose
-// PodGroup is of another: the first holds the name (see above).
-func shadowedLocked(logger klog.Logger, g *group, pg *v1alpha1.PodGroup) bool {
-	if g.pg == nil || dialectOf(g.pg) == dialectOf(pg) {
+// shadowedLocked reports whether s, of one dialect, names a group whose
+// object is of another: the first holds the name (see above).
+func shadowedLocked(logger klog.Logger, g *group, s *groupspec.Spec) bool {
+	if g.obj == nil || g.obj.Source.Dialect == s.Source.Dialect {
 		return false
 	}
 	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.key.String(),
-		"held", g.pg.APIVersion, "ignored", pg.APIVersion)
+		"held", g.obj.Source.APIVersion, "ignored", s.Source.APIVersion)
 	return true
-}
-
-// dialectOf names the API a model PodGroup comes from: Volcano's or
-// upstream's apiVersion, "" for scheduler-plugins' (whose informer's
-// objects carry no apiVersion).
-func dialectOf(pg *v1alpha1.PodGroup) string {
-	if volcano.IsVolcano(pg) || upstream.IsUpstream(pg) {
-		return pg.APIVersion
-	}
-	return ""
 }
 
 // queueShadowedLocked reports whether q, a Volcano Queue, names a Caldera
@@ -254,56 +241,43 @@ func (c *Cache) VolcanoQueue(name string) (*vc.Queue, bool) {
 	return q, err == nil
 }
 
-// volcanoModel is PodGroup's answer for a group whose PodGroup is
-// Volcano's: its model, fresh from the informer (nil when gone). isVolcano
-// is false for any other group, which the PodGroup lister answers.
-func (c *Cache) volcanoModel(key types.NamespacedName) (pg *v1alpha1.PodGroup, isVolcano bool) {
-	if !c.volcano.on {
-		return nil, false
-	}
-	c.mu.RLock()
-	g := c.groups[GroupKey{Namespace: key.Namespace, Name: key.Name}]
-	isVolcano = g != nil && volcano.IsVolcano(g.pg)
-	c.mu.RUnlock()
-	if !isVolcano {
-		return nil, false
-	}
-	if in, ok := c.VolcanoPodGroup(key); ok {
-		pg = volcano.PodGroup(in)
-	}
-	return pg, true
+// membersAfterAdmission reports whether g's controller creates its members
+// only once it is admitted (groupspec.Rules).
+func (g *group) membersAfterAdmission() bool {
+	return g.obj != nil && g.obj.Rules.MembersAfterAdmission
 }
 
 // promisedMembers is the member count admission sees for g: the members
-// Caldera can place, or, for a Volcano gang, at least its minMember, since
-// its controller creates them only once the gang is admitted (Inqueue).
+// Caldera can place, or, for a gang whose controller creates them only once
+// it is admitted, at least its minMember.
 func promisedMembers(g *group) int32 {
 	n := int32(g.counts.Reachable())
-	if volcano.IsVolcano(g.pg) && n < g.spec.MinMember {
+	if g.membersAfterAdmission() && n < g.spec.MinMember {
 		return g.spec.MinMember
 	}
 	return n
 }
 
-// awaitsMembers reports whether g is a Volcano gang none of whose members
-// exist yet: admitted, it reserves its minimum for the pods its controller
-// is about to create. One that started (its phase says so, as after a
-// restart) and has no member left is done and reserves nothing.
+// awaitsMembers reports whether g is a gang created members-after-admission
+// none of whose members exist yet: admitted, it reserves its minimum for
+// the pods its controller is about to create. One that started (its object
+// says so, as after a restart) and has no member left is done and reserves
+// nothing.
 func awaitsMembers(g *group) bool {
-	return g.counts.Members == 0 && volcano.IsVolcano(g.pg) && !volcano.Started(g.pg)
+	return g.counts.Members == 0 && g.membersAfterAdmission() && !g.obj.Started
 }
 
 // leftover reports whether pod, terminating, is left over from an earlier
-// Volcano PodGroup of g's name: created before g's object, it belonged to
-// the one Volcano's controller deleted and made again to restart the job
-// (policy RestartJob). Such a pod is not a member of the new gang, which
+// PodGroup of g's name, for a gang created members-after-admission:
+// created before g's object, it belonged to the one its controller deleted
+// and made again to restart the job (Volcano's policy RestartJob). Such a pod is not a member of the new gang, which
 // would otherwise count as Running, and started, on pods about to go; its
 // node room stays counted as any pod's is until it is gone. Creation times
 // are whole seconds, so a pod created in the same second as the new object
 // stays a member.
 func leftover(g *group, pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil && g != nil && volcano.IsVolcano(g.pg) &&
-		pod.CreationTimestamp.Before(&g.pg.CreationTimestamp)
+	return pod.DeletionTimestamp != nil && g != nil && g.membersAfterAdmission() &&
+		pod.CreationTimestamp.Time.Before(g.obj.Source.Created)
 }
 
 // leftoverLocked is leftover for the group of key.
@@ -325,12 +299,12 @@ func (c *Cache) dropLeftoversLocked(g *group) {
 var noConstraints = &v1.Pod{}
 
 // missingClass is the placement class of n members of g that do not exist
-// yet. A scheduler-plugins gang's cannot be placed (they must exist
-// first). A Volcano gang's each ask for an even share of minResources
-// (rounded up), on any node without a taint: all that is known of pods
-// not yet created, and what Volcano's own enqueue checks.
+// yet. Members created before admission cannot be placed until they exist.
+// Those of a gang created members-after-admission each ask for an even
+// share of minResources (rounded up), on any node without a taint: all
+// that is known of pods not yet created.
 func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
-	if !volcano.IsVolcano(g.pg) {
+	if !g.membersAfterAdmission() {
 		return placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: []int32{}}
 	}
 	per := resources.List{}
@@ -340,33 +314,4 @@ func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
 		}
 	}
 	return pp.classOf(noConstraints, per, n)
-}
-
-// volcanoProgressLocked is what a Volcano PodGroup's status is made from
-// (volcano.Status, applied by the writer to the object it reads). Without
-// queue admission every gang counts as admitted, so that Volcano's
-// controller may create its pods.
-func (c *Cache) volcanoProgressLocked(g *group) *volcano.Progress {
-	p := &volcano.Progress{
-		Admitted:      true,
-		MinMember:     g.spec.MinMember,
-		Placed:        g.counts.Placed,
-		Running:       g.counts.Running,
-		Succeeded:     g.counts.Succeeded,
-		Failed:        g.counts.Failed,
-		Members:       g.counts.Members,
-		Unschedulable: g.unschedulable,
-	}
-	if a := c.adm; a.on() {
-		u := a.units[gangUnitKey(g.key)]
-		p.Admitted = u != nil && u.admitted
-		if u != nil && !u.admitted && u.noticeMsg != "" {
-			// The verdict as last told, not as the pass has it now: its
-			// numbers move with every bind in the queue, and a status
-			// rewritten with each would be a write per change, each
-			// waking another pass.
-			p.Unschedulable = u.noticeMsg
-		}
-	}
-	return p
 }

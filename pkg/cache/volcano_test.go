@@ -21,7 +21,7 @@ import (
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -51,7 +51,7 @@ var dialects = []dialect{
 	{
 		name: "volcano",
 		group: func(c *Cache, ns, name string, min int32, q, cpuQ string) {
-			c.onPodGroup(logger, volcano.PodGroup(mkVolcanoPG(ns, name, min, q, cpuQ)))
+			c.onGroup(logger, volcano.Spec(mkVolcanoPG(ns, name, min, q, cpuQ)))
 		},
 		member: volcanoMember,
 	},
@@ -136,8 +136,8 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 	first, second := mkVolcanoPG("ns", "first", 2, "q", "3"), mkVolcanoPG("ns", "second", 2, "q", "3")
 	second.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	vcc := withVolcano(t, c, first, second)
-	c.onPodGroup(logger, volcano.PodGroup(first))
-	c.onPodGroup(logger, volcano.PodGroup(second))
+	c.onGroup(logger, volcano.Spec(first))
+	c.onGroup(logger, volcano.Spec(second))
 
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "first")); u == nil || !u.admitted {
@@ -203,7 +203,7 @@ func TestVolcanoQueue(t *testing.T) {
 	c.onVolcanoQueue(vq, false) // a resync: no second warning
 
 	d := dialects[1]
-	c.onPodGroup(logger, volcano.PodGroup(big))
+	c.onGroup(logger, volcano.Spec(big))
 	pods := []*v1.Pod{d.member("ns", "b0", "big"), d.member("ns", "b1", "big"), d.member("ns", "b2", "big")}
 	for _, p := range pods {
 		podEvent(c, p)
@@ -395,8 +395,8 @@ func TestVolcanoGangAfterRestart(t *testing.T) {
 	inqueue.Status.Phase = vc.PodGroupInqueue
 	done.Status = vc.PodGroupStatus{Phase: vc.PodGroupCompleted, Succeeded: 2}
 	vcc := withVolcano(t, c, inqueue, done)
-	c.onPodGroup(logger, volcano.PodGroup(inqueue))
-	c.onPodGroup(logger, volcano.PodGroup(done))
+	c.onGroup(logger, volcano.Spec(inqueue))
+	c.onGroup(logger, volcano.Spec(done))
 	for _, name := range []string{"inqueue", "done"} {
 		if u := unitOf(c, queue.GroupUnit("ns", name)); u == nil || !u.admitted {
 			t.Errorf("%s: unit %+v, want admitted from its phase", name, u)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -41,7 +41,7 @@ func TestVolcanoQuotaFormMinResources(t *testing.T) {
 	min := quotaForm(4, "1", 0)
 	pg.Spec.MinResources = &min
 	withVolcano(t, c, pg)
-	c.onPodGroup(logger, volcano.PodGroup(pg))
+	c.onGroup(logger, volcano.Spec(pg))
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.admitted {
 		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "job"))
@@ -81,8 +81,8 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 	min2 := quotaForm(1, "1", 4)
 	more.Spec.MinResources = &min2
 	vcc := withVolcano(t, c, pg, more)
-	c.onPodGroup(logger, volcano.PodGroup(pg))
-	c.onPodGroup(logger, volcano.PodGroup(more))
+	c.onGroup(logger, volcano.Spec(pg))
+	c.onGroup(logger, volcano.Spec(more))
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "train")); u == nil || !u.admitted {
 		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "train"))
@@ -113,7 +113,7 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	renewed.UID = "vpg-ns-job-2"
 	renewed.CreationTimestamp.Time = t0.Add(time.Minute)
 	vcc := withVolcano(t, c, old)
-	c.onPodGroup(logger, volcano.PodGroup(old))
+	c.onGroup(logger, volcano.Spec(old))
 	pass(c, t0)
 	pods := []*v1.Pod{volcanoMember("ns", "p0", "job", cpu("1")), volcanoMember("ns", "p1", "job", cpu("1"))}
 	for i, p := range pods {
@@ -129,14 +129,14 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 		pods[i] = next(p, func(p *v1.Pod) { p.DeletionTimestamp = &renewed.CreationTimestamp })
 		podEvent(c, pods[i])
 	}
-	c.onPodGroupDelete(logger, volcano.PodGroup(old))
+	c.onGroupDelete(logger, volcano.Spec(old))
 	delete(vcc.pgs, types.NamespacedName{Namespace: "ns", Name: "job"})
 	if err := vcc.pgStore.Delete(old); err != nil {
 		t.Fatal(err)
 	}
 	vcc.pgs[types.NamespacedName{Namespace: "ns", Name: "job"}] = renewed.DeepCopy()
 	vcc.refresh(t)
-	c.onPodGroup(logger, volcano.PodGroup(renewed))
+	c.onGroup(logger, volcano.Spec(renewed))
 	pass(c, t0.Add(time.Minute))
 
 	u := unitOf(c, queue.GroupUnit("ns", "job"))

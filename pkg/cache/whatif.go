@@ -48,7 +48,7 @@ func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 		if g == nil {
 			return AdmissionView{}, false
 		}
-		if g.pg == nil {
+		if g.obj == nil {
 			return AdmissionView{Unit: gangUnitKey(key).String(), Message: "waiting for its PodGroup"}, true
 		}
 		uk = gangUnitKey(key)

@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -54,17 +56,17 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 		w.clearNomination(ctx, a.Pod)
 		return
 	}
-	var pg *v1alpha1.PodGroup
+	var pg *groupObject
 	if a.PodGroup != nil {
-		got, ok := w.src.PodGroup(*a.PodGroup)
-		if !ok || got.UID != a.UID {
+		got, ok := w.groupObject(a.Dialect, *a.PodGroup)
+		if !ok || got.src.UID != string(a.UID) {
 			return // gone, or another object by now
 		}
-		pg = got
+		pg = &got
 	}
 	if a.Unadmit {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, qapi.AdmittedAtAnnotation)
-		if err := w.patchPodGroup(ctx, pg, []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
+		if err := w.patchPodGroup(ctx, pg.src, []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
 			writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 			logger.Error(err, "Cannot clear admission on PodGroup", "podGroup", a.PodGroup.String())
 		}
@@ -85,18 +87,18 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 		}
 		return
 	}
-	rec.Eventf(PodGroupRef(pg), nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)
+	rec.Eventf(GroupRef(pg.src), nil, typ, reason, AdmissionAction(a.Admitted, a.Check), "%s", a.Message)
 	// One merge patch: on admission the admitted-at annotation (once) and
 	// the verdict's removal; on a refusal the verdict, when it changed.
 	ann := map[string]any{}
 	if a.Admitted {
-		if pg.Annotations[qapi.AdmittedAtAnnotation] == "" {
+		if pg.annotations[qapi.AdmittedAtAnnotation] == "" {
 			ann[qapi.AdmittedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		}
-		if _, ok := pg.Annotations[qapi.VerdictAnnotation]; ok {
+		if _, ok := pg.annotations[qapi.VerdictAnnotation]; ok {
 			ann[qapi.VerdictAnnotation] = nil
 		}
-	} else if pg.Annotations[qapi.VerdictAnnotation] != a.Message {
+	} else if pg.annotations[qapi.VerdictAnnotation] != a.Message {
 		ann[qapi.VerdictAnnotation] = a.Message
 	}
 	if len(ann) == 0 {
@@ -106,10 +108,49 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	if err != nil {
 		return
 	}
-	if err := w.patchPodGroup(ctx, pg, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.patchPodGroup(ctx, pg.src, patch); err != nil && !apierrors.IsNotFound(err) {
 		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 		logger.Error(err, "Cannot record the admission decision on PodGroup", "podGroup", a.PodGroup.String())
 	}
+}
+
+// groupObject is what the admission writer reads of a gang's PodGroup.
+type groupObject struct {
+	src         groupspec.Source
+	annotations map[string]string
+}
+
+// groupObject reads the PodGroup of dialect d named key from the state's
+// informer of that dialect.
+func (w *Writer) groupObject(d groupspec.Dialect, key types.NamespacedName) (groupObject, bool) {
+	var meta *metav1.ObjectMeta
+	var apiVersion string
+	switch d {
+	case groupspec.Volcano:
+		if vs, ok := w.volcano(); ok {
+			if pg, ok := vs.VolcanoPodGroup(key); ok {
+				meta, apiVersion = &pg.ObjectMeta, volcano.APIVersion
+			}
+		}
+	case groupspec.Upstream:
+		if us, ok := w.upstream(); ok {
+			if pg, ok := us.UpstreamPodGroup(key); ok {
+				meta, apiVersion = &pg.ObjectMeta, upstream.APIVersion
+			}
+		}
+	default:
+		if pg, ok := w.src.PodGroup(key); ok {
+			meta, apiVersion = &pg.ObjectMeta, schedplugins.APIVersion
+		}
+	}
+	if meta == nil {
+		return groupObject{}, false
+	}
+	return groupObject{
+		src: groupspec.Source{Dialect: d, APIVersion: apiVersion, Namespace: meta.Namespace, Name: meta.Name,
+			UID: string(meta.UID), ResourceVersion: meta.ResourceVersion},
+		annotations: meta.Annotations,
+	}, true
 }
 
 // clearNomination removes pod's status.nominatedNodeName if its unit is

@@ -8,49 +8,63 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // WriteGroups posts each group's notice and writes the status of those
-// whose PodGroup's differs from what it should be. A failed write hands
-// the group back to the source, so the next pass tries again.
+// whose PodGroup's differs from what it should be, each in its dialect's
+// way. A failed write hands the group back to the source, so the next pass
+// tries again.
 func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
-	logger := klog.FromContext(ctx)
 	for _, g := range work {
 		w.emit(g)
 		w.tellMembers(ctx, g)
-		if g.Volcano != nil {
+		if g.Source == nil {
+			continue
+		}
+		switch g.Source.Dialect {
+		case groupspec.Volcano:
 			w.writeVolcanoGroup(ctx, g)
-			continue
-		}
-		if g.Upstream != nil {
+		case groupspec.Upstream:
 			w.writeUpstreamGroup(ctx, g)
-			continue
-		}
-		if g.PodGroup == nil {
-			continue
-		}
-		w.writeVerdict(ctx, g)
-		if equality.Semantic.DeepEqual(g.PodGroup.Status, g.Status) {
-			continue
-		}
-		if err := w.writeStatus(ctx, g); err != nil && !apierrors.IsNotFound(err) {
-			writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
-			logger.Error(err, "Cannot write PodGroup status; will retry", "podGroup", g.Key.String())
-			w.src.RetryGroupStatus(g.Key)
+		default:
+			w.writePodGroup(ctx, g)
 		}
 	}
 }
 
-func (w *Writer) writeStatus(ctx context.Context, g Group) error {
+// writePodGroup writes a scheduler-plugins PodGroup's verdict annotation
+// and status (schedplugins.Status) when they differ from the object's, as
+// the informer has it.
+func (w *Writer) writePodGroup(ctx context.Context, g Group) {
+	pg, ok := w.src.PodGroup(g.Key)
+	if !ok || string(pg.UID) != g.Source.UID {
+		return // gone, or another object by now
+	}
+	w.writeVerdict(ctx, g, pg)
+	if equality.Semantic.DeepEqual(pg.Status, schedplugins.Status(pg.Status, g.Progress)) {
+		return
+	}
+	if err := w.writeStatus(ctx, g, pg); err != nil && !apierrors.IsNotFound(err) {
+		writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
+		klog.FromContext(ctx).Error(err, "Cannot write PodGroup status; will retry", "podGroup", g.Key.String())
+		w.src.RetryGroupStatus(g.Key)
+	}
+}
+
+// writeStatus updates the status of pg (the informer's copy) from g's
+// progress, reading the object again after a conflict; only the status
+// Caldera owns changes.
+func (w *Writer) writeStatus(ctx context.Context, g Group, pg *v1alpha1.PodGroup) error {
 	client := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(g.Key.Namespace)
-	pg := g.PodGroup.DeepCopy()
+	pg = pg.DeepCopy()
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -58,16 +72,13 @@ func (w *Writer) writeStatus(ctx context.Context, g Group) error {
 			if err != nil {
 				return err
 			}
+			if string(latest.UID) != g.Source.UID {
+				return nil // replaced: its own work item follows
+			}
 			pg = latest
 		}
 		first = false
-		// Only the status we own changes; a ScheduleStartTime someone else set stays.
-		status := g.Status
-		if !pg.Status.ScheduleStartTime.IsZero() {
-			status.ScheduleStartTime = pg.Status.ScheduleStartTime
-		}
-		status.OccupiedBy = pg.Status.OccupiedBy
-		pg.Status = status
+		pg.Status = schedplugins.Status(pg.Status, g.Progress)
 		_, err := client.UpdateStatus(ctx, pg, metav1.UpdateOptions{})
 		return err
 	})
@@ -81,8 +92,8 @@ func (w *Writer) emit(g Group) {
 	if g.Notice.Warning {
 		typ = v1.EventTypeWarning
 	}
-	if g.PodGroup != nil {
-		w.src.Recorder(g.Profile).Eventf(PodGroupRef(g.PodGroup), nil, typ, g.Notice.Reason, "Scheduling", "%s", g.Notice.Message)
+	if g.Source != nil {
+		w.src.Recorder(g.Profile).Eventf(GroupRef(*g.Source), nil, typ, g.Notice.Reason, "Scheduling", "%s", g.Notice.Message)
 		return
 	}
 	for _, p := range g.Pods {
@@ -90,31 +101,28 @@ func (w *Writer) emit(g Group) {
 	}
 }
 
-// PodGroupRef is the Event target for a PodGroup. The scheduler's event scheme
-// does not know PodGroups, so the reference is spelled out.
-func PodGroupRef(pg *v1alpha1.PodGroup) *v1.ObjectReference {
-	apiVersion := v1alpha1.SchemeGroupVersion.String()
-	if volcano.IsVolcano(pg) || upstream.IsUpstream(pg) {
-		apiVersion = pg.APIVersion
-	}
+// GroupRef is the Event target for a group's PodGroup, of any dialect.
+// The scheduler's event scheme does not know PodGroups, so the reference
+// is spelled out.
+func GroupRef(src groupspec.Source) *v1.ObjectReference {
 	return &v1.ObjectReference{
-		APIVersion:      apiVersion,
+		APIVersion:      src.APIVersion,
 		Kind:            "PodGroup",
-		Namespace:       pg.Namespace,
-		Name:            pg.Name,
-		UID:             pg.UID,
-		ResourceVersion: pg.ResourceVersion,
+		Namespace:       src.Namespace,
+		Name:            src.Name,
+		UID:             types.UID(src.UID),
+		ResourceVersion: src.ResourceVersion,
 	}
 }
 
 // writeVerdict puts the later-stage verdict (Group.Verdict) in the
 // PodGroup's verdict annotation, or takes it out, when it differs from
 // what the PodGroup says.
-func (w *Writer) writeVerdict(ctx context.Context, g Group) {
+func (w *Writer) writeVerdict(ctx context.Context, g Group, pg *v1alpha1.PodGroup) {
 	if g.Verdict == nil {
 		return
 	}
-	have, ok := g.PodGroup.Annotations[qapi.VerdictAnnotation]
+	have, ok := pg.Annotations[qapi.VerdictAnnotation]
 	var value any = *g.Verdict
 	switch {
 	case *g.Verdict == "" && !ok, *g.Verdict != "" && have == *g.Verdict:
@@ -126,7 +134,7 @@ func (w *Writer) writeVerdict(ctx context.Context, g Group) {
 	if err != nil {
 		return
 	}
-	if err := w.patchPodGroup(ctx, g.PodGroup, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.patchPodGroup(ctx, *g.Source, patch); err != nil && !apierrors.IsNotFound(err) {
 		writeErrors.WithLabelValues(WritePodGroupAnnotation).Inc()
 		klog.FromContext(ctx).Error(err, "Cannot record the verdict on PodGroup; will retry", "podGroup", g.Key.String())
 		w.src.RetryGroupStatus(g.Key)

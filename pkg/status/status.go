@@ -28,20 +28,20 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
 // Group is the status work of one group, copied out of the state.
 type Group struct {
 	Key types.NamespacedName
-	// PodGroup is the object as the state last saw it; nil when the
-	// group's PodGroup does not exist.
-	PodGroup *v1alpha1.PodGroup
-	// Status is the status the PodGroup should have (with PodGroup only).
-	Status v1alpha1.PodGroupStatus
+	// Source identifies the group's PodGroup, of whatever dialect; nil
+	// when it does not exist.
+	Source *groupspec.Source
+	// Progress is what the PodGroup's status is made from (with Source
+	// only); the writer turns it into the dialect's status.
+	Progress groupspec.Progress
 	// Notice is the Event to post; zero when the group's state did not
 	// change since the last one.
 	Notice gang.Notice
@@ -50,13 +50,6 @@ type Group struct {
 	// Profile is the scheduler name whose recorder reports Events about
 	// the PodGroup (one of its members').
 	Profile string
-	// Volcano is what the status of a Volcano PodGroup is made from (set
-	// instead of Status when PodGroup is the model of one: volcano.go).
-	Volcano *volcano.Progress
-	// Upstream is what Caldera's conditions on an upstream PodGroup are
-	// made from (set instead of Status when PodGroup is the model of one:
-	// upstream.go).
-	Upstream *upstream.Progress
 	// Verdict is what the verdict annotation of an admitted gang's
 	// scheduler-plugins PodGroup is to say: nil leaves it as it is (the
 	// admission writer owns it while the gang is not admitted), "" takes
@@ -78,6 +71,8 @@ type Group struct {
 type Admission struct {
 	// PodGroup names the gang's PodGroup; nil for a singleton.
 	PodGroup *types.NamespacedName
+	// Dialect is the PodGroup's API (with PodGroup only).
+	Dialect groupspec.Dialect
 	// UID is the PodGroup's: a decision about one object is never written
 	// on another created under its name since.
 	UID types.UID
@@ -136,7 +131,9 @@ type Source interface {
 	// QueueStatusUpdates returns the Queues whose status changed, with the
 	// status to write.
 	QueueStatusUpdates() []*qapi.Queue
-	// PodGroup returns the PodGroup as the state's informer has it.
+	// PodGroup returns the scheduler-plugins PodGroup as the state's
+	// informer has it (the other dialects' objects come from VolcanoSource
+	// and UpstreamSource).
 	PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool)
 	// PodGroupsToCreate returns the gangs asked for by annotation whose
 	// PodGroup does not exist; one handed out is handed out again only

@@ -25,6 +25,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -146,6 +147,12 @@ func mkPG(uid string, annotations map[string]string) *v1alpha1.PodGroup {
 
 var gKey = types.NamespacedName{Namespace: "ns", Name: "g"}
 
+// sourceOf names pg as the state hands it to the writer.
+func sourceOf(pg *v1alpha1.PodGroup) *groupspec.Source {
+	return &groupspec.Source{Dialect: groupspec.SchedulerPlugins, APIVersion: "scheduling.x-k8s.io/v1alpha1",
+		Namespace: pg.Namespace, Name: pg.Name, UID: string(pg.UID)}
+}
+
 // A status write changes only the fields Caldera owns: a ScheduleStartTime
 // and an OccupiedBy set by someone else stay, also when the first write
 // meets a conflict and is retried on the latest object.
@@ -162,11 +169,12 @@ func TestWriteGroupsKeepsOthersFields(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	src := &fakeSource{ready: true, rec: &recorder{}}
+	// The informer's copy lacks the others' fields.
+	src := &fakeSource{ready: true, rec: &recorder{}, pgs: map[types.NamespacedName]*v1alpha1.PodGroup{gKey: mkPG("u1", nil)}}
 	src.groups = []Group{{
 		Key:      gKey,
-		PodGroup: mkPG("u1", nil), // the state's copy lacks the others' fields
-		Status:   v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, ScheduleStartTime: metav1.NewTime(theirs.Add(time.Hour))},
+		Source:   sourceOf(stored),
+		Progress: groupspec.Progress{Phase: gang.PhaseRunning, Running: 2, FirstAttempt: theirs.Add(time.Hour)},
 		Notice:   gang.Notice{Reason: gang.ReasonScheduled, Message: "gang scheduled"},
 	}}
 	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
@@ -208,10 +216,11 @@ func TestWriteGroupsHandsBackFailures(t *testing.T) {
 	same := mkPG("u2", nil)
 	same.Name = "same"
 	same.Status.Phase = v1alpha1.PodGroupPending
+	sameKey := types.NamespacedName{Namespace: "ns", Name: "same"}
 	src := &fakeSource{ready: true, rec: &recorder{}, groups: []Group{
-		{Key: gKey, PodGroup: mkPG("u1", nil), Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning}},
-		{Key: types.NamespacedName{Namespace: "ns", Name: "same"}, PodGroup: same, Status: same.Status},
-	}}
+		{Key: gKey, Source: sourceOf(mkPG("u1", nil)), Progress: groupspec.Progress{Phase: gang.PhaseRunning}},
+		{Key: sameKey, Source: sourceOf(same), Progress: groupspec.Progress{Phase: gang.PhasePending}},
+	}, pgs: map[types.NamespacedName]*v1alpha1.PodGroup{gKey: mkPG("u1", nil), sameKey: same}}
 	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
 	if !slices.Equal(src.retried, []types.NamespacedName{gKey}) {
 		t.Errorf("handed back %v, want only ns/g", src.retried)
@@ -233,7 +242,9 @@ func TestWriteGroupsHandsBackFailures(t *testing.T) {
 // Nothing is written before the source has every member.
 func TestSyncWaitsForTheSource(t *testing.T) {
 	pgc := pgfake.NewSimpleClientset(mkPG("u1", nil))
-	src := &fakeSource{rec: &recorder{}, groups: []Group{{Key: gKey, PodGroup: mkPG("u1", nil), Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning}, Notice: gang.Notice{Reason: "R"}}}}
+	src := &fakeSource{rec: &recorder{}, groups: []Group{{Key: gKey, Source: sourceOf(mkPG("u1", nil)),
+		Progress: groupspec.Progress{Phase: gang.PhaseRunning}, Notice: gang.Notice{Reason: "R"}}},
+		pgs: map[types.NamespacedName]*v1alpha1.PodGroup{gKey: mkPG("u1", nil)}}
 	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
 	if len(pgc.Actions()) != 0 || len(src.rec.take()) != 0 || len(src.groups) != 1 {
 		t.Errorf("a pass before the source was ready wrote %v", pgc.Actions())

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 )
 
 // UpstreamSource is what the writer reads of upstream's PodGroups
@@ -40,11 +40,11 @@ func (w *Writer) upstream() (UpstreamSource, bool) {
 // back.
 func (w *Writer) writeUpstreamGroup(ctx context.Context, g Group) {
 	us, ok := w.upstream()
-	if !ok || g.PodGroup == nil {
+	if !ok {
 		return
 	}
 	pg, ok := us.UpstreamPodGroup(g.Key)
-	if !ok || pg.UID != g.PodGroup.UID {
+	if !ok || string(pg.UID) != g.Source.UID {
 		return // gone, or another object by now
 	}
 	client := w.cl.Pods.SchedulingV1beta1().PodGroups(g.Key.Namespace)
@@ -55,13 +55,13 @@ func (w *Writer) writeUpstreamGroup(ctx context.Context, g Group) {
 			if err != nil {
 				return err
 			}
-			if latest.UID != g.PodGroup.UID {
+			if string(latest.UID) != g.Source.UID {
 				return nil
 			}
 			pg = latest
 		}
 		first = false
-		want := upstream.Conditions(pg.Status.Conditions, *g.Upstream, pg.Generation, metav1.NewTime(time.Now().Truncate(time.Second)))
+		want := upstream.Conditions(pg.Status.Conditions, g.Progress, pg.Generation, metav1.NewTime(time.Now().Truncate(time.Second)))
 		if equality.Semantic.DeepEqual(pg.Status.Conditions, want) {
 			return nil
 		}

@@ -15,7 +15,8 @@ import (
 	kfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // upstreamSource is a fakeSource that also has upstream's PodGroups.
@@ -53,11 +54,10 @@ func TestWriteUpstreamConditions(t *testing.T) {
 		}
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "podgroups"}, "g", errors.New("changed"))
 	})
-	model := upstream.PodGroup(stored)
 	src := &upstreamSource{fakeSource: &fakeSource{ready: true, rec: &recorder{}},
 		pgs: map[types.NamespacedName]*sched.PodGroup{key: stored}}
-	src.groups = []Group{{Key: key, PodGroup: model,
-		Upstream: &upstream.Progress{Why: "queue q: cpu request 3 exceeds remaining capability 1"}}}
+	src.groups = []Group{{Key: key, Source: &groupspec.Source{Dialect: groupspec.Upstream, Namespace: "ns", Name: "g", UID: "u1"},
+		Progress: groupspec.Progress{MinMember: 1, Why: "queue q: cpu request 3 exceeds remaining capability 1"}}}
 	New(src, Clients{Pods: cs}).Sync(t.Context())
 
 	got, err := cs.SchedulingV1beta1().PodGroups("ns").Get(t.Context(), "g", metav1.GetOptions{})

@@ -12,13 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
-	"github.com/caldera-sched/caldera/pkg/convert/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // VolcanoSource is what the writer reads of Volcano's objects, when the
@@ -107,20 +106,20 @@ func (w *Writer) volcano() (VolcanoSource, bool) {
 // group back.
 func (w *Writer) writeVolcanoGroup(ctx context.Context, g Group) {
 	vs, ok := w.volcano()
-	if !ok || g.PodGroup == nil {
+	if !ok {
 		return
 	}
 	pg, ok := vs.VolcanoPodGroup(g.Key)
-	if !ok || pg.UID != g.PodGroup.UID {
+	if !ok || string(pg.UID) != g.Source.UID {
 		return // gone, or another object by now
 	}
-	want := volcano.Status(*pg.Status.DeepCopy(), *g.Volcano, time.Now())
+	want := volcano.Status(*pg.Status.DeepCopy(), g.Progress, time.Now())
 	if equality.Semantic.DeepEqual(pg.Status, want) {
 		return
 	}
 	patch, err := volcanoStatusPatch(pg.UID, want)
 	if err == nil {
-		err = w.patchPodGroup(ctx, g.PodGroup, patch)
+		err = w.patchPodGroup(ctx, *g.Source, patch)
 	}
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		writeErrors.WithLabelValues(WritePodGroupStatus).Inc()
@@ -149,19 +148,19 @@ func volcanoStatusPatch(uid types.UID, st vc.PodGroupStatus) ([]byte, error) {
 	})
 }
 
-// patchPodGroup merge-patches the PodGroup whose model is pg, through the
-// client of its dialect.
-func (w *Writer) patchPodGroup(ctx context.Context, pg *v1alpha1.PodGroup, patch []byte) error {
-	if upstream.IsUpstream(pg) {
-		return w.patchUpstreamPodGroup(ctx, pg.Namespace, pg.Name, patch)
-	}
-	if volcano.IsVolcano(pg) {
+// patchPodGroup merge-patches the PodGroup src names, through the client
+// of its dialect.
+func (w *Writer) patchPodGroup(ctx context.Context, src groupspec.Source, patch []byte) error {
+	switch src.Dialect {
+	case groupspec.Upstream:
+		return w.patchUpstreamPodGroup(ctx, src.Namespace, src.Name, patch)
+	case groupspec.Volcano:
 		if w.cl.Volcano == nil {
 			return nil
 		}
-		return w.cl.Volcano.PatchPodGroup(ctx, pg.Namespace, pg.Name, patch)
+		return w.cl.Volcano.PatchPodGroup(ctx, src.Namespace, src.Name, patch)
 	}
-	_, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err := w.cl.PodGroups.SchedulingV1alpha1().PodGroups(src.Namespace).Patch(ctx, src.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 

@@ -23,9 +23,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -56,7 +56,7 @@ func (f *fakeCache) FinishEviction(types.UID, types.UID, error) (cache.Eviction,
 }
 func (f *fakeCache) HoldForGang(string, map[types.UID]string) {}
 func (f *fakeCache) GangMemberPod(*v1.Pod, types.UID) *v1.Pod { return nil }
-func (f *fakeCache) PodGroupOf(*v1.Pod) *v1alpha1.PodGroup    { return nil }
+func (f *fakeCache) GroupSourceOf(*v1.Pod) *groupspec.Source  { return nil }
 
 // fakeHandle is the part of fwk.Handle the plugin reads: the snapshot, the
 // nominations, and the filters, which pass unless filter says otherwise and
@@ -459,18 +459,18 @@ func TestMarkBudgets(t *testing.T) {
 // evictedCache reports one eviction in flight, as the book would.
 type evictedCache struct {
 	fakeCache
-	e  cache.Eviction
-	pg *v1alpha1.PodGroup
+	e   cache.Eviction
+	src *groupspec.Source
 }
 
 func (f *evictedCache) FinishEviction(_, victim types.UID, _ error) (cache.Eviction, bool) {
 	return f.e, victim == f.e.Victim
 }
-func (f *evictedCache) PodGroupOf(*v1.Pod) *v1alpha1.PodGroup { return f.pg }
+func (f *evictedCache) GroupSourceOf(*v1.Pod) *groupspec.Source { return f.src }
 
 func TestEvictedEvents(t *testing.T) {
 	victim := podOn("victim", "n1", "1", inGroup("low"))
-	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "low", UID: "pg-uid"}}
+	src := &groupspec.Source{Dialect: groupspec.Volcano, APIVersion: "scheduling.volcano.sh/v1beta1", Namespace: "ns", Name: "low", UID: "pg-uid"}
 	for _, tc := range []struct {
 		name   string
 		mode   policy.Mode
@@ -489,7 +489,7 @@ func TestEvictedEvents(t *testing.T) {
 		{"the eviction failed", policy.Reclaim, errors.New("conflict"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &evictedCache{e: cache.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, pg: pg}
+			c := &evictedCache{e: cache.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, src: src}
 			pl, rec := profile(nil)
 			pl.cache = c
 			pl.evicted(context.Background(), "pre", victim, tc.err)

@@ -28,10 +28,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -78,7 +78,7 @@ type evictionCache interface {
 	HoldForGang(group string, nodes map[types.UID]string)
 	// GangMemberPod is the member uid of pod's gang, nil when unknown.
 	GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod
-	PodGroupOf(pod *v1.Pod) *v1alpha1.PodGroup
+	GroupSourceOf(pod *v1.Pod) *groupspec.Source
 }
 
 var _ evictionCache = (*cache.Cache)(nil)
@@ -495,8 +495,8 @@ func (pl *Reclaim) evicted(ctx context.Context, preemptor types.UID, victim *v1.
 	}
 	rec := pl.handle.EventRecorder().WithLogger(klog.FromContext(ctx))
 	rec.Eventf(victim, nil, v1.EventTypeWarning, reason, "Evicting", "%s", msg)
-	if pg := pl.cache.PodGroupOf(victim); pg != nil {
-		rec.Eventf(status.PodGroupRef(pg), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
+	if src := pl.cache.GroupSourceOf(victim); src != nil {
+		rec.Eventf(status.GroupRef(*src), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
 	}
 }
 

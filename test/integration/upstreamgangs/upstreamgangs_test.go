@@ -29,7 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 	"github.com/caldera-sched/caldera/test/integration/gangtable"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )

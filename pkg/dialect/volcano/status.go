@@ -7,25 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-)
 
-// Progress is what a Volcano PodGroup's status is made from: the cache's
-// view of the gang and the admission decision.
-type Progress struct {
-	// Admitted: the gang is admitted to its queue (Volcano's enqueue).
-	Admitted bool
-	// MinMember is the PodGroup's spec.minMember.
-	MinMember int32
-	// Placed counts unfinished members reserved or bound; Running,
-	// Succeeded and Failed count members by pod phase.
-	Placed, Running, Succeeded, Failed int
-	// Members counts the members that exist, finished ones included.
-	Members int
-	// Unschedulable says why the gang is not placed (admission's verdict or
-	// the last placement failure); "" when nothing stops it, as while an
-	// admitted gang waits for its controller to create its pods.
-	Unschedulable string
-}
+	"github.com/caldera-sched/caldera/pkg/groupspec"
+)
 
 // Reasons of the conditions Status writes beside Volcano's own.
 const (
@@ -50,7 +34,7 @@ const (
 // Scheduled. A
 // condition changes, with its lastTransitionTime, only when its status,
 // reason or message does, so an unchanged gang is not written again.
-func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus {
+func Status(prev vc.PodGroupStatus, p groupspec.Progress, now time.Time) vc.PodGroupStatus {
 	if prev.Phase == vc.PodGroupCompleted && p.Members == 0 {
 		// Its pods are gone (garbage-collected, or a restarted scheduler
 		// has not seen them): what it completed stays written.
@@ -64,7 +48,7 @@ func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus
 		out.Phase = vc.PodGroupCompleted
 	case ready:
 		out.Phase = vc.PodGroupRunning
-	case p.Running > 0 && p.Unschedulable != "":
+	case p.Running > 0 && p.Why != "":
 		out.Phase = vc.PodGroupUnknown
 	case p.Admitted:
 		out.Phase = vc.PodGroupInqueue
@@ -79,9 +63,9 @@ func Status(prev vc.PodGroupStatus, p Progress, now time.Time) vc.PodGroupStatus
 			Reason: ReasonScheduled, Message: string(vc.PodGroupReady)}, t)
 		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionFalse,
 			Reason: ReasonScheduled, Message: string(vc.PodGroupReady)}, t)
-	case p.Unschedulable != "":
+	case p.Why != "":
 		out.Conditions = setCondition(out.Conditions, vc.PodGroupCondition{Type: vc.PodGroupUnschedulableType, Status: v1.ConditionTrue,
-			Reason: vc.NotEnoughResourcesReason, Message: p.Unschedulable}, t)
+			Reason: vc.NotEnoughResourcesReason, Message: p.Why}, t)
 	case p.Admitted:
 		// Admitted, waiting for its controller to create or place its
 		// pods: nothing is wrong. Volcano's job controller turns the

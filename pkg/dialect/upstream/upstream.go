@@ -1,37 +1,28 @@
 // Package upstream adapts Kubernetes' own gang API (scheduling.k8s.io/v1beta1
-// PodGroup, feature gate GenericWorkload) to Caldera's one group model, and
-// Caldera's decisions back to conditions on that PodGroup. The cache,
-// admission, fair share, reclaim and placement never see an upstream type:
-// an upstream PodGroup enters the cache as the same model object a
-// scheduler-plugins PodGroup is, marked with upstream's apiVersion so that
-// the status writer knows where to write. Upstream leaves queues and
+// PodGroup, feature gate GenericWorkload) to Caldera's group spec
+// (pkg/groupspec), and Caldera's decisions back to conditions on that
+// PodGroup. The cache, admission, fair share, reclaim and placement never
+// see an upstream type: an upstream PodGroup enters the cache as a
+// groupspec.Spec. Upstream leaves queues and
 // fairness out of scope on purpose; Caldera adds them. It holds no state and
 // makes no API call. docs/gang-apis.md maps the fields.
 package upstream
 
 import (
-	"maps"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	sched "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
-// APIVersion is upstream's scheduling API, which the model objects this
-// package makes carry as their apiVersion.
+// APIVersion is upstream's scheduling API.
 var APIVersion = sched.SchemeGroupVersion.String()
-
-// DisruptAllAnnotation marks a model PodGroup (never the API object) whose
-// upstream PodGroup asks for disruptionMode all: reclaim and preemption
-// take its running members together or not at all. The model has no field
-// for it, and an annotation of Caldera's own group cannot collide with one
-// a user sets, since the model's annotations are rebuilt from the object
-// on every event.
-const DisruptAllAnnotation = qapi.GroupName + "/upstream-disruption-all"
 
 // GroupName returns the upstream PodGroup pod joins
 // (spec.schedulingGroup.podGroupName), if it names one.
@@ -40,15 +31,6 @@ func GroupName(pod *v1.Pod) (string, bool) {
 		return *sg.PodGroupName, true
 	}
 	return "", false
-}
-
-// IsUpstream reports whether a model PodGroup was made by PodGroup.
-func IsUpstream(pg *v1alpha1.PodGroup) bool { return pg != nil && pg.APIVersion == APIVersion }
-
-// DisruptsAll reports whether the model pg stands for an upstream PodGroup
-// with disruptionMode all.
-func DisruptsAll(pg *v1alpha1.PodGroup) bool {
-	return IsUpstream(pg) && pg.Annotations[DisruptAllAnnotation] == "true"
 }
 
 // MinCount is the number of members that must be placed together: the
@@ -62,32 +44,30 @@ func MinCount(in *sched.PodGroup) int32 {
 	return 1
 }
 
-// PodGroup returns the model of an upstream PodGroup: metadata (labels and
-// annotations copied, never shared; Caldera's queue label on the PodGroup
-// names its queue, as on any PodGroup, else its namespace's default
-// applies) and minMember from MinCount. A basic PodGroup becomes a group
-// of minMember 1: admitted to its queue by its first member, with every
-// further member an extra placed within the queue's share one by one
-// (pkg/cache/extrademand.go), and no barrier. disruptionMode all sets
-// DisruptAllAnnotation. priority and priorityClassName have no model field:
-// the API server's priority admission sets the same class on the members,
-// and Caldera orders and preempts by the members' priority.
-func PodGroup(in *sched.PodGroup) *v1alpha1.PodGroup {
-	out := &v1alpha1.PodGroup{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: "PodGroup"},
-		ObjectMeta: *in.ObjectMeta.DeepCopy(),
-		Spec:       v1alpha1.PodGroupSpec{MinMember: MinCount(in)},
+// Spec reads an upstream PodGroup as Caldera's group spec: minMember from
+// MinCount (a basic PodGroup becomes a group of minMember 1: admitted to
+// its queue by its first member, with every further member an extra placed
+// within the queue's share one by one, pkg/cache/extrademand.go, and no
+// barrier); the queue from Caldera's queue label, as on any PodGroup, else
+// its namespace's default applies; admitted when Caldera's admitted-at
+// annotation says so; disruptionMode all as Rules.DisruptAll. priority and
+// priorityClassName are for display only: the API server's priority
+// admission sets the same class on the members, and Caldera orders and
+// preempts by the members' priority.
+func Spec(in *sched.PodGroup) *groupspec.Spec {
+	out := &groupspec.Spec{
+		Source: groupspec.Source{
+			Dialect: groupspec.Upstream, APIVersion: APIVersion,
+			Namespace: in.Namespace, Name: in.Name, UID: string(in.UID),
+			ResourceVersion: in.ResourceVersion, Created: in.CreationTimestamp.Time,
+		},
+		Gang:              gang.Spec{MinMember: MinCount(in)},
+		Queue:             in.Labels[qapi.QueueLabel],
+		PriorityClassName: in.Spec.PriorityClassName,
+		Admitted:          qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
 	}
-	out.ManagedFields = nil
 	if d := in.Spec.DisruptionMode; d != nil && d.All != nil {
-		out.Annotations = maps.Clone(out.Annotations)
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
-		}
-		out.Annotations[DisruptAllAnnotation] = "true"
-	} else if _, set := out.Annotations[DisruptAllAnnotation]; set {
-		// Only this function may say so: a user's copy is dropped.
-		delete(out.Annotations, DisruptAllAnnotation)
+		out.Rules.DisruptAll = true
 	}
 	return out
 }
@@ -113,22 +93,17 @@ const (
 	ReasonPlaced      = "Placed"
 )
 
-// Progress is what Caldera's conditions on an upstream PodGroup are made
-// from: the admission decision and what the gang still waits for.
-type Progress struct {
-	// Admitted: the gang is admitted to its queue.
-	Admitted bool
-	// Why says why it is not placed: admission's verdict before admission,
-	// what it waits for after; "" when nothing stops it.
-	Why string
-}
-
 // Conditions returns prev with Caldera's two conditions set from p; every
-// other condition (upstream's among them) is kept as it is. A condition
+// other condition (upstream's among them) is kept as it is. An admitted
+// gang with nothing else stopping it and fewer than minCount members waits
+// for them. A condition
 // changes, with its lastTransitionTime, only when its status, reason or
 // message does (meta.SetStatusCondition), so an unchanged gang is not
 // written again.
-func Conditions(prev []metav1.Condition, p Progress, generation int64, now metav1.Time) []metav1.Condition {
+func Conditions(prev []metav1.Condition, p groupspec.Progress, generation int64, now metav1.Time) []metav1.Condition {
+	if p.Why == "" && p.Members < int(p.MinMember) {
+		p.Why = fmt.Sprintf("waiting for minCount %d members, %d exist", p.MinMember, p.Members)
+	}
 	out := make([]metav1.Condition, len(prev))
 	for i := range prev {
 		prev[i].DeepCopyInto(&out[i])

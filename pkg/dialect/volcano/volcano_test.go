@@ -12,6 +12,8 @@ import (
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 func rl(pairs ...string) v1.ResourceList {
@@ -24,20 +26,20 @@ func rl(pairs ...string) v1.ResourceList {
 
 var created = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 
-func TestPodGroup(t *testing.T) {
+func TestSpec(t *testing.T) {
 	res := rl("cpu", "4", "memory", "8Gi")
 	for _, tc := range []struct {
 		name string
 		in   vc.PodGroup
-		// want: minMember, queue label, admitted-at annotation ("" none).
-		min      int32
-		minRes   v1.ResourceList
-		queue    string
-		admitted string
+		// want
+		min               int32
+		minRes            resources.List
+		queue             string
+		admitted, started bool
 	}{
 		{name: "pending, queue and minResources",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 3, Queue: "team-a", MinResources: &res}},
-			min: 3, minRes: res, queue: "team-a"},
+			min: 3, minRes: resources.List{"cpu": 4000, "memory": 8 << 30}, queue: "team-a"},
 		{name: "no queue: the namespace's or the default decides",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 1}},
 			min: 1},
@@ -47,43 +49,46 @@ func TestPodGroup(t *testing.T) {
 			min: 2, queue: "mine"},
 		{name: "Inqueue: admitted by an earlier scheduler",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2, Queue: "q"}, Status: vc.PodGroupStatus{Phase: vc.PodGroupInqueue}},
-			min: 2, queue: "q", admitted: created.UTC().Format(time.RFC3339)},
+			min: 2, queue: "q", admitted: true},
 		{name: "Completed: admitted; its phase says it started",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupCompleted}},
-			min: 2, admitted: created.UTC().Format(time.RFC3339)},
-		{name: "Running: admitted",
+			min: 2, admitted: true, started: true},
+		{name: "Running: admitted and started",
 			in:  vc.PodGroup{Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupRunning}},
-			min: 2, admitted: created.UTC().Format(time.RFC3339)},
-		{name: "an admitted-at annotation is kept",
+			min: 2, admitted: true, started: true},
+		{name: "Pending with Caldera's admitted-at annotation of this object: admitted",
 			in: vc.PodGroup{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{qapi.AdmittedAtAnnotation: "2026-01-02T03:05:00Z"}},
-				Spec: vc.PodGroupSpec{MinMember: 2}, Status: vc.PodGroupStatus{Phase: vc.PodGroupInqueue}},
-			min: 2, admitted: "2026-01-02T03:05:00Z"},
+				Spec: vc.PodGroupSpec{MinMember: 2}},
+			min: 2, admitted: true},
+		{name: "an admitted-at annotation older than the object is an earlier object's",
+			in: vc.PodGroup{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{qapi.AdmittedAtAnnotation: "2026-01-02T03:00:00Z"}},
+				Spec: vc.PodGroupSpec{MinMember: 2}},
+			min: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in.DeepCopy()
-			in.Name, in.Namespace, in.UID, in.CreationTimestamp = "pg", "ns", "uid-1", created
+			in.Name, in.Namespace, in.UID, in.ResourceVersion, in.CreationTimestamp = "pg", "ns", "uid-1", "7", created
 			before := in.DeepCopy()
-			got := PodGroup(in)
-			if !IsVolcano(got) || got.Kind != "PodGroup" {
-				t.Errorf("model not marked as Volcano's: %v", got.TypeMeta)
+			got := Spec(in)
+			want := groupspec.Source{Dialect: groupspec.Volcano, APIVersion: APIVersion, Namespace: "ns", Name: "pg",
+				UID: "uid-1", ResourceVersion: "7", Created: created.Time}
+			if got.Source != want {
+				t.Errorf("source = %+v, want %+v", got.Source, want)
 			}
-			if got.Name != "pg" || got.Namespace != "ns" || got.UID != "uid-1" || !got.CreationTimestamp.Equal(&created) {
-				t.Errorf("identity not kept: %+v", got.ObjectMeta)
+			if got.Gang.MinMember != tc.min {
+				t.Errorf("minMember = %d, want %d", got.Gang.MinMember, tc.min)
 			}
-			if got.Spec.MinMember != tc.min {
-				t.Errorf("minMember = %d, want %d", got.Spec.MinMember, tc.min)
+			if !got.Gang.MinResources.Equal(tc.minRes) || (got.Gang.MinResources == nil) != (tc.minRes == nil) {
+				t.Errorf("minResources = %v, want %v", got.Gang.MinResources, tc.minRes)
 			}
-			if !equality.Semantic.DeepEqual(got.Spec.MinResources, tc.minRes) {
-				t.Errorf("minResources = %v, want %v", got.Spec.MinResources, tc.minRes)
+			if got.Queue != tc.queue {
+				t.Errorf("queue = %q, want %q", got.Queue, tc.queue)
 			}
-			if q := got.Labels[qapi.QueueLabel]; q != tc.queue {
-				t.Errorf("queue label = %q, want %q", q, tc.queue)
+			if got.Admitted != tc.admitted || got.Started != tc.started {
+				t.Errorf("admitted, started = %v, %v; want %v, %v", got.Admitted, got.Started, tc.admitted, tc.started)
 			}
-			if a := got.Annotations[qapi.AdmittedAtAnnotation]; a != tc.admitted {
-				t.Errorf("admitted-at = %q, want %q", a, tc.admitted)
-			}
-			if started := Started(got); started != (in.Status.Phase == vc.PodGroupRunning || in.Status.Phase == vc.PodGroupCompleted) {
-				t.Errorf("Started = %v for phase %q", started, in.Status.Phase)
+			if !got.Rules.MembersAfterAdmission || got.Rules.DisruptAll {
+				t.Errorf("rules = %+v, want members created after admission only", got.Rules)
 			}
 			if !equality.Semantic.DeepEqual(in, before) {
 				t.Errorf("the informer's object was changed")
@@ -175,35 +180,35 @@ func TestStatus(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string
-		p      Progress
+		p      groupspec.Progress
 		phase  vc.PodGroupPhase
 		cond   vc.PodGroupConditionType
 		reason string
 	}{
-		{name: "not admitted, no pods", p: Progress{MinMember: 3, Unschedulable: "queue q: capability"},
+		{name: "not admitted, no pods", p: groupspec.Progress{MinMember: 3, Why: "queue q: capability"},
 			phase: vc.PodGroupPending, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughResourcesReason},
-		{name: "admitted before any pod: Inqueue", p: Progress{Admitted: true, MinMember: 3},
+		{name: "admitted before any pod: Inqueue", p: groupspec.Progress{Admitted: true, MinMember: 3},
 			phase: vc.PodGroupInqueue},
-		{name: "admitted, pods short: Inqueue, nothing wrong", p: Progress{Admitted: true, MinMember: 3, Members: 1},
+		{name: "admitted, pods short: Inqueue, nothing wrong", p: groupspec.Progress{Admitted: true, MinMember: 3, Members: 1},
 			phase: vc.PodGroupInqueue},
-		{name: "admitted, members find no node", p: Progress{Admitted: true, MinMember: 3, Members: 3, Unschedulable: "0/2 nodes: cpu"},
+		{name: "admitted, members find no node", p: groupspec.Progress{Admitted: true, MinMember: 3, Members: 3, Why: "0/2 nodes: cpu"},
 			phase: vc.PodGroupInqueue, cond: vc.PodGroupUnschedulableType, reason: vc.NotEnoughResourcesReason},
-		{name: "minMember placed: Running", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 2},
+		{name: "minMember placed: Running", p: groupspec.Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 2},
 			phase: vc.PodGroupRunning, cond: vc.PodGroupScheduled, reason: ReasonScheduled},
-		{name: "running and succeeded count as allocated", p: Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 1, Running: 1, Succeeded: 1},
+		{name: "running and succeeded count as allocated", p: groupspec.Progress{Admitted: true, MinMember: 2, Members: 2, Placed: 1, Running: 1, Succeeded: 1},
 			phase: vc.PodGroupRunning},
-		{name: "every allocated member succeeded: Completed", p: Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 2},
+		{name: "every allocated member succeeded: Completed", p: groupspec.Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 2},
 			phase: vc.PodGroupCompleted},
-		{name: "one failed: Running, as Volcano writes it", p: Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 1, Failed: 1},
+		{name: "one failed: Running, as Volcano writes it", p: groupspec.Progress{Admitted: true, MinMember: 2, Members: 2, Succeeded: 1, Failed: 1},
 			phase: vc.PodGroupRunning},
-		{name: "some run, the rest cannot be placed: Unknown", p: Progress{Admitted: true, MinMember: 3, Members: 3, Placed: 1, Running: 1, Unschedulable: "no room"},
+		{name: "some run, the rest cannot be placed: Unknown", p: groupspec.Progress{Admitted: true, MinMember: 3, Members: 3, Placed: 1, Running: 1, Why: "no room"},
 			phase: vc.PodGroupUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Status(vc.PodGroupStatus{}, tc.p, now)
 			if got.Phase == vc.PodGroupCompleted {
 				// Once its pods are gone, a Completed PodGroup stays so.
-				if gone := Status(got, Progress{Admitted: tc.p.Admitted, MinMember: tc.p.MinMember}, now); gone.Phase != vc.PodGroupCompleted || gone.Succeeded != got.Succeeded {
+				if gone := Status(got, groupspec.Progress{Admitted: tc.p.Admitted, MinMember: tc.p.MinMember}, now); gone.Phase != vc.PodGroupCompleted || gone.Succeeded != got.Succeeded {
 					t.Errorf("pods gone: %+v, want the Completed status kept", gone)
 				}
 			}
@@ -227,7 +232,7 @@ func TestStatus(t *testing.T) {
 					t.Errorf("no %s condition in %+v", tc.cond, got.Conditions)
 				}
 			}
-			if tc.p.Unschedulable == "" && hasTrue(got, vc.PodGroupUnschedulableType) {
+			if tc.p.Why == "" && hasTrue(got, vc.PodGroupUnschedulableType) {
 				t.Errorf("a True Unschedulable condition in %+v: Volcano's job controller makes a Warning Event of it at every sync", got.Conditions)
 			}
 			// Applied again later with the same progress, nothing changes:
@@ -245,11 +250,11 @@ func TestStatus(t *testing.T) {
 // pods; its time moves only when it changes.
 func TestStatusAdmittedClearsRefusal(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	pending := Status(vc.PodGroupStatus{}, Progress{MinMember: 4, Unschedulable: "queue q: capability cpu"}, now)
+	pending := Status(vc.PodGroupStatus{}, groupspec.Progress{MinMember: 4, Why: "queue q: capability cpu"}, now)
 	if !hasTrue(pending, vc.PodGroupUnschedulableType) {
 		t.Fatalf("pending: %+v, want a True Unschedulable condition", pending.Conditions)
 	}
-	admitted := Status(*pending.DeepCopy(), Progress{Admitted: true, MinMember: 4}, now.Add(time.Minute))
+	admitted := Status(*pending.DeepCopy(), groupspec.Progress{Admitted: true, MinMember: 4}, now.Add(time.Minute))
 	if admitted.Phase != vc.PodGroupInqueue || hasTrue(admitted, vc.PodGroupUnschedulableType) {
 		t.Fatalf("admitted: %s %+v, want Inqueue and no True Unschedulable condition", admitted.Phase, admitted.Conditions)
 	}
@@ -257,7 +262,7 @@ func TestStatusAdmittedClearsRefusal(t *testing.T) {
 	if c.Status != v1.ConditionFalse || c.Reason != ReasonAdmitted || !c.LastTransitionTime.Time.Equal(now.Add(time.Minute)) {
 		t.Errorf("condition %+v, want False, %s, at the admission", c, ReasonAdmitted)
 	}
-	if again := Status(*admitted.DeepCopy(), Progress{Admitted: true, MinMember: 4, Members: 2}, now.Add(2*time.Minute)); !equality.Semantic.DeepEqual(again, admitted) {
+	if again := Status(*admitted.DeepCopy(), groupspec.Progress{Admitted: true, MinMember: 4, Members: 2}, now.Add(2*time.Minute)); !equality.Semantic.DeepEqual(again, admitted) {
 		t.Errorf("pods arriving changed the status: %+v", again)
 	}
 }

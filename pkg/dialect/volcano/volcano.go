@@ -1,23 +1,21 @@
 // Package volcano adapts Volcano's gang API (scheduling.volcano.sh/v1beta1
-// PodGroup and Queue) to Caldera's one group and queue model, and Caldera's
-// decisions back to the status Volcano's tools read. The cache, admission,
-// fair share, reclaim and placement never see a Volcano type: a Volcano
-// PodGroup enters the cache as the same model object a scheduler-plugins
-// PodGroup is (marked with Volcano's apiVersion, so that the status writer
-// knows where to write), a Volcano Queue as a Caldera Queue. It holds no
-// state and makes no API call. docs/gang-apis.md maps the fields.
+// PodGroup and Queue) to Caldera's group spec (pkg/groupspec) and queue
+// model, and Caldera's decisions back to the status Volcano's tools read.
+// The cache, admission, fair share, reclaim and placement never see a
+// Volcano type: a Volcano PodGroup enters the cache as a groupspec.Spec, a
+// Volcano Queue as a Caldera Queue. The conversions hold no state and make
+// no API call. docs/gang-apis.md maps the fields.
 package volcano
 
 import (
-	"maps"
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
 // APIVersion is Volcano's scheduling API, which the model objects this
@@ -51,14 +49,11 @@ func GroupName(pod *v1.Pod) (string, bool) {
 	return "", false
 }
 
-// IsVolcano reports whether a model PodGroup was made by PodGroup.
-func IsVolcano(pg *v1alpha1.PodGroup) bool { return pg != nil && pg.APIVersion == APIVersion }
-
-// Started reports whether the Volcano PodGroup whose model is pg has
-// started (Running, Unknown or Completed): its members were created and
-// allocated once, so one with no member left is done, not about to begin.
-func Started(pg *v1alpha1.PodGroup) bool {
-	switch vc.PodGroupPhase(pg.Status.Phase) {
+// started reports whether a PodGroup in phase p has started (Running,
+// Unknown or Completed): its members were created and allocated once, so
+// one with no member left is done, not about to begin.
+func started(p vc.PodGroupPhase) bool {
+	switch p {
 	case vc.PodGroupRunning, vc.PodGroupUnknown, vc.PodGroupCompleted:
 		return true
 	}
@@ -71,53 +66,37 @@ func IsVolcanoQueue(q *qapi.Queue) bool { return q != nil && q.APIVersion == API
 // admittedPhase reports whether a PodGroup in phase p was admitted: Volcano
 // (or an earlier Caldera) let its controller create its pods.
 func admittedPhase(p vc.PodGroupPhase) bool {
-	switch p {
-	case vc.PodGroupInqueue, vc.PodGroupRunning, vc.PodGroupUnknown, vc.PodGroupCompleted:
-		return true
-	}
-	return false
+	return p == vc.PodGroupInqueue || started(p)
 }
 
-// PodGroup returns the model of a Volcano PodGroup: metadata (labels and
-// annotations copied, never shared), minMember, minResources as Volcano's
-// scheduler reads them (MinResources); spec.queue as
-// Caldera's queue label unless the object carries that label itself; and,
-// for a PodGroup whose phase says it was admitted (Inqueue or later), the
-// admitted-at annotation at its creation time, so that a restarted
-// scheduler keeps the admission instead of deciding it again past
-// capacity. minTaskMember and priorityClassName have no model field
-// (docs/gang-apis.md): members carry their priority, and minTaskMember is
-// not enforced. The model's status holds Volcano's phase (as a string of
-// the model's phase type) and counts, for reading only: the cache writes
-// Volcano's status from its own counts (Status).
-func PodGroup(in *vc.PodGroup) *v1alpha1.PodGroup {
-	out := &v1alpha1.PodGroup{
-		TypeMeta:   metav1.TypeMeta{APIVersion: APIVersion, Kind: "PodGroup"},
-		ObjectMeta: *in.ObjectMeta.DeepCopy(),
-		Spec:       v1alpha1.PodGroupSpec{MinMember: in.Spec.MinMember},
-		Status: v1alpha1.PodGroupStatus{
-			Phase:     v1alpha1.PodGroupPhase(in.Status.Phase),
-			Running:   in.Status.Running,
-			Succeeded: in.Status.Succeeded,
-			Failed:    in.Status.Failed,
+// Spec reads a Volcano PodGroup as Caldera's group spec: minMember;
+// minResources as Volcano's scheduler reads them (MinResources);
+// spec.queue, unless the object carries Caldera's queue label; admitted
+// when its phase is Inqueue or later (Volcano, or an earlier Caldera, let
+// its controller create the pods) or Caldera's admitted-at annotation says
+// so; started when Running, Unknown or Completed. Volcano's job controller
+// creates the members only once the group is Inqueue
+// (Rules.MembersAfterAdmission). minTaskMember is not read yet: members
+// carry their priority, and per-task minimums are not enforced.
+func Spec(in *vc.PodGroup) *groupspec.Spec {
+	out := &groupspec.Spec{
+		Source: groupspec.Source{
+			Dialect: groupspec.Volcano, APIVersion: APIVersion,
+			Namespace: in.Namespace, Name: in.Name, UID: string(in.UID),
+			ResourceVersion: in.ResourceVersion, Created: in.CreationTimestamp.Time,
 		},
+		Gang:              gang.Spec{MinMember: in.Spec.MinMember},
+		Queue:             in.Spec.Queue,
+		PriorityClassName: in.Spec.PriorityClassName,
+		Admitted:          admittedPhase(in.Status.Phase) || qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
+		Started:           started(in.Status.Phase),
+		Rules:             groupspec.Rules{MembersAfterAdmission: true},
 	}
-	out.ManagedFields = nil
+	if q := in.Labels[qapi.QueueLabel]; q != "" {
+		out.Queue = q
+	}
 	if in.Spec.MinResources != nil {
-		out.Spec.MinResources = MinResources(*in.Spec.MinResources)
-	}
-	if q := in.Spec.Queue; q != "" && out.Labels[qapi.QueueLabel] == "" {
-		out.Labels = maps.Clone(out.Labels)
-		if out.Labels == nil {
-			out.Labels = map[string]string{}
-		}
-		out.Labels[qapi.QueueLabel] = q
-	}
-	if admittedPhase(in.Status.Phase) && out.Annotations[qapi.AdmittedAtAnnotation] == "" {
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
-		}
-		out.Annotations[qapi.AdmittedAtAnnotation] = in.CreationTimestamp.UTC().Format(time.RFC3339)
+		out.Gang.MinResources = convert.Resources(MinResources(*in.Spec.MinResources))
 	}
 	return out
 }
