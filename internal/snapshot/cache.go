@@ -12,6 +12,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -46,7 +49,7 @@ func StartCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (*cache.C
 		return nil, err
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, Handle(o.Name, cfg, cs, factory))
+	c, err := cache.NewProvider(status.AlwaysLeading(), schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader()).Get(ctx, Handle(o.Name, cfg, cs, factory))
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,9 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
-	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -65,8 +62,8 @@ func (k GroupKey) named() types.NamespacedName {
 // one: the PodGroup its pod-group label names; else the Volcano PodGroup
 // its group-name annotation names; else the upstream PodGroup its
 // spec.schedulingGroup.podGroupName names, unless kube-scheduler's own gang
-// scheduling is on in this process (upstream.go); the dialects share one
-// key space per namespace (volcano.go); else, for a pod that asks for a gang by
+// scheduling is on in this process (podGroupName); the dialects share one
+// key space per namespace (dialects.go); else, for a pod that asks for a gang by
 // annotation (qapi.GangMinMemberAnnotation), the PodGroup of its controller
 // (qapi.ImplicitPodGroupOf). A name given wins over one derived, so a
 // hand-written PodGroup always does. It is the one place that decides a
@@ -75,10 +72,7 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	if name := pod.Labels[PodGroupLabel]; name != "" {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
-	if name, ok := volcano.GroupName(pod); ok {
-		return GroupKey{Namespace: pod.Namespace, Name: name}, true
-	}
-	if name, ok := upstreamGroupName(pod); ok {
+	if name, ok := podGroupName(pod); ok {
 		return GroupKey{Namespace: pod.Namespace, Name: name}, true
 	}
 	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
@@ -93,13 +87,9 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
-	handle   fwk.Handle
-	pgClient pgclient.Interface
-	pgLister pglisters.PodGroupLister
-	// volcano reads Volcano's PodGroups and Queues when served (volcano.go).
-	volcano volcanoState
-	// upstream reads scheduling.k8s.io PodGroups when served (upstream.go).
-	upstream upstreamState
+	handle fwk.Handle
+	// adapters read the other gang APIs into the cache (dialects.go).
+	adapters []dialect.Adapter
 	// membersSynced is set once the scheduler's pod informer has delivered
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
@@ -320,33 +310,15 @@ func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 	}
 }
 
-func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
+func newCache(ctx context.Context, h fwk.Handle, adapters []dialect.Adapter) (*Cache, error) {
 	logger := klog.FromContext(ctx)
 	cfg := status.CRDConfig(h.KubeConfig())
-	client, err := pgclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building PodGroup client: %w", err)
-	}
 	c := newEmpty(ctx, h)
-	c.pgClient = client
-
-	pgFactory := pginformers.NewSharedInformerFactory(client, 0)
-	pgInf := pgFactory.Scheduling().V1alpha1().PodGroups()
-	c.pgLister = pgInf.Lister()
-	pgReg, err := pgInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onPodGroup(logger, obj) },
-		UpdateFunc: func(old, obj any) { c.onPodGroupUpdate(logger, old, obj) },
-		DeleteFunc: func(obj any) { c.onPodGroupDelete(logger, obj) },
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	if err := c.watchVolcano(ctx, h, cfg); err != nil {
-		return nil, err
-	}
-	if err := c.watchUpstream(ctx, h); err != nil {
-		return nil, err
+	c.adapters = adapters
+	for _, a := range c.adapters {
+		if err := a.Watch(ctx, h, cfg, c); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.watchJoinedFinished(ctx, h); err != nil {
 		return nil, err
@@ -359,6 +331,7 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	// status counts succeeded and failed members, so finished members come
 	// from an informer of our own, limited by label and phase and slimmed to
 	// what the cache reads (slimPod). handlers.go says how the two agree.
+	var err error
 	c.memberReg, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onUnfinishedPod(logger, obj) },
 		UpdateFunc: func(old, obj any) { c.onUnfinishedPodUpdate(logger, old, obj) },
@@ -416,7 +389,6 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	c.schedRegs = append(c.schedRegs, nodeReg)
 
 	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
-		pgFactory.Start(ctx.Done())
 		finishedFactory.Start(ctx.Done())
 		jobFactory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
@@ -425,16 +397,13 @@ func newCache(ctx context.Context, h fwk.Handle) (*Cache, error) {
 		// initial lists: the scheduler then schedules on a populated cache.
 		// WaitFor returns as soon as they have (WaitForCacheSync polls
 		// every 100 ms).
-		if !cache.WaitFor(syncCtx, "", pgReg.HasSyncedChecker()) {
-			return fmt.Errorf("PodGroups did not sync within %v: is the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) installed and readable?", syncTimeout)
-		}
 		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) || !cache.WaitFor(syncCtx, "", jobReg.HasSyncedChecker()) {
 			return fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
 		}
 		c.mu.RLock()
 		groups := len(c.groups)
 		c.mu.RUnlock()
-		logger.V(2).Info("Caldera cache synced PodGroups and finished members", "groups", groups)
+		logger.V(2).Info("Caldera cache synced its groups and finished members", "groups", groups)
 		// The scheduler starts its own informers in app.Run, after this, so
 		// the unfinished members cannot be waited for here: the command
 		// runs WaitForMembers beside the scheduler.

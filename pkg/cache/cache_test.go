@@ -1222,7 +1222,7 @@ func TestSyncStatusEmitsOneEventPerState(t *testing.T) {
 func TestSyncStatusWritesPodGroupStatus(t *testing.T) {
 	c, h, pods := gangOf(t, 3, 2)
 	pg := mkPG("ns", "g", 2)
-	c.pgClient = pgfake.NewSimpleClientset(pg)
+	withPodGroups(c, pgfake.NewSimpleClientset(pg), nil)
 	c.PreFilter(pods[0], t0.Add(1500*time.Millisecond))
 	update(c, pods[0], next(pods[0], boundTo("n1"), phase(v1.PodRunning)))
 	update(c, pods[1], next(pods[1], boundTo("n1"), phase(v1.PodRunning)))
@@ -1230,7 +1230,7 @@ func TestSyncStatusWritesPodGroupStatus(t *testing.T) {
 	h.recorded()
 
 	syncStatus(c)
-	got, err := c.pgClient.SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "g", metav1.GetOptions{})
+	got, err := podGroupClient(c).SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "g", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1272,7 +1272,7 @@ func TestConcurrentEvents(t *testing.T) {
 	big := mkPG("race", "big", 1000)
 	addPG(c, big)
 	pgs = append(pgs, big)
-	c.pgClient = pgfake.NewSimpleClientset(pgs...)
+	withPodGroups(c, pgfake.NewSimpleClientset(pgs...), nil)
 	c.onNode(klog.Background(), mkNode("n0", "16"))
 
 	done := make(chan struct{})

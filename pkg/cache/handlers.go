@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -446,24 +444,6 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	g.removePriority(podPriority(m.pod))
 	c.refreshLocked(g)
 	c.dropIfEmptyLocked(g)
-}
-
-// podGroupSpec reads a scheduler-plugins informer event's PodGroup as a
-// group spec; nil for anything else, which the handlers ignore.
-func podGroupSpec(obj any) *groupspec.Spec {
-	p, _ := objectOf[*v1alpha1.PodGroup](obj)
-	if p == nil {
-		return nil
-	}
-	return schedplugins.Spec(p)
-}
-
-// onPodGroup takes a scheduler-plugins PodGroup event.
-func (c *Cache) onPodGroup(logger klog.Logger, obj any) { c.onGroup(logger, podGroupSpec(obj)) }
-
-// onPodGroupDelete takes a scheduler-plugins PodGroup's deletion.
-func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) {
-	c.onGroupDelete(logger, podGroupSpec(obj))
 }
 
 // onGroup takes a group's spec as its adapter read it from an added or

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -57,10 +56,7 @@ func implicitMember(pod *v1.Pod) bool {
 	if pod.Labels[PodGroupLabel] != "" {
 		return false
 	}
-	if _, named := volcano.GroupName(pod); named {
-		return false
-	}
-	_, named := upstreamGroupName(pod)
+	_, named := podGroupName(pod)
 	return !named
 }
 

@@ -180,7 +180,7 @@ func TestImplicitNotices(t *testing.T) {
 func TestImplicitCreateThroughWriter(t *testing.T) {
 	c, h := newTestCache(t)
 	pgc := pgfake.NewSimpleClientset()
-	c.pgClient = pgc
+	withPodGroups(c, pgc, nil)
 	p0 := mkPod("ns", "p0", "", ownedBy("Job", "train"), minMemberAnn("2"))
 	p1 := mkPod("ns", "p1", "", ownedBy("Job", "train"), minMemberAnn("2"))
 	bad := mkPod("ns", "bad", "", ownedBy("Job", "x"), minMemberAnn("-3"))

@@ -26,7 +26,7 @@ import (
 // watchJoinedFinished sets up that informer when Volcano's or upstream's
 // PodGroups are read; otherwise it does nothing.
 func (c *Cache) watchJoinedFinished(ctx context.Context, h fwk.Handle) error {
-	if !c.volcano.on && !c.upstream.on {
+	if !c.readsByName() {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
@@ -64,10 +64,7 @@ func joinsByName(pod *v1.Pod) bool {
 	if _, labelled := pod.Labels[PodGroupLabel]; labelled {
 		return false
 	}
-	if _, ok := volcano.GroupName(pod); ok {
-		return true
-	}
-	_, ok := upstreamGroupName(pod)
+	_, ok := podGroupName(pod)
 	return ok
 }
 

@@ -92,7 +92,7 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("obs-a", weight(1)), mkQueue("obs-b", weight(3)))
 	c.onNode(logger, mkNode("n1", "16"))
 	pg := mkPG("ns", "obs-g", 2, pgQueue("obs-a")) // created an hour before t0
-	c.pgClient = pgfake.NewSimpleClientset(pg)
+	withPodGroups(c, pgfake.NewSimpleClientset(pg), nil)
 	addPG(c, pg)
 	pods := []*v1.Pod{memberOf("ns", "obs-m0", "obs-g"), memberOf("ns", "obs-m1", "obs-g", cpu("3"))}
 	for _, p := range pods {
@@ -426,7 +426,7 @@ func TestStatusWriteErrorsCounted(t *testing.T) {
 	client.PrependReactor("update", "podgroups", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcdserver: request timed out")
 	})
-	c.pgClient = client
+	withPodGroups(c, client, nil)
 	for _, p := range pods {
 		update(c, p, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -24,18 +25,22 @@ type Provider struct {
 	cache *Cache
 	err   error
 	lead  *status.Leadership
+	// adapters read the gang APIs beside scheduler-plugins' into the cache.
+	adapters []dialect.Adapter
 	// ready holds the cache once created, for Cache (read without the once).
 	ready atomic.Pointer[Cache]
 }
 
 // NewProvider returns a Provider whose cache is created on first use and
 // exports the queue gauges exactly while the scheduler that lead follows is
-// leading (status.Leadership, which the status writer follows too).
-func NewProvider(lead *status.Leadership) *Provider {
+// leading (status.Leadership, which the status writer follows too). The
+// cache reads scheduler-plugins' PodGroups itself, and every other gang
+// API through adapters.
+func NewProvider(lead *status.Leadership, adapters ...dialect.Adapter) *Provider {
 	if lead == nil {
 		panic("cache.NewProvider: nil Leadership")
 	}
-	return &Provider{lead: lead}
+	return &Provider{lead: lead, adapters: adapters}
 }
 
 // Get returns the shared cache, creating it on the first call. It starts
@@ -67,7 +72,7 @@ func (p *Provider) GetForQueueSort(ctx context.Context, h fwk.Handle) (*Cache, e
 // create makes the cache on the first call, with h's handle.
 func (p *Provider) create(ctx context.Context, h fwk.Handle) {
 	p.once.Do(func() {
-		p.cache, p.err = newCache(ctx, h)
+		p.cache, p.err = newCache(ctx, h, p.adapters)
 		if p.err == nil {
 			p.cache.lead = p.lead
 			p.ready.Store(p.cache)

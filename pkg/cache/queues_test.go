@@ -1013,7 +1013,7 @@ func TestWriteAdmissions(t *testing.T) {
 	if err := store.Add(pg); err != nil {
 		t.Fatal(err)
 	}
-	c.pgClient, c.pgLister = pgc, pglisters.NewPodGroupLister(store)
+	withPodGroups(c, pgc, pglisters.NewPodGroupLister(store))
 	// echo delivers the PodGroup as the informer would after a write.
 	echo := func() *v1alpha1.PodGroup {
 		t.Helper()

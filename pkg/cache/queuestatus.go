@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
@@ -17,7 +16,8 @@ import (
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
-// Admitting implements status.Source.
+// Admitting implements status.Source and dialect.Sink: whether a profile
+// admits through queues.
 func (c *Cache) Admitting() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -43,16 +43,6 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 			return out
 		}
 	}
-}
-
-// PodGroup implements status.Source: the scheduler-plugins PodGroup as
-// its informer has it.
-func (c *Cache) PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
-	if c.pgLister == nil {
-		return nil, false
-	}
-	pg, err := c.pgLister.PodGroups(key.Namespace).Get(key.Name)
-	return pg, err == nil
 }
 
 // QueueStatusUpdates implements status.Source: the Queues whose status

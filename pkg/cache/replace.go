@@ -24,18 +24,10 @@ func replaced(old, obj any) bool {
 	return ok1 && ok2 && o.GetUID() != n.GetUID()
 }
 
-// onPodGroupUpdate takes a PodGroup update; a recreated PodGroup starts
-// fresh (no backoff, first attempt, last Event or admission of the old one).
-func (c *Cache) onPodGroupUpdate(logger klog.Logger, old, obj any) {
-	if replaced(old, obj) {
-		c.onPodGroupDelete(logger, old)
-	}
-	c.onPodGroup(logger, obj)
-}
-
 // onGroupUpdate takes an update of a group's object, read as a spec by its
 // adapter: a replaced object (its uid changed) is the old one's delete
-// followed by the new one's add, as onPodGroupUpdate.
+// followed by the new one's add, so that a recreated PodGroup starts fresh
+// (no backoff, first attempt, last Event or admission of the old one).
 func (c *Cache) onGroupUpdate(logger klog.Logger, old, s *groupspec.Spec) {
 	if old != nil && s != nil && old.Source.UID != s.Source.UID {
 		c.onGroupDelete(logger, old)

@@ -34,7 +34,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, pods := gangOf(t, 2, 2)
-			c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 2))
+			withPodGroups(c, pgfake.NewSimpleClientset(mkPG("ns", "g", 2)), nil)
 			var live []*v1.Pod
 			for _, p := range pods {
 				r := next(p, boundTo("n1"), phase(v1.PodRunning))
@@ -74,7 +74,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 // finishSettle later, when no finish can be on its way.
 func TestDeletedBoundMemberLeavesAtOnce(t *testing.T) {
 	c, _, pods := gangOf(t, 2, 1)
-	c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 1))
+	withPodGroups(c, pgfake.NewSimpleClientset(mkPG("ns", "g", 1)), nil)
 	r0 := next(pods[0], boundTo("n1"), phase(v1.PodRunning))
 	update(c, pods[0], r0)
 	syncStatus(c)
@@ -134,7 +134,7 @@ func TestGangPodsWaitForTheMemberList(t *testing.T) {
 	h := newFakeHandle()
 	c := newEmpty(context.Background(), h)
 	c.queueSeen.Store(true)
-	c.pgClient = pgfake.NewSimpleClientset(mkPG("ns", "g", 2))
+	withPodGroups(c, pgfake.NewSimpleClientset(mkPG("ns", "g", 2)), nil)
 	addPG(c, mkPG("ns", "g", 2))
 	p0, p1 := mkPod("ns", "p0", "g"), mkPod("ns", "p1", "g")
 	add(c, p0)
@@ -167,7 +167,7 @@ func TestGangPodsWaitForTheMemberList(t *testing.T) {
 
 func pgStatus(t *testing.T, c *Cache) v1alpha1.PodGroupStatus {
 	t.Helper()
-	pg, err := c.pgClient.SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "g", metav1.GetOptions{})
+	pg, err := podGroupClient(c).SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "g", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,31 +4,79 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/dialect"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
-// writer is the status writer over c, writing with c's clients: the fake
-// PodGroup and Queue clientsets a test installed, and the handle's. The
-// writer reads scheduler-plugins PodGroups as the informer has them, so
-// the PodGroup lister is filled from the fake clientset's objects.
+// withPodGroups gives the cache a scheduler-plugins adapter writing with
+// client (a fake clientset) and reading lister; with a nil lister, every
+// status pass reads the clientset's objects, as the informer would have
+// them.
+func withPodGroups(c *Cache, client pgclient.Interface, lister pglisters.PodGroupLister) {
+	if lister == nil {
+		c.adapters = append(c.adapters, relisting{client})
+		return
+	}
+	c.adapters = append(c.adapters, schedplugins.ReaderOver(client, lister))
+}
+
+// relisting is a scheduler-plugins adapter whose objects are the
+// clientset's as they are at each status pass.
+type relisting struct{ client pgclient.Interface }
+
+func (relisting) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink) error { return nil }
+func (relisting) On() bool                                                            { return true }
+
+// podGroupClient is the client withPodGroups gave c; nil without one.
+func podGroupClient(c *Cache) pgclient.Interface {
+	for _, a := range c.adapters {
+		switch r := a.(type) {
+		case *schedplugins.Reader:
+			return r.Client()
+		case relisting:
+			return r.client
+		}
+	}
+	return nil
+}
+
+// writer is the status writer over c, writing with the clients a test
+// gave c's adapters, and the handle's.
 func writer(c *Cache) *status.Writer {
-	cl := status.Clients{PodGroups: c.pgClient, Pods: c.handle.ClientSet(), Nominator: c.handle, Volcano: c.volcano.client}
+	cl := status.Clients{Pods: c.handle.ClientSet(), Nominator: c.handle}
+	for _, a := range c.adapters {
+		switch r := a.(type) {
+		case *volcano.Reader:
+			cl.Volcano, cl.VolcanoObjects = r.Client(), r
+		case *schedplugins.Reader:
+			cl.PodGroups, cl.PodGroupObjects = r.Client(), r
+		case relisting:
+			cl.PodGroups, cl.PodGroupObjects = r.client, schedplugins.ReaderOver(r.client, listed(r.client))
+		}
+	}
 	if c.adm.on() {
 		cl.Queues = c.adm.qclient
 	}
-	if c.pgClient != nil {
-		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		if list, err := c.pgClient.SchedulingV1alpha1().PodGroups("").List(context.Background(), metav1.ListOptions{}); err == nil {
-			for i := range list.Items {
-				_ = idx.Add(&list.Items[i])
-			}
-		}
-		c.pgLister = pglisters.NewPodGroupLister(idx)
-	}
 	return status.New(c, cl)
+}
+
+// listed is a lister of client's PodGroups as they are now.
+func listed(client pgclient.Interface) pglisters.PodGroupLister {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if list, err := client.SchedulingV1alpha1().PodGroups("").List(context.Background(), metav1.ListOptions{}); err == nil {
+		for i := range list.Items {
+			_ = idx.Add(&list.Items[i])
+		}
+	}
+	return pglisters.NewPodGroupLister(idx)
 }
 
 // syncStatus runs one pass of the status writer over c, as the leader's

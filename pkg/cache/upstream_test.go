@@ -19,7 +19,7 @@ import (
 
 // upstream's PodGroups join the cache's per-dialect table (volcano_test.go).
 func init() {
-	dialects = append(dialects, dialect{
+	dialects = append(dialects, gangAPI{
 		name: "upstream",
 		group: func(c *Cache, ns, name string, min int32, q, _ string) {
 			c.onGroup(logger, upstream.Spec(mkUpstreamPG(ns, name, min, q)))

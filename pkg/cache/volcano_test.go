@@ -25,9 +25,9 @@ import (
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
-// dialect is one gang API as the cache's tests drive it: how a PodGroup is
+// gangAPI is one gang API as the cache's tests drive it: how a PodGroup is
 // delivered and how a pod joins it.
-type dialect struct {
+type gangAPI struct {
 	name string
 	// group delivers a PodGroup of ns/name with minMember min in queue q
 	// (minResources cpu when cpuQ is not "").
@@ -36,7 +36,7 @@ type dialect struct {
 	member func(ns, name, group string, opts ...podOpt) *v1.Pod
 }
 
-var dialects = []dialect{
+var dialects = []gangAPI{
 	{
 		name: "scheduler-plugins",
 		group: func(c *Cache, ns, name string, min int32, q, cpuQ string) {
@@ -199,8 +199,8 @@ func TestVolcanoQueue(t *testing.T) {
 			Deserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}
 	big := mkVolcanoPG("ns", "big", 3, "vq", "")
 	vcc := withVolcano(t, c, vq, big)
-	c.onVolcanoQueue(vq, false)
-	c.onVolcanoQueue(vq, false) // a resync: no second warning
+	vcc.reader.OnQueue(vq, false)
+	vcc.reader.OnQueue(vq, false) // a resync: no second warning
 
 	d := dialects[1]
 	c.onGroup(logger, volcano.Spec(big))
@@ -228,7 +228,7 @@ func TestVolcanoQueue(t *testing.T) {
 
 	// Caldera's Queue of the same name wins over Volcano's.
 	c.onQueue(mkQueue("vq", capability("8")), false)
-	c.onVolcanoQueue(vq, false)
+	vcc.reader.OnQueue(vq, false)
 	pass(c, t0.Add(time.Second))
 	wantAdmitted(t, c, admission{true, ""}, pods...)
 }
@@ -243,6 +243,8 @@ type fakeVolcano struct {
 	pgStore, qStore cache.Indexer
 	// patches counts the PodGroup patches written.
 	patches int
+	// reader is the Volcano adapter over the listers, feeding the cache.
+	reader *volcano.Reader
 }
 
 func (f *fakeVolcano) bump(m *metav1.ObjectMeta, cur string) error {
@@ -338,8 +340,8 @@ func (f *fakeVolcano) refresh(t *testing.T) {
 	}
 }
 
-// withVolcano turns on the cache's reading of Volcano's API over the given
-// objects, as watchVolcano does minus the informers.
+// withVolcano gives the cache a Volcano adapter over the given objects, as
+// its Watch does minus the informers.
 func withVolcano(t *testing.T, c *Cache, objs ...any) *fakeVolcano {
 	t.Helper()
 	f := &fakeVolcano{pgs: map[types.NamespacedName]*vc.PodGroup{}, queues: map[string]*vc.Queue{},
@@ -358,8 +360,8 @@ func withVolcano(t *testing.T, c *Cache, objs ...any) *fakeVolcano {
 		}
 	}
 	f.refresh(t)
-	c.volcano = volcanoState{on: true, client: f, pgLister: vclisters.NewPodGroupLister(f.pgStore),
-		qLister: vclisters.NewQueueLister(f.qStore), warned: map[string]string{}}
+	f.reader = volcano.ReaderOver(f, vclisters.NewPodGroupLister(f.pgStore), vclisters.NewQueueLister(f.qStore), c)
+	c.adapters = append(c.adapters, f.reader)
 	return f
 }
 
@@ -410,33 +412,5 @@ func TestVolcanoGangAfterRestart(t *testing.T) {
 	}
 	if got := volcanoStatus(t, vcc, "inqueue"); got.Phase != vc.PodGroupInqueue {
 		t.Errorf("inqueue: phase %q, want Inqueue", got.Phase)
-	}
-}
-
-// Warnings about a Volcano Queue: none without queue admission (Queues are
-// not read then); with it, the latest per Queue until the writer takes
-// them, so a follower, which never takes them, keeps one per Queue.
-func TestVolcanoQueueWarningsStayBounded(t *testing.T) {
-	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"},
-		Spec: vc.QueueSpec{Weight: 1, Deserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}
-	plain, _ := newTestCache(t)
-	withVolcano(t, plain, vq)
-	plain.onVolcanoQueue(vq, false)
-	if w := plain.VolcanoQueueWarnings(); len(w) != 0 {
-		t.Errorf("without admission: %d warnings, want none", len(w))
-	}
-
-	c, _, _ := newAdmissionCache(t, singletons)
-	withVolcano(t, c, vq)
-	c.onVolcanoQueue(vq, false)
-	more := vq.DeepCopy()
-	more.Spec.Type = "x"
-	c.onVolcanoQueue(more, false)
-	w := c.VolcanoQueueWarnings()
-	if len(w) != 1 || !strings.Contains(w[0].Message, "spec.type") {
-		t.Errorf("warnings %+v, want the latest one for vq", w)
-	}
-	if w := c.VolcanoQueueWarnings(); len(w) != 0 {
-		t.Errorf("taken twice: %+v", w)
 	}
 }

@@ -139,7 +139,7 @@ func (w *Writer) groupObject(d groupspec.Dialect, key types.NamespacedName) (gro
 			}
 		}
 	default:
-		if pg, ok := w.src.PodGroup(key); ok {
+		if pg, ok := w.podGroup(key); ok {
 			meta, apiVersion = &pg.ObjectMeta, schedplugins.APIVersion
 		}
 	}

@@ -69,7 +69,7 @@ func TestCreatePodGroups(t *testing.T) {
 			}
 			before := counter()
 			src := &fakeSource{ready: true, rec: &recorder{}, create: []PodGroupToCreate{toCreate("job-train")}}
-			New(src, Clients{PodGroups: pgc}).Sync(t.Context())
+			New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 			if got := counter() - before; got != tc.errors {
 				t.Errorf("create errors grew by %v, want %v", got, tc.errors)
 			}
@@ -118,7 +118,7 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 	})
 	before, _ := testutil.GetCounterMetricValue(writeErrors.WithLabelValues(WriteCreatePodGroup))
 	src := &fakeSource{ready: true, rec: &recorder{}, create: []PodGroupToCreate{toCreate("job-train")}}
-	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
+	New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 	if after, _ := testutil.GetCounterMetricValue(writeErrors.WithLabelValues(WriteCreatePodGroup)); after != before {
 		t.Errorf("a create refused by a terminating namespace was counted as an error (%v -> %v)", before, after)
 	}
@@ -128,7 +128,7 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 func TestPodNoticesPosted(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
 	src := &fakeSource{ready: true, rec: &recorder{}, notices: []PodNotice{{Pod: pod, Reason: ReasonInvalidGang, Message: "bad"}}}
-	w := New(src, Clients{PodGroups: pgfake.NewSimpleClientset()})
+	w := New(src, Clients{PodGroups: pgfake.NewSimpleClientset(), PodGroupObjects: src})
 	w.Sync(t.Context())
 	w.Sync(t.Context())
 	if got, want := src.rec.take(), []string{"Pod ns/p Warning InvalidGang Scheduling: bad"}; !slices.Equal(got, want) {
@@ -156,7 +156,7 @@ func TestCreateOnlyWhileLeading(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		New(src, Clients{PodGroups: pgc}).Run(ctx, time.Millisecond, lead)
+		New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Run(ctx, time.Millisecond, lead)
 	}()
 	// Following: passes come and go (a negative check; 20 periods).
 	time.Sleep(20 * time.Millisecond)

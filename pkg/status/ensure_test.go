@@ -8,12 +8,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 )
 
-// queueCreator is a VolcanoClient that only creates Queues, failing the
+// queueCreator is a volcano.Client that only creates Queues, failing the
 // first fails calls.
 type queueCreator struct {
-	VolcanoClient
+	volcano.Client
 	fails   int
 	created []*vc.Queue
 }

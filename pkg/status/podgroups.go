@@ -44,7 +44,7 @@ func (w *Writer) WriteGroups(ctx context.Context, work []Group) {
 // and status (schedplugins.Status) when they differ from the object's, as
 // the informer has it.
 func (w *Writer) writePodGroup(ctx context.Context, g Group) {
-	pg, ok := w.src.PodGroup(g.Key)
+	pg, ok := w.podGroup(g.Key)
 	if !ok || string(pg.UID) != g.Source.UID {
 		return // gone, or another object by now
 	}
@@ -57,6 +57,14 @@ func (w *Writer) writePodGroup(ctx context.Context, g Group) {
 		klog.FromContext(ctx).Error(err, "Cannot write PodGroup status; will retry", "podGroup", g.Key.String())
 		w.src.RetryGroupStatus(g.Key)
 	}
+}
+
+// podGroup reads a scheduler-plugins PodGroup as its informer has it.
+func (w *Writer) podGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool) {
+	if w.cl.PodGroupObjects == nil {
+		return nil, false
+	}
+	return w.cl.PodGroupObjects.PodGroup(key)
 }
 
 // writeStatus updates the status of pg (the informer's copy) from g's

@@ -28,6 +28,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -131,10 +132,6 @@ type Source interface {
 	// QueueStatusUpdates returns the Queues whose status changed, with the
 	// status to write.
 	QueueStatusUpdates() []*qapi.Queue
-	// PodGroup returns the scheduler-plugins PodGroup as the state's
-	// informer has it (the other dialects' objects come from VolcanoSource
-	// and UpstreamSource).
-	PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool)
 	// PodGroupsToCreate returns the gangs asked for by annotation whose
 	// PodGroup does not exist; one handed out is handed out again only
 	// after a few seconds, if its PodGroup is still missing.
@@ -153,12 +150,28 @@ type Nominator interface {
 	DeleteNominatedPodIfExists(pod *v1.Pod)
 }
 
-// Clients are what the writer writes with.
+// PodGroupSource is what the writer reads of scheduler-plugins'
+// PodGroups (schedplugins.Reader).
+type PodGroupSource interface {
+	// PodGroup returns the PodGroup as the informer has it.
+	PodGroup(key types.NamespacedName) (*v1alpha1.PodGroup, bool)
+}
+
+// Clients are what the writer writes with, and what it reads of each gang
+// API's objects.
 type Clients struct {
 	PodGroups pgclient.Interface
+	// PodGroupObjects reads scheduler-plugins' PodGroups; nil writes none
+	// of their status.
+	PodGroupObjects PodGroupSource
 	// Volcano writes Volcano's PodGroups and Queues; nil when Volcano's API
 	// is not served.
-	Volcano VolcanoClient
+	Volcano volcano.Client
+	// VolcanoObjects reads Volcano's objects (with Volcano only).
+	VolcanoObjects VolcanoSource
+	// UpstreamObjects reads upstream's PodGroups; nil when they are not
+	// read.
+	UpstreamObjects UpstreamSource
 	// Queues is nil when no profile admits through queues.
 	Queues qclient.Interface
 	// Pods patches pods' status (nominations), and writes upstream's

@@ -177,7 +177,7 @@ func TestWriteGroupsKeepsOthersFields(t *testing.T) {
 		Progress: groupspec.Progress{Phase: gang.PhaseRunning, Running: 2, FirstAttempt: theirs.Add(time.Hour)},
 		Notice:   gang.Notice{Reason: gang.ReasonScheduled, Message: "gang scheduled"},
 	}}
-	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
+	New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 
 	got, err := pgc.SchedulingV1alpha1().PodGroups("ns").Get(t.Context(), "g", metav1.GetOptions{})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestWriteGroupsHandsBackFailures(t *testing.T) {
 		{Key: gKey, Source: sourceOf(mkPG("u1", nil)), Progress: groupspec.Progress{Phase: gang.PhaseRunning}},
 		{Key: sameKey, Source: sourceOf(same), Progress: groupspec.Progress{Phase: gang.PhasePending}},
 	}, pgs: map[types.NamespacedName]*v1alpha1.PodGroup{gKey: mkPG("u1", nil), sameKey: same}}
-	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
+	New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 	if !slices.Equal(src.retried, []types.NamespacedName{gKey}) {
 		t.Errorf("handed back %v, want only ns/g", src.retried)
 	}
@@ -245,7 +245,7 @@ func TestSyncWaitsForTheSource(t *testing.T) {
 	src := &fakeSource{rec: &recorder{}, groups: []Group{{Key: gKey, Source: sourceOf(mkPG("u1", nil)),
 		Progress: groupspec.Progress{Phase: gang.PhaseRunning}, Notice: gang.Notice{Reason: "R"}}},
 		pgs: map[types.NamespacedName]*v1alpha1.PodGroup{gKey: mkPG("u1", nil)}}
-	New(src, Clients{PodGroups: pgc}).Sync(t.Context())
+	New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 	if len(pgc.Actions()) != 0 || len(src.rec.take()) != 0 || len(src.groups) != 1 {
 		t.Errorf("a pass before the source was ready wrote %v", pgc.Actions())
 	}
@@ -331,7 +331,7 @@ func TestWriteAdmissions(t *testing.T) {
 			}
 			pgc := pgfake.NewSimpleClientset(objs...)
 			pods := kfake.NewSimpleClientset(single)
-			New(src, Clients{PodGroups: pgc, Pods: pods}).WriteAdmissions(t.Context())
+			New(src, Clients{PodGroups: pgc, Pods: pods, PodGroupObjects: src}).WriteAdmissions(t.Context())
 
 			if got := src.rec.take(); !slices.Equal(got, tc.events) {
 				t.Errorf("events\n got %q\nwant %q", got, tc.events)
@@ -380,7 +380,7 @@ func TestRunMarksAllDirtyWhenItStartsLeading(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		New(src, Clients{}).Run(ctx, time.Millisecond, lead)
+		New(src, Clients{PodGroupObjects: src}).Run(ctx, time.Millisecond, lead)
 	}()
 	lead.Follow(nil)
 	<-src.took
@@ -423,7 +423,7 @@ func TestWaitingPodsToldTheVerdict(t *testing.T) {
 			pods := kfake.NewSimpleClientset(tc.pod.DeepCopy())
 			src := &fakeSource{ready: true, admitting: true, rec: &recorder{},
 				writes: []Admission{{Pod: tc.pod, Waiting: []*v1.Pod{tc.pod}, Admitted: tc.admitted, Check: queue.CheckCapability, Message: msg}}}
-			New(src, Clients{Pods: pods}).WriteAdmissions(t.Context())
+			New(src, Clients{Pods: pods, PodGroupObjects: src}).WriteAdmissions(t.Context())
 			n := 0
 			for _, a := range pods.Actions() {
 				if a.GetVerb() == "patch" {

@@ -16,9 +16,8 @@ import (
 )
 
 // UpstreamSource is what the writer reads of upstream's PodGroups
-// (scheduling.k8s.io/v1beta1), when the Source has them (the cache, with
-// the API served and left to Caldera). A separate interface, so that a
-// Source without them need not implement it.
+// (scheduling.k8s.io/v1beta1), when they are read (upstream.Reader: the
+// API served and left to Caldera).
 type UpstreamSource interface {
 	// UpstreamPodGroup returns the PodGroup as the state's informer has it.
 	UpstreamPodGroup(key types.NamespacedName) (*sched.PodGroup, bool)
@@ -28,8 +27,7 @@ func (w *Writer) upstream() (UpstreamSource, bool) {
 	if w.cl.Pods == nil {
 		return nil, false
 	}
-	us, ok := w.src.(UpstreamSource)
-	return us, ok
+	return w.cl.UpstreamObjects, w.cl.UpstreamObjects != nil
 }
 
 // writeUpstreamGroup sets Caldera's conditions on an upstream PodGroup

@@ -58,7 +58,7 @@ func TestWriteUpstreamConditions(t *testing.T) {
 		pgs: map[types.NamespacedName]*sched.PodGroup{key: stored}}
 	src.groups = []Group{{Key: key, Source: &groupspec.Source{Dialect: groupspec.Upstream, Namespace: "ns", Name: "g", UID: "u1"},
 		Progress: groupspec.Progress{MinMember: 1, Why: "queue q: cpu request 3 exceeds remaining capability 1"}}}
-	New(src, Clients{Pods: cs}).Sync(t.Context())
+	New(src, Clients{Pods: cs, UpstreamObjects: src}).Sync(t.Context())
 
 	got, err := cs.SchedulingV1beta1().PodGroups("ns").Get(t.Context(), "g", metav1.GetOptions{})
 	if err != nil {

@@ -13,55 +13,22 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
-// VolcanoSource is what the writer reads of Volcano's objects, when the
-// Source has them (the cache, with Volcano's API served). A separate
-// interface, so that a Source without Volcano need not implement it.
+// VolcanoSource is what the writer reads of Volcano's objects, when
+// Volcano's API is served (volcano.Reader).
 type VolcanoSource interface {
-	// VolcanoPodGroup and VolcanoQueue return the objects as the state's
+	// VolcanoPodGroup and VolcanoQueue return the objects as the
 	// informers have them.
 	VolcanoPodGroup(key types.NamespacedName) (*vc.PodGroup, bool)
 	VolcanoQueue(name string) (*vc.Queue, bool)
 	// VolcanoQueueWarnings returns the Warning Events queued since the
 	// last call: fields of a Volcano Queue that Caldera does not honour.
-	VolcanoQueueWarnings() []QueueWarning
-}
-
-// VolcanoClient is what the writer writes of Volcano's API: a narrow
-// interface over Volcano's generated clientset (VolcanoClientFor), which
-// tests replace with a map.
-type VolcanoClient interface {
-	// PatchPodGroup applies a JSON merge patch to a PodGroup.
-	PatchPodGroup(ctx context.Context, namespace, name string, mergePatch []byte) error
-	UpdateQueueStatus(ctx context.Context, q *vc.Queue) error
-	// CreateQueue creates a Volcano Queue.
-	CreateQueue(ctx context.Context, q *vc.Queue) error
-}
-
-// VolcanoClientFor returns the VolcanoClient that writes with cs.
-func VolcanoClientFor(cs vcclient.Interface) VolcanoClient { return clientsetWriter{cs} }
-
-type clientsetWriter struct{ cs vcclient.Interface }
-
-func (c clientsetWriter) PatchPodGroup(ctx context.Context, ns, name string, patch []byte) error {
-	_, err := c.cs.SchedulingV1beta1().PodGroups(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
-}
-
-func (c clientsetWriter) UpdateQueueStatus(ctx context.Context, q *vc.Queue) error {
-	_, err := c.cs.SchedulingV1beta1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{})
-	return err
-}
-
-func (c clientsetWriter) CreateQueue(ctx context.Context, q *vc.Queue) error {
-	_, err := c.cs.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
-	return err
+	VolcanoQueueWarnings() []volcano.QueueWarning
 }
 
 // EnsureVolcanoQueue creates Volcano's default Queue unless it exists, as
@@ -69,7 +36,7 @@ func (c clientsetWriter) CreateQueue(ctx context.Context, q *vc.Queue) error {
 // every vcjob whose queue is missing, and its webhook gives a vcjob that
 // names none the queue "default". A Caldera Queue of that name, if any,
 // still decides. Retried as EnsureQueue is; every replica may call it.
-func EnsureVolcanoQueue(ctx context.Context, client VolcanoClient) {
+func EnsureVolcanoQueue(ctx context.Context, client volcano.Client) {
 	q := &vc.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: volcano.DefaultQueue},
 		Spec:       vc.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)},
@@ -77,22 +44,15 @@ func EnsureVolcanoQueue(ctx context.Context, client VolcanoClient) {
 	ensure(ctx, "Cannot create Volcano's default queue; retrying", q.Name, func() error { return client.CreateQueue(ctx, q) })
 }
 
-// QueueWarning is a Warning Event about a Volcano Queue.
-type QueueWarning struct {
-	Queue   *vc.Queue
-	Message string
-}
-
 // ReasonUnsupportedField is the reason of the Warning Event on a Volcano
 // Queue that sets a field Caldera does not honour.
 const ReasonUnsupportedField = "UnsupportedField"
 
 func (w *Writer) volcano() (VolcanoSource, bool) {
-	if w.cl.Volcano == nil {
+	if w.cl.Volcano == nil || w.cl.VolcanoObjects == nil {
 		return nil, false
 	}
-	vs, ok := w.src.(VolcanoSource)
-	return vs, ok
+	return w.cl.VolcanoObjects, true
 }
 
 // writeVolcanoGroup writes a Volcano PodGroup's status as Volcano's

@@ -26,6 +26,7 @@ import (
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -75,7 +76,7 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, snapshot.Handle("cachetest", cfg, cs, factory))
+	c, err := cache.NewProvider(status.AlwaysLeading(), schedplugins.NewReader()).Get(ctx, snapshot.Handle("cachetest", cfg, cs, factory))
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}

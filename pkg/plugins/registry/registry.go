@@ -13,6 +13,9 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/dumpsignal"
 	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
@@ -29,6 +32,11 @@ import (
 type Plugins struct {
 	lead     *status.Leadership
 	provider *cache.Provider
+	// podGroups, volcano and upstream read those gang APIs into the
+	// cache, and are what the status writer reads of their objects.
+	podGroups *schedplugins.Reader
+	volcano   *volcano.Reader
+	upstream  *upstream.Reader
 
 	// handle is the first profile's framework handle: its clients and the
 	// nominator (the scheduling queue every profile shares) are the
@@ -41,7 +49,8 @@ type Plugins struct {
 // FollowLeaderElection with what app.Setup returned and Start, before app.Run.
 func New() *Plugins {
 	lead := status.NewLeadership()
-	return &Plugins{lead: lead, provider: cache.NewProvider(lead)}
+	pr, vr, ur := schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader()
+	return &Plugins{lead: lead, podGroups: pr, volcano: vr, upstream: ur, provider: cache.NewProvider(lead, pr, vr, ur)}
 }
 
 // Options returns the app options that register every Caldera plugin over this
@@ -89,7 +98,13 @@ func (p *Plugins) Start(ctx context.Context) error {
 	h := p.handle
 	p.mu.Unlock()
 	cfg := status.CRDConfig(h.KubeConfig())
-	cl := status.Clients{Pods: h.ClientSet(), Nominator: h, Volcano: c.VolcanoClient()}
+	cl := status.Clients{Pods: h.ClientSet(), Nominator: h, PodGroupObjects: p.podGroups}
+	if p.volcano.On() {
+		cl.Volcano, cl.VolcanoObjects = p.volcano.Client(), p.volcano
+	}
+	if p.upstream.On() {
+		cl.UpstreamObjects = p.upstream
+	}
 	var err error
 	if cl.PodGroups, err = pgclient.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("building the PodGroup status client: %w", err)

@@ -1,0 +1,91 @@
+package cache
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/groupspec"
+)
+
+// Gangs come in dialects: scheduler-plugins' PodGroups (read here, the
+// cache's own informer, since the gangs Caldera makes for annotations are
+// of that API too), and each other API through its adapter (pkg/dialect),
+// which the command hands to the cache. Every adapter hands over groups as
+// groupspec.Spec through the methods below (the cache is a dialect.Sink),
+// so from then on gang readiness, admission, fair share, reclaim and
+// placement do not know the source.
+//
+// All dialects name groups by namespace and name, so they share one key
+// space: the PodGroup seen first holds a name, and one of another dialect
+// under the same name is ignored until the first is deleted and the second
+// changes (shadowedLocked). Caldera's own Queue of a name wins over a
+// dialect's (Volcano's "default" queue among them): queueShadowedLocked.
+
+// podGroupName names the group a pod joins by a dialect's own means rather
+// than the PodGroup label: Volcano's group-name annotation, or upstream's
+// spec.schedulingGroup when this process leaves those gangs to Caldera.
+func podGroupName(pod *v1.Pod) (string, bool) {
+	if name, ok := volcano.GroupName(pod); ok {
+		return name, true
+	}
+	return upstream.JoinedGroup(pod)
+}
+
+// readsByName reports whether an adapter reads a dialect whose pods join
+// their group by name (podGroupName), so that finished members of its
+// gangs must be listed (watchJoinedFinished).
+func (c *Cache) readsByName() bool {
+	for _, a := range c.adapters {
+		if a.On() {
+			return true
+		}
+	}
+	return false
+}
+
+// SetGroup implements dialect.Sink.
+func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroup(logger, s) }
+
+// UpdateGroup implements dialect.Sink.
+func (c *Cache) UpdateGroup(logger klog.Logger, old, s *groupspec.Spec) {
+	c.onGroupUpdate(logger, old, s)
+}
+
+// DeleteGroup implements dialect.Sink.
+func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroupDelete(logger, s) }
+
+// SetQueue implements dialect.Sink.
+func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) { c.onQueue(q, deleted) }
+
+// SetUp implements dialect.Sink.
+func (c *Cache) SetUp(what string, step func(ctx context.Context, logger klog.Logger) error) error {
+	return c.setUp(what, step)
+}
+
+// shadowedLocked reports whether s, of one dialect, names a group whose
+// object is of another: the first holds the name (see above).
+func shadowedLocked(logger klog.Logger, g *group, s *groupspec.Spec) bool {
+	if g.obj == nil || g.obj.Source.Dialect == s.Source.Dialect {
+		return false
+	}
+	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.key.String(),
+		"held", g.obj.Source.APIVersion, "ignored", s.Source.APIVersion)
+	return true
+}
+
+// queueShadowedLocked reports whether q, a dialect's queue, names a
+// Caldera Queue the cache holds: Caldera's is the queue. Caldera's own
+// Queues come from a typed informer, without an apiVersion.
+func queueShadowedLocked(held, q *qapi.Queue) bool {
+	return held != nil && foreignQueue(q) && !foreignQueue(held)
+}
+
+// foreignQueue reports whether q was read from a dialect's queue API.
+func foreignQueue(q *qapi.Queue) bool {
+	return q.APIVersion != "" && q.APIVersion != qapi.SchemeGroupVersion.String()
+}

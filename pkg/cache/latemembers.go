@@ -1,0 +1,91 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// Some controllers create a gang's members only once the gang is admitted
+// (Volcano's job controller waits for Inqueue): their adapters say so with
+// groupspec.Rules.MembersAfterAdmission. Such a gang is admitted before
+// any member exists, counting its minMember (promisedMembers) and judged
+// by its sums; admitted, it holds its minimum until its pods arrive
+// (awaitsMembers); and a job restarted by recreating its PodGroup leaves
+// terminating pods of the earlier object that are not members (leftover).
+
+// membersAfterAdmission reports whether g's controller creates its members
+// only once it is admitted (groupspec.Rules).
+func (g *group) membersAfterAdmission() bool {
+	return g.obj != nil && g.obj.Rules.MembersAfterAdmission
+}
+
+// promisedMembers is the member count admission sees for g: the members
+// Caldera can place, or, for a gang whose controller creates them only once
+// it is admitted, at least its minMember.
+func promisedMembers(g *group) int32 {
+	n := int32(g.counts.Reachable())
+	if g.membersAfterAdmission() && n < g.spec.MinMember {
+		return g.spec.MinMember
+	}
+	return n
+}
+
+// awaitsMembers reports whether g is a gang created members-after-admission
+// none of whose members exist yet: admitted, it reserves its minimum for
+// the pods its controller is about to create. One that started (its object
+// says so, as after a restart) and has no member left is done and reserves
+// nothing.
+func awaitsMembers(g *group) bool {
+	return g.counts.Members == 0 && g.membersAfterAdmission() && !g.obj.Started
+}
+
+// leftover reports whether pod, terminating, is left over from an earlier
+// PodGroup of g's name, for a gang created members-after-admission:
+// created before g's object, it belonged to the one its controller deleted
+// and made again to restart the job (Volcano's policy RestartJob). Such a pod is not a member of the new gang, which
+// would otherwise count as Running, and started, on pods about to go; its
+// node room stays counted as any pod's is until it is gone. Creation times
+// are whole seconds, so a pod created in the same second as the new object
+// stays a member.
+func leftover(g *group, pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil && g != nil && g.membersAfterAdmission() &&
+		pod.CreationTimestamp.Time.Before(g.obj.Source.Created)
+}
+
+// leftoverLocked is leftover for the group of key.
+func (c *Cache) leftoverLocked(key GroupKey, pod *v1.Pod) bool {
+	return leftover(c.groups[key], pod)
+}
+
+// dropLeftoversLocked takes the leftover pods out of g, whose PodGroup just
+// appeared. O(members), once per PodGroup object.
+func (c *Cache) dropLeftoversLocked(g *group) {
+	for uid, m := range g.members {
+		if leftover(g, m.pod) {
+			c.removeMemberLocked(g.key, uid)
+		}
+	}
+}
+
+// noConstraints is the pod a member not yet created is placed as.
+var noConstraints = &v1.Pod{}
+
+// missingClass is the placement class of n members of g that do not exist
+// yet. Members created before admission cannot be placed until they exist.
+// Those of a gang created members-after-admission each ask for an even
+// share of minResources (rounded up), on any node without a taint: all
+// that is known of pods not yet created.
+func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
+	if !g.membersAfterAdmission() {
+		return placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: []int32{}}
+	}
+	per := resources.List{}
+	if m := int64(g.spec.MinMember); m > 0 {
+		for k, v := range g.spec.MinResources {
+			per[k] = (v + m - 1) / m
+		}
+	}
+	return pp.classOf(noConstraints, per, n)
+}
