@@ -266,6 +266,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.mu.Lock()
 	a := c.adm
 	c.returnShortLocked(now)
+	c.returnOverdueLocked(now)
 	c.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
@@ -444,7 +445,11 @@ func (c *Cache) noticePendingLocked(now time.Time) {
 			continue
 		}
 		d, ok := a.pending.Decision(key)
-		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers {
+		// A gang short of members is told so by CalderaGang, unless its
+		// promise of members was withdrawn (overdue.go): nothing else
+		// says why it lost its admission.
+		overdue := u.gang != nil && u.gang.overdueWhy != ""
+		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers && !overdue {
 			continue
 		}
 		c.noteLocked(u, false, d.Check, verdictStage(d), decisionMessage(u, d), now)

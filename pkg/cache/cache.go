@@ -123,6 +123,8 @@ type Cache struct {
 	// deficitRefused holds the admission units PreFilter refused for a
 	// capability deficit (deficit.go), activated when a bound pod leaves.
 	deficitRefused map[queue.Key]struct{}
+	// overdue watches gangs admitted before their members exist (overdue.go).
+	overdue overdueState
 	// freeRoomOnly holds the units admission counts no eviction room for
 	// until their freeRoomUntil, or until a bound pod leaves.
 	freeRoomOnly map[queue.Key]struct{}
@@ -218,6 +220,15 @@ type group struct {
 	// enqueueable caches gang.Enqueueable's answer, so that members are
 	// activated once, when it flips to true, instead of on every member event.
 	enqueueable bool
+	// overdueWhy, when set, says why the promise of a gang created
+	// members-after-admission is withdrawn: its members did not reach
+	// Caldera in time (overdue.go). Admission then counts only the members
+	// that exist.
+	overdueWhy string
+	// taskPlaced counts, per task, the members placed (unfinished) or
+	// succeeded, kept by countLocked, for the per-task minimums
+	// (gang.TasksReady); nil while no member has a task.
+	taskPlaced map[string]int
 	// minRequest is gang.MinRequest's answer, recomputed lazily after membership changes.
 	minRequest      resources.List
 	minRequestValid bool
@@ -272,6 +283,9 @@ type member struct {
 	state        gang.Member
 	request      resources.List
 	waitingSince time.Time
+	// task is the member's task (role) in its gang, "" for none
+	// (podTask); read once, when the member is added.
+	task string
 	// reservedOn is the node the scheduler reserved for an unbound member
 	// (the assumed copy's spec.nodeName in Reserve and Permit); "" when
 	// not reserved. A bound member's node is its pod's.
@@ -474,7 +488,9 @@ func (c *Cache) membersListed(logger klog.Logger) {
 			maps.Copy(act, g.pendingPodsLocked())
 		}
 		if c.adm.on() {
-			c.unadmitShortLocked(g, c.adm.units[gangUnitKey(g.key)])
+			u := c.adm.units[gangUnitKey(g.key)]
+			c.unadmitShortLocked(g, u)
+			c.trackOverdueLocked(g, u)
 		}
 	}
 	groups := len(c.groups)

@@ -48,6 +48,10 @@ func (c *Cache) readsByName() bool {
 	return false
 }
 
+// podTask names the task (role) of a gang member, by the dialect's own
+// means: Volcano's task-spec annotation or label; "" for none.
+func podTask(pod *v1.Pod) string { return volcano.TaskName(pod) }
+
 // SetGroup implements dialect.Sink.
 func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroup(logger, s) }
 

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -45,6 +46,12 @@ func waiting(m *member) bool { return m.state.Reachable() && !m.state.Placed() }
 // Callers take a member out before they change it and add it back after.
 func (c *Cache) countLocked(g *group, m *member, delta int) {
 	g.counts.Add(m.state, delta)
+	if m.task != "" && (m.state.Placed() && !m.state.Phase.Terminal() || m.state.Phase == gang.PodSucceeded) {
+		if g.taskPlaced == nil {
+			g.taskPlaced = map[string]int{}
+		}
+		g.taskPlaced[m.task] += delta
+	}
 	if !waiting(m) {
 		return
 	}

@@ -240,14 +240,13 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 		m.reservedOn = pod.Spec.NodeName
 		c.countLocked(g, m, +1)
 	}
-	if !gang.ReadyCounts(g.spec, g.counts) {
+	if ready, msg := g.barrierOpen(); !ready {
 		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
 		c.countLocked(g, m, -1)
 		m.state.Waiting = true
 		m.waitingSince = at
 		m.released = false
 		c.countLocked(g, m, +1)
-		msg := fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
 		c.dirty[key] = struct{}{}
 		c.mu.Unlock()
 		return PermitResult{Timeout: timeout, Message: msg}
@@ -257,6 +256,19 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	c.allowWaiting(at, allow, firstWaiting, pluginName)
 	logger.V(4).Info("Gang ready", "podGroup", key.String(), "allowedWaiting", len(allow))
 	return PermitResult{Allow: true}
+}
+
+// barrierOpen reports whether g may bind what it has placed: its minimum
+// (gang.ReadyCounts) and each task's (gang.TasksReady); else what it waits
+// for. O(tasks).
+func (g *group) barrierOpen() (bool, string) {
+	if !gang.ReadyCounts(g.spec, g.counts) {
+		return false, fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
+	}
+	if ok, task := gang.TasksReady(g.spec, g.taskPlaced); !ok {
+		return false, fmt.Sprintf("waiting for the gang: task %s has %d/%d members placed", task, g.taskPlaced[task], g.spec.MinTaskMember[task])
+	}
+	return true, ""
 }
 
 // readyLocked marks g's members waiting in Permit as allowed, ends its
@@ -368,7 +380,11 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.obj == nil || g.backoff.Active(at) || gang.ReadyCounts(g.spec, g.counts) || c.gangPlanLocked(key) {
+	if g == nil || g.obj == nil || g.backoff.Active(at) || c.gangPlanLocked(key) {
+		c.mu.Unlock()
+		return false
+	}
+	if ready, _ := g.barrierOpen(); ready {
 		c.mu.Unlock()
 		return false
 	}

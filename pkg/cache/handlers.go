@@ -331,7 +331,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	g := c.groupLocked(key)
 	m := g.members[pod.UID]
 	if m == nil {
-		m = &member{request: c.requests.intern(convert.PodRequest(pod))}
+		m = &member{request: c.requests.intern(convert.PodRequest(pod)), task: podTask(pod)}
 		g.members[pod.UID] = m
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
@@ -465,7 +465,8 @@ func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
 	}
 	c.implicitPodGroupLocked(g.key, true)
 	spec := s.Gang
-	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) || (spec.MinResources == nil) != (g.spec.MinResources == nil)
+	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) ||
+		(spec.MinResources == nil) != (g.spec.MinResources == nil) || !maps.Equal(spec.MinTaskMember, g.spec.MinTaskMember)
 	if resized {
 		g.minRequestValid = false
 	}
@@ -474,7 +475,7 @@ func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
 	act := c.refreshLocked(g)
 	var allow []types.UID
 	var firstWaiting time.Time
-	if resized && g.counts.Waiting > 0 && gang.ReadyCounts(g.spec, g.counts) {
+	if ready, _ := g.barrierOpen(); resized && g.counts.Waiting > 0 && ready {
 		// minMember was lowered to what is placed already: the members
 		// waiting in Permit would otherwise wait out their timeout and the
 		// gang would back off, though nothing more is needed.
@@ -514,7 +515,7 @@ func (c *Cache) onGroupDelete(logger klog.Logger, s *groupspec.Spec) {
 		// PodGroup created under the same name (members may remain, e.g.
 		// a Job's pods) starts without its backoff, first attempt, reason
 		// or last Event.
-		g.firstAttempt, g.unschedulable, g.lastEvent = time.Time{}, "", ""
+		g.firstAttempt, g.unschedulable, g.lastEvent, g.overdueWhy = time.Time{}, "", "", ""
 		g.backoff = gang.BackoffState{}
 		if g.backoffTimer != nil {
 			g.backoffTimer.Stop()

@@ -71,16 +71,24 @@ func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) {
 	timeout, timeoutOK := qapi.GangTimeoutSeconds(pod)
 	ig := b.groups[g.key]
 	if ig == nil {
-		ig = &implicitGroup{minMember: n, queue: pod.Labels[qapi.QueueLabel]}
-		if timeoutOK && timeout > 0 {
-			ig.timeout = &timeout
-		}
-		if ref := qapi.ControllerOf(pod); ref != nil {
-			ig.owner = metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
-		}
+		ig = &implicitGroup{}
 		b.groups[g.key] = ig
 		if g.obj == nil {
 			b.missing[g.key] = time.Time{}
+		}
+	}
+	ref := qapi.ControllerOf(pod)
+	if ig.members == 0 || ref != nil && ref.UID != ig.owner.UID && pod.DeletionTimestamp == nil {
+		// The first member speaks for the gang; so does the first live pod
+		// of another controller object of the same name (a Job deleted and
+		// made again), whose PodGroup must not be owned by the deleted one:
+		// the garbage collector would delete it again, round after round.
+		ig.minMember, ig.queue, ig.timeout = n, pod.Labels[qapi.QueueLabel], nil
+		if timeoutOK && timeout > 0 {
+			ig.timeout = &timeout
+		}
+		if ref != nil {
+			ig.owner = metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 		}
 	}
 	ig.members++

@@ -240,3 +240,35 @@ func TestImplicitFinishedMembers(t *testing.T) {
 		t.Errorf("phase %s, want Finished", ph)
 	}
 }
+
+// A Job recreated under its name (kubectl replace --force, a Helm hook):
+// the garbage collector deletes the PodGroup owned by the deleted Job, and
+// the one created again is owned by the new Job, whose pods have joined,
+// even while the old pods are still terminating; never by the deleted
+// one, which the collector would delete again, round after round.
+func TestImplicitPodGroupFollowsTheCurrentOwner(t *testing.T) {
+	c, _ := newTestCache(t)
+	oldPods := []*v1.Pod{mkPod("ns", "old0", "", ownedBy("Job", "train"), minMemberAnn("2")),
+		mkPod("ns", "old1", "", ownedBy("Job", "train"), minMemberAnn("2"))}
+	addAll(c, oldPods...)
+	addPG(c, mkPG("ns", "job-train", 2))
+	// The Job is deleted and made again: its pods terminate, new ones come.
+	renewed := func(p *v1.Pod) { p.OwnerReferences[0].UID = "uid-train-2" }
+	for _, p := range oldPods {
+		update(c, p, next(p, func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }))
+	}
+	newPods := []*v1.Pod{mkPod("ns", "new0", "", ownedBy("Job", "train"), renewed, minMemberAnn("2")),
+		mkPod("ns", "new1", "", ownedBy("Job", "train"), renewed, minMemberAnn("2"))}
+	addAll(c, newPods...)
+	c.onPodGroupDelete(logger, mkPG("ns", "job-train", 2)) // the collector: its owner is gone
+	got := c.PodGroupsToCreate()
+	if len(got) != 1 || got[0].Owner.UID != "uid-train-2" {
+		t.Fatalf("to create %+v, want ns/job-train owned by the new Job (uid-train-2)", got)
+	}
+	for _, p := range oldPods {
+		del(c, p)
+	}
+	if ig := c.implicit.groups[key("ns", "job-train")]; ig == nil || ig.owner.UID != "uid-train-2" {
+		t.Errorf("once the old pods are gone the gang's owner is %+v, want the new Job", ig)
+	}
+}

@@ -69,7 +69,7 @@ func joinsByName(pod *v1.Pod) bool {
 }
 
 // slimJoinedPod slims a finished pod as slimPod does, keeping the Volcano
-// group-name annotation that makes it a member (slimPod keeps
+// group-name annotation that makes it a member, and its task (slimPod keeps
 // spec.schedulingGroup); a pod that joins no group keeps only its
 // identity, since the informer holds every finished pod. Idempotent.
 func slimJoinedPod(obj any) (any, error) {
@@ -88,6 +88,10 @@ func slimJoinedPod(obj any) (any, error) {
 	if name, ok := volcano.GroupName(pod); ok {
 		slim := out.(*v1.Pod)
 		slim.Annotations = map[string]string{volcano.GroupNameAnnotation: name}
+		if task := podTask(pod); task != "" {
+			// A succeeded member counts towards its task's minimum.
+			slim.Annotations[volcano.TaskSpecKey] = task
+		}
 	}
 	return out, nil
 }

@@ -26,7 +26,7 @@ func (g *group) membersAfterAdmission() bool {
 // it is admitted, at least its minMember.
 func promisedMembers(g *group) int32 {
 	n := int32(g.counts.Reachable())
-	if g.membersAfterAdmission() && n < g.spec.MinMember {
+	if g.membersAfterAdmission() && g.overdueWhy == "" && n < g.spec.MinMember {
 		return g.spec.MinMember
 	}
 	return n

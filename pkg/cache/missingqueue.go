@@ -69,5 +69,8 @@ func decisionMessage(u *unit, d queue.Decision) string {
 	if d.Queue == MissingQueue && u.asked != "" {
 		d.Queue = u.asked
 	}
+	if d.Check == queue.CheckMembers && u.gang != nil && u.gang.overdueWhy != "" {
+		return u.gang.overdueWhy
+	}
 	return d.Message()
 }

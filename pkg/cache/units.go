@@ -200,6 +200,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		c.unadmitLocked(g)
 	}
 	c.unadmitShortLocked(g, u)
+	c.trackOverdueLocked(g, u)
 	if !u.admitted {
 		c.setPendingLocked(u)
 		a.kickLocked()

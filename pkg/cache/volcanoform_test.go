@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -151,5 +153,97 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	podEvent(c, next(pods[0], phase(v1.PodRunning)))
 	if g := c.groups[key("ns", "job")]; g == nil || len(g.members) != 0 {
 		t.Errorf("recreated PodGroup: members %v, want none", g.members)
+	}
+}
+
+// minTaskMember holds the barrier until each task has its minimum: four
+// workers placed without their master wait, and the master opens it for
+// all (Volcano's gang plugin forbids the job to start without it).
+func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
+	c, h := newTestCache(t)
+	c.onNode(logger, mkNode("n1", "16"))
+	pg := mkVolcanoPG("ns", "job", 4, "", "")
+	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
+	c.onGroup(logger, volcano.Spec(pg))
+	task := func(name, role string) *v1.Pod {
+		p := volcanoMember("ns", name, "job")
+		p.Annotations[volcano.TaskSpecKey] = role
+		return p
+	}
+	workers := []*v1.Pod{task("w0", "worker"), task("w1", "worker"), task("w2", "worker"), task("w3", "worker")}
+	master := task("m0", "master")
+	addAll(c, append(slices.Clone(workers), master)...)
+	assumed := func(p *v1.Pod) *v1.Pod { return next(p, boundTo("n1")) }
+	var parked []*fakeWaitingPod
+	for _, w := range workers {
+		c.Reserve(assumed(w))
+		parked = append(parked, h.park(w))
+		r := c.Permit(logger, assumed(w), t0, time.Minute, gangPluginName)
+		if r.Allow {
+			t.Fatalf("Permit let %s through: four workers without their master", w.Name)
+		}
+		if w == workers[3] && r.Message != "waiting for the gang: task master has 0/1 members placed" {
+			t.Errorf("Permit message = %q, want the short task named", r.Message)
+		}
+	}
+	c.Reserve(assumed(master))
+	if r := c.Permit(logger, assumed(master), t0, time.Minute, gangPluginName); !r.Allow {
+		t.Fatalf("Permit held the master: %s", r.Message)
+	}
+	for i, wp := range parked {
+		if allowed, rejected := wp.calls(); len(allowed) != 1 || len(rejected) != 0 {
+			t.Errorf("%s: allowed by %v, rejected by %v; want allowed once", workers[i].Name, allowed, rejected)
+		}
+	}
+}
+
+// An admitted gang whose controller never delivers pods Caldera can place
+// goes back to pending after overdueGrace, its queue's room freed and its
+// verdict saying why (here: its pods name a scheduler no profile serves);
+// the small gang behind it is admitted into that room. The promise is
+// given again overdueGrace later.
+func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.TrackReservations(testProfile) // the one profile that places gangs
+	c.onNode(logger, mkNode("n1", "16"))
+	lost, small := mkVolcanoPG("ns", "lost", 2, "q", "4"), mkVolcanoPG("ns", "small", 1, "q", "2")
+	small.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
+	vcc := withVolcano(t, c, lost, small)
+	c.onGroup(logger, volcano.Spec(lost))
+	c.onGroup(logger, volcano.Spec(small))
+	lostKey, smallKey := queue.GroupUnit("ns", "lost"), queue.GroupUnit("ns", "small")
+
+	pass(c, t0)
+	if u := unitOf(c, lostKey); u == nil || !u.admitted {
+		t.Fatalf("lost, no pods yet: unit %+v, want admitted on its promise", u)
+	}
+	// Its controller creates the pods, on a scheduler nobody serves here.
+	for _, name := range []string{"l0", "l1"} {
+		p := volcanoMember("ns", name, "lost", cpu("2"))
+		p.Spec.SchedulerName = "volcano-old"
+		podEvent(c, p)
+	}
+	pass(c, t0.Add(time.Second)) // starts the clock
+	pass(c, t0.Add(time.Second+overdueGrace-time.Millisecond))
+	if u := unitOf(c, lostKey); !u.admitted {
+		t.Fatalf("lost returned to pending before overdueGrace")
+	}
+	pass(c, t0.Add(time.Second+overdueGrace))
+	if u := unitOf(c, lostKey); u.admitted {
+		t.Fatalf("lost still admitted %v after admission with no pod Caldera can place", overdueGrace)
+	}
+	if u := unitOf(c, smallKey); u == nil || !u.admitted {
+		t.Errorf("small: unit %+v, want admitted into the room lost held", u)
+	}
+	syncVolcanoStatus(t, c, vcc)
+	got := volcanoStatus(t, vcc, "lost")
+	if got.Phase != vc.PodGroupPending || !hasCondition(got, vc.PodGroupUnschedulableType, vc.NotEnoughResourcesReason, `scheduler "volcano-old", which no profile of this scheduler serves`) {
+		t.Errorf("lost: %+v, want Pending saying its pods name an unserved scheduler", got)
+	}
+	// The promise is given again later: with room, it is admitted again.
+	c.onGroupDelete(logger, volcano.Spec(small))
+	pass(c, t0.Add(time.Second+2*overdueGrace))
+	if u := unitOf(c, lostKey); !u.admitted {
+		t.Errorf("lost: not admitted again once its promise was given back")
 	}
 }

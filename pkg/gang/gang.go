@@ -11,6 +11,7 @@ package gang
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,6 +118,10 @@ type Spec struct {
 	MinResources resources.List
 	// ScheduleTimeoutSeconds is the PodGroup's value; nil when unset.
 	ScheduleTimeoutSeconds *int32
+	// MinTaskMember is, per task (a role among the members, such as a
+	// master and its workers), how many of that task's members the gang
+	// needs placed together; nil when the gang has no tasks.
+	MinTaskMember map[string]int32
 }
 
 // Validate returns a user-facing reason when the spec cannot be scheduled as a
@@ -181,6 +186,34 @@ func ReadyCounts(spec Spec, c Counts) bool {
 		return true
 	}
 	return c.Active < int(spec.MinMember) && Ready(spec, c.Placed+c.Succeeded)
+}
+
+// TasksReady reports whether each task of the gang has its minimum among
+// the members placed or succeeded (placed, per task name), and names the
+// first task, in name order, that does not. As Volcano's gang plugin does,
+// a gang whose minMember is below the sum of its tasks' minimums (an
+// elastic job that may start without every task whole) is not held by
+// them. O(tasks).
+func TasksReady(spec Spec, placed map[string]int) (ok bool, short string) {
+	if len(spec.MinTaskMember) == 0 {
+		return true, ""
+	}
+	var total int32
+	names := make([]string, 0, len(spec.MinTaskMember))
+	for name, n := range spec.MinTaskMember {
+		total += n
+		names = append(names, name)
+	}
+	if spec.MinMember < total {
+		return true, ""
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if placed[name] < int(spec.MinTaskMember[name]) {
+			return false, name
+		}
+	}
+	return true, ""
 }
 
 // PermitTimeout is how long a member may wait in Permit: the PodGroup's

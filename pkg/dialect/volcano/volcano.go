@@ -8,6 +8,8 @@
 package volcano
 
 import (
+	"maps"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -49,6 +51,20 @@ func GroupName(pod *v1.Pod) (string, bool) {
 	return "", false
 }
 
+// TaskSpecKey is the annotation (and label) by which Volcano's job
+// controller names the task of a job's pod.
+const TaskSpecKey = "volcano.sh/task-spec"
+
+// TaskName returns the task of the job pod belongs to, as Volcano's
+// scheduler reads it: the task-spec annotation, else the label; "" for
+// none.
+func TaskName(pod *v1.Pod) string {
+	if t := pod.Annotations[TaskSpecKey]; t != "" {
+		return t
+	}
+	return pod.Labels[TaskSpecKey]
+}
+
 // started reports whether a PodGroup in phase p has started (Running,
 // Unknown or Completed): its members were created and allocated once, so
 // one with no member left is done, not about to begin.
@@ -76,8 +92,8 @@ func admittedPhase(p vc.PodGroupPhase) bool {
 // its controller create the pods) or Caldera's admitted-at annotation says
 // so; started when Running, Unknown or Completed. Volcano's job controller
 // creates the members only once the group is Inqueue
-// (Rules.MembersAfterAdmission). minTaskMember is not read yet: members
-// carry their priority, and per-task minimums are not enforced.
+// (Rules.MembersAfterAdmission). minTaskMember is each task's minimum
+// at the gang barrier (members name their task by TaskSpecKey).
 func Spec(in *vc.PodGroup) *groupspec.Spec {
 	out := &groupspec.Spec{
 		Source: groupspec.Source{
@@ -85,7 +101,7 @@ func Spec(in *vc.PodGroup) *groupspec.Spec {
 			Namespace: in.Namespace, Name: in.Name, UID: string(in.UID),
 			ResourceVersion: in.ResourceVersion, Created: in.CreationTimestamp.Time,
 		},
-		Gang:              gang.Spec{MinMember: in.Spec.MinMember},
+		Gang:              gang.Spec{MinMember: in.Spec.MinMember, MinTaskMember: maps.Clone(in.Spec.MinTaskMember)},
 		Queue:             in.Spec.Queue,
 		PriorityClassName: in.Spec.PriorityClassName,
 		Admitted:          admittedPhase(in.Status.Phase) || qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),

@@ -214,6 +214,8 @@ func TestVolcanoJobController(t *testing.T) {
 	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", w.restartJob)
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", w.statusKeepsNewerFields)
 	t.Run("a refused gang's status is written once per verdict, not per moving number", w.verdictWrittenOnce)
+	// Last: it adds the largest node.
+	t.Run("minTaskMember: four workers never start without their master", w.taskMinimums)
 }
 
 // logPodGroups logs every PodGroup of ns with its phase and conditions.
@@ -495,4 +497,56 @@ func (w world) verdictWrittenOnce(t *testing.T) {
 		t.Errorf("blocked: phase %q, want Pending", after.Status.Phase)
 	}
 	t.Logf("blocked's PodGroup across 2 completions in its queue: resourceVersion %s -> %s", before, after.ResourceVersion)
+}
+
+// taskMinimums runs master 1 (minAvailable 1) + worker 4 (minAvailable 3)
+// with minAvailable 4: four workers alone make four members, but Volcano's
+// gang plugin holds them until the master is placed too. The master asks
+// for more cpu than any node has; while it cannot be placed, no worker may
+// be bound, and once a node that holds it joins, the job runs whole.
+func (w world) taskMinimums(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "8", "32Gi")
+	q := "tasks-" + ns
+	w.createQueue(t, q, 1, nil)
+	j := job(ns, "tasks", q, 4, task{name: "master", replicas: 1, min: 1, cpu: "12"}, task{name: "worker", replicas: 4, min: 3, cpu: "1"})
+	w.createJob(t, j)
+	master := "tasks-master-0"
+	// Watch from creation: a worker bound while the master is not is the
+	// failure, at any moment. The master stays unplaceable until a node of
+	// 16 cpu joins, 3 s after the scheduler has said it fits nowhere: long
+	// enough for an unguarded gang of four workers to bind.
+	var unschedulableAt time.Time
+	added := false
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		pods, err := w.env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		masterBound, workersBound := false, 0
+		for _, p := range pods.Items {
+			switch {
+			case p.Name == master:
+				masterBound = p.Spec.NodeName != ""
+				for _, c := range p.Status.Conditions {
+					if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && unschedulableAt.IsZero() {
+						unschedulableAt = time.Now()
+					}
+				}
+			case p.Spec.NodeName != "":
+				workersBound++
+			}
+		}
+		if workersBound > 0 && !masterBound {
+			return false, fmt.Errorf("%d workers bound without their master", workersBound)
+		}
+		if !added && !unschedulableAt.IsZero() && time.Since(unschedulableAt) > 3*time.Second {
+			w.env.AddNodes(t, 1, "16", "32Gi")
+			added = true
+		}
+		return masterBound && workersBound == 4, nil
+	}, "the master and its four workers bound together, once a node holds the master")
+	if !added {
+		t.Errorf("the master was bound before any node could hold it")
+	}
 }

@@ -1,6 +1,8 @@
 package workloads_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -216,5 +219,64 @@ func TestAnnotatedJobRetried(t *testing.T) {
 	again := waitPodGroup(t, env, ns, "job-retry")
 	if again.UID != pg.UID {
 		t.Errorf("the PodGroup was replaced (uid %s, was %s)", again.UID, pg.UID)
+	}
+}
+
+// TestAnnotatedJobRecreated: a Job deleted and created again under its
+// name (kubectl replace --force) while its old pods still terminate. The
+// garbage collector deletes the PodGroup owned by the old Job; the one
+// Caldera creates again is owned by the new Job and stays, and the new
+// pods bind. Owned by the deleted Job, it was deleted again by the
+// collector about once a second for the life of the new Job.
+func TestAnnotatedJobRecreated(t *testing.T) {
+	env := harness.StartWith(t, harness.WithControllers())
+	env.AddNodes(t, 2, "4", "8Gi")
+	env.StartScheduler(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+
+	if _, err := env.Client.BatchV1().Jobs(ns).Create(ctx, annotatedJob(ns, "again", 2, "2", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitPodGroup(t, env, ns, "job-again")
+	env.WaitBoundCount(t, ns, jobSelector("again"), 2, timeout)
+
+	bg := metav1.DeletePropagationBackground
+	if err := env.Client.BatchV1().Jobs(ns).Delete(ctx, "again", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	job, err := env.Client.BatchV1().Jobs(ns).Create(ctx, annotatedJob(ns, "again", 2, "2", "1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pg *v1alpha1.PodGroup
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "job-again", metav1.GetOptions{})
+		if err != nil {
+			return false, ignoreNotFound(err)
+		}
+		pg = got
+		return got.UID != first.UID && len(got.OwnerReferences) == 1 && got.OwnerReferences[0].UID == job.UID, nil
+	}, "a PodGroup job-again owned by the new Job")
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		bound := 0
+		for _, p := range jobPods(t, env, ns, "again") {
+			if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && metav1.IsControlledBy(&p, job) {
+				bound++
+			}
+		}
+		return bound == 2, nil
+	}, "the new Job's 2 pods bound")
+	// The collector has nothing to delete: the PodGroup stays the same
+	// object while the new Job lives.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 3*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "job-again", metav1.GetOptions{})
+		if err != nil || got.UID != pg.UID {
+			return false, fmt.Errorf("PodGroup job-again is no longer the object owned by the new Job: %v", err)
+		}
+		return false, nil
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatal(err)
 	}
 }

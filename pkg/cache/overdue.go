@@ -1,0 +1,114 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// Gangs whose members are created only after admission (latemembers.go)
+// are admitted on a promise: that their controller creates minMember pods
+// this scheduler can place. A promise can fail: the pods name a scheduler
+// no profile serves, a ResourceQuota lets the controller create only some,
+// the controller is down. Kept, the admission would hold the queue's room
+// forever with nothing to say why. So an admitted gang that has not
+// started and lacks minMember members Caldera can place for overdueGrace
+// goes back to pending, its promise withdrawn and the reason in its
+// verdict; after another overdueGrace the promise is given again (the
+// controller may have been waiting for room, or for the quota), and the
+// gang may be admitted again if it fits.
+
+// overdueGrace is how long an admitted gang may wait for its controller's
+// pods, and how long its promise stays withdrawn once that passed:
+// Volcano's controller creates a job's pods within a second of Inqueue.
+const overdueGrace = 30 * time.Second
+
+// overdueState is, per gang unit, when it began waiting for members past
+// its admission (zero: the next pass starts the clock), and per gang
+// whose promise is withdrawn, until when.
+type overdueState struct {
+	waiting   map[queue.Key]time.Time
+	withdrawn map[GroupKey]time.Time
+}
+
+// lacksMembers reports whether g, admitted on a promise, lacks minMember
+// members Caldera can place.
+func lacksMembers(g *group) bool {
+	return g.membersAfterAdmission() && int32(g.counts.Reachable()) < g.spec.MinMember
+}
+
+// trackOverdueLocked starts or stops watching u's gang g for members past
+// its admission. O(1).
+func (c *Cache) trackOverdueLocked(g *group, u *unit) {
+	o := &c.overdue
+	if u == nil || !u.admitted || u.started || !lacksMembers(g) || !c.membersSynced.fired() {
+		if u != nil {
+			delete(o.waiting, u.key)
+		}
+		return
+	}
+	if _, ok := o.waiting[u.key]; !ok {
+		if o.waiting == nil {
+			o.waiting = map[queue.Key]time.Time{}
+		}
+		o.waiting[u.key] = time.Time{}
+	}
+}
+
+// returnOverdueLocked returns to pending the gangs that waited for their
+// members overdueGrace past admission, withdrawing their promise with
+// why, and gives back the promises withdrawn overdueGrace ago. O(gangs
+// watched).
+func (c *Cache) returnOverdueLocked(now time.Time) {
+	o := &c.overdue
+	for key, since := range o.waiting {
+		u := c.adm.units[key]
+		switch {
+		case u == nil || u.gang == nil || !u.admitted || u.started || !lacksMembers(u.gang):
+			delete(o.waiting, key)
+		case since.IsZero():
+			o.waiting[key] = now
+		case now.Sub(since) >= overdueGrace:
+			delete(o.waiting, key)
+			g := u.gang
+			g.overdueWhy = overdueReason(g)
+			if o.withdrawn == nil {
+				o.withdrawn = map[GroupKey]time.Time{}
+			}
+			o.withdrawn[g.key] = now.Add(overdueGrace)
+			c.unadmitLocked(g)
+			c.syncGangUnitLocked(g)
+		}
+	}
+	for k, until := range o.withdrawn {
+		g := c.groups[k]
+		switch {
+		case g == nil || g.overdueWhy == "":
+			delete(o.withdrawn, k)
+		case now.Before(until) && lacksMembers(g):
+		default:
+			// Time is up, or the members came: the promise is given
+			// again, and the gang is decided again.
+			delete(o.withdrawn, k)
+			g.overdueWhy = ""
+			c.syncGangUnitLocked(g)
+		}
+	}
+}
+
+// overdueReason says why g's members did not reach Caldera: the scheduler
+// its unplaceable pods name, when one names a scheduler no profile here
+// serves; else how many exist. O(members), once per withdrawal.
+func overdueReason(g *group) string {
+	for _, m := range g.members {
+		// Unreachable without scheduling gates: no profile here reserves
+		// for its scheduler name (reachableLocked).
+		if m.state.Unreachable && !m.state.Phase.Terminal() && len(m.pod.Spec.SchedulingGates) == 0 {
+			return fmt.Sprintf("PodGroup %s was admitted, but its pods name scheduler %q, which no profile of this scheduler serves: it waits for pods Caldera can place",
+				g.key, m.pod.Spec.SchedulerName)
+		}
+	}
+	return fmt.Sprintf("PodGroup %s was admitted, but only %d of its minMember %d pods reached this scheduler within %v: it waits for its controller to create them",
+		g.key, g.counts.Reachable(), g.spec.MinMember, overdueGrace)
+}
