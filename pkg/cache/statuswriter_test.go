@@ -3,7 +3,10 @@ package cache
 import (
 	"context"
 
+	sched "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -35,6 +38,21 @@ type relisting struct{ client pgclient.Interface }
 func (relisting) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink) error { return nil }
 func (relisting) On() bool                                                            { return true }
 
+// upstreamObjects is an upstream adapter whose PodGroups are the
+// clientset's as they are at each read.
+type upstreamObjects struct{ cs kubernetes.Interface }
+
+func (upstreamObjects) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink) error {
+	return nil
+}
+func (upstreamObjects) On() bool { return true }
+
+// UpstreamPodGroup implements status.UpstreamSource.
+func (u upstreamObjects) UpstreamPodGroup(key types.NamespacedName) (*sched.PodGroup, bool) {
+	pg, err := u.cs.SchedulingV1beta1().PodGroups(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
+	return pg, err == nil
+}
+
 // podGroupClient is the client withPodGroups gave c; nil without one.
 func podGroupClient(c *Cache) pgclient.Interface {
 	for _, a := range c.adapters {
@@ -60,6 +78,8 @@ func writer(c *Cache) *status.Writer {
 			cl.PodGroups, cl.PodGroupObjects = r.Client(), r
 		case relisting:
 			cl.PodGroups, cl.PodGroupObjects = r.client, schedplugins.ReaderOver(r.client, listed(r.client))
+		case upstreamObjects:
+			cl.UpstreamObjects = r
 		}
 	}
 	if c.adm.on() {

@@ -241,8 +241,9 @@ type fakeVolcano struct {
 	queues map[string]*vc.Queue
 	// listers are what the cache reads, filled at every refresh.
 	pgStore, qStore cache.Indexer
-	// patches counts the PodGroup patches written.
-	patches int
+	// patches counts the PodGroup patches written, patchesOf per name.
+	patches   int
+	patchesOf map[string]int
 	// reader is the Volcano adapter over the listers, feeding the cache.
 	reader *volcano.Reader
 }
@@ -300,6 +301,10 @@ func (f *fakeVolcano) PatchPodGroup(ctx context.Context, ns, name string, patch 
 		return apierrors.NewInvalid(schema.GroupKind{Group: vc.GroupName, Kind: "PodGroup"}, name, nil)
 	}
 	f.patches++
+	if f.patchesOf == nil {
+		f.patchesOf = map[string]int{}
+	}
+	f.patchesOf[name]++
 	return f.UpdatePodGroup(ctx, out)
 }
 

@@ -214,6 +214,7 @@ func TestVolcanoJobController(t *testing.T) {
 	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", w.restartJob)
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", w.statusKeepsNewerFields)
 	t.Run("a refused gang's status is written once per verdict, not per moving number", w.verdictWrittenOnce)
+	t.Run("a job whose pods name a scheduler nobody serves gives its queue's room back and says why", w.unservedScheduler)
 	// Last: it adds the largest node.
 	t.Run("minTaskMember: four workers never start without their master", w.taskMinimums)
 }
@@ -549,4 +550,27 @@ func (w world) taskMinimums(t *testing.T) {
 	if !added {
 		t.Errorf("the master was bound before any node could hold it")
 	}
+}
+
+// unservedScheduler: a job whose pods name a scheduler no profile serves
+// is admitted on its PodGroup (its pods do not exist yet), and holds its
+// queue's whole capability; once its pods have not reached Caldera for
+// 30 s it goes back to Pending, saying which scheduler they name, and the
+// job waiting behind it runs.
+func (w world) unservedScheduler(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "8", "32Gi")
+	q := "lost-" + ns
+	w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})
+	lost := job(ns, "lost", q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"})
+	lost.Spec.SchedulerName = "nobody"
+	w.createJob(t, lost)
+	w.waitPodGroup(t, ns, lost.Name, "Inqueue", func(pg *vc.PodGroup) bool { return pg.Status.Phase == vc.PodGroupInqueue })
+	behind := job(ns, "behind", q, 0, task{name: "w", replicas: 2, min: 2, cpu: "1"})
+	began := w.createJob(t, behind)
+	w.waitPodGroup(t, ns, lost.Name, `Pending, naming scheduler "nobody"`, func(pg *vc.PodGroup) bool {
+		return pg.Status.Phase == vc.PodGroupPending && hasTrue(pg, vc.PodGroupUnschedulableType, `scheduler "nobody"`)
+	})
+	w.env.WaitBound(t, ns, timeout, podNames(behind)...)
+	t.Logf("the job behind bound %v after it was created (the lost job held the queue for 30 s)", time.Since(began).Round(100*time.Millisecond))
 }
