@@ -215,7 +215,6 @@ func TestVolcanoJobController(t *testing.T) {
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", w.statusKeepsNewerFields)
 	t.Run("a refused gang's status is written once per verdict, not per moving number", w.verdictWrittenOnce)
 	t.Run("a job whose pods name a scheduler nobody serves gives its queue's room back and says why", w.unservedScheduler)
-	// Last: it adds the largest node.
 	t.Run("minTaskMember: four workers never start without their master", w.taskMinimums)
 }
 
@@ -503,20 +502,23 @@ func (w world) verdictWrittenOnce(t *testing.T) {
 // taskMinimums runs master 1 (minAvailable 1) + worker 4 (minAvailable 3)
 // with minAvailable 4: four workers alone make four members, but Volcano's
 // gang plugin holds them until the master is placed too. The master asks
-// for more cpu than any node has; while it cannot be placed, no worker may
-// be bound, and once a node that holds it joins, the job runs whole.
+// for a node labelled for masters, which no node is at first; while it
+// cannot be placed, no worker may be bound, and once such a node joins,
+// the job runs whole.
 func (w world) taskMinimums(t *testing.T) {
 	ns := w.env.Namespace(t)
 	w.env.AddNodes(t, 1, "8", "32Gi")
 	q := "tasks-" + ns
 	w.createQueue(t, q, 1, nil)
-	j := job(ns, "tasks", q, 4, task{name: "master", replicas: 1, min: 1, cpu: "12"}, task{name: "worker", replicas: 4, min: 3, cpu: "1"})
+	j := job(ns, "tasks", q, 4, task{name: "master", replicas: 1, min: 1, cpu: "1"}, task{name: "worker", replicas: 4, min: 3, cpu: "1"})
+	masterLabel := map[string]string{"caldera.test/role": "master"}
+	j.Spec.Tasks[0].Template.Spec.NodeSelector = masterLabel
 	w.createJob(t, j)
 	master := "tasks-master-0"
 	// Watch from creation: a worker bound while the master is not is the
-	// failure, at any moment. The master stays unplaceable until a node of
-	// 16 cpu joins, 3 s after the scheduler has said it fits nowhere: long
-	// enough for an unguarded gang of four workers to bind.
+	// failure, at any moment. The master stays unplaceable until a node
+	// labelled for it joins, 5 s after the scheduler has said it fits
+	// nowhere: long enough for an unguarded gang of four workers to bind.
 	var unschedulableAt time.Time
 	added := false
 	harness.WaitFor(t, timeout, func() (bool, error) {
@@ -541,8 +543,8 @@ func (w world) taskMinimums(t *testing.T) {
 		if workersBound > 0 && !masterBound {
 			return false, fmt.Errorf("%d workers bound without their master", workersBound)
 		}
-		if !added && !unschedulableAt.IsZero() && time.Since(unschedulableAt) > 3*time.Second {
-			w.env.AddNodes(t, 1, "16", "32Gi")
+		if !added && !unschedulableAt.IsZero() && time.Since(unschedulableAt) > 5*time.Second {
+			w.env.AddNodes(t, 1, "8", "32Gi", harness.NodeLabels(masterLabel))
 			added = true
 		}
 		return masterBound && workersBound == 4, nil
