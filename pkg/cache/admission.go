@@ -82,9 +82,11 @@ type admissionState struct {
 	used    resources.List
 	shares  *queue.Shares
 	sorting map[string]queueSort
-	kick    chan struct{}
-	writes  chan status.Admission
-	quotas  corelisters.ResourceQuotaLister
+	// held names the queues that hold placement (hold.go).
+	held   map[string]bool
+	kick   chan struct{}
+	writes chan status.Admission
+	quotas corelisters.ResourceQuotaLister
 	// feas is the cache's per-node room, which pod accounts feed.
 	feas *feasibleState
 	// nominated holds our unbound pods whose status names a nominated
@@ -487,6 +489,9 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 		return false, "waiting for admission"
 	}
 	if u.admitted {
+		if msg := c.heldMessage(u, pod); msg != "" {
+			return false, msg
+		}
 		return true, ""
 	}
 	if d, ok := a.pending.Decision(uk); ok {

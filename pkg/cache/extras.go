@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -88,13 +89,36 @@ func (c *Cache) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
 		return extraMember, u
 	}
 	placed := g.counts.Placed
-	if m := g.members[uid]; m != nil && m.state.Placed() {
+	m := g.members[uid]
+	if m != nil && m.state.Placed() {
 		placed--
 	}
-	if placed >= min {
+	if placed >= min && !g.neededByTask(m) {
 		return earlyExtra, u
 	}
 	return minimumMember, u
+}
+
+// neededByTask reports whether m, of a task short of its minimum, is part
+// of the gang's minimum however many others are placed: with a master
+// still to place, four workers placed are not the minimum of a job of
+// master 1 and workers 3, and the master is no extra. O(tasks).
+func (g *group) neededByTask(m *member) bool {
+	if m == nil || m.task == "" {
+		return false
+	}
+	need, ok := g.spec.MinTaskMember[m.task]
+	if !ok {
+		return false
+	}
+	if ready, _ := gang.TasksReady(g.spec, g.taskPlaced); ready {
+		return false
+	}
+	have := g.taskPlaced[m.task]
+	if m.state.Placed() && !m.state.Phase.Terminal() {
+		have--
+	}
+	return have < int(need)
 }
 
 // extraFitsLocked is PreFilter's check for a member beyond the minimum:

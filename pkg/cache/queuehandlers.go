@@ -2,6 +2,7 @@ package cache
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
@@ -14,11 +15,19 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	a := c.adm
 	if queueShadowedLocked(a.queues[q.Name], q) {
+		c.mu.Unlock()
 		return
 	}
+	var act map[string]*v1.Pod
+	if deleted {
+		act = c.noteHoldLocked(q.Name, nil)
+	} else {
+		act = c.noteHoldLocked(q.Name, q)
+	}
+	defer c.activate(klog.Background(), act)
+	defer c.mu.Unlock()
 	_, existed := a.queues[q.Name]
 	if deleted {
 		delete(a.queues, q.Name)

@@ -203,7 +203,7 @@ func TestVolcanoQueue(t *testing.T) {
 	vcc.reader.OnQueue(vq, false) // a resync: no second warning
 
 	d := dialects[1]
-	c.onGroup(logger, volcano.Spec(big))
+	vcc.reader.OnPodGroup(logger, nil, big, false) // the informer's event: read as a spec, counted in vq
 	pods := []*v1.Pod{d.member("ns", "b0", "big"), d.member("ns", "b1", "big"), d.member("ns", "b2", "big")}
 	for _, p := range pods {
 		podEvent(c, p)
@@ -221,8 +221,12 @@ func TestVolcanoQueue(t *testing.T) {
 	if warnings != 1 {
 		t.Errorf("%d UnsupportedField Events, want 1: %+v", warnings, h.recorded())
 	}
+	// The counts are of its PodGroups by phase, as vcctl counts them: the
+	// status pass wrote big's Pending, which the informer delivers.
+	vcc.reader.OnPodGroup(logger, big, vcc.pgs[types.NamespacedName{Namespace: "ns", Name: "big"}], false)
+	syncVolcanoStatus(t, c, vcc)
 	got := vcc.queues["vq"]
-	if got.Status.Pending != 1 || got.Status.State != vc.QueueStateOpen {
+	if got.Status.Pending != 1 || got.Status.Inqueue != 0 || got.Status.State != vc.QueueStateOpen {
 		t.Errorf("Volcano Queue status %+v, want 1 pending, Open", got.Status)
 	}
 

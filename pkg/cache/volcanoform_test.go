@@ -2,6 +2,7 @@ package cache
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +247,78 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	if u := unitOf(c, lostKey); !u.admitted {
 		t.Errorf("lost: not admitted again once its promise was given back")
 	}
+}
+
+// A Volcano Queue that closes holds placement: the members its admitted
+// gang has not placed wait (Volcano allocates only in Open queues), the
+// placed one keeps its node; when it opens again they are activated and
+// may go. A Caldera Queue that closes stops admission only
+// (TestAdmissionClosedQueue).
+func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons)
+	c.onNode(logger, mkNode("n1", "16"))
+	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"}, Spec: vc.QueueSpec{Weight: 1}}
+	vcc := withVolcano(t, c, vq)
+	vcc.reader.OnQueue(vq, false)
+	c.onGroup(logger, volcano.Spec(mkVolcanoPG("ns", "job", 2, "vq", "")))
+	placed, waiting := volcanoMember("ns", "m0", "job", boundTo("n1")), volcanoMember("ns", "m1", "job")
+	podEvent(c, placed)
+	podEvent(c, waiting)
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, placed, waiting)
+
+	closing := vq.DeepCopy()
+	closing.Status.State = vc.QueueStateClosing
+	vcc.reader.OnQueue(closing, false)
+	if ok, msg := c.Admitted(waiting); ok || !strings.Contains(msg, "queue vq is not Open") {
+		t.Errorf("an unplaced member of a Closing queue: Admitted = %v, %q; want held", ok, msg)
+	}
+	if ok, _ := c.Admitted(placed); !ok {
+		t.Errorf("a placed member of a Closing queue lost its admission")
+	}
+	pass(c, t0.Add(time.Second))
+	if u := unitOf(c, queue.GroupUnit("ns", "job")); !u.admitted {
+		t.Errorf("the gang lost its admission: Volcano keeps it Inqueue")
+	}
+
+	h.activations()
+	vcc.reader.OnQueue(vq, false) // Open again
+	if ok, msg := c.Admitted(waiting); !ok {
+		t.Errorf("after the queue opened: Admitted = false, %q", msg)
+	}
+	if got := activatedPods(h); !slices.Contains(got, "ns/m1") {
+		t.Errorf("activated %v, want the held member", got)
+	}
+}
+
+// With four workers reserved and waiting for their master, the master is
+// part of the minimum, not an extra told to wait for the others to bind:
+// they never would, and the gang would wait out its Permit timeout.
+func TestVolcanoShortTaskIsNoExtra(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "16"))
+	pg := mkVolcanoPG("ns", "job", 4, "q", "")
+	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
+	c.onGroup(logger, volcano.Spec(pg))
+	task := func(name, role string) *v1.Pod {
+		p := volcanoMember("ns", name, "job")
+		p.Annotations[volcano.TaskSpecKey] = role
+		return p
+	}
+	workers := []*v1.Pod{task("w0", "worker"), task("w1", "worker"), task("w2", "worker"), task("w3", "worker")}
+	master := task("m0", "master")
+	for _, p := range append(slices.Clone(workers), master) {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	for _, w := range workers {
+		c.Reserve(next(w, boundTo("n1")))
+		h.park(w)
+		c.Permit(logger, next(w, boundTo("n1")), t0, time.Minute, gangPluginName)
+	}
+	wantPreFilter(t, c, master, t0, PreFilterOK, "")
+	// A fifth worker is an extra: its task has its minimum.
+	more := task("w4", "worker")
+	podEvent(c, more)
+	wantPreFilter(t, c, more, t0, PreFilterExtraEarly, "PodGroup ns/job has its 4 minimum members placed; members beyond them wait for those to bind")
 }

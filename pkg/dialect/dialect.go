@@ -18,6 +18,13 @@ import (
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
+// HoldPlacementAnnotation marks a dialect's queue, read as a Caldera
+// Queue, that places nothing new while it is not open, not even members
+// of groups it admitted before (Volcano allocates only in Open queues);
+// a Caldera Queue that is Closed stops admission only. Set by adapters on
+// the model, never on an API object.
+const HoldPlacementAnnotation = qapi.GroupName + "/hold-placement"
+
 // Sink takes what adapters read; the cache implements it. Each call may
 // come from an informer's goroutine.
 type Sink interface {
@@ -60,4 +67,17 @@ func ObjectOf[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// Deliver hands sink one informer event read as specs: a deletion of s, an
+// update from old to s, or (old nil) an addition.
+func Deliver(sink Sink, logger klog.Logger, old, s *groupspec.Spec, deleted bool) {
+	switch {
+	case deleted:
+		sink.DeleteGroup(logger, s)
+	case old != nil:
+		sink.UpdateGroup(logger, old, s)
+	default:
+		sink.SetGroup(logger, s)
+	}
 }

@@ -207,14 +207,23 @@ func (w *Writer) SyncQueues(ctx context.Context) {
 		return
 	}
 	w.warnVolcanoQueues()
+	written := map[string]bool{}
 	for _, q := range w.src.QueueStatusUpdates() {
 		if volcano.IsVolcanoQueue(q) {
-			w.writeVolcanoQueue(ctx, q)
+			w.writeVolcanoQueue(ctx, q.Name, q)
+			written[q.Name] = true
 			continue
 		}
 		if _, err := w.cl.Queues.SchedulingV1alpha1().Queues().UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			writeErrors.WithLabelValues(WriteQueueStatus).Inc()
 			klog.FromContext(ctx).Error(err, "Cannot write Queue status", "queue", q.Name)
+		}
+	}
+	if vs, ok := w.volcano(); ok {
+		for _, name := range vs.RecountedVolcanoQueues() {
+			if !written[name] {
+				w.writeVolcanoQueue(ctx, name, nil)
+			}
 		}
 	}
 }

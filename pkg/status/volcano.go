@@ -29,6 +29,11 @@ type VolcanoSource interface {
 	// VolcanoQueueWarnings returns the Warning Events queued since the
 	// last call: fields of a Volcano Queue that Caldera does not honour.
 	VolcanoQueueWarnings() []volcano.QueueWarning
+	// VolcanoQueueCounts is a queue's PodGroups by phase;
+	// RecountedVolcanoQueues the queues whose counts changed since the
+	// last call.
+	VolcanoQueueCounts(name string) volcano.QueueCounts
+	RecountedVolcanoQueues() []string
 }
 
 // EnsureVolcanoQueue creates Volcano's default Queue unless it exists, as
@@ -124,22 +129,28 @@ func (w *Writer) patchPodGroup(ctx context.Context, src groupspec.Source, patch 
 	return err
 }
 
-// writeVolcanoQueue writes a Volcano Queue's status as Volcano's tools read
-// it, from the status Caldera computed for its model q: pending, inqueue
-// (admitted, not yet running), running and completed counts and allocated.
-// The state stays the queue controller's, Open when none set it.
-func (w *Writer) writeVolcanoQueue(ctx context.Context, q *qapi.Queue) {
+// writeVolcanoQueue writes a Volcano Queue's status as Volcano reads it:
+// allocated from the status Caldera computed for its model q (nil: the
+// counts changed, allocated stays), and the counts of its PodGroups by
+// phase, as vcctl and Volcano's queue controller count them (Caldera's own
+// count per admission unit would count singleton pods and other
+// dialects' gangs too). The state stays the queue controller's, Open
+// when none set it.
+func (w *Writer) writeVolcanoQueue(ctx context.Context, name string, q *qapi.Queue) {
 	vs, ok := w.volcano()
 	if !ok {
 		return
 	}
-	cur, ok := vs.VolcanoQueue(q.Name)
-	if !ok || cur.UID != q.UID {
+	cur, ok := vs.VolcanoQueue(name)
+	if !ok || q != nil && cur.UID != q.UID {
 		return
 	}
 	want := *cur.Status.DeepCopy()
-	want.Pending, want.Inqueue, want.Running, want.Completed = q.Status.Pending, q.Status.Admitted, q.Status.Running, q.Status.Completed
-	want.Allocated = q.Status.Allocated
+	n := vs.VolcanoQueueCounts(name)
+	want.Pending, want.Inqueue, want.Running, want.Unknown, want.Completed = n.Pending, n.Inqueue, n.Running, n.Unknown, n.Completed
+	if q != nil {
+		want.Allocated = q.Status.Allocated
+	}
 	if want.State == "" {
 		want.State = vc.QueueStateOpen
 	}
@@ -150,7 +161,7 @@ func (w *Writer) writeVolcanoQueue(ctx context.Context, q *qapi.Queue) {
 	cp.Status = want
 	if err := w.cl.Volcano.UpdateQueueStatus(ctx, cp); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		writeErrors.WithLabelValues(WriteQueueStatus).Inc()
-		klog.FromContext(ctx).Error(err, "Cannot write Volcano Queue status", "queue", q.Name)
+		klog.FromContext(ctx).Error(err, "Cannot write Volcano Queue status", "queue", name)
 	}
 }
 

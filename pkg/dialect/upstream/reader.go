@@ -244,14 +244,7 @@ func (r *Reader) deliver(logger klog.Logger, gen int, old, obj any, deleted bool
 	if gen != r.gen {
 		return
 	}
-	switch {
-	case deleted:
-		r.sink.DeleteGroup(logger, specOf(obj))
-	case old != nil:
-		r.sink.UpdateGroup(logger, specOf(old), specOf(obj))
-	default:
-		r.sink.SetGroup(logger, specOf(obj))
-	}
+	dialect.Deliver(r.sink, logger, specOf(old), specOf(obj), deleted)
 }
 
 // specOf reads an informer event's PodGroup as a spec; nil for anything

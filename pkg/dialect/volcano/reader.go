@@ -46,6 +46,33 @@ type Reader struct {
 	// bounded by the Queues).
 	warned   map[string]string
 	warnings map[string]QueueWarning
+	// counts are, per queue (spec.queue), its PodGroups by phase, kept
+	// from the informer's events; recounted names the queues whose counts
+	// changed since the writer last took them.
+	counts    map[string]*QueueCounts
+	recounted map[string]struct{}
+}
+
+// QueueCounts are a Volcano Queue's PodGroups by phase, as Volcano's vcctl
+// and queue controller count them.
+type QueueCounts struct {
+	Pending, Inqueue, Running, Unknown, Completed int32
+}
+
+// add counts a PodGroup of phase p in (delta +1) or out (-1).
+func (c *QueueCounts) add(p vc.PodGroupPhase, delta int32) {
+	switch p {
+	case vc.PodGroupPending:
+		c.Pending += delta
+	case vc.PodGroupInqueue:
+		c.Inqueue += delta
+	case vc.PodGroupRunning:
+		c.Running += delta
+	case vc.PodGroupUnknown:
+		c.Unknown += delta
+	case vc.PodGroupCompleted:
+		c.Completed += delta
+	}
 }
 
 // NewReader returns a Reader that reads nothing until Watch finds
@@ -139,16 +166,66 @@ func served(h fwk.Handle) (bool, error) {
 }
 
 // OnPodGroup is the PodGroup informer's handler: an add (old nil), an
-// update, or a deletion, each read as a group spec.
+// update, or a deletion, each read as a group spec, and counted by phase
+// for its queue.
 func (r *Reader) OnPodGroup(logger klog.Logger, old, obj any, deleted bool) {
-	switch {
-	case deleted:
-		r.sink.DeleteGroup(logger, specOf(obj))
-	case old != nil:
-		r.sink.UpdateGroup(logger, specOf(old), specOf(obj))
-	default:
-		r.sink.SetGroup(logger, specOf(obj))
+	r.count(old, obj, deleted)
+	dialect.Deliver(r.sink, logger, specOf(old), specOf(obj), deleted)
+}
+
+// count moves a PodGroup event's object between its queue's phase counts.
+// O(1).
+func (r *Reader) count(old, obj any, deleted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	move := func(o any, delta int32) {
+		pg, _ := dialect.ObjectOf[*vc.PodGroup](o)
+		if pg == nil {
+			return
+		}
+		c := r.counts[pg.Spec.Queue]
+		if c == nil {
+			if r.counts == nil {
+				r.counts, r.recounted = map[string]*QueueCounts{}, map[string]struct{}{}
+			}
+			c = &QueueCounts{}
+			r.counts[pg.Spec.Queue] = c
+		}
+		before := *c
+		c.add(pg.Status.Phase, delta)
+		if *c != before {
+			r.recounted[pg.Spec.Queue] = struct{}{}
+		}
 	}
+	if deleted {
+		move(obj, -1)
+		return
+	}
+	move(old, -1)
+	move(obj, +1)
+}
+
+// VolcanoQueueCounts returns queue name's PodGroups by phase.
+func (r *Reader) VolcanoQueueCounts(name string) QueueCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.counts[name]; c != nil {
+		return *c
+	}
+	return QueueCounts{}
+}
+
+// RecountedVolcanoQueues returns the queues whose counts changed since the
+// last call, and forgets them.
+func (r *Reader) RecountedVolcanoQueues() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.recounted))
+	for name := range r.recounted {
+		out = append(out, name)
+		delete(r.recounted, name)
+	}
+	return out
 }
 
 // specOf reads an informer event's PodGroup as a spec; nil for anything

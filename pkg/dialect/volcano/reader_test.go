@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -100,5 +101,38 @@ func TestOnPodGroup(t *testing.T) {
 	r.OnPodGroup(klog.Background(), nil, again, true)
 	if strings.Join(s.set, " ") != "ns/g ns/g" || strings.Join(s.del, " ") != "ns/g ns/g" {
 		t.Errorf("set %v, deleted %v; want two of each", s.set, s.del)
+	}
+}
+
+// A queue's counts are its PodGroups by phase, as vcctl counts them, kept
+// from the informer's events; a queue is handed out once per change.
+func TestQueueCounts(t *testing.T) {
+	r := ReaderOver(nil, nil, nil, &sink{})
+	pg := func(name, q string, p vc.PodGroupPhase) *vc.PodGroup {
+		return &vc.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name)},
+			Spec: vc.PodGroupSpec{MinMember: 1, Queue: q}, Status: vc.PodGroupStatus{Phase: p}}
+	}
+	a, b := pg("a", "q", vc.PodGroupPending), pg("b", "q", vc.PodGroupInqueue)
+	r.OnPodGroup(klog.Background(), nil, a, false)
+	r.OnPodGroup(klog.Background(), nil, b, false)
+	r.OnPodGroup(klog.Background(), nil, pg("c", "other", vc.PodGroupRunning), false)
+	if got := r.VolcanoQueueCounts("q"); got != (QueueCounts{Pending: 1, Inqueue: 1}) {
+		t.Errorf("q: %+v, want 1 pending, 1 inqueue", got)
+	}
+	if got := r.RecountedVolcanoQueues(); len(got) != 2 {
+		t.Errorf("recounted %v, want q and other", got)
+	}
+	running := pg("b", "q", vc.PodGroupRunning)
+	r.OnPodGroup(klog.Background(), b, running, false)
+	r.OnPodGroup(klog.Background(), a, a, false) // a resync changes nothing
+	if got := r.VolcanoQueueCounts("q"); got != (QueueCounts{Pending: 1, Running: 1}) {
+		t.Errorf("q after b ran: %+v", got)
+	}
+	if got := r.RecountedVolcanoQueues(); len(got) != 1 || got[0] != "q" {
+		t.Errorf("recounted %v, want q once", got)
+	}
+	r.OnPodGroup(klog.Background(), nil, a, true)
+	if got := r.VolcanoQueueCounts("q"); got != (QueueCounts{Running: 1}) {
+		t.Errorf("q after a was deleted: %+v", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
@@ -128,7 +129,9 @@ type Ignored struct {
 // guarantee.resource, reclaimable, parent (Volcano's root queue is the top
 // of Caldera's tree) and priority map one to one; status.state Closed and
 // Closing both stop admission (Closing lets what runs finish, as Closed
-// does in Caldera). ok is false for Volcano's root queue, which is the tree
+// does in Caldera), and hold placement (dialect.HoldPlacementAnnotation):
+// nothing new is placed, as Volcano's proportion plugin allocates only in
+// Open queues. ok is false for Volcano's root queue, which is the tree
 // itself, not a queue.
 func Queue(in *vc.Queue) (out *qapi.Queue, ignored []Ignored, ok bool) {
 	if in.Name == RootQueue {
@@ -156,7 +159,14 @@ func Queue(in *vc.Queue) (out *qapi.Queue, ignored []Ignored, ok bool) {
 	}
 	switch in.Status.State {
 	case vc.QueueStateClosed, vc.QueueStateClosing:
+		// Volcano allocates nothing in a queue that is not Open, the pods
+		// of jobs admitted before included.
 		out.Spec.State = qapi.QueueStateClosed
+		out.Annotations = maps.Clone(out.Annotations)
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[dialect.HoldPlacementAnnotation] = "true"
 	}
 	if len(in.Spec.Deserved) > 0 {
 		ignored = append(ignored, Ignored{"spec.deserved", "Caldera computes each queue's deserved share from weights, guarantees and demand"})

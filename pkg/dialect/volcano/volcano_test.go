@@ -12,6 +12,7 @@ import (
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -161,6 +162,14 @@ func TestQueue(t *testing.T) {
 			}
 			if !equality.Semantic.DeepEqual(got.Spec, tc.want) {
 				t.Errorf("spec = %+v, want %+v", got.Spec, tc.want)
+			}
+			// Volcano allocates only in Open queues: a Closed or Closing
+			// one holds placement too.
+			if held := got.Annotations[dialect.HoldPlacementAnnotation] == "true"; held != (tc.want.State == qapi.QueueStateClosed) {
+				t.Errorf("holds placement = %v for state %q", held, in.Status.State)
+			}
+			if _, set := in.Annotations[dialect.HoldPlacementAnnotation]; set {
+				t.Errorf("the informer's object was changed")
 			}
 			var names []string
 			for _, i := range ignored {

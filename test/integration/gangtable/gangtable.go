@@ -38,8 +38,9 @@ type Source struct {
 	// Queue creates a reclaimable queue of weight, with a cpu capability
 	// unless cpu is "", removed when the test ends.
 	Queue func(t *testing.T, name string, weight int32, cpu string)
-	// Group creates a PodGroup of minMember in queue (none when "").
-	Group func(t *testing.T, ns, name, queue string, minMember int32)
+	// Group creates a PodGroup of minMember in queue (none when ""),
+	// whose members will each request cpu.
+	Group func(t *testing.T, ns, name, queue string, minMember int32, cpu string)
 	// Members builds n pods of group, named group-0 … group-(n-1), each
 	// requesting cpu, joined to it as the API joins them.
 	Members func(ns, group string, n int, cpu string) []*v1.Pod
@@ -60,7 +61,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		d.StartScheduler(t)
-		d.Group(t, ns, "fits", "", 4)
+		d.Group(t, ns, "fits", "", 4, "1")
 		pods := env.CreatePods(t, d.Members(ns, "fits", 4, "1")...)
 		env.WaitBound(t, ns, timeout, Names(pods)...)
 	})
@@ -68,7 +69,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 4, "1500m", "8Gi")
 		d.StartScheduler(t)
-		d.Group(t, ns, "toobig", "", 6)
+		d.Group(t, ns, "toobig", "", 6, "1")
 		env.CreatePods(t, d.Members(ns, "toobig", 6, "1")...)
 		env.WaitEvent(t, ns, "toobig", "NotAdmitted", timeout)
 		env.ConsistentlyUnbound(t, ns, quiet)
@@ -77,7 +78,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		ns := env.Namespace(t)
 		env.AddNodes(t, 2, "4", "8Gi")
 		d.StartScheduler(t)
-		d.Group(t, ns, "wait", "", 3)
+		d.Group(t, ns, "wait", "", 3, "1")
 		pods := d.Members(ns, "wait", 3, "1")
 		env.CreatePods(t, pods[:2]...)
 		env.ConsistentlyUnbound(t, ns, quiet)
@@ -90,10 +91,10 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		q := "cap-" + ns
 		d.Queue(t, q, 1, "4")
 		d.StartScheduler(t)
-		d.Group(t, ns, "a", q, 2)
+		d.Group(t, ns, "a", q, 2, "1500m")
 		a := env.CreatePods(t, d.Members(ns, "a", 2, "1500m")...)
 		env.WaitBound(t, ns, timeout, Names(a)...)
-		d.Group(t, ns, "b", q, 2)
+		d.Group(t, ns, "b", q, 2, "1500m")
 		b := env.CreatePods(t, d.Members(ns, "b", 2, "1500m")...)
 		ev := env.WaitEvent(t, ns, "b", "NotAdmitted", timeout)
 		if want := "queue " + q + ": cpu request 3 exceeds remaining capability 1"; ev.Note != want {
@@ -113,7 +114,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		for i := range 8 {
 			for _, q := range []string{light, heavy} {
 				g := fmt.Sprintf("%s%d", strings.SplitN(q, "-", 2)[0], i)
-				d.Group(t, ns, g, q, 2)
+				d.Group(t, ns, g, q, 2, "1")
 				env.CreatePods(t, d.Members(ns, g, 2, "1")...)
 			}
 		}
@@ -140,11 +141,11 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.StartScheduler(t)
 		evicted := env.CountDeletions(t, ns)
 		for _, g := range []string{"r1", "r2"} {
-			d.Group(t, ns, g, rich, 4)
+			d.Group(t, ns, g, rich, 4, "1")
 			env.CreatePods(t, d.Members(ns, g, 4, "1")...)
 		}
 		env.WaitBoundCount(t, ns, "", 8, timeout)
-		d.Group(t, ns, "s", starved, 4)
+		d.Group(t, ns, "s", starved, 4, "1")
 		s := env.CreatePods(t, d.Members(ns, "s", 4, "1")...)
 		env.WaitBound(t, ns, converge, Names(s)...)
 		if n := evicted(); n != 4 {
@@ -162,10 +163,10 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.Queue(t, q, 1, "")
 		d.StartScheduler(t)
 		evicted := env.CountDeletions(t, ns)
-		d.Group(t, ns, "low", q, 8)
+		d.Group(t, ns, "low", q, 8, "1")
 		env.CreatePods(t, withPriority(d.Members(ns, "low", 8, "1"), 1)...)
 		env.WaitBoundCount(t, ns, "", 8, timeout)
-		d.Group(t, ns, "high", q, 4)
+		d.Group(t, ns, "high", q, 4, "1")
 		high := env.CreatePods(t, withPriority(d.Members(ns, "high", 4, "1"), 100)...)
 		env.WaitBound(t, ns, converge, Names(high)...)
 		// low's minimum is all 8: it goes whole, never in part.

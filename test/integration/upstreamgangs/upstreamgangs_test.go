@@ -141,7 +141,7 @@ func TestUpstreamGangs(t *testing.T) {
 		Queue: func(t *testing.T, name string, weight int32, cpu string) {
 			queue(t, env, name, weight, cpu)
 		},
-		Group: func(t *testing.T, ns, name, q string, minMember int32) {
+		Group: func(t *testing.T, ns, name, q string, minMember int32, _ string) {
 			group(t, env, ns, name, q, minMember, false)
 		},
 		Members:        members,

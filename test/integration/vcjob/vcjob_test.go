@@ -201,7 +201,9 @@ func (w world) pendingWarnings(t *testing.T, ns, name string) int {
 }
 
 func TestVolcanoJobController(t *testing.T) {
-	env := harness.StartWith(t, harness.WithVolcanoRelease())
+	// Kubernetes' garbage collector deletes a deleted vcjob's pods, as in
+	// a real cluster: Volcano's controllers leave that to it.
+	env := harness.StartWith(t, harness.WithVolcanoRelease(), harness.WithControllers("garbage-collector-controller"))
 	w := world{env: env, vcc: vcclient.NewForConfigOrDie(status.CRDConfig(env.Config))}
 	env.StartVolcanoController(t)
 	env.StartScheduler(t, harness.WithConfigEdit(volcanoAlias))
@@ -214,6 +216,7 @@ func TestVolcanoJobController(t *testing.T) {
 	t.Run("RestartJob on a failed pod: the PodGroup made again is a new gang, not Running on the old pods", w.restartJob)
 	t.Run("a status write keeps the fields Caldera's Volcano types do not know", w.statusKeepsNewerFields)
 	t.Run("a refused gang's status is written once per verdict, not per moving number", w.verdictWrittenOnce)
+	t.Run("deleting a running job gives its queue's room to the job behind it", w.jobDeleted)
 	t.Run("a job whose pods name a scheduler nobody serves gives its queue's room back and says why", w.unservedScheduler)
 	t.Run("minTaskMember: four workers never start without their master", w.taskMinimums)
 }
@@ -314,6 +317,15 @@ func (w world) bigJobWaits(t *testing.T) {
 			t.Errorf("pod %s exists: the controller created pods of a job that was never Inqueue", p.Name)
 		}
 	}
+	// The queue's counts are its PodGroups by phase, as vcctl counts them.
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := vq.Status
+		return s.Pending == 1 && s.Running == 1 && s.Inqueue == 0 && s.Completed == 0, nil
+	}, "Volcano Queue "+q+" status: 1 pending (big), 1 running (small)")
 }
 
 func (w world) elasticJobGrows(t *testing.T) {
@@ -379,9 +391,8 @@ func (w world) weightedQueues(t *testing.T) {
 		return l == 8 && h == 24, nil
 	}, "light 8 cpu and heavy 24 cpu bound")
 	t.Logf("16 vcjobs created to light 8 / heavy 24 bound: %v, %d pods evicted on the way", time.Since(began).Round(10*time.Millisecond), evictions())
-	// What vcctl would show. Not asserted: Caldera counts a queue's
-	// running groups by their pods' phase, which no kubelet moves
-	// here, where Volcano counts PodGroups by phase.
+	// What vcctl shows: each queue's PodGroups by phase (asserted in
+	// bigJobWaits).
 	for _, q := range []string{light, heavy} {
 		vq, err := w.vcc.SchedulingV1beta1().Queues().Get(t.Context(), q, metav1.GetOptions{})
 		if err != nil {
@@ -575,4 +586,43 @@ func (w world) unservedScheduler(t *testing.T) {
 	})
 	w.env.WaitBound(t, ns, timeout, podNames(behind)...)
 	t.Logf("the job behind bound %v after it was created (the lost job held the queue for 30 s)", time.Since(began).Round(100*time.Millisecond))
+}
+
+// jobDeleted: with a queue's capability full, deleting the running job
+// (its controller deletes its pods and PodGroup) admits the one behind it.
+func (w world) jobDeleted(t *testing.T) {
+	ns := w.env.Namespace(t)
+	w.env.AddNodes(t, 1, "8", "32Gi")
+	q := "del-" + ns
+	w.createQueue(t, q, 1, v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})
+	first := job(ns, "first", q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"})
+	next := job(ns, "next", q, 0, task{name: "w", replicas: 4, min: 4, cpu: "1"})
+	w.createJob(t, first)
+	w.env.WaitBound(t, ns, timeout, podNames(first)...)
+	w.createJob(t, next)
+	w.waitPodGroup(t, ns, next.Name, "Pending on the queue's capability", func(pg *vc.PodGroup) bool {
+		return pg.Status.Phase == vc.PodGroupPending && hasTrue(pg, vc.PodGroupUnschedulableType, "capability")
+	})
+	bg := metav1.DeletePropagationBackground
+	if err := w.vcc.BatchV1alpha1().Jobs(ns).Delete(t.Context(), first.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	// No kubelet finishes the pods the controller deletes: finish them,
+	// as one would, until none of first's is left.
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		w.env.FinishTerminating(t, ns)
+		pods, err := w.env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "first-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "the deleted job's pods gone")
+	w.env.WaitBound(t, ns, timeout, podNames(next)...)
+	t.Logf("the job behind bound %v after the running job was deleted", time.Since(deleted).Round(10*time.Millisecond))
 }
