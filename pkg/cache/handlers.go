@@ -330,6 +330,7 @@ func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
 func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
 	g := c.groupLocked(key)
 	m := g.members[pod.UID]
+	ownerChanged := false
 	if m == nil {
 		m = &member{request: c.requests.intern(convert.PodRequest(pod)), task: podTask(pod)}
 		g.members[pod.UID] = m
@@ -338,7 +339,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.minRequestValid = false
 		if implicitMember(pod) {
 			m.implicit = true
-			c.implicitAddLocked(g, pod)
+			ownerChanged = c.implicitAddLocked(g, pod)
 		}
 	} else {
 		c.countLocked(g, m, -1)
@@ -365,6 +366,9 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	c.countLocked(g, m, +1)
 	if g.obj == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
 		g.created = pod.CreationTimestamp.Time
+	}
+	if ownerChanged {
+		c.dropImplicitLeftoversLocked(g)
 	}
 	return g, m
 }

@@ -60,8 +60,10 @@ func implicitMember(pod *v1.Pod) bool {
 	return !named
 }
 
-// implicitAddLocked counts a new member of g that is in it by annotation.
-func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) {
+// implicitAddLocked counts a new member of g that is in it by annotation,
+// and reports whether the gang now follows another controller object than
+// before (its old terminating members are then leftovers).
+func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) (ownerChanged bool) {
 	b := &c.implicit
 	if b.groups == nil {
 		b.groups = map[GroupKey]*implicitGroup{}
@@ -88,6 +90,7 @@ func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) {
 			ig.timeout = &timeout
 		}
 		if ref != nil {
+			ownerChanged = ig.members > 0 && ig.owner.UID != "" && ig.owner.UID != ref.UID
 			ig.owner = metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 		}
 	}
@@ -100,6 +103,33 @@ func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) {
 	case !timeoutOK:
 		c.noticeLocked(pod, status.ReasonGangAnnotationMismatch, fmt.Sprintf(
 			"%s is %q, not a positive integer: ignored", qapi.GangTimeoutSecondsAnnotation, pod.Annotations[qapi.GangTimeoutSecondsAnnotation]))
+	}
+	return ownerChanged
+}
+
+// implicitLeftoverLocked reports whether pod, terminating, is left over
+// from a deleted controller object of the name whose gang by annotation
+// the group key is: its controller is not the one the gang follows now.
+// It belongs to a Job being deleted, not to the gang its successor forms,
+// which would otherwise count it as placed (or running) and let its own
+// pods bind as extras past the barrier. O(1).
+func (c *Cache) implicitLeftoverLocked(key GroupKey, pod *v1.Pod) bool {
+	if pod.DeletionTimestamp == nil || !implicitMember(pod) {
+		return false
+	}
+	ig := c.implicit.groups[key]
+	ref := qapi.ControllerOf(pod)
+	return ig != nil && ref != nil && ig.owner.UID != "" && ref.UID != ig.owner.UID
+}
+
+// dropImplicitLeftoversLocked takes out of g the terminating members of
+// the controller object its gang by annotation no longer follows. O(members),
+// once per change of controller.
+func (c *Cache) dropImplicitLeftoversLocked(g *group) {
+	for uid, m := range g.members {
+		if m.implicit && m.pod != nil && c.implicitLeftoverLocked(g.key, m.pod) {
+			c.removeMemberLocked(g.key, uid)
+		}
 	}
 }
 

@@ -260,6 +260,16 @@ func TestImplicitPodGroupFollowsTheCurrentOwner(t *testing.T) {
 	newPods := []*v1.Pod{mkPod("ns", "new0", "", ownedBy("Job", "train"), renewed, minMemberAnn("2")),
 		mkPod("ns", "new1", "", ownedBy("Job", "train"), renewed, minMemberAnn("2"))}
 	addAll(c, newPods...)
+	// The old Job's pods, terminating, are not members of the new Job's
+	// gang: they would count as placed and let the new pods past the
+	// barrier one by one.
+	if g := c.groups[key("ns", "job-train")]; len(g.members) != 2 || g.members["uid-ns-new0"] == nil || g.members["uid-ns-new1"] == nil {
+		t.Errorf("members of the recreated gang: %d, want only the new Job's 2", len(g.members))
+	}
+	update(c, oldPods[0], next(oldPods[0], func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }, boundTo("n1")))
+	if _, ok := c.memberOf["uid-ns-old0"]; ok {
+		t.Errorf("an update of an old terminating pod made it a member again")
+	}
 	c.onPodGroupDelete(logger, mkPG("ns", "job-train", 2)) // the collector: its owner is gone
 	got := c.PodGroupsToCreate()
 	if len(got) != 1 || got[0].Owner.UID != "uid-train-2" {

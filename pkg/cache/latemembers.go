@@ -54,9 +54,10 @@ func leftover(g *group, pod *v1.Pod) bool {
 		pod.CreationTimestamp.Time.Before(g.obj.Source.Created)
 }
 
-// leftoverLocked is leftover for the group of key.
+// leftoverLocked is leftover for the group of key, or, for a gang by
+// annotation, implicitLeftoverLocked.
 func (c *Cache) leftoverLocked(key GroupKey, pod *v1.Pod) bool {
-	return leftover(c.groups[key], pod)
+	return leftover(c.groups[key], pod) || c.implicitLeftoverLocked(key, pod)
 }
 
 // dropLeftoversLocked takes the leftover pods out of g, whose PodGroup just
