@@ -269,7 +269,10 @@ func TestAnnotatedJobRecreated(t *testing.T) {
 	}, "the new Job's 2 pods bound")
 	// The collector has nothing to delete: the PodGroup stays the same
 	// object while the new Job lives.
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 3*time.Second, true, func(ctx context.Context) (bool, error) {
+	// The reads use the test's context, not the window's: a read the
+	// client's rate limiter would delay past the window's end must not
+	// fail the test.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
 		got, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "job-again", metav1.GetOptions{})
 		if err != nil || got.UID != pg.UID {
 			return false, fmt.Errorf("PodGroup job-again is no longer the object owned by the new Job: %v", err)
