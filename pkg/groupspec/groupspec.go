@@ -103,8 +103,7 @@ type Progress struct {
 	// admission).
 	Admitted bool
 	// Why is why the gang is not placed: the queue's verdict as last told
-	// before admission, what it waits for after; "" when nothing stops it.
+	// before admission, the last reason the scheduler could not place it
+	// after; "" when nothing stops it.
 	Why string
-	// Unschedulable is the last reason the scheduler could not place it.
-	Unschedulable string
 }
