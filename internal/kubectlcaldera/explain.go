@@ -20,6 +20,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 )
 
 // explainOptions are the explain command's own flags.
@@ -165,7 +166,7 @@ func groupOf(pod *corev1.Pod) string {
 	if g := pod.Labels[v1alpha1.PodGroupLabel]; g != "" {
 		return g
 	}
-	g, _ := qapi.ImplicitPodGroupOf(pod)
+	g, _ := annotation.GroupOf(pod)
 	return g
 }
 

@@ -21,6 +21,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 )
 
 // jobsOptions are the jobs command's own flags.
@@ -143,7 +144,7 @@ func podGroupOf(p *corev1.Pod) string {
 	if g := p.Labels[v1alpha1.PodGroupLabel]; g != "" {
 		return g
 	}
-	g, _ := qapi.ImplicitPodGroupOf(p)
+	g, _ := annotation.GroupOf(p)
 	return g
 }
 

@@ -22,8 +22,8 @@ import (
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	calderares "github.com/caldera-sched/caldera/pkg/resources"
-	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // ErrWouldNotStart is what-if's answer "no": the report is printed, and
@@ -191,7 +191,7 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 	if create := c.PodGroupsToCreate(); len(create) > 0 {
 		var pgs []*v1alpha1.PodGroup
 		for _, pc := range create {
-			pg := status.NewImplicitPodGroup(pc)
+			pg := annotation.NewPodGroup(pc)
 			pg.UID = types.UID("what-if-PodGroup-" + pg.Namespace + "-" + pg.Name)
 			pg.CreationTimestamp = metav1.NewTime(now)
 			pgs = append(pgs, pg)

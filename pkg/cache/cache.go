@@ -30,6 +30,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -65,7 +66,7 @@ func (k GroupKey) named() types.NamespacedName {
 // scheduling is on in this process (podGroupName); the dialects share one
 // key space per namespace (dialects.go); else, for a pod that asks for a gang by
 // annotation (qapi.GangMinMemberAnnotation), the PodGroup of its controller
-// (qapi.ImplicitPodGroupOf). A name given wins over one derived, so a
+// (annotation.GroupOf). A name given wins over one derived, so a
 // hand-written PodGroup always does. It is the one place that decides a
 // pod's group; only an annotated pod costs an allocation (its name).
 func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
@@ -78,7 +79,7 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
 		return GroupKey{}, false
 	}
-	name, ok := qapi.ImplicitPodGroupOf(pod)
+	name, ok := annotation.GroupOf(pod)
 	if !ok {
 		return GroupKey{}, false
 	}
@@ -116,7 +117,9 @@ type Cache struct {
 	// dirty holds groups whose status or Events may need writing.
 	dirty map[GroupKey]struct{}
 	// implicit is the book of gangs asked for by annotation (implicit.go).
-	implicit implicitBook
+	implicit annotation.Book
+	// notices are the Warning Events about pods queued for the writer.
+	notices podNotices
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}

@@ -13,6 +13,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -201,7 +202,7 @@ func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 			if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; asks {
 				// It asks for a gang by annotation but gets none.
 				c.mu.Lock()
-				c.invalidGangLocked(pod)
+				c.noticeLocked(pod, annotation.Invalid(pod))
 				c.mu.Unlock()
 			}
 			return // most pods: not a gang member, and never were
@@ -441,7 +442,7 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	c.countLocked(g, m, -1)
 	delete(g.members, uid)
 	if m.implicit {
-		c.implicitRemoveLocked(key)
+		c.implicit.Remove(key.named())
 	}
 	c.forgetRefusedExtraLocked(uid)
 	g.minRequestValid = false
@@ -467,7 +468,7 @@ func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
 	if appeared {
 		c.dropLeftoversLocked(g)
 	}
-	c.implicitPodGroupLocked(g.key, true)
+	c.implicit.SetPodGroup(g.key.named(), true)
 	spec := s.Gang
 	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) ||
 		(spec.MinResources == nil) != (g.spec.MinResources == nil) || !maps.Equal(spec.MinTaskMember, g.spec.MinTaskMember)
@@ -530,7 +531,7 @@ func (c *Cache) onGroupDelete(logger klog.Logger, s *groupspec.Spec) {
 				waiting = append(waiting, uid)
 			}
 		}
-		c.implicitPodGroupLocked(key, false)
+		c.implicit.SetPodGroup(key.named(), false)
 		c.refreshLocked(g)
 		c.dropIfEmptyLocked(g)
 	}

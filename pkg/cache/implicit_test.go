@@ -3,6 +3,7 @@ package cache
 import (
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,8 +11,8 @@ import (
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
-	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // ownedBy makes p a pod of controller kind/name (uid "uid-"+name).
@@ -59,7 +60,7 @@ func TestGroupKeyOfImplicit(t *testing.T) {
 	}
 }
 
-func toCreateNames(ts []status.PodGroupToCreate) (out []string) {
+func toCreateNames(ts []annotation.ToCreate) (out []string) {
 	for _, t := range ts {
 		out = append(out, t.Key.String())
 	}
@@ -95,11 +96,11 @@ func TestImplicitPodGroupsToCreate(t *testing.T) {
 	}
 	pg := mkPG("ns", "job-train", 2)
 	addPG(c, pg)
-	c.mu.Lock()
-	c.implicit.missing[key("ns", "job-train")] = t0 // as if recreateAfter had passed
-	c.mu.Unlock()
 	addPG(c, pg)
-	if got := c.PodGroupsToCreate(); len(got) != 0 {
+	c.mu.Lock()
+	later := c.implicit.ToCreate(time.Now().Add(annotation.RecreateAfter)) // past the wait of the create above
+	c.mu.Unlock()
+	if got := later; len(got) != 0 {
 		t.Errorf("to create %v with the PodGroup present", toCreateNames(got))
 	}
 	delPG(c, pg)
@@ -108,11 +109,12 @@ func TestImplicitPodGroupsToCreate(t *testing.T) {
 	}
 	del(c, p0)
 	del(c, p1)
-	c.mu.RLock()
-	left := len(c.implicit.groups) + len(c.implicit.missing)
-	c.mu.RUnlock()
-	if left != 0 {
-		t.Errorf("%d book entries left after the last member went", left)
+	c.mu.Lock()
+	left := c.implicit.Has(key("ns", "job-train").named())
+	later = c.implicit.ToCreate(time.Now().Add(annotation.RecreateAfter))
+	c.mu.Unlock()
+	if left || len(later) != 0 {
+		t.Errorf("gang still in the book (%v) or handed out (%d) after the last member went", left, len(later))
 	}
 	// A hand-written PodGroup under the derived name: nothing to create.
 	addPG(c, pg)
@@ -138,10 +140,10 @@ func TestImplicitNotices(t *testing.T) {
 		told[n.Pod.Name] = n.Reason
 	}
 	want := map[string]string{
-		"bad":    status.ReasonInvalidGang,
-		"orphan": status.ReasonInvalidGang,
-		"other":  status.ReasonGangAnnotationMismatch,
-		"late":   status.ReasonGangAnnotationMismatch,
+		"bad":    annotation.ReasonInvalidGang,
+		"orphan": annotation.ReasonInvalidGang,
+		"other":  annotation.ReasonGangAnnotationMismatch,
+		"late":   annotation.ReasonGangAnnotationMismatch,
 	}
 	if len(told) != len(want) {
 		t.Errorf("told %v, want %v", told, want)
@@ -278,7 +280,8 @@ func TestImplicitPodGroupFollowsTheCurrentOwner(t *testing.T) {
 	for _, p := range oldPods {
 		del(c, p)
 	}
-	if ig := c.implicit.groups[key("ns", "job-train")]; ig == nil || ig.owner.UID != "uid-train-2" {
-		t.Errorf("once the old pods are gone the gang's owner is %+v, want the new Job", ig)
+	c.onPodGroupDelete(logger, mkPG("ns", "job-train", 2))
+	if got := c.PodGroupsToCreate(); len(got) != 1 || got[0].Owner.UID != "uid-train-2" {
+		t.Errorf("once the old pods are gone the gang's PodGroup would be made as %+v, want owned by the new Job", got)
 	}
 }

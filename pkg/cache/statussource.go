@@ -88,7 +88,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		w.Notice = gang.NoticeOf(key.String(), g.obj != nil, g.spec, g.counts, g.unschedulable)
 		w.Verdict = c.laterVerdictLocked(g, w.Notice)
 		g.waitingWorkLocked(&w)
-		if g.obj == nil && c.implicit.groups[key] != nil {
+		if g.obj == nil && c.implicit.Has(key.named()) {
 			// Its PodGroup is being created (PodGroupsToCreate): no Event
 			// tells its members that it is missing.
 			w.Notice = gang.Notice{}

@@ -22,11 +22,12 @@ import (
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 )
 
-func toCreate(name string) PodGroupToCreate {
+func toCreate(name string) annotation.ToCreate {
 	timeout := int32(30)
-	return PodGroupToCreate{
+	return annotation.ToCreate{
 		Key:       types.NamespacedName{Namespace: "ns", Name: name},
 		Owner:     metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-uid"},
 		MinMember: 4, ScheduleTimeoutSeconds: &timeout, Queue: "team-a",
@@ -68,7 +69,7 @@ func TestCreatePodGroups(t *testing.T) {
 				})
 			}
 			before := counter()
-			src := &fakeSource{ready: true, rec: &recorder{}, create: []PodGroupToCreate{toCreate("job-train")}}
+			src := &fakeSource{ready: true, rec: &recorder{}, create: []annotation.ToCreate{toCreate("job-train")}}
 			New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 			if got := counter() - before; got != tc.errors {
 				t.Errorf("create errors grew by %v, want %v", got, tc.errors)
@@ -117,7 +118,7 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 		return true, nil, err
 	})
 	before, _ := testutil.GetCounterMetricValue(writeErrors.WithLabelValues(WriteCreatePodGroup))
-	src := &fakeSource{ready: true, rec: &recorder{}, create: []PodGroupToCreate{toCreate("job-train")}}
+	src := &fakeSource{ready: true, rec: &recorder{}, create: []annotation.ToCreate{toCreate("job-train")}}
 	New(src, Clients{PodGroups: pgc, PodGroupObjects: src}).Sync(t.Context())
 	if after, _ := testutil.GetCounterMetricValue(writeErrors.WithLabelValues(WriteCreatePodGroup)); after != before {
 		t.Errorf("a create refused by a terminating namespace was counted as an error (%v -> %v)", before, after)
@@ -127,7 +128,7 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 // Notices become one Warning Event each on their pod.
 func TestPodNoticesPosted(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
-	src := &fakeSource{ready: true, rec: &recorder{}, notices: []PodNotice{{Pod: pod, Reason: ReasonInvalidGang, Message: "bad"}}}
+	src := &fakeSource{ready: true, rec: &recorder{}, notices: []PodNotice{{Pod: pod, Reason: annotation.ReasonInvalidGang, Message: "bad"}}}
 	w := New(src, Clients{PodGroups: pgfake.NewSimpleClientset(), PodGroupObjects: src})
 	w.Sync(t.Context())
 	w.Sync(t.Context())
@@ -145,7 +146,7 @@ func TestCreateOnlyWhileLeading(t *testing.T) {
 	lead.Follow(le)
 	var asked, askedWhileFollowing atomic.Int32
 	pgc := pgfake.NewSimpleClientset()
-	src := &fakeSource{ready: true, rec: &recorder{}, took: make(chan struct{}, 1), create: []PodGroupToCreate{toCreate("job-train")}}
+	src := &fakeSource{ready: true, rec: &recorder{}, took: make(chan struct{}, 1), create: []annotation.ToCreate{toCreate("job-train")}}
 	src.onCreate = func() {
 		asked.Add(1)
 		if _, ok := lead.Leading(time.Now()); !ok {

@@ -28,6 +28,7 @@ import (
 
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
@@ -135,7 +136,7 @@ type Source interface {
 	// PodGroupsToCreate returns the gangs asked for by annotation whose
 	// PodGroup does not exist; one handed out is handed out again only
 	// after a few seconds, if its PodGroup is still missing.
-	PodGroupsToCreate() []PodGroupToCreate
+	PodGroupsToCreate() []annotation.ToCreate
 	// PodNotices returns the Warning Events about pods queued since the
 	// last call, each pod's once.
 	PodNotices() []PodNotice

@@ -24,6 +24,7 @@ import (
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -48,7 +49,7 @@ type fakeSource struct {
 	took chan struct{}
 	// create and notices are handed out once; onCreate, if set, is called
 	// at every PodGroupsToCreate.
-	create   []PodGroupToCreate
+	create   []annotation.ToCreate
 	notices  []PodNotice
 	onCreate func()
 }
@@ -77,7 +78,7 @@ func (s *fakeSource) MarkAllGroupsDirty() {
 	defer s.mu.Unlock()
 	s.allDirty++
 }
-func (s *fakeSource) PodGroupsToCreate() []PodGroupToCreate {
+func (s *fakeSource) PodGroupsToCreate() []annotation.ToCreate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.onCreate != nil {

@@ -16,6 +16,7 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 )
 
 // defaultProfile is the plain profile of these tests.
@@ -195,7 +196,7 @@ func TestLessPlainDoesNotAllocate(t *testing.T) {
 	asks := plainPod("c", nil, t0, nil)
 	asks.Annotations = map[string]string{qapi.GangMinMemberAnnotation: "2"}
 	asks.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "j-uid", Controller: ptrTo(true)}}
-	if _, ok := qapi.ImplicitPodGroupOf(asks); !ok {
+	if _, ok := annotation.GroupOf(asks); !ok {
 		t.Fatal("the annotated pod asks for no gang: the test checks nothing")
 	}
 	c2 := queuedAt(t, asks, t0)

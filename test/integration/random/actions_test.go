@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -44,7 +45,7 @@ const ownerKind = "ConfigMap"
 // UID never enters the name).
 func (g groupSpec) podGroupName() string {
 	if g.Annotated {
-		return qapi.ImplicitPodGroupName(ownerKind, g.Name, "")
+		return annotation.PodGroupName(ownerKind, g.Name, "")
 	}
 	return g.Name
 }

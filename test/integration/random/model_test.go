@@ -10,6 +10,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -140,14 +141,14 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 			}
 		}
 		gs := s.Groups[g]
-		implicit, asks := qapi.ImplicitPodGroupOf(p)
+		implicit, asks := annotation.GroupOf(p)
 		annotated := inGroup && asks && key.Name == implicit && p.Labels[v1alpha1.PodGroupLabel] == ""
 		switch {
 		case gs == nil && annotated:
 			// A gang by annotation whose PodGroup the scheduler has not
 			// created (yet, or again): the annotations say what it will be.
-			n, _ := qapi.GangMinMember(p)
-			timeout, _ := qapi.GangTimeoutSeconds(p)
+			n, _ := annotation.MinMember(p)
+			timeout, _ := annotation.TimeoutSeconds(p)
 			gs = &groupState{Name: g, Gang: true, MinMember: int(n), Timeout: ptrOr(&timeout, 60), Queue: ps.Queue}
 			s.Groups[g] = gs
 		case gs == nil && inGroup:
@@ -161,7 +162,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 		if annotated {
 			// The members' owner is the submission, whatever owner a
 			// PodGroup left from an earlier one names.
-			gs.UID = string(qapi.ControllerOf(p).UID)
+			gs.UID = string(annotation.ControllerOf(p).UID)
 		}
 		gs.Pods = append(gs.Pods, ps)
 		gs.Priority = max(gs.Priority, ps.Priority)

@@ -1,4 +1,13 @@
-package v1alpha1
+// Package annotation is the dialect of gangs asked for on a pod template,
+// without a hand-written PodGroup (docs/gangs.md): the pods that carry
+// scheduling.caldera.dev/gang-min-member and share one controller
+// ownerReference form one gang, whose scheduler-plugins PodGroup the
+// scheduler creates. It has no object of its own to watch; what is
+// particular to it is the name a pod's gang gets (names.go), the book of
+// such gangs and what members that disagree are told (book.go), and the
+// PodGroup created for each (create.go). The cache keeps a Book and calls
+// it under its own lock; the status writer creates what the Book hands out.
+package annotation
 
 import (
 	"crypto/sha256"
@@ -9,25 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// Gangs asked for on a pod template, without a hand-written PodGroup
-// (docs/gangs.md). The pods that share one controller ownerReference form
-// one gang, whose PodGroup the scheduler creates. An annotation and not a
-// label: the value is a number, not something to select on, and a pod's
-// annotations may be changed by nobody's selector.
-const (
-	// GangMinMemberAnnotation asks for a gang of at least this many
-	// members (a positive integer) among the pods of the pod's controller.
-	GangMinMemberAnnotation = GroupName + "/gang-min-member"
-	// GangTimeoutSecondsAnnotation is the created PodGroup's
-	// scheduleTimeoutSeconds (a positive integer); optional.
-	GangTimeoutSecondsAnnotation = GroupName + "/gang-timeout-seconds"
-	// ManagedByLabel marks the PodGroups the scheduler created for gangs
-	// asked for by annotation, with the value ManagedByCaldera.
-	ManagedByLabel = GroupName + "/managed-by"
-	// ManagedByCaldera is ManagedByLabel's value.
-	ManagedByCaldera = "caldera"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
 // maxImplicitName keeps a created PodGroup's name usable as the value of
@@ -39,13 +31,13 @@ const maxImplicitName = 63
 // that had to be cut: 40 bits keep owners with the same long prefix apart.
 const implicitHashLen = 10
 
-// ImplicitPodGroupName is the name of the PodGroup of the gang of the pods
+// PodGroupName is the name of the PodGroup of the gang of the pods
 // whose controller is the object kind/name with uid: lower-case kind, '-',
 // name ("job-train"). A name longer than 63 characters is cut and ends in
 // '-' and 10 hex digits of sha256(uid). It depends on the ownerReference
 // only, so every scheduler replica, before and after a restart, derives the
 // same name.
-func ImplicitPodGroupName(kind, name string, uid types.UID) string {
+func PodGroupName(kind, name string, uid types.UID) string {
 	n := len(kind) + 1 + len(name)
 	if n <= maxImplicitName {
 		var b strings.Builder
@@ -68,11 +60,11 @@ func ImplicitPodGroupName(kind, name string, uid types.UID) string {
 	return head + suffix
 }
 
-// GangMinMember parses the pod's GangMinMemberAnnotation: its value, and
+// MinMember parses the pod's qapi.GangMinMemberAnnotation: its value, and
 // whether the annotation is present at all. A present value that is not a
 // positive integer yields 0, true.
-func GangMinMember(pod *corev1.Pod) (int32, bool) {
-	v, ok := pod.Annotations[GangMinMemberAnnotation]
+func MinMember(pod *corev1.Pod) (int32, bool) {
+	v, ok := pod.Annotations[qapi.GangMinMemberAnnotation]
 	if !ok {
 		return 0, false
 	}
@@ -83,10 +75,10 @@ func GangMinMember(pod *corev1.Pod) (int32, bool) {
 	return int32(n), true
 }
 
-// GangTimeoutSeconds parses the pod's GangTimeoutSecondsAnnotation: its
+// TimeoutSeconds parses the pod's qapi.GangTimeoutSecondsAnnotation: its
 // value and whether it is valid; absent is valid with 0.
-func GangTimeoutSeconds(pod *corev1.Pod) (int32, bool) {
-	v, ok := pod.Annotations[GangTimeoutSecondsAnnotation]
+func TimeoutSeconds(pod *corev1.Pod) (int32, bool) {
+	v, ok := pod.Annotations[qapi.GangTimeoutSecondsAnnotation]
 	if !ok {
 		return 0, true
 	}
@@ -108,17 +100,17 @@ func ControllerOf(pod *corev1.Pod) *metav1.OwnerReference {
 	return nil
 }
 
-// ImplicitPodGroupOf returns the name of the PodGroup of the gang the pod
+// GroupOf returns the name of the PodGroup of the gang the pod
 // asks for by annotation, and whether it asks for a valid one: the
 // annotation is a positive integer and the pod has a controller. The
 // pod-group label, when present, wins over this (the caller's rule).
-func ImplicitPodGroupOf(pod *corev1.Pod) (string, bool) {
-	if n, ok := GangMinMember(pod); !ok || n <= 0 {
+func GroupOf(pod *corev1.Pod) (string, bool) {
+	if n, ok := MinMember(pod); !ok || n <= 0 {
 		return "", false
 	}
 	ref := ControllerOf(pod)
 	if ref == nil {
 		return "", false
 	}
-	return ImplicitPodGroupName(ref.Kind, ref.Name, ref.UID), true
+	return PodGroupName(ref.Kind, ref.Name, ref.UID), true
 }
