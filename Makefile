@@ -326,3 +326,30 @@ volcano-controller:
 	$(GO) -C test/neighbours/volcano build -o $(CURDIR)/bin/vc-controller-manager volcano.sh/volcano/cmd/controller-manager
 	@mkdir -p bin/volcano-crds && src=$$($(GO) -C test/neighbours/volcano list -m -f '{{.Dir}}' volcano.sh/volcano)/config/crd/volcano/bases && \
 	for f in $(VOLCANO_CRD_FILES); do install -m 644 "$$src/$$f" bin/volcano-crds/; done
+
+.PHONY: karpenter
+
+## karpenter: bin/karpenter-kwok, Karpenter's KWOK cloud provider (a real
+## cluster autoscaler whose "instances" are Node objects), and bin/kwok,
+## the KWOK controller that plays the kubelet of those nodes (Ready
+## heartbeat, pods Running), at the releases test/neighbours/karpenter
+## pins; Karpenter's CRDs (NodePool, NodeClaim, NodeOverlay,
+## CapacityBuffer, KWOKNodeClass) in bin/karpenter-crds and KWOK's fast
+## stages in bin/kwok-stages. Karpenter v1.15.0 declares go 1.26.9, newer
+## than the machine's Go, so this build alone uses KARPENTER_TOOLCHAIN.
+## The integration tests (test/integration/autoscaler) build the same.
+KARPENTER_TOOLCHAIN := go1.27.3
+KARPENTER_GO := GOTOOLCHAIN=$(KARPENTER_TOOLCHAIN) $(GO) -C test/neighbours/karpenter
+KARPENTER_CRD_FILES := pkg/apis/crds/karpenter.sh_nodepools.yaml pkg/apis/crds/karpenter.sh_nodeclaims.yaml \
+	pkg/apis/crds/karpenter.sh_nodeoverlays.yaml pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml \
+	kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml
+KWOK_STAGE_FILES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+karpenter:
+	$(KARPENTER_GO) build -o $(CURDIR)/bin/karpenter-kwok sigs.k8s.io/karpenter/kwok
+	$(KARPENTER_GO) build -o $(CURDIR)/bin/kwok sigs.k8s.io/kwok/cmd/kwok
+	@mkdir -p bin/karpenter-crds bin/kwok-stages && \
+	src=$$($(KARPENTER_GO) list -m -f '{{.Dir}}' sigs.k8s.io/karpenter) && \
+	for f in $(KARPENTER_CRD_FILES); do install -m 644 "$$src/$$f" bin/karpenter-crds/; done && \
+	src=$$($(KARPENTER_GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage && \
+	for f in $(KWOK_STAGE_FILES); do install -m 644 "$$src/$$f" bin/kwok-stages/; done
