@@ -84,8 +84,12 @@ type admissionState struct {
 	sorting map[string]queueSort
 	// held names the queues that hold placement (hold.go).
 	held   map[string]bool
-	kick   chan struct{}
-	writes chan status.Admission
+	kick chan struct{}
+	// writes are the units whose admission verdict, or release, the
+	// status writer is to write: it pulls them (AdmissionWrites), so
+	// nothing is dropped when it falls behind, and a unit decided twice
+	// between two pulls is written once, as last decided.
+	writes admissionWrites
 	quotas corelisters.ResourceQuotaLister
 	// feas is the cache's per-node room, which pod accounts feed.
 	feas *feasibleState
@@ -204,7 +208,6 @@ func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Int
 		used:     resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
-		writes:   make(chan status.Admission, 1024),
 	}
 }
 
@@ -420,19 +423,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 		// A Volcano PodGroup's status carries the verdict (volcano.go).
 		c.dirty[u.gang.key] = struct{}{}
 	}
-	w := status.Admission{Admitted: admitted, Check: check, Message: msg, Pod: u.pod}
-	if u.gang != nil {
-		k := u.gang.key.named()
-		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, u.gang.obj.Source.Dialect, types.UID(u.gang.obj.Source.UID), u.gang.profileLocked()
-		w.Waiting = u.gang.waitingPodsLocked()
-	} else if u.pod.Spec.NodeName == "" {
-		w.Waiting = []*v1.Pod{u.pod}
-	}
-	select {
-	case c.adm.writes <- w:
-	default: // the writer is behind; the next change writes again
-		u.notice = ""
-	}
+	c.adm.writes.verdict(u.key, admitted, check, msg)
 }
 
 // noticePendingLocked queues a NotAdmitted Event for every pending group whose
@@ -512,12 +503,14 @@ func (c *Cache) trackNominationLocked(pod *v1.Pod, deleted bool) {
 			// A new version: a write for the old one fails its
 			// resourceVersion precondition, so this one is decided anew.
 			delete(a.clearing, pod.UID)
+			a.writes.forgetPod(pod.UID)
 		}
 		a.nominated[pod.UID] = pod
 		return
 	}
 	delete(a.nominated, pod.UID)
 	delete(a.clearing, pod.UID)
+	a.writes.forgetPod(pod.UID)
 }
 
 // clearStaleNominationsLocked queues the removal of the nominated node of
@@ -537,13 +530,10 @@ func (c *Cache) clearStaleNominationsLocked() {
 		if u := a.units[acct.unit]; u == nil || u.admitted {
 			continue
 		}
-		select {
-		case a.writes <- status.Admission{ClearNomination: true, Pod: pod}:
-			if a.clearing == nil {
-				a.clearing = map[types.UID]bool{}
-			}
-			a.clearing[uid] = true
-		default: // the writer is behind; the next period queues it again
+		a.writes.clearNomination(pod)
+		if a.clearing == nil {
+			a.clearing = map[types.UID]bool{}
 		}
+		a.clearing[uid] = true
 	}
 }

@@ -223,15 +223,9 @@ func activatedPods(h *fakeHandle) []string {
 
 // pendingWrites drains the admission writes queued for the status leader.
 func pendingWrites(c *Cache) []status.Admission {
-	var out []status.Admission
-	for {
-		select {
-		case w := <-c.adm.writes:
-			out = append(out, w)
-		default:
-			return out
-		}
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.takeAdmissionWritesLocked()
 }
 
 // recount recomputes every admission aggregate from the per-pod and per-unit
@@ -1601,5 +1595,64 @@ func TestVerdictNumbersAreDeferred(t *testing.T) {
 	pass(c, t0.Add(verdictRefresh+time.Second))
 	if got := notice(t0.Add(verdictRefresh + time.Second)); len(got) != 1 || !strings.Contains(got[0], "queue r") {
 		t.Errorf("a change of queue: %q, want it written at once", got)
+	}
+}
+
+// More verdicts than the writer's old buffer (1024) between two pulls are
+// all handed out in one pull, each unit once with its last verdict: the
+// writer pulls sets, so a slow writer loses nothing and writes no stale
+// verdict.
+func TestAdmissionWritesAreNeverDropped(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("500")))
+	c.onNode(logger, mkNode("n1", "2000"))
+	const n = 2000
+	var pods []*v1.Pod
+	for i := range n {
+		p := single("ns", fmt.Sprint("p", i), inQueue("q"), createdAt(t0.Add(time.Duration(i)*time.Millisecond)))
+		pods = append(pods, p)
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	waiting := 0
+	for _, p := range pods {
+		if ok, _ := c.Admitted(p); !ok {
+			waiting++
+		}
+	}
+	// Those admitted without waiting are told nothing; every refused one
+	// is told at the writer's pull.
+	refused := map[string]bool{}
+	for _, w := range c.AdmissionWrites() {
+		if w.Admitted || refused[w.Pod.Name] {
+			t.Fatalf("write %+v: want one refusal per pod", w)
+		}
+		refused[w.Pod.Name] = true
+	}
+	if len(refused) != waiting || waiting < 1500 {
+		t.Errorf("%d refusals written in one pull, want one for each of the %d waiting (at least 1500)", len(refused), waiting)
+	}
+	// A replica that does not hold the Lease never pulls: what it owes
+	// for units that are gone is forgotten with them.
+	var late []*v1.Pod
+	for i := range 100 {
+		p := single("ns", fmt.Sprint("late", i), inQueue("q"), createdAt(t0.Add(time.Hour)))
+		late = append(late, p)
+		podEvent(c, p)
+	}
+	pass(c, t0.Add(time.Second))
+	owed := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.noticePendingLocked(t0.Add(time.Second))
+		return len(c.adm.writes.verdicts)
+	}
+	if n := owed(); n != 100 {
+		t.Fatalf("%d verdicts owed for 100 new refused pods", n)
+	}
+	for _, p := range late {
+		podDelete(c, p)
+	}
+	if n := owed(); n != 0 {
+		t.Errorf("%d verdicts still owed after their units went", n)
 	}
 }

@@ -34,15 +34,7 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 		return nil
 	}
 	c.noticePendingLocked(time.Now())
-	var out []status.Admission
-	for {
-		select {
-		case w := <-c.adm.writes:
-			out = append(out, w)
-		default:
-			return out
-		}
-	}
+	return c.takeAdmissionWritesLocked()
 }
 
 // QueueStatusUpdates implements status.Source: the Queues whose status

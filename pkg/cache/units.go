@@ -4,12 +4,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
-	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // unit is one unit of admission: a gang (a queue.KindGroup key) or a singleton
@@ -246,11 +244,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
 	c.setPendingLocked(u)
-	k := g.key.named()
-	select {
-	case a.writes <- status.Admission{PodGroup: &k, Dialect: g.obj.Source.Dialect, UID: types.UID(g.obj.Source.UID), Unadmit: true}:
-	default:
-	}
+	a.writes.release(u.key, g.key.named(), g.obj.Source)
 	a.kickLocked()
 }
 
@@ -258,6 +252,7 @@ func (c *Cache) unadmitLocked(g *group) {
 func (c *Cache) dropUnitLocked(u *unit) {
 	a := c.adm
 	a.pending.Delete(u.key)
+	a.writes.forgetUnit(u.key)
 	if q := a.usage[u.queue]; q != nil {
 		q.inflight.Sub(u.inflight)
 	}
