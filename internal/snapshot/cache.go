@@ -15,6 +15,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -49,7 +50,8 @@ func StartCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (*cache.C
 		return nil, err
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
-	c, err := cache.NewProvider(status.AlwaysLeading(), schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader()).Get(ctx, Handle(o.Name, cfg, cs, factory))
+	h := Handle(o.Name, cfg, cs, factory)
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +63,11 @@ func StartCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (*cache.C
 		}
 	}
 	c.EnableEvictions(o.Reclaim, o.Preempt)
-	if err := c.Start(ctx); err != nil {
+	f, err := feed.Wire(ctx, h, c, schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader())
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Start(ctx); err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())
@@ -76,12 +82,12 @@ func StartCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (*cache.C
 			return nil, fmt.Errorf("informer of %v did not sync", typ)
 		}
 	}
-	if !c.WaitForMembers(syncCtx) {
+	if !f.WaitForMembers(syncCtx) {
 		return nil, fmt.Errorf("gang members were not listed within %v", timeout)
 	}
 	// A store counts as synced before its handlers have seen the list: a
 	// pass run now could see no nodes.
-	for _, done := range c.HandlersSynced() {
+	for _, done := range f.HandlersSynced() {
 		if !clientcache.WaitFor(syncCtx, "", done) {
 			return nil, fmt.Errorf("the cache's handlers (%s) were not handed the lists within %v", done.Name(), timeout)
 		}

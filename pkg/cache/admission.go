@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -12,12 +11,9 @@ import (
 	"k8s.io/klog/v2"
 
 	admissionloop "github.com/caldera-sched/caldera/pkg/admission"
-	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
-	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
-	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // AdmissionOptions configure queue admission: CalderaEnqueue's args.
@@ -46,7 +42,6 @@ type AdmissionOptions struct {
 type admissionState struct {
 	opts     AdmissionOptions
 	profiles map[string]bool
-	qclient  qclient.Interface
 	queues   map[string]*qapi.Queue
 	tree     *queue.Tree
 	nsQueue  map[string]string
@@ -83,7 +78,7 @@ type admissionState struct {
 	shares  *queue.Shares
 	sorting map[string]queueSort
 	// held names the queues that hold placement (hold.go).
-	held   map[string]bool
+	held map[string]bool
 	kick chan struct{}
 	// writes are the units whose admission verdict, or release, the
 	// status writer is to write: it pulls them (AdmissionWrites), so
@@ -108,93 +103,44 @@ func (a *admissionState) on() bool { return a != nil }
 
 func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.SchedulerName] }
 
-// EnableAdmission turns on queue admission for the profile named profile. The
-// first call installs the admission state and the event handlers, and sets
-// up what Start starts: the Queue informer (the command then runs the
-// AdmissionLoop and creates the default queue). Later calls (other profiles) must pass the same options.
+// EnableAdmission turns on queue admission for the profile named profile
+// (CalderaEnqueue's factory calls it). The first call installs the
+// admission state; what feeds it (Queues, namespaces, every pod, quotas)
+// is wired by pkg/feed once every plugin is built, and the command runs
+// the AdmissionLoop. Later calls (other profiles) must pass the same
+// options.
 func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
-	if c.isStarted() {
+	if c.Sealed() {
 		return fmt.Errorf("queue admission for profile %s set up after the cache started: plugins are built before Start", profile)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if a := c.adm; a != nil {
-		defer c.mu.Unlock()
 		if a.opts != opts {
 			return fmt.Errorf("admission options %+v conflict with %+v set by another profile: give every profile the same CalderaEnqueue args", opts, a.opts)
 		}
 		a.profiles[profile] = true
 		return nil
 	}
-	cfg := status.CRDConfig(c.handle.KubeConfig())
-	client, err := qclient.NewForConfig(cfg)
-	if err != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("building Queue client: %w", err)
-	}
-	c.installAdmissionLocked(newAdmissionState(profile, opts, client))
-	c.mu.Unlock()
+	c.installAdmissionLocked(newAdmissionState(profile, opts))
+	return nil
+}
 
-	factory := qinformers.NewSharedInformerFactory(client, 0)
-	qinf := factory.Scheduling().V1alpha1().Queues().Informer()
-	qreg, err := qinf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onQueue(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onQueue(obj, false) },
-		DeleteFunc: func(obj any) { c.onQueue(obj, true) },
-	})
-	if err != nil {
-		return err
-	}
-	sif := c.handle.SharedInformerFactory()
-	nsReg, err := sif.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onNamespace(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onNamespace(obj, false) },
-		DeleteFunc: func(obj any) { c.onNamespace(obj, true) },
-	})
-	if err != nil {
-		return err
-	}
-	// Every unfinished pod: what nodes hold (cluster and per queue), and
-	// the singletons that need admission.
-	podReg, err := sif.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onAnyPod(obj, false) },
-		UpdateFunc: func(old, obj any) { c.onAnyPodUpdate(old, obj) },
-		DeleteFunc: func(obj any) { c.onAnyPod(obj, true) },
-	})
-	if err != nil {
-		return err
-	}
-	c.schedRegs = append(c.schedRegs, nsReg, podReg)
-	if opts.CheckResourceQuota {
-		rq := sif.Core().V1().ResourceQuotas()
-		if _, err := rq.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.kickAdmission() },
-			UpdateFunc: func(_, _ any) { c.kickAdmission() },
-			DeleteFunc: func(any) { c.kickAdmission() },
-		}); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.adm.quotas = rq.Lister()
-		c.mu.Unlock()
-	}
-	return c.setUp("queue admission", func(ctx context.Context, logger klog.Logger) error {
-		factory.Start(ctx.Done())
-		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-		defer cancel()
-		if !cache.WaitFor(syncCtx, "", qreg.HasSyncedChecker()) {
-			return fmt.Errorf("Queues did not sync within %v: is the Queue CRD (scheduling.caldera.dev/v1alpha1) installed and readable?", syncTimeout)
-		}
-		return nil
-	})
+// ChecksResourceQuota reports whether admission reads namespaces'
+// ResourceQuotas (AdmissionOptions.CheckResourceQuota), so that the feed
+// wires them.
+func (c *Cache) ChecksResourceQuota() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.adm.on() && c.adm.opts.CheckResourceQuota
 }
 
 // newAdmissionState returns an empty admission state for profile, without
 // informers or goroutines.
-func newAdmissionState(profile string, opts AdmissionOptions, client qclient.Interface) *admissionState {
+func newAdmissionState(profile string, opts AdmissionOptions) *admissionState {
 	return &admissionState{
 		opts:     opts,
 		profiles: map[string]bool{profile: true},
-		qclient:  client,
 		queues:   map[string]*qapi.Queue{},
 		tree:     queue.BuildTree(nil),
 		nsQueue:  map[string]string{},
@@ -248,9 +194,10 @@ func (c *Cache) kickAdmission() {
 
 // AdmissionLoop returns the loop that runs this cache's admission passes
 // (on its kicks and period, once the scheduler's informers and the gang
-// members are in), and false when no profile enabled admission. The command
-// runs it: the cache starts no goroutine of its own. Call it after Start.
-func (c *Cache) AdmissionLoop() (admissionloop.Loop, bool) {
+// members are in: ready, which pkg/feed gives), and false when no profile
+// enabled admission. The command runs it: the cache starts no goroutine of
+// its own.
+func (c *Cache) AdmissionLoop(ready []cache.DoneChecker) (admissionloop.Loop, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.adm.on() {
@@ -260,7 +207,7 @@ func (c *Cache) AdmissionLoop() (admissionloop.Loop, bool) {
 		Pass:   c,
 		Period: c.adm.opts.Period,
 		Kicks:  c.adm.kick,
-		Ready:  c.HandlersSynced(),
+		Ready:  append(ready, c.membersSynced),
 	}, true
 }
 

@@ -11,17 +11,13 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -29,7 +25,6 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
@@ -40,10 +35,6 @@ import (
 
 // PodGroupLabel ties a pod to a PodGroup of the same namespace.
 const PodGroupLabel = v1alpha1.PodGroupLabel
-
-// syncTimeout bounds how long Start waits for the cache's informers; a
-// missing PodGroup CRD shows up there as a startup error, not a silent hang.
-const syncTimeout = 60 * time.Second
 
 // GroupKey names a group: a PodGroup's namespace and name. It is a struct, not a
 // "ns/name" string, so that hot paths look groups up without building strings.
@@ -89,21 +80,11 @@ func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
 	handle fwk.Handle
-	// adapters read the other gang APIs into the cache (dialects.go).
-	adapters []dialect.Adapter
 	// membersSynced is set once the scheduler's pod informer has delivered
 	// its initial list to the cache: until then a group's members may be
 	// missing, so gang pods wait in PreEnqueue and no status is written.
 	membersSynced *onceSignal
-	// memberReg is the cache's handler on the scheduler's pod informer;
-	// membersOnce runs membersListed once it has synced (WaitForMembers).
-	memberReg cache.ResourceEventHandlerRegistration
-	// schedRegs are the cache's other handlers on the scheduler's
-	// informers (nodes; with admission, every pod and namespace): an
-	// informer counts as synced once its store is, before its handlers
-	// have been handed the initial list, and a pass run in between saw a
-	// cluster without nodes and refused everything. Appended before Start.
-	schedRegs   []cache.ResourceEventHandlerRegistration
+	// membersOnce runs membersListed once (MembersListed).
 	membersOnce sync.Once
 
 	mu     sync.RWMutex
@@ -159,12 +140,10 @@ type Cache struct {
 	// metrics remembers the label series this cache published (metrics.go).
 	metrics metricsState
 
-	// starting holds what Start runs, in order: the cache's own informers,
-	// then admission's, then the status writer; each set up by Get or an
-	// Enable method. Guarded by startMu, with started.
-	startMu  sync.Mutex
-	started  bool
-	starting []startFunc
+	// sealed: every plugin is built and the cache is fed (Seal).
+	sealed atomic.Bool
+	// configMu guards the settings plugins' factories make (EnableStatus).
+	configMu sync.Mutex
 
 	reconcilerOn   bool
 	reconcilerOpts ReconcilerOptions
@@ -327,157 +306,10 @@ func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 	}
 }
 
-func newCache(ctx context.Context, h fwk.Handle, adapters []dialect.Adapter) (*Cache, error) {
-	logger := klog.FromContext(ctx)
-	cfg := status.CRDConfig(h.KubeConfig())
-	c := newEmpty(ctx, h)
-	c.adapters = adapters
-	for _, a := range c.adapters {
-		if err := a.Watch(ctx, h, cfg, c); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.watchJoinedFinished(ctx, h); err != nil {
-		return nil, err
-	}
-
-	// Unfinished members come from the scheduler's own pod informer, which
-	// holds every unfinished pod anyway: an informer of our own would hold a
-	// second copy of each, doubling the cache's memory per bound pod. That
-	// informer drops finished pods (a pod that succeeds arrives as a delete), but PodGroup
-	// status counts succeeded and failed members, so finished members come
-	// from an informer of our own, limited by label and phase and slimmed to
-	// what the cache reads (slimPod). handlers.go says how the two agree.
-	var err error
-	c.memberReg, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onUnfinishedPod(logger, obj) },
-		UpdateFunc: func(old, obj any) { c.onUnfinishedPodUpdate(logger, old, obj) },
-		DeleteFunc: func(obj any) { c.onUnfinishedPodDelete(logger, obj) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	finishedFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = PodGroupLabel
-			o.FieldSelector = finishedSelector
-		}),
-		informers.WithTransform(slimPod))
-	finishedReg, err := finishedFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
-		UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
-		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	// Finished members of gangs by annotation: an annotation cannot be
-	// selected on, so this informer lists the finished Job pods that lack
-	// the pod-group label, keeping the annotated ones slimmed and the
-	// rest as bare identities (slimJobPod). Only Jobs: other controllers'
-	// pods do not finish as members do. Without it a completed Job's
-	// PodGroup went back to Pending.
-	jobFactory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = "!" + PodGroupLabel + "," + batchv1.JobNameLabel
-			o.FieldSelector = finishedSelector
-		}),
-		informers.WithTransform(slimJobPod))
-	jobReg, err := jobFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onFinishedPod(logger, obj) },
-		UpdateFunc: func(old, obj any) { c.onFinishedPodUpdate(logger, old, obj) },
-		DeleteFunc: func(obj any) { c.onFinishedPodDelete(logger, obj) },
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	// Nodes come from the scheduler's own factory: it is started by the
-	// scheduler and synced before the first scheduling cycle.
-	nodeReg, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onNode(logger, obj) },
-		UpdateFunc: func(_, obj any) { c.onNode(logger, obj) },
-		DeleteFunc: func(obj any) { c.onNodeDelete(obj) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.schedRegs = append(c.schedRegs, nodeReg)
-
-	c.starting = append(c.starting, func(ctx context.Context, logger klog.Logger) error {
-		finishedFactory.Start(ctx.Done())
-		jobFactory.Start(ctx.Done())
-		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-		defer cancel()
-		// Wait for our handlers, not just the stores, to have seen the
-		// initial lists: the scheduler then schedules on a populated cache.
-		// WaitFor returns as soon as they have (WaitForCacheSync polls
-		// every 100 ms).
-		if !cache.WaitFor(syncCtx, "", finishedReg.HasSyncedChecker()) || !cache.WaitFor(syncCtx, "", jobReg.HasSyncedChecker()) {
-			return fmt.Errorf("finished member pods did not sync within %v", syncTimeout)
-		}
-		c.mu.RLock()
-		groups := len(c.groups)
-		c.mu.RUnlock()
-		logger.V(2).Info("Caldera cache synced its groups and finished members", "groups", groups)
-		// The scheduler starts its own informers in app.Run, after this, so
-		// the unfinished members cannot be waited for here: the command
-		// runs WaitForMembers beside the scheduler.
-		return nil
-	})
-	return c, nil
-}
-
-// startFunc is one step of Start.
-type startFunc func(ctx context.Context, logger klog.Logger) error
-
-// Start starts the cache's informers, once: its own (waiting until they have
-// delivered their initial lists, so that the first scheduling cycle sees
-// every PodGroup), then the Queue informer if a profile enabled admission.
-// It starts nothing else: the command runs WaitForMembers, the AdmissionLoop
-// and the status writer beside the scheduler. The command calls it once
-// every plugin is built (after app.Setup), so no plugin factory starts
-// anything; later calls return nil. ctx ends the informers.
-func (c *Cache) Start(ctx context.Context) error {
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	if c.started {
-		return nil
-	}
-	c.started = true
-	logger := klog.FromContext(ctx)
-	for _, f := range c.starting {
-		if err := f(ctx, logger); err != nil {
-			return err
-		}
-	}
-	c.starting = nil
-	return nil
-}
-
-func (c *Cache) isStarted() bool {
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	return c.started
-}
-
-// setUp adds a step to Start; it refuses once Start has run, since
-// nothing would run the step.
-func (c *Cache) setUp(what string, f startFunc) error {
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	if c.started {
-		return fmt.Errorf("%s set up after the cache started: plugins are built before Start", what)
-	}
-	c.starting = append(c.starting, f)
-	return nil
-}
-
-// finishedSelector selects pods in a terminal phase: the complement of the
+// FinishedSelector selects pods in a terminal phase: the complement of the
 // scheduler's pod informer's status.phase!=Succeeded,status.phase!=Failed
 // (a pod without a phase matches both; onFinishedPod leaves it to the other).
-const finishedSelector = "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown)
+const FinishedSelector = "status.phase!=" + string(v1.PodPending) + ",status.phase!=" + string(v1.PodRunning) + ",status.phase!=" + string(v1.PodUnknown)
 
 // membersListed records that every member the scheduler's pod informer
 // listed at start has been delivered.
@@ -502,32 +334,22 @@ func (c *Cache) membersListed(logger klog.Logger) {
 	c.activate(logger, act)
 }
 
-// WaitForMembers blocks until the scheduler's pod informer has delivered its
-// initial list to the cache, or ctx ends; it reports which. The first call
-// to see the list delivered then lets gang pods through PreEnqueue: it
-// activates the pending members of every group that was already
-// enqueueable. Until some caller runs it, gang pods wait and no status is
-// written, so the command runs it beside the scheduler (whose informers
-// start after the cache's Start); tools and tests that start a handle's
-// informer factory themselves call it to wait.
-func (c *Cache) WaitForMembers(ctx context.Context) bool {
-	if !cache.WaitFor(ctx, "", c.memberReg.HasSyncedChecker()) {
-		return false
-	}
-	c.membersOnce.Do(func() { c.membersListed(klog.FromContext(ctx)) })
-	return true
+// MembersListed says that the scheduler's pod informer has delivered its
+// initial list to the cache (pkg/feed waits for that). The first call lets
+// gang pods through PreEnqueue: it activates the pending members of every
+// group that was already enqueueable. Until it is called gang pods wait and
+// no status is written. Later calls do nothing.
+func (c *Cache) MembersListed(logger klog.Logger) {
+	c.membersOnce.Do(func() { c.membersListed(logger) })
 }
 
-// HandlersSynced returns what says that the cache's handlers on the
-// scheduler's informers have been handed every listed node, pod and
-// namespace (and the gang members: MembersSynced). Call it after Start.
-func (c *Cache) HandlersSynced() []cache.DoneChecker {
-	out := []cache.DoneChecker{c.membersSynced}
-	for _, r := range c.schedRegs {
-		out = append(out, r.HasSyncedChecker())
-	}
-	return out
-}
+// Seal says every plugin is built: the cache is being fed, and settings
+// that plugins' factories make (EnableAdmission) are refused from now on,
+// since nothing would wire what they need.
+func (c *Cache) Seal() { c.sealed.Store(true) }
+
+// Sealed reports whether Seal was called.
+func (c *Cache) Sealed() bool { return c.sealed.Load() }
 
 // MembersSynced is done once WaitForMembers has let gang pods through.
 func (c *Cache) MembersSynced() cache.DoneChecker { return c.membersSynced }

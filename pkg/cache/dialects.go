@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"context"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -36,18 +34,6 @@ func podGroupName(pod *v1.Pod) (string, bool) {
 	return upstream.JoinedGroup(pod)
 }
 
-// readsByName reports whether an adapter reads a dialect whose pods join
-// their group by name (podGroupName), so that finished members of its
-// gangs must be listed (watchJoinedFinished).
-func (c *Cache) readsByName() bool {
-	for _, a := range c.adapters {
-		if a.On() {
-			return true
-		}
-	}
-	return false
-}
-
 // podTask names the task (role) of a gang member, by the dialect's own
 // means: Volcano's task-spec annotation or label; "" for none.
 func podTask(pod *v1.Pod) string { return volcano.TaskName(pod) }
@@ -65,11 +51,6 @@ func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroupDe
 
 // SetQueue implements dialect.Sink.
 func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) { c.onQueue(q, deleted) }
-
-// SetUp implements dialect.Sink.
-func (c *Cache) SetUp(what string, step func(ctx context.Context, logger klog.Logger) error) error {
-	return c.setUp(what, step)
-}
 
 // shadowedLocked reports whether s, of one dialect, names a group whose
 // object is of another: the first holds the name (see above).

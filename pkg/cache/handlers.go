@@ -19,14 +19,14 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// slimPod is the transform of the finished-member informer: it keeps only
+// SlimPod is the transform of the finished-member informer: it keeps only
 // what the cache reads (identity, labels, times, scheduling fields, and every
 // field resourcehelper.PodRequests reads), so that finished members, which a
 // Job may keep for days, cost a few hundred bytes each instead of the whole
 // pod (env, volumes, probes, annotations and managed fields often outweigh the
 // rest many times). It is idempotent, as client-go asks: a slim pod slims to
 // itself.
-func slimPod(obj any) (any, error) {
+func SlimPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		if a, err := meta.Accessor(obj); err == nil {
@@ -90,20 +90,20 @@ func gangAnnotations(a map[string]string) map[string]string {
 	return out
 }
 
-// slimJobPod is the transform of the finished Job pods informer, which
+// SlimJobPod is the transform of the finished Job pods informer, which
 // delivers the finished members of gangs by annotation (an annotation
 // cannot be selected on, so it lists every finished Job pod without the
 // pod-group label): an annotated pod, or one that joins a Volcano or
 // upstream PodGroup by name (the Job controller's pods with WorkloadWithJob
 // do), is slimmed like a member, any other is cut to its identity, which is
 // all a delete needs. Idempotent.
-func slimJobPod(obj any) (any, error) {
+func SlimJobPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
-		return slimPod(obj)
+		return SlimPod(obj)
 	}
-	if joinsByName(pod) {
-		return slimJoinedPod(pod)
+	if JoinsByName(pod) {
+		return SlimJoinedPod(pod)
 	}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -25,8 +24,6 @@ type Provider struct {
 	cache *Cache
 	err   error
 	lead  *status.Leadership
-	// adapters read the gang APIs beside scheduler-plugins' into the cache.
-	adapters []dialect.Adapter
 	// ready holds the cache once created, for Cache (read without the once).
 	ready atomic.Pointer[Cache]
 }
@@ -34,19 +31,20 @@ type Provider struct {
 // NewProvider returns a Provider whose cache is created on first use and
 // exports the queue gauges exactly while the scheduler that lead follows is
 // leading (status.Leadership, which the status writer follows too). The
-// cache reads scheduler-plugins' PodGroups itself, and every other gang
-// API through adapters.
-func NewProvider(lead *status.Leadership, adapters ...dialect.Adapter) *Provider {
+// cache is fed by pkg/feed, which the command starts once every plugin is
+// built.
+func NewProvider(lead *status.Leadership) *Provider {
 	if lead == nil {
 		panic("cache.NewProvider: nil Leadership")
 	}
-	return &Provider{lead: lead, adapters: adapters}
+	return &Provider{lead: lead}
 }
 
 // Get returns the shared cache, creating it on the first call. It starts
 // nothing: plugin factories run while kube-scheduler builds its profiles,
-// and the command starts the shared machinery once, afterwards (Start).
-// ctx bounds the cache's lifetime (it is the scheduler's context).
+// and the command starts the shared machinery once, afterwards (pkg/feed
+// and the status writer). ctx bounds the cache's lifetime (it is the
+// scheduler's context).
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.create(ctx, h)
 	if p.err == nil {
@@ -72,27 +70,15 @@ func (p *Provider) GetForQueueSort(ctx context.Context, h fwk.Handle) (*Cache, e
 // create makes the cache on the first call, with h's handle.
 func (p *Provider) create(ctx context.Context, h fwk.Handle) {
 	p.once.Do(func() {
-		p.cache, p.err = newCache(ctx, h, p.adapters)
-		if p.err == nil {
-			p.cache.lead = p.lead
-			p.ready.Store(p.cache)
-		}
+		p.cache = newEmpty(ctx, h)
+		p.cache.lead = p.lead
+		p.ready.Store(p.cache)
 	})
 }
 
 // Cache returns the cache once a plugin has created it, else nil. For tools
 // and tests that look at a running scheduler's cache from outside its plugins.
 func (p *Provider) Cache() *Cache { return p.ready.Load() }
-
-// Start starts what the plugins' factories set up (Cache.Start); with no
-// Caldera plugin in any profile there is no cache and nothing to start.
-// Call it after app.Setup and before app.Run.
-func (p *Provider) Start(ctx context.Context) error {
-	if c := p.Cache(); c != nil {
-		return c.Start(ctx)
-	}
-	return nil
-}
 
 // NoteProfile records that the profile named name built a Caldera plugin;
 // caldera says whether that plugin is one other than CalderaQueueSort. A

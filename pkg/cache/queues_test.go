@@ -37,10 +37,9 @@ import (
 // pods are ours when their schedulerName names it.
 const testProfile = "caldera-test"
 
-// newAdmissionCache builds a test cache with queue admission enabled the way
-// EnableAdmission does, minus the informers and goroutines: Queue, Namespace
-// and pod events are delivered by calling the handlers, and passes by calling
-// AdmissionPass with an explicit time.
+// newAdmissionCache builds a test cache with queue admission enabled, fed
+// directly: Queue, Namespace and pod events are delivered by calling the
+// handlers, and passes by calling AdmissionPass with an explicit time.
 func newAdmissionCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue) (*Cache, *fakeHandle, *qfake.Clientset) {
 	c, h := newTestCache(tb)
 	objs := make([]runtime.Object, 0, len(queues))
@@ -59,9 +58,10 @@ func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
 	if opts.DefaultQueue == "" {
 		opts.DefaultQueue = qapi.DefaultQueueName
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.installAdmissionLocked(newAdmissionState(testProfile, opts, qc))
+	if err := c.EnableAdmission(testProfile, opts); err != nil {
+		panic(err)
+	}
+	wiringOf(c).queues = qc
 }
 
 // singletons is the usual configuration: pods without a PodGroup need admission.

@@ -3,7 +3,6 @@ package cache
 import (
 	"testing"
 
-	"github.com/caldera-sched/caldera/pkg/convert"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/caldera-sched/caldera/pkg/convert"
 )
 
 func rl(pairs ...string) v1.ResourceList {
@@ -77,7 +78,7 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			full := base()
 			edit(full)
-			obj, err := slimPod(full.DeepCopy())
+			obj, err := SlimPod(full.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,16 +109,16 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 			if len(slim.Spec.Containers[0].Env) != 0 || slim.Spec.Containers[0].Image != "" || slim.Spec.Volumes != nil {
 				t.Errorf("the slim pod still holds what the cache never reads: %+v", slim.Spec)
 			}
-			again, _ := slimPod(slim.DeepCopy())
+			again, _ := SlimPod(slim.DeepCopy())
 			if !equality.Semantic.DeepEqual(again, slim) {
-				t.Error("slimPod is not idempotent")
+				t.Error("SlimPod is not idempotent")
 			}
 		})
 	}
 	// Tombstones pass through.
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/m-0", Obj: base()}
-	if got, _ := slimPod(tomb); got != any(tomb) {
-		t.Errorf("slimPod changed a tombstone: %v", got)
+	if got, _ := SlimPod(tomb); got != any(tomb) {
+		t.Errorf("SlimPod changed a tombstone: %v", got)
 	}
 }
 
@@ -136,20 +137,20 @@ func TestSlimJobPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up", OwnerReferences: owner, Annotations: map[string]string{"other": "big"}},
 		Status:     v1.PodStatus{Phase: v1.PodSucceeded},
 	}
-	a, _ := slimJobPod(annotated)
+	a, _ := SlimJobPod(annotated)
 	ap := a.(*v1.Pod)
 	if k, ok := GroupKeyOf(ap); !ok || k != key("ns", "job-train") || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
 		t.Errorf("slimmed annotated pod: group %v %v, annotations %v, phase %s", k, ok, ap.Annotations, ap.Status.Phase)
 	}
-	p, _ := slimJobPod(plain)
+	p, _ := SlimJobPod(plain)
 	pp := p.(*v1.Pod)
 	if want := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up"}}); !equality.Semantic.DeepEqual(pp, want) {
 		t.Errorf("slimmed plain Job pod %+v, want its identity only", pp)
 	}
 	for _, o := range []*v1.Pod{ap, pp} {
-		again, _ := slimJobPod(o)
+		again, _ := SlimJobPod(o)
 		if !equality.Semantic.DeepEqual(again, o) {
-			t.Errorf("slimJobPod is not idempotent on %s", o.Name)
+			t.Errorf("SlimJobPod is not idempotent on %s", o.Name)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	sched "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,11 +15,44 @@ import (
 	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
+
+// testWiring is, per test cache, what the command would hand the status
+// writer beside the cache: the adapters (as readers of their objects and
+// holders of their clients) and the Queue client.
+var testWiring sync.Map // *Cache -> *wiring
+
+type wiring struct {
+	mu       sync.Mutex
+	adapters []dialect.Adapter
+	queues   qclient.Interface
+}
+
+func wiringOf(c *Cache) *wiring {
+	w, _ := testWiring.LoadOrStore(c, &wiring{})
+	return w.(*wiring)
+}
+
+// addAdapter records a for c's status writer.
+func addAdapter(c *Cache, a dialect.Adapter) {
+	w := wiringOf(c)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.adapters = append(w.adapters, a)
+}
+
+// adaptersOf lists what addAdapter recorded for c.
+func adaptersOf(c *Cache) []dialect.Adapter {
+	w := wiringOf(c)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.adapters)
+}
 
 // withPodGroups gives the cache a scheduler-plugins adapter writing with
 // client (a fake clientset) and reading lister; with a nil lister, every
@@ -25,24 +60,26 @@ import (
 // them.
 func withPodGroups(c *Cache, client pgclient.Interface, lister pglisters.PodGroupLister) {
 	if lister == nil {
-		c.adapters = append(c.adapters, relisting{client})
+		addAdapter(c, relisting{client})
 		return
 	}
-	c.adapters = append(c.adapters, schedplugins.ReaderOver(client, lister))
+	addAdapter(c, schedplugins.ReaderOver(client, lister))
 }
 
 // relisting is a scheduler-plugins adapter whose objects are the
 // clientset's as they are at each status pass.
 type relisting struct{ client pgclient.Interface }
 
-func (relisting) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink) error { return nil }
-func (relisting) On() bool                                                            { return true }
+func (relisting) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink, dialect.SetUp) error {
+	return nil
+}
+func (relisting) On() bool { return true }
 
 // upstreamObjects is an upstream adapter whose PodGroups are the
 // clientset's as they are at each read.
 type upstreamObjects struct{ cs kubernetes.Interface }
 
-func (upstreamObjects) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink) error {
+func (upstreamObjects) Watch(context.Context, fwk.Handle, *rest.Config, dialect.Sink, dialect.SetUp) error {
 	return nil
 }
 func (upstreamObjects) On() bool { return true }
@@ -55,7 +92,7 @@ func (u upstreamObjects) UpstreamPodGroup(key types.NamespacedName) (*sched.PodG
 
 // podGroupClient is the client withPodGroups gave c; nil without one.
 func podGroupClient(c *Cache) pgclient.Interface {
-	for _, a := range c.adapters {
+	for _, a := range adaptersOf(c) {
 		switch r := a.(type) {
 		case *schedplugins.Reader:
 			return r.Client()
@@ -70,7 +107,7 @@ func podGroupClient(c *Cache) pgclient.Interface {
 // gave c's adapters, and the handle's.
 func writer(c *Cache) *status.Writer {
 	cl := status.Clients{Pods: c.handle.ClientSet(), Nominator: c.handle}
-	for _, a := range c.adapters {
+	for _, a := range adaptersOf(c) {
 		switch r := a.(type) {
 		case *volcano.Reader:
 			cl.Volcano, cl.VolcanoObjects = r.Client(), r
@@ -83,7 +120,7 @@ func writer(c *Cache) *status.Writer {
 		}
 	}
 	if c.adm.on() {
-		cl.Queues = c.adm.qclient
+		cl.Queues = wiringOf(c).queues
 	}
 	return status.New(c, cl)
 }

@@ -55,15 +55,15 @@ func TestUpstreamMembership(t *testing.T) {
 	if key, ok := GroupKeyOf(pod); !ok || key != (GroupKey{Namespace: "ns", Name: "g"}) {
 		t.Errorf("GroupKeyOf = %v, %v; want ns/g", key, ok)
 	}
-	slim, err := slimJoinedPod(pod)
+	slim, err := SlimJoinedPod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if key, ok := GroupKeyOf(slim.(*v1.Pod)); !ok || key.Name != "g" {
 		t.Errorf("slimmed member: GroupKeyOf = %v, %v; want ns/g", key, ok)
 	}
-	if !joinsByName(pod) || implicitMember(pod) {
-		t.Errorf("joinsByName = %v, implicitMember = %v; want a member by name", joinsByName(pod), implicitMember(pod))
+	if !JoinsByName(pod) || implicitMember(pod) {
+		t.Errorf("JoinsByName = %v, implicitMember = %v; want a member by name", JoinsByName(pod), implicitMember(pod))
 	}
 
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)

@@ -370,7 +370,7 @@ func withVolcano(t *testing.T, c *Cache, objs ...any) *fakeVolcano {
 	}
 	f.refresh(t)
 	f.reader = volcano.ReaderOver(f, vclisters.NewPodGroupLister(f.pgStore), vclisters.NewQueueLister(f.qStore), c)
-	c.adapters = append(c.adapters, f.reader)
+	addAdapter(c, f.reader)
 	return f
 }
 

@@ -129,7 +129,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 		}
 		kube := kfake.NewClientset(objs...)
 		h.cs = kube
-		c.adapters = append(c.adapters, upstreamObjects{kube})
+		addAdapter(c, upstreamObjects{kube})
 		echo := func() {
 			list, _ := kube.SchedulingV1beta1().PodGroups("ns").List(t.Context(), metav1.ListOptions{})
 			for i := range list.Items {

@@ -43,18 +43,19 @@ type Sink interface {
 	// apiVersion the dialect's (a Caldera Queue of the same name wins);
 	// deleted when it went away.
 	SetQueue(q *qapi.Queue, deleted bool)
-	// SetUp adds a step to the cache's start, in which an adapter starts
-	// its informers and waits for their first lists; it fails once the
-	// cache has started.
-	SetUp(what string, step func(ctx context.Context, logger klog.Logger) error) error
 }
+
+// SetUp adds a step to the feed's start (pkg/feed), in which an adapter
+// starts its informers and waits for their first lists; it fails once the
+// feed has started.
+type SetUp func(what string, step func(ctx context.Context, logger klog.Logger) error) error
 
 // Adapter reads one dialect's API into a Sink.
 type Adapter interface {
 	// Watch sets up the adapter's informers to feed sink when the API
 	// server serves its API. It starts nothing itself: the steps it adds
-	// with Sink.SetUp do, when the cache starts.
-	Watch(ctx context.Context, h fwk.Handle, cfg *rest.Config, sink Sink) error
+	// with setUp do, when the feed starts.
+	Watch(ctx context.Context, h fwk.Handle, cfg *rest.Config, sink Sink, setUp SetUp) error
 	// On reports whether Watch found the API served.
 	On() bool
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -76,25 +77,32 @@ func NewUnstarted(tb testing.TB, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cac
 		tb.Fatalf("cachetest.NewForTest: %v", err)
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	c, err := cache.NewProvider(status.AlwaysLeading(), schedplugins.NewReader()).Get(ctx, snapshot.Handle("cachetest", cfg, cs, factory))
+	h := snapshot.Handle("cachetest", cfg, cs, factory)
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}
 	start := func() {
 		tb.Helper()
-		// Start returns once the cache's own informers have delivered every
-		// listed object; unfinished members come from the handle's factory,
-		// which a scheduler starts after its plugins' Start, as here.
-		if err := c.Start(ctx); err != nil {
+		// The feed is wired once the caller has made its settings, as the
+		// command wires it once every plugin is built. Start returns once
+		// the feed's own informers have delivered every listed object;
+		// unfinished members come from the handle's factory, which a
+		// scheduler starts after that, as here.
+		f, err := feed.Wire(ctx, h, c, schedplugins.NewReader())
+		if err != nil {
+			tb.Fatalf("cachetest: %v", err)
+		}
+		if err := f.Start(ctx); err != nil {
 			tb.Fatalf("cachetest: %v", err)
 		}
 		factory.Start(ctx.Done())
 		syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 		defer cancelSync()
-		if !c.WaitForMembers(syncCtx) {
+		if !f.WaitForMembers(syncCtx) {
 			tb.Fatalf("cachetest: gang members were not listed within a minute")
 		}
-		if loop, ok := c.AdmissionLoop(); ok {
+		if loop, ok := c.AdmissionLoop(f.HandlersSynced()); ok {
 			go loop.Run(ctx)
 		}
 	}

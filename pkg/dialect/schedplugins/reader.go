@@ -51,7 +51,7 @@ func (r *Reader) Client() pgclient.Interface { return r.client }
 // Watch sets up the PodGroup informer to feed sink; it starts, and waits
 // for the first list, when the cache starts, so that the first scheduling
 // cycle sees every PodGroup.
-func (r *Reader) Watch(ctx context.Context, _ fwk.Handle, cfg *rest.Config, sink dialect.Sink) error {
+func (r *Reader) Watch(ctx context.Context, _ fwk.Handle, cfg *rest.Config, sink dialect.Sink, setUp dialect.SetUp) error {
 	logger := klog.FromContext(ctx)
 	client, err := pgclient.NewForConfig(cfg)
 	if err != nil {
@@ -68,7 +68,7 @@ func (r *Reader) Watch(ctx context.Context, _ fwk.Handle, cfg *rest.Config, sink
 	if err != nil {
 		return err
 	}
-	return sink.SetUp("PodGroups", func(ctx context.Context, logger klog.Logger) error {
+	return setUp("PodGroups", func(ctx context.Context, logger klog.Logger) error {
 		factory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()

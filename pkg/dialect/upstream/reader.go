@@ -99,7 +99,7 @@ func (r *Reader) On() bool { return r.sink != nil }
 // starts the informer if the API is served (waiting for its first list,
 // so that the first scheduling cycle sees every PodGroup), then follows
 // the API appearing and going away every poll period.
-func (r *Reader) Watch(ctx context.Context, h fwk.Handle, _ *rest.Config, sink dialect.Sink) error {
+func (r *Reader) Watch(ctx context.Context, h fwk.Handle, _ *rest.Config, sink dialect.Sink, setUp dialect.SetUp) error {
 	logger := klog.FromContext(ctx)
 	if OwnedByKubeScheduler() {
 		logger.Info("The GenericWorkload feature gate is on in the scheduler: kube-scheduler's own gang scheduling holds pods of scheduling.k8s.io PodGroups, so Caldera schedules them as plain pods")
@@ -108,16 +108,16 @@ func (r *Reader) Watch(ctx context.Context, h fwk.Handle, _ *rest.Config, sink d
 	if h.ClientSet() == nil {
 		return nil
 	}
-	return r.watch(h.ClientSet(), sink)
+	return r.watch(h.ClientSet(), sink, setUp)
 }
 
 // watch is Watch over the client cs.
-func (r *Reader) watch(cs kubernetes.Interface, sink dialect.Sink) error {
+func (r *Reader) watch(cs kubernetes.Interface, sink dialect.Sink, setUp dialect.SetUp) error {
 	r.cs, r.sink = cs, sink
 	if r.discover == nil {
 		r.discover = func() (bool, error) { return served(r.cs) }
 	}
-	return sink.SetUp("upstream's PodGroups", func(ctx context.Context, logger klog.Logger) error {
+	return setUp("upstream's PodGroups", func(ctx context.Context, logger klog.Logger) error {
 		on, err := r.discover()
 		if err != nil {
 			return err

@@ -57,7 +57,7 @@ func TestReaderFollowsTheAPI(t *testing.T) {
 	r.poll = 10 * time.Millisecond
 	r.discover = func() (bool, error) { return served.Load(), nil }
 	s := &sink{groups: map[string]bool{}}
-	if err := r.watch(kfake.NewClientset(pg), s); err != nil {
+	if err := r.watch(kfake.NewClientset(pg), s, s.SetUp); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

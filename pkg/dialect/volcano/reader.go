@@ -98,7 +98,7 @@ func (r *Reader) Client() Client { return r.client }
 // API server serves both (discovered once, here: a scheduler started
 // before the CRDs were installed reads them after a restart). Absent, it
 // does nothing.
-func (r *Reader) Watch(ctx context.Context, h fwk.Handle, cfg *rest.Config, sink dialect.Sink) error {
+func (r *Reader) Watch(ctx context.Context, h fwk.Handle, cfg *rest.Config, sink dialect.Sink, setUp dialect.SetUp) error {
 	logger := klog.FromContext(ctx)
 	served, err := served(h)
 	if err != nil || !served {
@@ -132,7 +132,7 @@ func (r *Reader) Watch(ctx context.Context, h fwk.Handle, cfg *rest.Config, sink
 	if err != nil {
 		return err
 	}
-	return sink.SetUp("Volcano's PodGroups and Queues", func(ctx context.Context, logger klog.Logger) error {
+	return setUp("Volcano's PodGroups and Queues", func(ctx context.Context, logger klog.Logger) error {
 		factory.Start(ctx.Done())
 		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 		defer cancel()

@@ -11,12 +11,15 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 
+	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/dumpsignal"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
@@ -24,7 +27,6 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
 	"github.com/caldera-sched/caldera/pkg/status"
-	pgclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 )
 
 // Plugins is Caldera's plugin set for one scheduler: one cache shared by every
@@ -50,7 +52,7 @@ type Plugins struct {
 func New() *Plugins {
 	lead := status.NewLeadership()
 	pr, vr, ur := schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader()
-	return &Plugins{lead: lead, podGroups: pr, volcano: vr, upstream: ur, provider: cache.NewProvider(lead, pr, vr, ur)}
+	return &Plugins{lead: lead, podGroups: pr, volcano: vr, upstream: ur, provider: cache.NewProvider(lead)}
 }
 
 // Options returns the app options that register every Caldera plugin over this
@@ -81,22 +83,26 @@ func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig
 // Call it after app.Setup, which builds the plugins, and before app.Run; an
 // error (a missing CRD, say) is a start-up failure.
 func (p *Plugins) Start(ctx context.Context) error {
-	if err := p.provider.Start(ctx); err != nil {
-		return err
-	}
 	c := p.provider.Cache()
 	if c == nil {
 		return nil // no Caldera plugin in any profile
 	}
-	// The scheduler starts its pod informer in app.Run, after this.
-	go c.WaitForMembers(ctx)
-	if loop, ok := c.AdmissionLoop(); ok {
-		go loop.Run(ctx)
-	}
-	dumpsignal.Serve(ctx, c)
 	p.mu.Lock()
 	h := p.handle
 	p.mu.Unlock()
+	f, err := feed.Wire(ctx, h, c, p.podGroups, p.volcano, p.upstream)
+	if err != nil {
+		return err
+	}
+	if err := f.Start(ctx); err != nil {
+		return err
+	}
+	// The scheduler starts its pod informer in app.Run, after this.
+	go f.WaitForMembers(ctx)
+	if loop, ok := c.AdmissionLoop(f.HandlersSynced()); ok {
+		go loop.Run(ctx)
+	}
+	dumpsignal.Serve(ctx, c)
 	cfg := status.CRDConfig(h.KubeConfig())
 	cl := status.Clients{Pods: h.ClientSet(), Nominator: h, PodGroupObjects: p.podGroups}
 	if p.volcano.On() {
@@ -105,7 +111,6 @@ func (p *Plugins) Start(ctx context.Context) error {
 	if p.upstream.On() {
 		cl.UpstreamObjects = p.upstream
 	}
-	var err error
 	if cl.PodGroups, err = pgclient.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("building the PodGroup status client: %w", err)
 	}

@@ -75,7 +75,7 @@ func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, prof
 		return nil, err
 	}
 	// As the command does: the recount admits as the scheduler would.
-	if loop, ok := c.AdmissionLoop(); ok {
+	if loop, ok := c.AdmissionLoop(nil); ok {
 		go loop.Run(ctx)
 	}
 	return c, nil

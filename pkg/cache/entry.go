@@ -1,0 +1,90 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+)
+
+// The cache's entry points: what it is fed, one typed call per object
+// event. The cache watches nothing itself; pkg/feed wires informers to
+// these calls, and tools and tests call them directly, with no API server.
+// Each is O(1) per event (see the handler each calls).
+
+// ApplyPod takes an unfinished pod added or updated (old is its previous
+// version, nil on an add), as the scheduler's pod informer delivers it:
+// gang membership, and with admission every pod's accounting (what nodes
+// hold, singletons waiting for admission).
+func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
+	if old != nil {
+		c.onUnfinishedPodUpdate(logger, old, pod)
+	} else {
+		c.onUnfinishedPod(logger, pod)
+	}
+	if c.Admitting() {
+		if old != nil {
+			c.onAnyPodUpdate(old, pod)
+		} else {
+			c.onAnyPod(pod, false)
+		}
+	}
+}
+
+// DeletePod takes an unfinished pod that left the scheduler's pod
+// informer: deleted, or finished (the finished side then delivers it).
+func (c *Cache) DeletePod(logger klog.Logger, pod *v1.Pod) {
+	c.onUnfinishedPodDelete(logger, pod)
+	if c.Admitting() {
+		c.onAnyPod(pod, true)
+	}
+}
+
+// ApplyFinishedPod takes a finished gang member (Succeeded, Failed) added
+// or updated (old nil on an add).
+func (c *Cache) ApplyFinishedPod(logger klog.Logger, old, pod *v1.Pod) {
+	if old != nil {
+		c.onFinishedPodUpdate(logger, old, pod)
+		return
+	}
+	c.onFinishedPod(logger, pod)
+}
+
+// DeleteFinishedPod takes a finished gang member deleted.
+func (c *Cache) DeleteFinishedPod(logger klog.Logger, pod *v1.Pod) {
+	c.onFinishedPodDelete(logger, pod)
+}
+
+// ApplyNode takes a node added or updated.
+func (c *Cache) ApplyNode(logger klog.Logger, node *v1.Node) { c.onNode(logger, node) }
+
+// DeleteNode takes a node deleted.
+func (c *Cache) DeleteNode(node *v1.Node) { c.onNodeDelete(node) }
+
+// ApplyNamespace takes a namespace added or updated: its queue label
+// names the queue of its pods that name none. Only with admission.
+func (c *Cache) ApplyNamespace(ns *v1.Namespace) { c.onNamespace(ns, false) }
+
+// DeleteNamespace takes a namespace deleted.
+func (c *Cache) DeleteNamespace(ns *v1.Namespace) { c.onNamespace(ns, true) }
+
+// ApplyQueue takes a Caldera Queue added or updated. Only with admission.
+func (c *Cache) ApplyQueue(q *qapi.Queue) { c.onQueue(q, false) }
+
+// DeleteQueue takes a Caldera Queue deleted.
+func (c *Cache) DeleteQueue(q *qapi.Queue) { c.onQueue(q, true) }
+
+// QuotasChanged says a namespace's ResourceQuota changed: admission looks
+// again at the units it refused (CheckResourceQuota).
+func (c *Cache) QuotasChanged() { c.kickAdmission() }
+
+// SetQuotas gives admission what it reads ResourceQuotas from
+// (CheckResourceQuota); call it before the first pass.
+func (c *Cache) SetQuotas(l corelisters.ResourceQuotaLister) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.adm.on() {
+		c.adm.quotas = l
+	}
+}
