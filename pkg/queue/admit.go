@@ -18,7 +18,8 @@ const (
 	DefaultLookahead = 16
 )
 
-// Cluster is the cluster-wide side of admission check 5.
+// Cluster is what the cluster-wide admission check (checkClusterRoom,
+// CheckCluster) reads.
 type Cluster struct {
 	// Allocatable sums the nodes' allocatable resources.
 	Allocatable resources.List
@@ -79,27 +80,37 @@ type Result struct {
 	Queues []QueueOutcome
 }
 
-// outcome kinds of evaluate.
+// verdict is the kind of an evaluation's outcome, or of one check's: admit
+// also means a check passed.
 type verdict uint8
 
 const (
-	admit     verdict = iota
-	transient         // refused by checks 3-5: may pass when work finishes
-	permanent         // the request alone exceeds a limit
-	personal          // refused for the group's own reason (quota): not a head
+	// admit: admitted, or, from one check, passed.
+	admit verdict = iota
+	// transient: refused for room (by the capability, fair-share, cluster
+	// or placement check); may pass when work finishes.
+	transient
+	// permanent: the request alone exceeds a limit.
+	permanent
+	// personal: refused for the group's own reason (quota); such a group
+	// is not its queue's head.
+	personal
 )
 
 // passState is the scratch space of Admit, kept between passes to avoid
 // allocating.
 type passState struct {
-	s        *Shares
-	o        Options
-	now      time.Time
-	gen      uint64
-	r        int // resource names in the Pending
-	parent   []int
-	hasKids  []bool
-	toS      []int // Pending resource -> Shares resource, -1 when absent
+	s       *Shares   // the pass's shares
+	o       Options   // the pass's options, defaults applied
+	now     time.Time // the pass's time, for the starvation guard
+	gen     uint64    // the pass's number (Pending.gen)
+	r       int       // resource names in the Pending
+	parent  []int
+	hasKids []bool
+	toS     []int // Pending resource -> Shares resource, -1 when absent
+	// The Shares' amounts per tree node, r each at node*r, by the
+	// Pending's resource positions (prepare); infl and selfIn grow with
+	// each admission of the pass.
 	realCap  []int64
 	deserved []int64
 	selfDes  []int64
@@ -109,10 +120,11 @@ type passState struct {
 	selfIn   []int64
 	ceil     []int64 // cluster: allocatable x overcommit
 	reclaim  []int64 // cluster: what reclaimable queues hold above deserved
-	// roomWanted: a group that passed check 4 was refused by check 5, or,
-	// without counting reclaim's room (the head exception, or its window
-	// of free room only), by check 7 in this pass; no room is lent while
-	// it waits (lend.go). waived: the last evaluateWith waived check 4.
+	// roomWanted: a group that passed the fair-share check was refused by
+	// the cluster check, or, without counting reclaim's room (the head
+	// exception, or its window of free room only), by the placement check
+	// in this pass; no room is lent while it waits (lend.go). waived: the
+	// last evaluateWith took the head exception of the fair-share check.
 	roomWanted, waived bool
 	plansWaiting       int     // Cluster.PlansWaiting
 	cused              []int64 // cluster: used + every queue's inflight
@@ -136,23 +148,26 @@ type passState struct {
 // one group and re-inserts the queue by its new share, so queues of equal
 // priority take turns and a queue that just got a large group waits for the
 // others to catch up. Within a queue, groups go by priority, creation time
-// and key. A group is admitted when it passes, in order: (2) its queue exists,
-// is healthy and open; (3) for its queue and every ancestor, allocated +
-// inflight + request <= real capability; (4) for the queue's own share (when
-// it has children), the queue and every ancestor, allocated + inflight +
-// request <= deserved, except at a level whose deserved the request alone
-// exceeds when the group is at the head of its queue; (5) for every resource
-// it requests, cluster used + inflight + request <= allocatable x overcommit;
-// (6) the Quota callback. Check (1) keeps groups without enough members out of
-// the pass altogether. Each admission adds the request to the inflight of the
-// queue, its ancestors and the cluster before the next decision, in this pass
-// and in s.
+// and key. A group is admitted when it passes, in order: its queue exists,
+// is healthy and open (checkQueueOpen); for its queue and every ancestor,
+// allocated + inflight + request <= real capability (checkCapability); for
+// the queue's own share (when it has children), the queue and every
+// ancestor, allocated + inflight + request <= deserved, except at a level
+// whose deserved the request alone exceeds when the group is at the head of
+// its queue (checkFairShare); for every resource it requests, cluster used +
+// inflight + request <= allocatable x overcommit (checkClusterRoom); with
+// Options.Placement, its members fit on the nodes (checkPlacement); the
+// Quota callback (checkQuota). Groups without enough members
+// (CheckMembers) stay out of the pass altogether. Each admission adds the
+// request to the inflight of the queue, its ancestors and the cluster before
+// the next decision, in this pass and in s.
 //
 // A refused group does not stop its queue: the pass looks past up to
 // Lookahead refused groups per queue, so smaller groups can be admitted around
-// a large one. Only the head (the first group refused by checks 3-5) can use
-// the head exception and trigger the starvation guard: once it has been at the
-// head for StarvationThreshold, the queue admits nothing behind it. A group
+// a large one. Only the head (the first group refused for room: by the
+// capability, fair-share, cluster or placement check) can use the head
+// exception and trigger the starvation guard: once it has been at the head
+// for StarvationThreshold, the queue admits nothing behind it. A group
 // whose request alone exceeds a real capability or the cluster is set aside
 // (and reported) until those limits rise, so it neither blocks nor reserves
 // its queue. The pass costs O((a + q x Lookahead) x (log n + r x d) + q x r)
@@ -162,6 +177,24 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 	if s == nil {
 		s = Divide(nil, c.Allocatable, nil)
 	}
+	p.beginPass(s, c, o, now)
+	for _, q := range p.queues {
+		p.enterQueue(q)
+	}
+	p.takeTurns()
+	p.lend()
+	ps := &p.pass
+	for _, q := range ps.touched {
+		p.closeQueue(q)
+	}
+	slices.SortFunc(ps.res.Queues, func(a, b QueueOutcome) int { return strings.Compare(a.Queue, b.Queue) })
+	ps.s = nil
+	return &ps.res
+}
+
+// beginPass resets the pass's state and result for a pass over s and lays
+// out its amounts (prepare).
+func (p *Pending) beginPass(s *Shares, c Cluster, o Options, now time.Time) {
 	p.gen++
 	ps := &p.pass
 	ps.s, ps.o, ps.now, ps.gen = s, o.withDefaults(), now, p.gen
@@ -175,38 +208,41 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 
 	ps.qheap = ps.qheap[:0]
 	ps.touched = ps.touched[:0]
-	t := s.tree
-	for _, q := range p.queues {
-		q.skip = q.skip[:0]
-		q.refused, q.admitted, q.ahead, q.done, q.wants = 0, 0, nil, false, false
-		q.budget = ps.o.Lookahead
-		q.node = -1
-		if len(q.heap) == 0 && len(q.parked) == 0 {
-			continue // only groups waiting for members
-		}
-		i, ok := t.index[q.name]
-		switch {
-		case !ok:
-			p.stopQueue(q, Decision{Check: CheckQueueMissing, Queue: q.name})
-			continue
-		case t.problems[i] != nil:
-			p.stopQueue(q, Decision{Check: CheckQueueBroken, Queue: q.name, Detail: t.problems[i].Message})
-			continue
-		case !t.specs[i].Open():
-			p.stopQueue(q, Decision{Check: CheckQueueClosed, Queue: q.name})
-			continue
-		}
-		q.node, q.prio = i, t.specs[i].Priority
-		ps.touched = append(ps.touched, q)
-		if len(q.parked) > 0 {
-			p.maybeUnpark(q)
-		}
-		if len(q.heap) > 0 {
-			q.dyn = p.dynShare(q)
-			p.qpush(q)
-		}
-	}
+}
 
+// enterQueue readies q for the pass: it resets q's per-pass state, stops q
+// when checkQueueOpen refuses it, puts parked groups back when their limits
+// rose, and gives q a turn when it has ready groups.
+func (p *Pending) enterQueue(q *pqueue) {
+	ps := &p.pass
+	q.skip = q.skip[:0]
+	q.refused, q.admitted, q.ahead, q.done, q.wants = 0, 0, nil, false, false
+	q.budget = ps.o.Lookahead
+	q.node = -1
+	if len(q.heap) == 0 && len(q.parked) == 0 {
+		return // only groups waiting for members
+	}
+	node, d, ok := p.checkQueueOpen(q)
+	if !ok {
+		p.stopQueue(q, d)
+		return
+	}
+	q.node, q.prio = node, ps.s.tree.specs[node].Priority
+	ps.touched = append(ps.touched, q)
+	if len(q.parked) > 0 {
+		p.maybeUnpark(q)
+	}
+	if len(q.heap) > 0 {
+		q.dyn = p.dynShare(q)
+		p.qpush(q)
+	}
+}
+
+// takeTurns gives the queues their turns, lowest share first, until every
+// queue has stopped: each turn admits at most one group (attempt) and puts
+// the queue back by its new share.
+func (p *Pending) takeTurns() {
+	ps := &p.pass
 	for len(ps.qheap) > 0 {
 		q := ps.qheap[0]
 		if p.attempt(q) && !q.done && len(q.heap) > 0 {
@@ -216,37 +252,36 @@ func (p *Pending) Admit(s *Shares, c Cluster, o Options, now time.Time) *Result 
 			p.qremove(0)
 		}
 	}
+}
 
-	p.lend()
-
-	for _, q := range ps.touched {
-		waiting := len(q.heap)
-		for _, e := range q.skip {
-			q.push(e)
-		}
-		q.skip = q.skip[:0]
-		stop := Decision{Queue: q.name}
-		switch {
-		case q.stopGen == ps.gen:
-			stop = q.stop
-		case waiting > 0:
-			stop = Decision{Check: CheckWaiting, Queue: q.name, Refused: q.refused}
-			if q.ahead != nil {
-				stop.Behind = q.ahead.g.Key
-			}
-			q.stop, q.stopGen = stop, ps.gen
-		}
-		ps.res.Queues = append(ps.res.Queues, QueueOutcome{
-			Queue: q.name, Stop: stop, Admitted: q.admitted, Refused: q.refused, Waiting: waiting,
-		})
-		q.ahead = nil
-		if q.groups == 0 {
-			delete(p.queues, q.name)
-		}
+// closeQueue ends the pass in q: refused groups go back into its heap, and
+// the result records why the queue stopped with groups unexamined, and its
+// counts.
+func (p *Pending) closeQueue(q *pqueue) {
+	ps := &p.pass
+	waiting := len(q.heap)
+	for _, e := range q.skip {
+		q.push(e)
 	}
-	slices.SortFunc(ps.res.Queues, func(a, b QueueOutcome) int { return strings.Compare(a.Queue, b.Queue) })
-	ps.s = nil
-	return &ps.res
+	q.skip = q.skip[:0]
+	stop := Decision{Queue: q.name}
+	switch {
+	case q.stopGen == ps.gen:
+		stop = q.stop
+	case waiting > 0:
+		stop = Decision{Check: CheckWaiting, Queue: q.name, Refused: q.refused}
+		if q.ahead != nil {
+			stop.Behind = q.ahead.g.Key
+		}
+		q.stop, q.stopGen = stop, ps.gen
+	}
+	ps.res.Queues = append(ps.res.Queues, QueueOutcome{
+		Queue: q.name, Stop: stop, Admitted: q.admitted, Refused: q.refused, Waiting: waiting,
+	})
+	q.ahead = nil
+	if q.groups == 0 {
+		delete(p.queues, q.name)
+	}
 }
 
 // stopQueue records a queue-wide refusal for every ready group of q.
@@ -255,88 +290,6 @@ func (p *Pending) stopQueue(q *pqueue, d Decision) {
 	p.pass.res.Queues = append(p.pass.res.Queues, QueueOutcome{
 		Queue: q.name, Stop: d, Waiting: len(q.heap) + len(q.parked),
 	})
-}
-
-// prepare lays out the pass's per-queue and cluster amounts by the Pending's
-// resource positions.
-func (p *Pending) prepare(c Cluster) {
-	ps := &p.pass
-	s := ps.s
-	for _, k := range s.names {
-		p.resource(k)
-	}
-	for k := range c.Allocatable {
-		p.resource(k)
-	}
-	r, rs := len(p.rnames), s.r
-	n := len(s.tree.specs)
-	ps.r = r
-	ps.parent = s.tree.parent
-	ps.hasKids = growBools(ps.hasKids, n)
-	for i := range n {
-		ps.hasKids[i] = len(s.tree.children[i]) > 0
-	}
-	ps.toS = growInts(ps.toS, r)
-	for i := range ps.toS {
-		ps.toS[i] = -1
-	}
-	for i, k := range s.names {
-		ps.toS[p.rindex[k]] = i
-	}
-	copyIn := func(dst []int64, src []int64) []int64 {
-		dst = growInt64s(dst, n*r)
-		clear(dst)
-		for _, i := range s.tree.order {
-			for j, sj := range ps.toS {
-				if sj >= 0 {
-					dst[i*r+j] = src[i*rs+sj]
-				}
-			}
-		}
-		return dst
-	}
-	ps.realCap = copyIn(ps.realCap, s.realCap)
-	ps.deserved = copyIn(ps.deserved, s.deserved)
-	ps.selfDes = copyIn(ps.selfDes, s.selfDeserved)
-	ps.alloc = copyIn(ps.alloc, s.alloc)
-	ps.infl = copyIn(ps.infl, s.inflight)
-	ps.selfAl = copyIn(ps.selfAl, s.selfAlloc)
-	ps.selfIn = copyIn(ps.selfIn, s.selfInflight)
-
-	ps.ceil = growInt64s(ps.ceil, r)
-	ps.cused = growInt64s(ps.cused, r)
-	clear(ps.ceil)
-	clear(ps.cused)
-	for k, v := range c.Allocatable {
-		ps.ceil[p.rindex[k]] = scale(nn(v), ps.o.OvercommitFactor)
-	}
-	for k, v := range c.Used {
-		if i, ok := p.rindex[k]; ok {
-			ps.cused[i] = nn(v)
-		}
-	}
-	for j, sj := range ps.toS {
-		if sj >= 0 {
-			ps.cused[j] = satAdd(ps.cused[j], s.inflightAll[sj])
-		}
-	}
-	p.prepareReclaimable()
-	ps.reclaim = growInt64s(ps.reclaim, r)
-	clear(ps.reclaim)
-	if ps.o.Reclaim {
-		for i := range n {
-			spec := s.tree.specs[i]
-			if !spec.Reclaimable || s.tree.problems[i] != nil {
-				continue
-			}
-			for j := range r {
-				keep := max(ps.selfDes[i*r+j], nn(spec.Guarantee[p.rnames[j]]))
-				if over := ps.selfAl[i*r+j] - keep; over > 0 {
-					ps.reclaim[j] = satAdd(ps.reclaim[j], over)
-				}
-			}
-		}
-	}
 }
 
 // ceiling fills ps.scratch with the most q's groups could ever get: per
@@ -420,22 +373,8 @@ func (p *Pending) attempt(q *pqueue) bool {
 			e.where = skipped
 			q.skip = append(q.skip, e)
 		}
-		if v == transient && head {
-			q.ahead = e
-			if q.headKey != e.g.Key {
-				q.headKey, q.headSince = e.g.Key, ps.now
-			}
-			// A head refused only because its members cannot be placed
-			// reserves its queue, and the room it needs, only when it could
-			// be placed on the cluster's empty nodes; otherwise holding
-			// anything for it would hold it for nothing.
-			if th := ps.o.StarvationThreshold; th >= 0 && ps.now.Sub(q.headSince) >= th &&
-				(d.Check != CheckPlacement || ps.o.Placement.Reserve(e.g)) {
-				q.stop = Decision{Check: CheckReserved, Queue: q.name, Behind: e.g.Key, Since: q.headSince}
-				q.stopGen = ps.gen
-				q.done = true
-				return false
-			}
+		if v == transient && head && p.guardHead(q, e, d) {
+			return false
 		}
 		if q.refused > q.budget {
 			q.done = true
@@ -446,39 +385,49 @@ func (p *Pending) attempt(q *pqueue) bool {
 	return false
 }
 
-// evaluate runs checks 3-6 for e, a ready group of the healthy open queue q;
-// head says whether no group ahead of it in q was refused by checks 3-5.
-// A group refused by checks 3-5 is evaluated again counting what preemption
-// of its queue's lower-priority groups would free, when Preemptible is set.
+// guardHead makes e, refused for room at the head of q, q's head: its
+// starvation clock starts when it is new there. Once it has waited
+// StarvationThreshold, the guard reserves q for it (CheckReserved) and
+// guardHead reports true: q admits nothing more in the pass.
+func (p *Pending) guardHead(q *pqueue, e *entry, d Decision) bool {
+	ps := &p.pass
+	q.ahead = e
+	if q.headKey != e.g.Key {
+		q.headKey, q.headSince = e.g.Key, ps.now
+	}
+	if th := ps.o.StarvationThreshold; th < 0 || ps.now.Sub(q.headSince) < th {
+		return false
+	}
+	// A head refused only because its members cannot be placed reserves
+	// its queue, and the room it needs, only when it could be placed on
+	// the cluster's empty nodes; otherwise holding anything for it would
+	// hold it for nothing.
+	if d.Check == CheckPlacement && !ps.o.Placement.Reserve(e.g) {
+		return false
+	}
+	q.stop = Decision{Check: CheckReserved, Queue: q.name, Behind: e.g.Key, Since: q.headSince}
+	q.stopGen = ps.gen
+	q.done = true
+	return true
+}
+
+// evaluate runs the group checks for e, a ready group of the healthy open
+// queue q; head says whether no group ahead of it in q was refused for room
+// (a transient verdict). A group refused for room is evaluated again
+// counting what preemption of its queue's lower-priority groups would free,
+// when Preemptible is set.
 func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps := &p.pass
 	ps.pre = growInt64s(ps.pre, ps.r)
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
-	// A group within its share refused for room (lend.go): its queue lends
-	// to none of its own groups; and when the cluster is short of room in
-	// sum, or the group could not count what reclaim takes back from a
-	// loan, nothing is lent at all. The plain try's reason, not the
-	// preemption try's: a group above its share refused for placement
-	// with preemption's room is not waiting for idle room.
-	if v == transient && (d.Check == CheckCluster || d.Check == CheckPlacement) {
-		q.wants = true
-		if d.Check == CheckCluster || ps.waived || e.g.freeRoomOnly(ps.now) {
-			ps.roomWanted = true
-		}
-	}
+	p.noteRoomWanted(e, q, d, v)
 	if v != transient || ps.o.Preemptible == nil || e.g.freeRoomOnly(ps.now) {
 		return d, v
 	}
 	// Groups admitted earlier in the pass by counting preemption are in
 	// the queue's inflight already, so the same room is not promised twice.
-	freed := false
-	for k, amt := range ps.o.Preemptible(q.name, e.g.Priority) {
-		if i, ok := p.rindex[k]; ok && amt > 0 {
-			ps.pre[i], freed = amt, true
-		}
-	}
-	if !freed {
+	if !p.countPreemptible(e, q) {
 		return d, v
 	}
 	// Refused again, by placement: that is the reason the user can act on
@@ -489,148 +438,68 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	return d, v
 }
 
-// evaluateWith is evaluate's one try: with ps.pre counted as free in the
-// queue, its ancestors and the cluster (the preemption try), or, with ps.pre
-// empty, with what reclaim frees for a group entitled to it.
+// noteRoomWanted records, for lending (lend.go), a group refused for room by
+// the cluster or placement check in the plain try. Its queue lends to none
+// of its own groups; and when the cluster is short of room in sum, or the
+// group could not count what reclaim takes back from a loan (it took the
+// head exception, or is in its window of free room only), nothing is lent
+// at all. The plain try's reason, not the preemption try's: a group above
+// its share refused for placement with preemption's room is not waiting for
+// idle room.
+func (p *Pending) noteRoomWanted(e *entry, q *pqueue, d Decision, v verdict) {
+	ps := &p.pass
+	if v != transient || (d.Check != CheckCluster && d.Check != CheckPlacement) {
+		return
+	}
+	q.wants = true
+	if d.Check == CheckCluster || ps.waived || e.g.freeRoomOnly(ps.now) {
+		ps.roomWanted = true
+	}
+}
+
+// countPreemptible fills ps.pre with what preemption of q's groups below
+// e's priority frees (Options.Preemptible), by resource position, and
+// reports whether it frees anything.
+func (p *Pending) countPreemptible(e *entry, q *pqueue) bool {
+	ps := &p.pass
+	freed := false
+	for k, amt := range ps.o.Preemptible(q.name, e.g.Priority) {
+		if i, ok := p.rindex[k]; ok && amt > 0 {
+			ps.pre[i], freed = amt, true
+		}
+	}
+	return freed
+}
+
+// evaluateWith is evaluate's one try of the group checks (checks.go): with
+// ps.pre counted as free in the queue, its ancestors and the cluster (the
+// preemption try), or, with ps.pre empty, with what reclaim frees for a
+// group entitled to it. It reports the first refusal, or the admission.
 func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps := &p.pass
-	r := ps.r
-	node := q.node
 	ps.waived = false
-	name := func(l int) string { return ps.s.tree.specs[l].Name }
-	refuse := func(c Check, l int, a amount, avail int64, perm bool) (Decision, verdict) {
-		d := Decision{Check: c, Queue: q.name, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0), Permanent: perm}
-		if l >= 0 {
-			d.Queue = name(l)
-		}
-		if perm {
-			return d, permanent
-		}
-		return d, transient
+	c := candidate{e: e, q: q, head: head}
+	if d, v := p.checkRequestCanFit(&c); v != admit {
+		return d, v
 	}
-
-	// A request that can never fit is reported as such, whatever else fails,
-	// against the tightest limit and where it comes from: the cluster, or the
-	// highest queue that sets it (real capabilities only shrink downwards).
-	for _, a := range e.req {
-		lim, at := ps.ceil[a.r], -1
-		for l := node; l >= 0; l = ps.parent[l] {
-			if c := ps.realCap[l*r+int(a.r)]; c < lim || (at >= 0 && c == lim) {
-				lim, at = c, l
-			}
-		}
-		if a.v > lim {
-			if at < 0 {
-				return refuse(CheckCluster, -1, a, lim, true)
-			}
-			return refuse(CheckCapability, at, a, lim, true)
-		}
+	p.countEvictionRoom(&c)
+	if d, v := p.checkCapability(&c); v != admit {
+		return d, v
 	}
-	// (3) real capability of the queue and its ancestors. At an ancestor,
-	// what reclaim can take back from queues off the group's path inside
-	// the ancestor's subtree counts as room (fillFreeable): otherwise a
-	// child starved under its parent's capability by a sibling above its
-	// deserved share is never admitted, and reclaim never runs for it.
-	// The preemption try (evaluate's second) counts no reclaim: CalderaReclaim
-	// runs one plan or the other, so a group passing only with both would be
-	// admitted and never placed, holding its queue's room meanwhile.
-	preempting := slices.ContainsFunc(ps.pre, func(v int64) bool { return v > 0 })
-	reclaimed := p.fillFreeable(e, node, !preempting)
-	for l := node; l >= 0; l = ps.parent[l] {
-		for _, a := range e.req {
-			i := l*r + int(a.r)
-			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r]-ps.freeable[i], 0)
-			if !fits(used, a.v, ps.realCap[i]) {
-				return refuse(CheckCapability, l, a, ps.realCap[i]-used, false)
-			}
-		}
+	if d, v := p.checkFairShare(&c); v != admit {
+		return d, v
 	}
-	// (4) deserved shares: the queue's own part, the queue, its ancestors.
-	waived := false
-	level := func(l int, des, al, in []int64, own bool) (Decision, bool) {
-		b := l * r
-		if head {
-			for _, a := range e.req {
-				if a.v > des[b+int(a.r)] {
-					waived = true
-					return Decision{}, true
-				}
-			}
-		}
-		for _, a := range e.req {
-			if swap(ps.pre, a) {
-				continue
-			}
-			i := b + int(a.r)
-			used := satAdd(al[i], in[i]) - ps.pre[a.r]
-			if !own {
-				used -= ps.freeable[i]
-			}
-			used = max(used, 0)
-			if !fits(used, a.v, des[i]) {
-				d, _ := refuse(CheckFairness, l, a, des[i]-used, false)
-				return d, false
-			}
-		}
-		return Decision{}, true
+	ps.waived = c.waived
+	if d, v := p.checkClusterRoom(&c); v != admit {
+		return d, v
 	}
-	if ps.hasKids[node] {
-		if d, ok := level(node, ps.selfDes, ps.selfAl, ps.selfIn, true); !ok {
-			return d, transient
-		}
+	if d, v := p.checkPlacement(&c); v != admit {
+		return d, v
 	}
-	for l := node; l >= 0; l = ps.parent[l] {
-		if d, ok := level(l, ps.deserved, ps.alloc, ps.infl, false); !ok {
-			return d, transient
-		}
+	if d, v := p.checkQuota(&c); v != admit {
+		return d, v
 	}
-	ps.waived = waived
-	// (5) cluster idle, on the requested resources only; a group within its
-	// deserved share may also count what reclaim can take back, or, in the
-	// preemption try, what preemption frees.
-	plan := PlanNone
-	if reclaimed {
-		plan = PlanReclaim
-	}
-	freeOnly := e.g.freeRoomOnly(ps.now)
-	// onPlan: the admission counts room only evictions free (Decision.OnPlan).
-	onPlan := preempting || reclaimed
-	for _, a := range e.req {
-		lim := ps.ceil[a.r]
-		onPlan = onPlan || !fits(ps.cused[a.r], a.v, lim)
-		switch {
-		case preempting:
-			lim = satAdd(lim, ps.pre[a.r])
-			if ps.pre[a.r] > 0 {
-				plan = PlanPreempt
-			}
-		case !waived && !freeOnly:
-			lim = satAdd(lim, ps.reclaim[a.r])
-			if ps.reclaim[a.r] > 0 {
-				plan = PlanReclaim
-			}
-		}
-		if !fits(ps.cused[a.r], a.v, lim) {
-			return refuse(CheckCluster, -1, a, lim-ps.cused[a.r], false)
-		}
-	}
-	// (7, before 6: the quota callback counts what it answers yes to)
-	// the members can be placed on the nodes' free room, or on the room
-	// a plan the group is entitled to frees.
-	if ps.o.Placement != nil {
-		d, ok, needed := p.placeable(e, plan)
-		if !ok {
-			return d, transient
-		}
-		onPlan = onPlan || needed
-	}
-	// (6) namespace quota.
-	if ps.o.Quota != nil {
-		if ok, msg := ps.o.Quota(e.g); !ok {
-			return Decision{Check: CheckQuota, Queue: q.name, Detail: msg}, personal
-		}
-	}
-	return Decision{Admitted: true, HeadException: waived, Queue: q.name, OnPlan: onPlan}, admit
+	return Decision{Admitted: true, HeadException: c.waived, Queue: q.name, OnPlan: c.onPlan}, admit
 }
 
 // apply admits e: its request joins the inflight of its queue, the queue's

@@ -11,27 +11,30 @@ import (
 // one it failed.
 type Check uint8
 
-// Admission checks, in the order they are evaluated.
+// Admission checks, in the order they are evaluated, except that
+// CheckPlacement is evaluated before CheckQuota (the quota callback counts
+// what it agrees to). Each check's method in checks.go says what it refuses
+// and why.
 const (
 	// CheckNone: admitted, or not evaluated yet.
 	CheckNone Check = iota
-	// CheckMembers (1): fewer member pods exist than minMember.
+	// CheckMembers: fewer member pods exist than minMember.
 	CheckMembers
-	// CheckQueueMissing (2): the group's queue does not exist.
+	// CheckQueueMissing: the group's queue does not exist.
 	CheckQueueMissing
-	// CheckQueueBroken (2): the queue has a tree Problem.
+	// CheckQueueBroken: the queue has a tree Problem.
 	CheckQueueBroken
-	// CheckQueueClosed (2): the queue is Closed.
+	// CheckQueueClosed: the queue is Closed.
 	CheckQueueClosed
-	// CheckCapability (3): the queue or an ancestor would exceed its real capability.
+	// CheckCapability: the queue or an ancestor would exceed its real capability.
 	CheckCapability
-	// CheckFairness (4): the queue or an ancestor would exceed its deserved share.
+	// CheckFairness: the queue or an ancestor would exceed its deserved share.
 	CheckFairness
-	// CheckCluster (5): the cluster's idle resources (overcommitted) do not cover it.
+	// CheckCluster: the cluster's idle resources (overcommitted) do not cover it.
 	CheckCluster
-	// CheckQuota (6): the namespace's ResourceQuota refuses it.
+	// CheckQuota: the namespace's ResourceQuota refuses it.
 	CheckQuota
-	// CheckPlacement (7): the members cannot be placed together on the
+	// CheckPlacement: the members cannot be placed together on the
 	// nodes' free room (Options.Placement).
 	CheckPlacement
 	// CheckReserved: the starvation guard holds the queue for the group at its head.

@@ -61,37 +61,45 @@
 // A group (a gang, or a singleton pod) waits in a Pending until an admission
 // pass admits it; its pods are kept out of the scheduling queue until then.
 // Its Request is the group's minimum: minResources, else the sum of the
-// minMember smallest members' requests. Admit admits a group when:
+// minMember smallest members' requests. Admit admits a group when it passes
+// these checks, in this order (a refusal names the Check it failed):
 //
-//  1. enough member pods exist (groups that lack members sit outside the pass);
-//  2. its queue exists, has no tree problem and is open;
-//  3. for its queue and every ancestor: allocated + inflight + request <= real
-//     capability, on the resources the group requests;
-//  4. for its queue and every ancestor: allocated + inflight + request <=
-//     deserved (Volcano proportion's allocatable rule). A group whose request
-//     alone exceeds a deserved share could never pass: at the head of its queue
-//     it is exempt from that level of the check, if every other check holds;
-//  5. for every resource it requests: cluster used + every queue's inflight +
-//     request <= allocatable x overcommit factor;
-//  6. the optional namespace quota callback agrees;
-//  7. with Options.Placement, the group's members can be placed together on
-//     the nodes' free room (evaluated before 6, whose callback counts what it
-//     agrees to). Aggregate checks cannot see fragmentation: five 3-cpu
-//     members fit 16 free cpu but not four 4-cpu nodes.
+//   - members (CheckMembers): enough member pods exist (groups that lack
+//     members sit outside the pass);
+//   - queue (CheckQueueMissing, CheckQueueBroken, CheckQueueClosed): its
+//     queue exists, has no tree problem and is open;
+//   - capability (CheckCapability): for its queue and every ancestor,
+//     allocated + inflight + request <= real capability, on the resources
+//     the group requests;
+//   - fair share (CheckFairness): for its queue and every ancestor,
+//     allocated + inflight + request <= deserved (Volcano proportion's
+//     allocatable rule). A group whose request alone exceeds a deserved
+//     share could never pass: at the head of its queue it is exempt from
+//     that level of the check (the head exception), if every other check
+//     holds;
+//   - cluster (CheckCluster): for every resource it requests, cluster used +
+//     every queue's inflight + request <= allocatable x overcommit factor;
+//   - placement (CheckPlacement): with Options.Placement, the group's
+//     members can be placed together on the nodes' free room. Aggregate
+//     checks cannot see fragmentation: five 3-cpu members fit 16 free cpu
+//     but not four 4-cpu nodes;
+//   - quota (CheckQuota): the optional namespace quota callback agrees. It
+//     comes last because the callback counts what it agrees to.
 //
 // With Options.Reclaim, a group within its own queue's deserved share counts
-// as room what reclaim can take back: in check 5 what every reclaimable queue
-// holds above what it keeps (deserved, or its guarantee), and in checks 3 and
-// 4 at each ancestor what the queues of that ancestor's subtree off the
-// group's path hold above it. Without the latter a child starved under its
-// parent's capability by a sibling above its deserved share (parent 8 cpu,
-// weights 1 and 3, 4 and 4 held) would be refused at the parent forever, and
-// since unadmitted pods never reach PostFilter, reclaim would never run.
-// With Options.Preemptible, a group refused is tried again counting what
-// preemption frees in its own queue, and then counting nothing from reclaim:
-// the scheduler runs one plan or the other for a group, never both. Check 7
-// is asked about the free room first and, when the try counted reclaim or
-// preemption room, again with that plan's room added (Plan).
+// as room what reclaim can take back: in the cluster check what every
+// reclaimable queue holds above what it keeps (deserved, or its guarantee),
+// and in the capability and fair-share checks at each ancestor what the
+// queues of that ancestor's subtree off the group's path hold above it.
+// Without the latter a child starved under its parent's capability by a
+// sibling above its deserved share (parent 8 cpu, weights 1 and 3, 4 and 4
+// held) would be refused at the parent forever, and since unadmitted pods
+// never reach PostFilter, reclaim would never run. With Options.Preemptible,
+// a group refused is tried again counting what preemption frees in its own
+// queue, and then counting nothing from reclaim: the scheduler runs one plan
+// or the other for a group, never both. The placement check asks about the
+// free room first and, when the try counted reclaim or preemption room, again
+// with that plan's room added (Plan).
 //
 // "Inflight" is what admitted groups still need beyond what they hold. An
 // admission adds the request to the inflight of its queue, its ancestors and
@@ -100,18 +108,18 @@
 // The pass visits queues by priority, then by lowest share counting what it
 // has admitted so far, one admission per visit: queues of equal priority take
 // turns, and the queue furthest below its deserved share goes first. Within a
-// queue, groups go by priority, creation time and key. A refused group does not
-// stop its queue: up to Options.Lookahead refused groups per queue are looked
-// past, so small groups flow around a large one. A queue's head is its first
-// group, not counting groups refused for reasons of their own (namespace
-// quota, a request that can never fit): only the head may use the exception of
-// check 4, and the starvation guard protects it. Once it has waited at the
-// head for StarvationThreshold (measured from the first pass that found it
-// there), the queue is reserved for it: nothing behind it is admitted until it
-// is. A group whose request alone exceeds a real capability or the cluster's
-// overcommitted allocatable can only be admitted after a spec or cluster
-// change, so it is set aside until those limits rise: it neither blocks nor
-// reserves its queue.
+// queue, groups go by priority, creation time and key. A refused group does
+// not stop its queue: up to Options.Lookahead refused groups per queue are
+// looked past, so small groups flow around a large one. A queue's head is its
+// first group, not counting groups refused for reasons of their own
+// (namespace quota, a request that can never fit): only the head may use the
+// head exception of the fair-share check, and the starvation guard protects
+// it. Once it has waited at the head for StarvationThreshold (measured from
+// the first pass that found it there), the queue is reserved for it: nothing
+// behind it is admitted until it is. A group whose request alone exceeds a
+// real capability or the cluster's overcommitted allocatable can only be
+// admitted after a spec or cluster change, so it is set aside until those
+// limits rise: it neither blocks nor reserves its queue.
 //
 // Why look past refused groups, and why only a few: stopping a queue at its
 // first refusal (strict head-of-line, Lookahead < 0) would leave small groups
@@ -121,25 +129,26 @@
 // O(pending) when the cluster is full, which is the common case. Within a
 // pass, limits only tighten (each admission adds inflight; deserved and
 // capabilities are fixed), so a refused group stays refused until the next
-// pass and is never examined twice; and past a few refusals the next group
-// is unlikely to fit either. So each queue's scan stops after Lookahead
+// pass and is never examined twice; and past a few refusals the next group is
+// unlikely to fit either. So each queue's scan stops after Lookahead
 // refusals, and a pass touches O(admitted + queues x Lookahead) groups,
-// whatever the number pending. A fairness refusal (check 4) is no more
-// per-group than the others: a smaller group may fit the remaining share, so
-// it is looked past like a capability or cluster refusal. Groups the pass did
-// not reach report the reason their queue stopped ("waiting behind ns/x").
+// whatever the number pending. A fair-share refusal (CheckFairness) is no
+// more per-group than the others: a smaller group may fit the remaining
+// share, so it is looked past like a capability or cluster refusal. Groups
+// the pass did not reach report the reason their queue stopped ("waiting
+// behind ns/x").
 //
 // The starvation clock belongs to the head: it starts at the first pass that
 // finds a group at the head and refuses it, and restarts when another group
 // becomes the head (a higher-priority group arriving overtakes it; a group
 // ahead of it being admitted or deleted hands it the head with a new clock).
 // The guard reserves the queue, not the cluster: other queues keep admitting.
-// Except for a head refused by check 7: its queue is reserved only when
-// Placement.Reserve can place it on the cluster's empty nodes, and then the
-// nodes it needs are held for it too (nothing new, from any queue, is
-// admitted onto them) until it is admitted or its clock restarts. Before
-// that point a gang refused by check 7 holds nothing and work behind it that
-// fits is admitted (backfill).
+// Except for a head refused by the placement check: its queue is reserved
+// only when Placement.Reserve can place it on the cluster's empty nodes, and
+// then the nodes it needs are held for it too (nothing new, from any queue,
+// is admitted onto them) until it is admitted or its clock restarts. Before
+// that point a gang refused by the placement check holds nothing and work
+// behind it that fits is admitted (backfill).
 //
 // # Driving it from a cache
 //

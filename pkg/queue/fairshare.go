@@ -100,24 +100,31 @@ func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
 	if t == nil {
 		t = BuildTree(nil)
 	}
-	s := &Shares{tree: t, index: map[string]int{}}
-	addNames := func(l resources.List) {
-		for k := range l {
-			if _, ok := s.index[k]; !ok {
-				s.index[k] = 0
-				s.names = append(s.names, k)
-			}
-		}
+	s := newShares(t, total, usage)
+	selfDemand := s.addUsage(usage)
+	s.sumSubtrees(selfDemand)
+	s.divideLevels(selfDemand)
+	r := s.r
+	for _, i := range t.order {
+		s.share[i] = shareOf(s.alloc[i*r:(i+1)*r], nil, s.deserved[i*r:(i+1)*r])
 	}
-	addNames(total)
+	return s
+}
+
+// newShares returns the Shares of t with every resource name that total,
+// usage or the specs mention, in name order, and its per-queue amounts
+// allocated (zero).
+func newShares(t *Tree, total resources.List, usage map[string]Usage) *Shares {
+	s := &Shares{tree: t, index: map[string]int{}}
+	s.addNames(total)
 	for _, u := range usage {
-		addNames(u.Allocated)
-		addNames(u.Inflight)
-		addNames(u.Pending)
+		s.addNames(u.Allocated)
+		s.addNames(u.Inflight)
+		s.addNames(u.Pending)
 	}
 	for _, sp := range t.specs {
-		addNames(sp.Capability)
-		addNames(sp.Guarantee)
+		s.addNames(sp.Capability)
+		s.addNames(sp.Guarantee)
 	}
 	sort.Strings(s.names)
 	for i, k := range s.names {
@@ -136,8 +143,28 @@ func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
 	s.deserved, s.realCap, s.alloc, s.inflight = next(), next(), next(), next()
 	s.demand, s.selfDeserved, s.selfAlloc, s.selfInflight = next(), next(), next(), next()
 	s.share = make([]float64, n)
+	return s
+}
 
-	selfDemand := make([]int64, n*r)
+// addNames adds the resource names of l that s does not know yet, before
+// newShares sorts them.
+func (s *Shares) addNames(l resources.List) {
+	for k := range l {
+		if _, ok := s.index[k]; !ok {
+			s.index[k] = 0
+			s.names = append(s.names, k)
+		}
+	}
+}
+
+// addUsage records what each healthy queue's own groups hold and still
+// need, and returns each queue's own demand: that, plus what its groups ask
+// for when the queue is open (a closed queue's pending work cannot be
+// admitted, so it claims no share). Every queue's inflight, known or not,
+// counts in the cluster's.
+func (s *Shares) addUsage(usage map[string]Usage) []int64 {
+	t, r := s.tree, s.r
+	selfDemand := make([]int64, len(t.specs)*r)
 	for name, u := range usage {
 		for k, v := range u.Inflight {
 			ri := s.index[k]
@@ -163,13 +190,20 @@ func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
 			selfDemand[j] = satAdd(selfDemand[j], satAdd(s.selfAlloc[j], s.selfInflight[j]))
 		}
 	}
-	// Subtree sums: children come after their parent in t.order, so walking it
-	// backwards finishes every child before its parent.
+	return selfDemand
+}
+
+// sumSubtrees sets each healthy queue's allocated, inflight and demand to
+// its own plus its descendants'.
+func (s *Shares) sumSubtrees(selfDemand []int64) {
+	t, r := s.tree, s.r
 	for _, i := range t.order {
 		copy(s.alloc[i*r:(i+1)*r], s.selfAlloc[i*r:(i+1)*r])
 		copy(s.inflight[i*r:(i+1)*r], s.selfInflight[i*r:(i+1)*r])
 		copy(s.demand[i*r:(i+1)*r], selfDemand[i*r:(i+1)*r])
 	}
+	// Children come after their parent in t.order, so walking it backwards
+	// finishes every child before its parent.
 	for k := len(t.order) - 1; k >= 0; k-- {
 		i := t.order[k]
 		p := t.parent[i]
@@ -182,7 +216,13 @@ func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
 			s.demand[p*r+j] = satAdd(s.demand[p*r+j], s.demand[i*r+j])
 		}
 	}
+}
 
+// divideLevels divides the total among the top-level queues, then each
+// queue's deserved share among its children (and its own groups), parents
+// before children; a leaf's own groups deserve all of its share.
+func (s *Shares) divideLevels(selfDemand []int64) {
+	t, r := s.tree, s.r
 	d := divider{s: s, selfDemand: selfDemand}
 	d.level(t.top, -1, s.total, s.total)
 	for _, i := range t.order {
@@ -192,10 +232,6 @@ func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
 			copy(s.selfDeserved[i*r:(i+1)*r], s.deserved[i*r:(i+1)*r])
 		}
 	}
-	for _, i := range t.order {
-		s.share[i] = shareOf(s.alloc[i*r:(i+1)*r], nil, s.deserved[i*r:(i+1)*r])
-	}
-	return s
 }
 
 // divider holds the scratch space of one Divide.
@@ -399,7 +435,7 @@ func FormatShare(share float64) string {
 // swap reports whether preemption within the group's queue frees at least
 // what the group asks of resource a: the group then takes the place of the
 // queue's lower-priority pods, and neither the queue nor its ancestors grow,
-// so their deserved share does not stand in its way. (Capability, check 3,
+// so their deserved share does not stand in its way. (The capability check
 // keeps counting what preemption frees as before: a queue over its
 // capability must not admit more, swap or not.) A queue
 // above its deserved share (one that is not reclaimable, say) must still run

@@ -1,12 +1,13 @@
 package queue
 
-// Placement is the optional admission check 7: whether a group's members can
-// be placed together on the nodes, not only in the cluster's aggregate. The
-// aggregate checks cannot see fragmentation: five 3-cpu members fit 16 free
-// cpu in sum but not four 4-cpu nodes, and such a gang, once admitted, would
-// hold its room in every queue's and the cluster's inflight while it fails
-// to place, keeping out work that fits. The cache implements it over its
-// per-node free room with pkg/placement's first-fit-decreasing.
+// Placement is the optional placement check (CheckPlacement, checkPlacement):
+// whether a group's members can be placed together on the nodes, not only in
+// the cluster's aggregate. The aggregate checks cannot see fragmentation:
+// five 3-cpu members fit 16 free cpu in sum but not four 4-cpu nodes, and
+// such a gang, once admitted, would hold its room in every queue's and the
+// cluster's inflight while it fails to place, keeping out work that fits. The
+// cache implements it over its per-node free room with pkg/placement's
+// first-fit-decreasing.
 //
 // Within a pass the implementation keeps its own working room: the groups
 // it is asked to Commit take their room there, so later checks of the same
@@ -28,7 +29,8 @@ type Placement interface {
 	Reserve(g Group) bool
 }
 
-// Plan is the eviction plan whose room check 7 may count for a group.
+// Plan is the eviction plan whose room the placement check may count for a
+// group.
 type Plan uint8
 
 const (
@@ -40,28 +42,6 @@ const (
 	// PlanPreempt: plus what the group's queue holds below its priority.
 	PlanPreempt
 )
-
-// placeable runs check 7 for e. plan is the plan the group counted in
-// checks 3-5 (or whose room exists); the plain free room is tried first,
-// and needed says the group fits only with the plan's room.
-// Reclaim and preemption are separate plans (CalderaReclaim tries one, then
-// the other, never both for one group), so their rooms are never added.
-func (p *Pending) placeable(e *entry, plan Plan) (d Decision, ok, needed bool) {
-	pl := p.pass.o.Placement
-	fit, want := pl.Check(e.g, PlanNone)
-	if fit >= want {
-		return Decision{}, true, false
-	}
-	d = Decision{Check: CheckPlacement, Queue: e.q.name, Members: int32(fit), MinMember: int32(want)}
-	if plan != PlanNone {
-		if fit2, want2 := pl.Check(e.g, plan); fit2 >= want2 {
-			return Decision{}, true, true
-		} else {
-			d.Members, d.MinMember, d.Detail = int32(fit2), int32(want2), "with the room reclaim and preemption can free"
-		}
-	}
-	return d, false, false
-}
 
 // prepareReclaimable fills, per healthy reclaimable queue, what its own
 // groups hold above what they keep (max of their deserved part and the
@@ -103,18 +83,18 @@ func (p *Pending) prepareReclaimable() {
 	}
 }
 
-// fillFreeable sets ps.freeable[l*r+j], for each level l from e's queue up
-// to the top, to what reclaim can take back inside l's subtree from queues
-// off the group's own path: what its queue's siblings (and its ancestors'
+// fillFreeable sets ps.freeable[l*r+j], for each level l from e's queue up to
+// the top, to what reclaim can take back inside l's subtree from queues off
+// the group's own path: what its queue's siblings (and its ancestors'
 // siblings, and their descendants) hold above what they keep. Reclaiming it
-// lowers l's allocated, so checks 3 and 4 at l count it as room. Only a
-// group within its own queue's deserved share is entitled to it, as reclaim
-// itself requires (reclaim.Decide). The queue's own level and its path's
-// own groups are never counted: reclaim does not take from the group's own
-// queue, and whether it would take from an ancestor's own groups is not
-// assumed. Nothing is counted in a preemption try (reclaim false): that
-// plan takes only from the group's own queue. Reports whether anything was
-// counted.
+// lowers l's allocated, so the capability and fair-share checks at l count it
+// as room. Only a group within its own queue's deserved share is entitled to
+// it, as reclaim itself requires (reclaim.Decide). The queue's own level and
+// its path's own groups are never counted: reclaim does not take from the
+// group's own queue, and whether it would take from an ancestor's own groups
+// is not assumed. Nothing is counted in a preemption try (reclaim false):
+// that plan takes only from the group's own queue. Reports whether anything
+// was counted.
 func (p *Pending) fillFreeable(e *entry, node int, reclaim bool) bool {
 	ps := &p.pass
 	r := ps.r

@@ -59,8 +59,8 @@ func TestAdmitChildReclaimsSiblingUnderParentCapability(t *testing.T) {
 	}
 }
 
-// fakePlacement answers check 7 from a table: how many members of a group
-// fit, per key, plain and with a plan.
+// fakePlacement answers the placement check from a table: how many members of
+// a group fit, per key, plain and with a plan.
 type fakePlacement struct {
 	fit, planFit map[string]int
 	reservable   map[string]bool
@@ -203,8 +203,8 @@ func TestAdmitPlacementWithPlan(t *testing.T) {
 // from another queue, is refused. No plan CalderaReclaim runs frees both,
 // so once admitted it could never be placed, and it would hold its
 // queue's share (a singleton is never released) while the queue's groups
-// that reclaim could place wait behind it. Check 7 is asked about one plan
-// at a time.
+// that reclaim could place wait behind it. The placement check is asked
+// about one plan at a time.
 func TestAdmitDoesNotCombineReclaimAndPreemption(t *testing.T) {
 	cpu := func(v int64) resources.List { return resources.List{resources.CPU: v} }
 	hi := grp("b/hi", "b", 0, cpu(8000))
@@ -239,7 +239,7 @@ func TestAdmitDoesNotCombineReclaimAndPreemption(t *testing.T) {
 	}
 	for _, pl := range f.plans {
 		if pl == PlanPreempt {
-			t.Errorf("check 7 asked with the preemption plan %v: no try should have reached it", f.plans)
+			t.Errorf("the placement check asked with the preemption plan %v: no try should have reached it", f.plans)
 		}
 	}
 }

@@ -2,36 +2,36 @@ package queue
 
 // Lending idle room: the pass's last step (Options.Lend).
 //
-// Check 4 keeps every queue within its deserved share, which is fair but not
-// work-conserving: when the queues below their share hold only groups larger
-// than what is left of it (a 64-cpu gang in a queue with 40 cpu to go), the
-// cluster's idle room waits for their own work to finish, while other queues
-// have groups that would fit it now. Lending admits those groups on the idle
-// room after the pass has served every group entitled to it. The borrower's
-// queue then holds more than its deserved share, which is exactly what
-// reclaim takes back: a group that later comes within its share counts the
-// loan as reclaimable room (check 5) and its reclaim plan evicts it. So a
-// loan costs the borrower an eviction, never a lender its share, and it is
-// made only where that can work: reclaim runs and the borrower's queue is
-// reclaimable.
+// The fair-share check keeps every queue within its deserved share, which is
+// fair but not work-conserving: when the queues below their share hold only
+// groups larger than what is left of it (a 64-cpu gang in a queue with 40 cpu
+// to go), the cluster's idle room waits for their own work to finish, while
+// other queues have groups that would fit it now. Lending admits those groups
+// on the idle room after the pass has served every group entitled to it. The
+// borrower's queue then holds more than its deserved share, which is exactly
+// what reclaim takes back: a group that later comes within its share counts
+// the loan as reclaimable room (in the cluster check) and its reclaim plan
+// evicts it. So a loan costs the borrower an eviction, never a lender its
+// share, and it is made only where that can work: reclaim runs and the
+// borrower's queue is reclaimable.
 
-// lend runs after the queues' turns: it admits groups refused only by check 4
-// onto the cluster's idle room (no reclaim or preemption room counted), one
-// per queue per round, queues in the pass's order, until a round admits
-// nothing. A group within its share that waits for room (refused by checks
-// 5 or 7) limits it two ways. Its own queue borrows nothing: reclaim never
-// takes from the group's own queue, so a loan there would keep it out.
-// And nothing is lent at all when the cluster is short of room in sum
-// (check 5: the group is gathering the room as work finishes, and every
-// loan there would become an eviction when it has gathered enough; on the
-// quality benchmark's trace, whose large gangs wait so, such loans lowered
-// utilization), or when the group could not count reclaim's room (a head
-// exempt from check 4, or a group in its window of free room only). A
-// group refused only for placement (check 7: the room is there in sum but
-// split over nodes) loses nothing to a loan, since check 7 counts a loan
-// as room reclaim takes back for it. Its cost is O(a x (log q +
-// Lookahead)) for a loans and q queues, on groups the pass already
-// examined.
+// lend runs after the queues' turns: it admits groups refused only by the
+// fair-share check (CheckFairness) onto the cluster's idle room (no reclaim
+// or preemption room counted), one per queue per round, queues in the pass's
+// order, until a round admits nothing. A group within its share that waits
+// for room (refused by the cluster or the placement check) limits it two
+// ways. Its own queue borrows nothing: reclaim never takes from the group's
+// own queue, so a loan there would keep it out. And nothing is lent at all
+// when the cluster is short of room in sum (refused by the cluster check: the
+// group is gathering the room as work finishes, and every loan there would
+// become an eviction when it has gathered enough; on the quality benchmark's
+// trace, whose large gangs wait so, such loans lowered utilization), or when
+// the group could not count reclaim's room (a head that took the fair-share
+// check's head exception, or a group in its window of free room only). A
+// group refused only for placement (the room is there in sum but split over
+// nodes) loses nothing to a loan, since the placement check counts a loan as
+// room reclaim takes back for it. Its cost is O(a x (log q + Lookahead)) for
+// a loans and q queues, on groups the pass already examined.
 func (p *Pending) lend() {
 	ps := &p.pass
 	if !ps.o.Lend || !ps.o.Reclaim || ps.roomWanted || ps.plansWaiting > 0 {
@@ -72,8 +72,8 @@ func (p *Pending) lend() {
 	}
 }
 
-// lendOne admits q's first group refused by check 4 that fits the idle room,
-// in the queue's order; it reports whether it admitted one.
+// lendOne admits q's first group refused by the fair-share check that fits
+// the idle room, in the queue's order; it reports whether it admitted one.
 func (p *Pending) lendOne(q *pqueue) bool {
 	ps := &p.pass
 	for i, e := range q.skip {
@@ -110,10 +110,10 @@ func (p *Pending) lendOne(q *pqueue) bool {
 	return false
 }
 
-// mayBorrow says whether e, a group of q the pass refused, may be lent
-// room: refused by check 4, and, when the starvation guard holds q for its
-// head, that head itself (the guard keeps others from overtaking it, and a
-// loan is the head going first).
+// mayBorrow says whether e, a group of q the pass refused, may be lent room:
+// refused by the fair-share check, and, when the starvation guard holds q for
+// its head, that head itself (the guard keeps others from overtaking it, and
+// a loan is the head going first).
 func (p *Pending) mayBorrow(q *pqueue, e *entry) bool {
 	if e.decision.Check != CheckFairness {
 		return false
@@ -126,9 +126,10 @@ func reserved(q *pqueue, gen uint64) bool {
 	return q.stopGen == gen && q.stop.Check == CheckReserved
 }
 
-// evaluateLoan runs the checks other than 4 for e on the idle room only:
-// capability (3) without what reclaim frees, the cluster (5) without reclaim
-// or preemption room, placement (7) on the free nodes, and the quota (6).
+// evaluateLoan runs the checks other than the fair-share check for e on the
+// idle room only: capability without what reclaim frees, the cluster
+// without reclaim or preemption room, placement on the free nodes, and the
+// quota.
 func (p *Pending) evaluateLoan(e *entry, q *pqueue) (Decision, bool) {
 	ps := &p.pass
 	r := ps.r

@@ -55,16 +55,17 @@ func TestAdmitLend(t *testing.T) {
 			}, want: []string{"b/y"}},
 		{name: "not while a group within its share waits for the cluster's room",
 			change: func(w *world, _ *fakePlacement) {
-				// 2 cpu idle; a/mid (4 + 3 <= 8) passes check 4 and is
-				// refused by check 5: it gathers the room as work ends.
+				// 2 cpu idle; a/mid (4 + 3 <= 8) passes the fair-share
+				// check and is refused by the cluster check: it gathers
+				// the room as work ends.
 				w.used = cores(14)
 				w.groups = append(w.groups, grp("a/mid", "a", 2, cores(3)), grp("b/y", "b", 3, cores(2)))
 			}, want: []string{}},
 		{name: "not while a head exempt from its share waits for room",
 			change: func(w *world, _ *fakePlacement) {
 				// a/huge alone exceeds a's 8.5: admitted at the head without
-				// check 4, it counts no reclaim, so it waits for idle room
-				// itself, and nothing is lent.
+				// the fair-share check, it counts no reclaim, so it waits for
+				// idle room itself, and nothing is lent.
 				w.total, w.used = cores(17), cores(14)
 				w.usage["a"] = Usage{Allocated: cores(6)}
 				w.groups = []Group{grp("a/huge", "a", 0, cores(10)), grp("b/y", "b", 1, cores(2))}

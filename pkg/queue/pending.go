@@ -23,7 +23,7 @@ type Group struct {
 	Request resources.List
 	// Members counts the group's member pods that exist and are not finished;
 	// MinMember is how many it needs. The group is ready for admission when
-	// Members >= MinMember (check 1).
+	// Members >= MinMember (else CheckMembers).
 	Members, MinMember int32
 	// FreeRoomUntil: before this time the group is admitted on free room
 	// only, counting nothing that preemption or reclaim would free. Set
@@ -36,7 +36,8 @@ type Group struct {
 // freeRoomOnly: at now, the group may not count eviction room.
 func (g Group) freeRoomOnly(now time.Time) bool { return now.Before(g.FreeRoomUntil) }
 
-// Ready reports whether enough members exist (admission check 1).
+// Ready reports whether enough members exist: the members check
+// (CheckMembers) that keeps a group out of admission passes.
 func (g Group) Ready() bool { return g.Members >= g.MinMember }
 
 // where an entry sits in its queue.

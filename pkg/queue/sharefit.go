@@ -7,16 +7,16 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// ShareFit reports whether a member beyond its gang's minimum may be given
-// to a queue without the queue or an ancestor going above its deserved
-// share: the allocate-time check Volcano's proportion plugin makes for every task
-// (allocated + task <= deserved). Admission keeps a gang's minimum within
-// the deserved shares (check 4); a member above the minimum was never
-// admitted, and placed on idle room past its queue's share it would be
-// taken back by reclaim as soon as another queue's work within its share
-// asks for that room: bound, then evicted. For that check to let an elastic
-// gang alone grow into idle room, its pending members beyond the minimum
-// must be part of its queue's demand when the shares are divided.
+// ShareFit reports whether a member beyond its gang's minimum may be given to
+// a queue without the queue or an ancestor going above its deserved share:
+// the allocate-time check Volcano's proportion plugin makes for every task
+// (allocated + task <= deserved). Admission keeps a gang's minimum within the
+// deserved shares (the fair-share check); a member above the minimum was
+// never admitted, and placed on idle room past its queue's share it would be
+// taken back by reclaim as soon as another queue's work within its share asks
+// for that room: bound, then evicted. For that check to let an elastic gang
+// alone grow into idle room, its pending members beyond the minimum must be
+// part of its queue's demand when the shares are divided.
 //
 // It checks request against the deserved shares of s (the last
 // admission pass) and the current amounts use reports per queue (its own,
@@ -29,10 +29,10 @@ import (
 // the r requested resources.
 //
 // preemptible is what lower-priority pods of the queue hold (nil when
-// preemption is off): a resource it covers is left out, as admission's
-// swap rule leaves it out of check 4, since placing the member by evicting
-// them leaves the queue holding no more. The member may still find free
-// room and bind above the share; admission accepts the same for a group.
+// preemption is off): a resource it covers is left out, as admission's swap
+// rule leaves it out of the fair-share check, since placing the member by
+// evicting them leaves the queue holding no more. The member may still find
+// free room and bind above the share; admission accepts the same for a group.
 func ShareFit(s *Shares, name string, request, preemptible resources.List, use func(queue string) Use) (bool, string) {
 	if s == nil {
 		return true, ""

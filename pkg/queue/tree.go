@@ -117,6 +117,16 @@ type Tree struct {
 // of length 1), or an ancestor with one of these problems. It runs in
 // O(n log n) for n specs.
 func BuildTree(specs []Spec) *Tree {
+	t, dup := newTree(specs)
+	declared := t.declareParents(dup)
+	t.markBrokenPaths(declared)
+	t.link(declared)
+	return t
+}
+
+// newTree returns a Tree of specs sorted by name, the first of each name
+// kept, and reports per kept spec whether its name was given more than once.
+func newTree(specs []Spec) (*Tree, []bool) {
 	sorted := make([]Spec, len(specs))
 	copy(sorted, specs)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -136,9 +146,21 @@ func BuildTree(specs []Spec) *Tree {
 	t.parent = make([]int, n)
 	t.children = make([][]int, n)
 	t.problems = make([]*Problem, n)
+	return t, dup
+}
 
-	// declared is the parent named by the spec: -1 for the root, -2 missing.
-	declared := make([]int, n)
+// What a spec's Parent names, besides a node index (declareParents).
+const (
+	declaredRoot    = -1 // the implicit root
+	declaredMissing = -2 // no known queue
+)
+
+// declareParents records the problems of each queue's own spec (an invalid
+// or duplicated name, a parent that does not exist) and returns the node
+// each spec names as its parent: a node index, declaredRoot or
+// declaredMissing.
+func (t *Tree) declareParents(dup []bool) []int {
+	declared := make([]int, len(t.specs))
 	for i, s := range t.specs {
 		switch {
 		case s.Name == "":
@@ -150,72 +172,100 @@ func BuildTree(specs []Spec) *Tree {
 		}
 		switch p, ok := t.index[s.Parent]; {
 		case s.TopLevel():
-			declared[i] = -1
+			declared[i] = declaredRoot
 		case ok:
 			declared[i] = p
 		default:
-			declared[i] = -2
+			declared[i] = declaredMissing
 			if t.problems[i] == nil {
 				t.problems[i] = &Problem{ProblemParentMissing, fmt.Sprintf("parent queue %q not found", s.Parent)}
 			}
 		}
 	}
+	return declared
+}
 
-	// Walk up from every queue not yet resolved, until a resolved queue, the
-	// root, a queue with a problem of its own, or a queue already on the path
-	// (a cycle). Every queue is walked over once, so this is O(n).
-	const (
-		unvisited uint8 = iota
-		onPath
-		good
-		bad
-	)
-	state := make([]uint8, n)
-	cause := make([]int, n) // for a bad queue: the queue whose own problem it inherits
-	pos := make([]int, n)   // position on the current path
-	var path []int
+// Where markBrokenPaths is with a queue.
+const (
+	walkUnvisited uint8 = iota
+	walkOnPath          // on the path being walked up
+	walkGood            // has a path to the root
+	walkBad             // has a problem of its own or an ancestor's
+)
+
+// pathWalk is the scratch space of markBrokenPaths.
+type pathWalk struct {
+	t        *Tree
+	declared []int
+	state    []uint8
+	cause    []int // for a walkBad queue: the queue whose own problem it inherits
+	pos      []int // position on the current path
+	path     []int
+}
+
+// markBrokenPaths gives every queue without a path to the root a problem: a
+// cycle of parents (ProblemCycle), or an ancestor with a problem
+// (ProblemAncestor). It walks up from every queue not yet resolved; every
+// queue is walked over once, so this is O(n).
+func (t *Tree) markBrokenPaths(declared []int) {
+	n := len(t.specs)
+	w := pathWalk{t: t, declared: declared, state: make([]uint8, n), cause: make([]int, n), pos: make([]int, n)}
 	for i := range n {
-		if state[i] != unvisited {
+		if w.state[i] != walkUnvisited {
 			continue
 		}
-		path = path[:0]
-		cur, broken, root := i, false, -1
-		for {
-			switch {
-			case state[cur] == good:
-			case state[cur] == bad:
-				broken, root = true, cause[cur]
-			case state[cur] == onPath:
-				cycle := path[pos[cur]:]
-				for j, c := range cycle {
-					t.problems[c] = &Problem{ProblemCycle, cycleMessage(t.specs, cycle, j)}
-					state[c], cause[c] = bad, c
-				}
-				path = path[:pos[cur]]
-				broken, root = true, cur
-			case t.problems[cur] != nil:
-				state[cur], cause[cur] = bad, cur
-				broken, root = true, cur
-			case declared[cur] == -1:
-				state[cur] = good
-			default:
-				state[cur], pos[cur] = onPath, len(path)
-				path = append(path, cur)
-				cur = declared[cur]
-				continue
-			}
-			break
-		}
-		for _, k := range path {
+		w.path = w.path[:0]
+		broken, root := w.climb(i)
+		for _, k := range w.path {
 			if broken {
-				state[k], cause[k] = bad, root
+				w.state[k], w.cause[k] = walkBad, root
 				t.problems[k] = &Problem{ProblemAncestor, fmt.Sprintf("ancestor queue %q is unusable: %s", t.specs[root].Name, t.problems[root].Message)}
 			} else {
-				state[k] = good
+				w.state[k] = walkGood
 			}
 		}
 	}
+}
 
+// climb walks up from queue i, putting unresolved queues on w.path, until a
+// resolved queue, the root, a queue with a problem of its own, or a queue
+// already on the path: a cycle, whose queues get ProblemCycle and leave the
+// path. It reports whether the path leads to a queue with a problem, and to
+// which one.
+func (w *pathWalk) climb(i int) (broken bool, root int) {
+	t := w.t
+	cur := i
+	for {
+		switch {
+		case w.state[cur] == walkGood:
+			return false, -1
+		case w.state[cur] == walkBad:
+			return true, w.cause[cur]
+		case w.state[cur] == walkOnPath:
+			cycle := w.path[w.pos[cur]:]
+			for j, c := range cycle {
+				t.problems[c] = &Problem{ProblemCycle, cycleMessage(t.specs, cycle, j)}
+				w.state[c], w.cause[c] = walkBad, c
+			}
+			w.path = w.path[:w.pos[cur]]
+			return true, cur
+		case t.problems[cur] != nil:
+			w.state[cur], w.cause[cur] = walkBad, cur
+			return true, cur
+		case w.declared[cur] == declaredRoot:
+			w.state[cur] = walkGood
+			return false, -1
+		}
+		w.state[cur], w.pos[cur] = walkOnPath, len(w.path)
+		w.path = append(w.path, cur)
+		cur = w.declared[cur]
+	}
+}
+
+// link connects the healthy queues to their parents and children, and
+// orders them parents first (t.order).
+func (t *Tree) link(declared []int) {
+	n := len(t.specs)
 	for i := range n {
 		t.parent[i] = -1
 		if t.problems[i] != nil {
@@ -229,17 +279,17 @@ func BuildTree(specs []Spec) *Tree {
 		}
 	}
 	t.order = make([]int, 0, n)
-	var visit func(int)
-	visit = func(i int) {
-		t.order = append(t.order, i)
-		for _, c := range t.children[i] {
-			visit(c)
-		}
-	}
 	for _, i := range t.top {
-		visit(i)
+		t.appendSubtree(i)
 	}
-	return t
+}
+
+// appendSubtree appends i and its descendants to t.order, depth first.
+func (t *Tree) appendSubtree(i int) {
+	t.order = append(t.order, i)
+	for _, c := range t.children[i] {
+		t.appendSubtree(c)
+	}
 }
 
 // cycleMessage renders the cycle as seen from cycle[start]:

@@ -102,15 +102,45 @@ func waterFill(total uint64, cs []claim, out []uint64, ev []fillEvent) []fillEve
 // sum lo < total < sum hi, where (lo, hi) is (0, claim.lo) when toLo is set and
 // (claim.lo, claim.hi) otherwise; sumLo is the sum of the lower bounds.
 func sweep(total uint64, cs []claim, out []uint64, ev []fillEvent, toLo bool, sumLo uint64) []fillEvent {
-	bounds := func(c claim) (uint64, uint64) {
-		if toLo {
-			return 0, c.lo
+	ev = fillEvents(cs, ev, toLo)
+	pinned, w := fillLevel(total, cs, ev, toLo, sumLo)
+	if w == 0 { // unreachable when sum hi > total; be safe
+		for i, cl := range cs {
+			_, out[i] = claimBounds(cl, toLo)
 		}
-		return c.lo, c.hi
+		return ev
 	}
+	// The level is L = (total-pinned)/w; each share is w_i*L rounded down, clamped.
+	rem := total - pinned
+	for i, cl := range cs {
+		lo, hi := claimBounds(cl, toLo)
+		prod := mul64(cl.w, rem)
+		x := uint64(math.MaxUint64)
+		if prod.hi < w {
+			x, _ = bits.Div64(prod.hi, prod.lo, w)
+		}
+		out[i] = min(max(x, lo), hi)
+	}
+	return ev
+}
+
+// claimBounds is the range a claimant's share must stay within in sweep:
+// (0, c.lo) when the lower bounds themselves are water-filled (toLo), else
+// (c.lo, c.hi).
+func claimBounds(c claim, toLo bool) (lo, hi uint64) {
+	if toLo {
+		return 0, c.lo
+	}
+	return c.lo, c.hi
+}
+
+// fillEvents returns, in ev's space, the breakpoints of the water level
+// where each claimant starts rising from its lower bound and stops at its
+// upper bound, in level order.
+func fillEvents(cs []claim, ev []fillEvent, toLo bool) []fillEvent {
 	ev = ev[:0]
 	for i, c := range cs {
-		lo, hi := bounds(c)
+		lo, hi := claimBounds(c, toLo)
 		ev = append(ev,
 			fillEvent{p: lo, q: c.w, i: int32(i), activate: true},
 			fillEvent{p: hi, q: c.w, i: int32(i)})
@@ -129,41 +159,30 @@ func sweep(total uint64, cs []claim, out []uint64, ev []fillEvent, toLo bool, su
 		}
 		return 0
 	})
-	// Below the level of the next breakpoint, the filled amount is
-	// f(L) = c + w*L: c sums the bounds of the claimants pinned at lo or hi, w
-	// the weights of the ones in between. f is continuous and non-decreasing,
-	// and f(0) = sumLo < total, so c < total holds until the sweep stops.
-	c, w := sumLo, uint64(0)
+	return ev
+}
+
+// fillLevel sweeps the sorted breakpoints ev up to the level where the
+// filled amount reaches total, and returns the filled amount's terms there:
+// below the next breakpoint, f(L) = pinned + w*L, where pinned sums the
+// bounds of the claimants held at lo or hi and w the weights of the ones in
+// between. f is continuous and non-decreasing, and f(0) = sumLo < total, so
+// pinned < total holds until the sweep stops.
+func fillLevel(total uint64, cs []claim, ev []fillEvent, toLo bool, sumLo uint64) (pinned, w uint64) {
+	pinned = sumLo
 	for _, e := range ev {
-		// Stop at the first breakpoint where f reaches total: w*p/q >= total-c.
-		if w > 0 && mul64(w, e.p).cmp(mul64(total-c, e.q)) >= 0 {
+		// Stop at the first breakpoint where f reaches total: w*p/q >= total-pinned.
+		if w > 0 && mul64(w, e.p).cmp(mul64(total-pinned, e.q)) >= 0 {
 			break
 		}
-		lo, hi := bounds(cs[e.i])
+		lo, hi := claimBounds(cs[e.i], toLo)
 		if e.activate {
-			c -= lo
+			pinned -= lo
 			w += cs[e.i].w
 		} else {
-			c += hi
+			pinned += hi
 			w -= cs[e.i].w
 		}
 	}
-	if w == 0 { // unreachable when sum hi > total; be safe
-		for i, cl := range cs {
-			_, out[i] = bounds(cl)
-		}
-		return ev
-	}
-	// The level is L = (total-c)/w; each share is w_i*L rounded down, clamped.
-	rem := total - c
-	for i, cl := range cs {
-		lo, hi := bounds(cl)
-		prod := mul64(cl.w, rem)
-		x := uint64(math.MaxUint64)
-		if prod.hi < w {
-			x, _ = bits.Div64(prod.hi, prod.lo, w)
-		}
-		out[i] = min(max(x, lo), hi)
-	}
-	return ev
+	return pinned, w
 }
