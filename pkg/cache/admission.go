@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -284,7 +285,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		if logAdmitted {
 			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
 		}
-		u.admitted, u.onPlan, u.failedFit = true, o.Decision.OnPlan, false
+		u.admitted, u.onPlan, u.failedFit, u.awaitingRoom = true, o.Decision.OnPlan, false, false
 		if u.gang != nil {
 			u.noteAdmittedSpec(u.gang)
 		}
@@ -323,6 +324,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	for k, p := range c.refusedExtrasFittingLocked() {
 		act[k] = p
 	}
+	maps.Copy(act, c.noteRefusalsLocked(res.Refused))
 	c.recordQueueMetricsLocked()
 	// res belongs to the Pending: read it under the lock.
 	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
@@ -432,6 +434,7 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 		}
 		return true, ""
 	}
+
 	if d, ok := a.pending.Decision(uk); ok {
 		return false, decisionMessage(u, d)
 	}

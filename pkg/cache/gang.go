@@ -118,6 +118,11 @@ const (
 	// queue or an ancestor above its deserved share; the admission pass
 	// activates it when it fits.
 	PreFilterOverShare
+	// PreFilterAwaitingRoom: the pod's unit is refused for capacity and
+	// not admitted (roomwait.go): the pod is Unschedulable until the
+	// admission pass admits it, and its gang is neither started nor
+	// released.
+	PreFilterAwaitingRoom
 )
 
 // PreFilter records the group's first scheduling attempt and checks that it is
@@ -127,6 +132,11 @@ const (
 // gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
+	if waits, why := c.AwaitingRoom(pod); waits {
+		// Before the first attempt is stamped: the gang's timeout runs
+		// from its admission, not from the wait for new nodes.
+		return member, PreFilterAwaitingRoom, why
+	}
 	if !member {
 		code, msg = c.singletonDeficit(pod)
 		return false, code, msg

@@ -571,6 +571,12 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	// gangs it refused as larger than the cluster.
 	var act map[string]*v1.Pod
 	if len(alloc.Exceeding(old)) > 0 {
+		if c.adm.on() {
+			// Room appeared (a node added, say by an autoscaler for
+			// the units waiting for room): admission looks at once,
+			// not at its next period.
+			c.adm.kickLocked()
+		}
 		for key := range c.tooLarge {
 			if g := c.groups[key]; g != nil && g.enqueueable {
 				if act == nil {

@@ -69,6 +69,10 @@ type unit struct {
 	// admission): what a Volcano PodGroup's status shows, so that it
 	// changes only as often as the Event does.
 	noticeMsg string
+	// awaitingRoom: the unit's last refusal was for capacity (roomwait.go):
+	// its pods go through PreEnqueue and are rejected in PreFilter, as
+	// Unschedulable, while it is not admitted.
+	awaitingRoom bool
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
 	// extraDemand is the unit's part of extraQueue's extra demand

@@ -45,6 +45,11 @@ func (w *Writer) tellWaiting(ctx context.Context, a Admission) {
 	if w.cl.Pods == nil {
 		return
 	}
+	if a.AwaitingRoom {
+		// Its pods run scheduling cycles, which mark them Unschedulable:
+		// the reason cluster autoscalers act on, not to be overwritten.
+		return
+	}
 	for _, p := range a.Waiting {
 		if a.Admitted {
 			w.untell(ctx, p)

@@ -85,6 +85,10 @@ type Admission struct {
 	// PodScheduled condition, an admission takes it out.
 	Waiting  []*v1.Pod
 	Admitted bool
+	// AwaitingRoom: a refusal for capacity, whose pods run scheduling
+	// cycles that mark them Unschedulable for cluster autoscalers; their
+	// PodScheduled condition is left to the scheduler.
+	AwaitingRoom bool
 	// Unadmit: remove the admitted-at annotation of a released gang.
 	Unadmit bool
 	// Check is the admission check a refused unit failed.

@@ -28,9 +28,11 @@ type Enqueue struct {
 // admissions is what the plugin reads from the shared cache (*cache.Cache);
 // the plugin's tests give it a fake.
 type admissions interface {
-	// Admitted says whether the pod's group is admitted to its queue, and
+	// MayEnqueue says whether the pod may enter the scheduling queue: its
+	// group is admitted to its queue, or refused only for want of room
+	// (a cycle then marks it Unschedulable, for cluster autoscalers); and
 	// when not, which admission check holds it.
-	Admitted(pod *v1.Pod) (ok bool, msg string)
+	MayEnqueue(pod *v1.Pod) (ok bool, msg string)
 }
 
 var _ admissions = (*cache.Cache)(nil)
@@ -62,7 +64,7 @@ func (e *Enqueue) Name() string { return Name }
 // PreEnqueue keeps a pod out of the active queue until its group is admitted;
 // the status says which admission check failed.
 func (e *Enqueue) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if ok, msg := e.cache.Admitted(pod); !ok {
+	if ok, msg := e.cache.MayEnqueue(pod); !ok {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
 	return nil

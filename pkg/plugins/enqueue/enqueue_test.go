@@ -18,7 +18,7 @@ type fakeAdmissions struct {
 	msg string
 }
 
-func (f fakeAdmissions) Admitted(pod *v1.Pod) (bool, string) {
+func (f fakeAdmissions) MayEnqueue(pod *v1.Pod) (bool, string) {
 	if f.ok[pod.Name] {
 		return true, ""
 	}

@@ -119,6 +119,14 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 // preemption), and CalderaReclaim plans the evictions that free the room.
 func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	member, code, msg := g.cache.PreFilter(pod, time.Now())
+	if code == cache.PreFilterAwaitingRoom {
+		// Refused admission for want of room: Unschedulable, the reason a
+		// cluster autoscaler acts on. Evictions cannot help a unit not
+		// admitted, and PostFilter does not release the gang: it holds
+		// nothing.
+		state.Write(awaitingRoomKey, awaitingRoom{})
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
 	if code == cache.PreFilterCapabilityDeficit {
 		state.Write(deficitKey, deficitRefused{msg: msg})
 		klog.FromContext(ctx).V(4).Info("Member waits for room under its queue's capability", "pod", klog.KObj(pod), "reason", msg)
@@ -133,6 +141,14 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
+
+// awaitingRoomKey marks a cycle whose pod PreFilter refused because its
+// unit was refused admission for capacity: PostFilter leaves the gang be.
+const awaitingRoomKey fwk.StateKey = Name + "/awaiting-room"
+
+type awaitingRoom struct{}
+
+func (awaitingRoom) Clone() fwk.StateData { return awaitingRoom{} }
 
 // extraKey marks a cycle whose member PreFilter refused as a member beyond
 // its gang's minimum: the gang has its minimum placed, so PostFilter must
@@ -170,6 +186,9 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // queue's pending groups. It never nominates a node. While a plan of the
 // gang's is still evicting, it releases nothing.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if _, err := state.Read(awaitingRoomKey); err == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for room in the cluster")
+	}
 	d, deficit := readDeficit(state)
 	if _, ok := cache.GroupKeyOf(pod); !ok {
 		// Admitted over capability, or on room only evictions free, and

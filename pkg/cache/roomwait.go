@@ -1,0 +1,166 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// Two kinds of refusal. A quota refusal (the queue's capability or deserved
+// share, a closed or missing queue, a namespace ResourceQuota, members
+// missing, the queue held for its head) is cured by nothing a new node
+// brings: its pods stay out of the scheduling queue (PreEnqueue) with the
+// named reason. A capacity refusal (no room in the cluster, members that
+// cannot be placed together on today's nodes, a queue whose capability
+// is bounded by the cluster's size) is what a cluster autoscaler exists
+// for, and autoscalers act only on pods that a scheduling cycle marked
+// PodScheduled=False, reason Unschedulable. So the pods of a unit refused
+// for capacity go through PreEnqueue, all its minimum members at once (a
+// scale-up is sized for the whole gang), and CalderaGang's PreFilter
+// rejects them while the unit is not admitted: the gang holds nothing, no
+// member waits in Permit for nodes that may never come, and the admission
+// pass, in queue order, still decides who gets new room first.
+
+// RefusalKind says what can cure an admission refusal.
+type RefusalKind uint8
+
+const (
+	// RefusalQuota: only a change of queues, quotas or members admits the
+	// unit; a new node does not.
+	RefusalQuota RefusalKind = iota
+	// RefusalCapacity: more room in the cluster would admit it.
+	RefusalCapacity
+)
+
+// String names the kind, as the dump shows it.
+func (k RefusalKind) String() string {
+	if k == RefusalCapacity {
+		return "Capacity"
+	}
+	return "Quota"
+}
+
+// refusalKind classifies a refused unit's decision. configured is the
+// capability the queue d names sets itself for d's resource (ok false when
+// it sets none), and real its real capability for that resource (the
+// capability within what the cluster and its ancestors leave it): a queue
+// refused at its real capability waits for the cluster, unless its own
+// capability is what binds.
+func refusalKind(d queue.Decision, configured int64, setsOne bool, real int64) RefusalKind {
+	switch d.Check {
+	case queue.CheckCluster, queue.CheckPlacement:
+		return RefusalCapacity
+	case queue.CheckCapability:
+		if setsOne && configured <= real {
+			return RefusalQuota
+		}
+		return RefusalCapacity
+	}
+	return RefusalQuota
+}
+
+// refusalKindLocked is refusalKind for a decision of the current pass,
+// reading the queue's configured and real capability. O(1) but for a
+// capability refusal, which reads its queue's share.
+func (c *Cache) refusalKindLocked(d queue.Decision) RefusalKind {
+	if d.Check != queue.CheckCapability {
+		return refusalKind(d, 0, false, 0)
+	}
+	a := c.adm
+	var configured int64
+	setsOne := false
+	if q := a.queues[d.Queue]; q != nil {
+		configured, setsOne = convert.Resources(q.Spec.Capability)[d.Resource]
+	}
+	real := configured
+	if share, ok := a.shares.Get(d.Queue); ok {
+		real = share.RealCapability[d.Resource]
+	}
+	return refusalKind(d, configured, setsOne, real)
+}
+
+// noteRefusalsLocked records, for the units refused in this pass, whether
+// they wait for room (a capacity refusal), and returns the pods of those
+// that just started to: PreEnqueue now lets them through, but they wait in
+// the scheduler's unschedulable pods until moved. O(refused units).
+func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
+	var act map[string]*v1.Pod
+	for _, o := range refused {
+		u := c.adm.units[o.Group.Key]
+		if u == nil {
+			continue
+		}
+		waits := c.refusalKindLocked(o.Decision) == RefusalCapacity
+		if waits == u.awaitingRoom {
+			continue
+		}
+		u.awaitingRoom = waits
+		if !waits {
+			continue
+		}
+		if act == nil {
+			act = map[string]*v1.Pod{}
+		}
+		c.unitPendingPodsLocked(u, act)
+	}
+	return act
+}
+
+// unitPendingPodsLocked adds to act u's pods that wait for a node.
+func (c *Cache) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) {
+	if u.gang != nil {
+		if u.gang.enqueueable {
+			for k, p := range u.gang.pendingPodsLocked() {
+				act[k] = p
+			}
+		}
+	} else if u.pod.Spec.NodeName == "" {
+		act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
+	}
+}
+
+// MayEnqueue answers CalderaEnqueue's PreEnqueue: whether pod may enter the
+// scheduling queue, else why not. It may when its unit is admitted
+// (Admitted) or refused for capacity: then a scheduling cycle marks it
+// Unschedulable (AwaitingRoom), which autoscalers act on.
+func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
+	ok, msg := c.Admitted(pod)
+	if ok {
+		return true, ""
+	}
+	if waits, _ := c.AwaitingRoom(pod); waits {
+		return true, ""
+	}
+	return false, msg
+}
+
+// AwaitingRoom reports whether pod's unit is refused for capacity and not
+// admitted, with the verdict: CalderaGang's PreFilter then rejects the pod
+// as Unschedulable, which an autoscaler acts on. O(1).
+func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	u := c.unitOfLocked(pod)
+	if u == nil || u.admitted || !u.awaitingRoom {
+		return false, ""
+	}
+	msg := "waiting for room in the cluster"
+	if d, ok := c.adm.pending.Decision(u.key); ok {
+		msg = decisionMessage(u, d)
+	}
+	return true, "waiting for room: " + msg
+}
+
+// unitOfLocked returns pod's admission unit, nil without admission or
+// without one.
+func (c *Cache) unitOfLocked(pod *v1.Pod) *unit {
+	a := c.adm
+	if !a.on() || !a.ours(pod) {
+		return nil
+	}
+	if key, member := GroupKeyOf(pod); member {
+		return a.units[gangUnitKey(key)]
+	}
+	return a.units[podUnitKey(pod)]
+}

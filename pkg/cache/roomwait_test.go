@@ -1,0 +1,115 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/queue"
+)
+
+// The refusal kind of every admission check: only room in the cluster
+// cures a capacity refusal; a capability refusal is capacity unless the
+// queue's own capability is what binds.
+func TestRefusalKind(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		check      queue.Check
+		configured int64
+		setsOne    bool
+		real       int64
+		want       RefusalKind
+	}{
+		{name: "members missing", check: queue.CheckMembers, want: RefusalQuota},
+		{name: "queue missing", check: queue.CheckQueueMissing, want: RefusalQuota},
+		{name: "queue broken", check: queue.CheckQueueBroken, want: RefusalQuota},
+		{name: "queue closed", check: queue.CheckQueueClosed, want: RefusalQuota},
+		{name: "deserved share", check: queue.CheckFairness, want: RefusalQuota},
+		{name: "namespace ResourceQuota", check: queue.CheckQuota, want: RefusalQuota},
+		{name: "held for the head", check: queue.CheckReserved, want: RefusalQuota},
+		{name: "behind the head", check: queue.CheckWaiting, want: RefusalQuota},
+		{name: "no room in the cluster", check: queue.CheckCluster, want: RefusalCapacity},
+		{name: "members not placeable on today's nodes", check: queue.CheckPlacement, want: RefusalCapacity},
+		{name: "capability unset: the cluster's size binds", check: queue.CheckCapability, real: 8, want: RefusalCapacity},
+		{name: "own capability binds", check: queue.CheckCapability, configured: 8, setsOne: true, real: 8, want: RefusalQuota},
+		{name: "own capability above the cluster's size", check: queue.CheckCapability, configured: 100, setsOne: true, real: 8, want: RefusalCapacity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := queue.Decision{Check: tc.check, Queue: "q", Resource: "cpu"}
+			if got := refusalKind(d, tc.configured, tc.setsOne, tc.real); got != tc.want {
+				t.Errorf("refusalKind = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A gang refused for want of room goes through PreEnqueue, all its
+// members at once, and is rejected in PreFilter with its verdict (a
+// cycle then marks it Unschedulable); its status writes leave the pods'
+// condition to the scheduler. When a node joins it is admitted. A gang
+// over its queue's own capability stays out of the scheduling queue.
+func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
+	c, h, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("capped", capability("4")))
+	c.onNode(logger, mkNode("n1", "8"))
+	addPG(c, mkPG("ns", "wide", 4))
+	addPG(c, mkPG("ns", "capped", 2, pgQueue("capped")))
+	var wide, capped []*v1.Pod
+	for i := range 4 {
+		p := memberOf("ns", fmt.Sprint("w", i), "wide", cpu("6"))
+		wide = append(wide, p)
+		podEvent(c, p)
+	}
+	for i := range 2 {
+		p := memberOf("ns", fmt.Sprint("c", i), "capped", cpu("6"))
+		capped = append(capped, p)
+		podEvent(c, p)
+	}
+	h.activations()
+	pass(c, t0)
+
+	if got, want := activatedPods(h), names(wide...); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want the waiting-for-room gang's members %v", got, want)
+	}
+	for _, p := range wide {
+		if ok, msg := c.Admitted(p); ok {
+			t.Fatalf("%s admitted on a node of 8 cpu: %s", p.Name, msg)
+		}
+		if ok, msg := c.MayEnqueue(p); !ok {
+			t.Errorf("PreEnqueue holds %s, refused for room: %s", p.Name, msg)
+		}
+		_, code, msg := c.PreFilter(p, t0)
+		if code != PreFilterAwaitingRoom || !strings.HasPrefix(msg, "waiting for room: ") {
+			t.Errorf("PreFilter(%s) = %v %q, want PreFilterAwaitingRoom with the verdict", p.Name, code, msg)
+		}
+	}
+	for _, p := range capped {
+		if ok, msg := c.MayEnqueue(p); ok || !strings.Contains(msg, "capability") {
+			t.Errorf("PreEnqueue lets %s through, refused by its queue's own capability: %v %q", p.Name, ok, msg)
+		}
+	}
+	for _, w := range c.AdmissionWrites() {
+		if w.PodGroup == nil {
+			continue
+		}
+		if want := w.PodGroup.Name == "wide"; w.AwaitingRoom != want {
+			t.Errorf("write for %s: AwaitingRoom %v, want %v", w.PodGroup.Name, w.AwaitingRoom, want)
+		}
+	}
+	if g := c.groups[key("ns", "wide")]; !g.firstAttempt.IsZero() {
+		t.Errorf("the gang's first attempt was stamped while it waited for room: its timeout would run")
+	}
+
+	// Nodes join for it: it is admitted, and no longer waits for room.
+	for i := range 3 {
+		c.onNode(logger, mkNode(fmt.Sprint("new", i), "8"))
+	}
+	pass(c, t0.Add(time.Second))
+	wantAdmitted(t, c, admission{true, ""}, wide...)
+	if waits, _ := c.AwaitingRoom(wide[0]); waits {
+		t.Errorf("an admitted gang still waits for room")
+	}
+}
