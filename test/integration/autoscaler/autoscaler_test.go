@@ -10,7 +10,6 @@
 package autoscaler_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -32,10 +31,6 @@ const (
 	staticCPU = "8"
 	// pool is the NodePool every scenario shares.
 	pool = "default"
-	// gangEnv turns on the scenarios that wait for Caldera's admission to
-	// let an autoscaler see gangs and singletons the cluster has no room
-	// for (see TestAutoscaler).
-	gangEnv = "CALDERA_AUTOSCALER_GANG"
 )
 
 func TestAutoscaler(t *testing.T) {
@@ -95,14 +90,10 @@ func TestAutoscaler(t *testing.T) {
 		t.Logf("pod deleted -> node removed by consolidation: %v", time.Since(deleted).Round(time.Millisecond))
 	})
 
-	// The scenarios below state what Caldera must do with an autoscaler
-	// and does not yet: CalderaEnqueue holds a gang (and, with
-	// admitSingletons, a lone pod of a Caldera profile) that the cluster
-	// has no room for at PreEnqueue (WaitingForAdmission), so the
-	// scheduler never tries it, never marks it Unschedulable, and Karpenter
-	// never sees it. They wait for the admission change that lets such a
-	// group reach the scheduling cycle (or otherwise signal an
-	// autoscaler); until then they run only with CALDERA_AUTOSCALER_GANG=1.
+	// A gang (and, with admitSingletons, a lone pod of a Caldera profile)
+	// that the cluster has no room for is refused admission for capacity:
+	// its pods run scheduling cycles that mark them Unschedulable, which
+	// Karpenter acts on, while the gang holds nothing until admitted.
 	gangTimeout := 90 * time.Second
 
 	// A gang of four 6-CPU members with one 8-CPU node: the node holds one
@@ -110,9 +101,6 @@ func TestAutoscaler(t *testing.T) {
 	// the nodes needed: every node Karpenter creates hosts a member, and
 	// every NodeClaim comes from one provisioning batch.
 	t.Run("a gang larger than the cluster binds after one scale-up", func(t *testing.T) {
-		if os.Getenv(gangEnv) != "1" {
-			t.Skipf("waits for Caldera's admission to let an autoscaler see gangs; set %s=1 to run it", gangEnv)
-		}
 		startEmpty(t, k)
 		ns := env.Namespace(t)
 		env.CreatePodGroup(t, harness.PodGroup(ns, "gang", 4))
@@ -131,9 +119,6 @@ func TestAutoscaler(t *testing.T) {
 	// admitSingletons) on the 8-CPU node: it must get a node as the
 	// default-scheduler pod above did.
 	t.Run("a Caldera singleton larger than the cluster gets a node", func(t *testing.T) {
-		if os.Getenv(gangEnv) != "1" {
-			t.Skipf("waits for Caldera's admission to let an autoscaler see singletons; set %s=1 to run it", gangEnv)
-		}
 		startEmpty(t, k)
 		ns := env.Namespace(t)
 		created := time.Now()
