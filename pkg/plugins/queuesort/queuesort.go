@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 )
@@ -14,21 +15,46 @@ import (
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "CalderaQueueSort"
 
-// QueueSort orders pods by their queue's priority, then their queue's share
-// (lower first: the queue furthest below its deserved share), then group
-// priority, group creation time, group key and pod name. Shares move while pods
-// sit in the heap, so the queue part of the order is approximate: it is read
-// when the heap compares, not re-sorted when a share changes. Members of one gang share the first three, so they sit
-// next to each other in the heap and are scheduled back to back, which keeps
-// two gangs from each holding half of what both need.
+// SystemPriority is the lowest priority of the system class: the
+// system-cluster-critical priority class (2000000000) and everything above
+// it, system-node-critical (2000001000) included. It is upstream's
+// SystemCriticalPriority, the bound the kubelet calls critical.
+const SystemPriority = schedulingapi.SystemCriticalPriority
+
+// QueueSort orders the one scheduling queue kube-scheduler runs for all
+// profiles. Every pod falls in one of three classes, always in this order:
 //
-// Pods of plain profiles (profiles that built only this plugin, such as a
-// default-scheduler profile beside Caldera's: kube-scheduler runs one queue
-// sort for all profiles) are ordered among themselves exactly as upstream's
-// PrioritySort orders them: priority, then the time they entered the queue.
-// Against Caldera's pods a plain pod counts as a priority-0 queue that holds
-// nothing, placed before Caldera's pods of an equal queue priority and
-// share. Every pod thus has one key, and Less stays a strict weak order.
+//  1. system: pods whose priority is SystemPriority or above, of any
+//     profile (a gang member's priority is its gang's, so a gang with a
+//     system-priority member is in this class whole and stays adjacent);
+//     by priority (higher first), then a plain profile's pod before
+//     Caldera's, then within each kind by the rule of 2 or 3;
+//  2. plain: pods of plain profiles (profiles that built only this plugin,
+//     such as the default-scheduler profile beside Caldera's) below
+//     SystemPriority, exactly as upstream's PrioritySort orders them:
+//     priority, then the time they entered the queue;
+//  3. batch: Caldera's pods below SystemPriority, by their queue's priority,
+//     then their queue's share (lower first: the queue furthest below its
+//     deserved share), then group priority, group creation time, group key
+//     and pod name.
+//
+// Why classes: a shared cluster's DaemonSet and control-plane pods, and the
+// default profile's services, must never wait behind a batch backlog, and a
+// single key cannot both keep Caldera's queue-first order among batch pods
+// and compare plain pods with batch pods by pod priority: with batch pod A
+// (queue priority 10, priority 0), batch pod B (queue priority 0, priority
+// 100) and plain pod X (priority 50), A<B by queue, B<X and X<A by priority,
+// a cycle the heap cannot sort. A fixed order between classes, with one rule
+// inside each, is a lexicographic key and so a strict weak order. Two plain
+// pods still compare exactly as PrioritySort compares them across classes 1
+// and 2 (the system class is the top of the priority order), and two batch
+// pods below SystemPriority exactly as before.
+//
+// Shares move while pods sit in the heap, so the queue part of the order is
+// approximate: it is read when the heap compares, not re-sorted when a share
+// changes. Members of one gang share the first keys, so they sit next to each
+// other in the heap and are scheduled back to back, which keeps two gangs from
+// each holding half of what both need.
 type QueueSort struct {
 	cache sortSource
 }
@@ -62,6 +88,27 @@ type podInfoGetter interface {
 	GetPodInfo() fwk.PodInfo
 }
 
+// class is a pod's class in QueueSort's order, lower first.
+type class uint8
+
+const (
+	classSystem class = iota
+	classPlain
+	classBatch
+)
+
+// classOf is the class of a pod with key i. Priority is the pod's own for a
+// plain pod and its group's for Caldera's (SortInfo).
+func classOf(i cache.SortInfo) class {
+	switch {
+	case i.Priority >= SystemPriority:
+		return classSystem
+	case i.Plain:
+		return classPlain
+	}
+	return classBatch
+}
+
 // Less reports whether a sorts before b. It allocates nothing: the group
 // lookups use struct keys into the shared cache.
 func (q *QueueSort) Less(a, b fwk.QueuedEntityInfo) bool {
@@ -74,21 +121,39 @@ func (q *QueueSort) Less(a, b fwk.QueuedEntityInfo) bool {
 	}
 	podA, podB := pa.GetPodInfo().GetPod(), pb.GetPodInfo().GetPod()
 	ia, ib := q.cache.SortInfo(podA), q.cache.SortInfo(podB)
-	if ia.Plain && ib.Plain {
-		// PrioritySort.Less, to the tie: a and b are upstream's
-		// QueuedPodInfo, whose priority is the pod's.
+	ca, cb := classOf(ia), classOf(ib)
+	if ca != cb {
+		return ca < cb
+	}
+	if ca == classSystem {
+		// Node-critical before cluster-critical, whatever the profile; at
+		// an equal priority the plain profile's pod first, so that neither
+		// kind's own rule below is ever applied across kinds.
+		if ia.Priority != ib.Priority {
+			return ia.Priority > ib.Priority
+		}
+		if ia.Plain != ib.Plain {
+			return ia.Plain
+		}
+	}
+	if ia.Plain {
+		// Both plain (the classes and the check above): PrioritySort.Less,
+		// to the tie. a and b are upstream's QueuedPodInfo, whose priority
+		// is the pod's.
 		return ia.Priority > ib.Priority ||
 			(ia.Priority == ib.Priority && a.GetTimestamp().Before(b.GetTimestamp()))
 	}
-	// A plain pod's queue priority and share are zero (SortInfo).
+	return batchLess(ia, ib, podA, podB)
+}
+
+// batchLess is Caldera's order between two of its own pods: queue priority,
+// queue share, group priority, group creation time, group key, pod name.
+func batchLess(ia, ib cache.SortInfo, podA, podB *v1.Pod) bool {
 	if ia.QueuePriority != ib.QueuePriority {
 		return ia.QueuePriority > ib.QueuePriority
 	}
 	if ia.QueueShare != ib.QueueShare {
 		return ia.QueueShare < ib.QueueShare
-	}
-	if ia.Plain != ib.Plain {
-		return ia.Plain
 	}
 	if ia.Priority != ib.Priority {
 		return ia.Priority > ib.Priority
