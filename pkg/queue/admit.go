@@ -373,7 +373,7 @@ func (p *Pending) attempt(q *pqueue) bool {
 			e.where = skipped
 			q.skip = append(q.skip, e)
 		}
-		if v == transient && head && p.guardHead(q, e, d) {
+		if v == transient && head && p.guardHead(q, e, d.Check) {
 			return false
 		}
 		if q.refused > q.budget {
@@ -389,7 +389,7 @@ func (p *Pending) attempt(q *pqueue) bool {
 // starvation clock starts when it is new there. Once it has waited
 // StarvationThreshold, the guard reserves q for it (CheckReserved) and
 // guardHead reports true: q admits nothing more in the pass.
-func (p *Pending) guardHead(q *pqueue, e *entry, d Decision) bool {
+func (p *Pending) guardHead(q *pqueue, e *entry, check Check) bool {
 	ps := &p.pass
 	q.ahead = e
 	if q.headKey != e.g.Key {
@@ -402,7 +402,7 @@ func (p *Pending) guardHead(q *pqueue, e *entry, d Decision) bool {
 	// its queue, and the room it needs, only when it could be placed on
 	// the cluster's empty nodes; otherwise holding anything for it would
 	// hold it for nothing.
-	if d.Check == CheckPlacement && !ps.o.Placement.Reserve(e.g) {
+	if check == CheckPlacement && !ps.o.Placement.Reserve(e.g) {
 		return false
 	}
 	q.stop = Decision{Check: CheckReserved, Queue: q.name, Behind: e.g.Key, Since: q.headSince}
@@ -421,7 +421,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	ps.pre = growInt64s(ps.pre, ps.r)
 	clear(ps.pre)
 	d, v := p.evaluateWith(e, q, head)
-	p.noteRoomWanted(e, q, d, v)
+	p.noteRoomWanted(e, q, d.Check, v)
 	if v != transient || ps.o.Preemptible == nil || e.g.freeRoomOnly(ps.now) {
 		return d, v
 	}
@@ -446,13 +446,13 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 // at all. The plain try's reason, not the preemption try's: a group above
 // its share refused for placement with preemption's room is not waiting for
 // idle room.
-func (p *Pending) noteRoomWanted(e *entry, q *pqueue, d Decision, v verdict) {
+func (p *Pending) noteRoomWanted(e *entry, q *pqueue, check Check, v verdict) {
 	ps := &p.pass
-	if v != transient || (d.Check != CheckCluster && d.Check != CheckPlacement) {
+	if v != transient || (check != CheckCluster && check != CheckPlacement) {
 		return
 	}
 	q.wants = true
-	if d.Check == CheckCluster || ps.waived || e.g.freeRoomOnly(ps.now) {
+	if check == CheckCluster || ps.waived || e.g.freeRoomOnly(ps.now) {
 		ps.roomWanted = true
 	}
 }
@@ -479,25 +479,25 @@ func (p *Pending) evaluateWith(e *entry, q *pqueue, head bool) (Decision, verdic
 	ps := &p.pass
 	ps.waived = false
 	c := candidate{e: e, q: q, head: head}
-	if d, v := p.checkRequestCanFit(&c); v != admit {
-		return d, v
+	if v := p.checkRequestCanFit(&c); v != admit {
+		return c.refused, v
 	}
 	p.countEvictionRoom(&c)
-	if d, v := p.checkCapability(&c); v != admit {
-		return d, v
+	if v := p.checkCapability(&c); v != admit {
+		return c.refused, v
 	}
-	if d, v := p.checkFairShare(&c); v != admit {
-		return d, v
+	if v := p.checkFairShare(&c); v != admit {
+		return c.refused, v
 	}
 	ps.waived = c.waived
-	if d, v := p.checkClusterRoom(&c); v != admit {
-		return d, v
+	if v := p.checkClusterRoom(&c); v != admit {
+		return c.refused, v
 	}
-	if d, v := p.checkPlacement(&c); v != admit {
-		return d, v
+	if v := p.checkPlacement(&c); v != admit {
+		return c.refused, v
 	}
-	if d, v := p.checkQuota(&c); v != admit {
-		return d, v
+	if v := p.checkQuota(&c); v != admit {
+		return c.refused, v
 	}
 	return Decision{Admitted: true, HeadException: c.waived, Queue: q.name, OnPlan: c.onPlan}, admit
 }

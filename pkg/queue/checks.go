@@ -13,8 +13,10 @@ import "slices"
 //	checkPlacement       CheckPlacement: the members fit on the nodes
 //	checkQuota           CheckQuota: the namespace quota callback
 //
-// A group check returns (Decision{}, admit) when the group passes it, and
-// otherwise the refusal with its verdict; the first refusal ends the try.
+// A group check returns admit when the group passes it; otherwise it
+// leaves the refusal in candidate.refused and returns its verdict. The
+// first refusal ends the try. (Returning only the verdict keeps the passes,
+// the common case on the hot path, from copying a Decision.)
 
 // candidate is one group under evaluation in one try of evaluateWith: the
 // group, its queue, and what the earlier checks of the try found that the
@@ -39,16 +41,18 @@ type candidate struct {
 	// onPlan: the group fits only on room an eviction plan frees
 	// (Decision.OnPlan).
 	onPlan bool
+	// refused is the refusal of the check that did not return admit.
+	refused Decision
 }
 
-// refusal is the Decision refusing c's group by check on resource a at
+// refuse records in c the refusal of c's group by check on resource a at
 // tree node level (-1: the cluster), with avail what remained of the limit.
-func (p *Pending) refusal(c *candidate, check Check, level int, a amount, avail int64) Decision {
-	d := Decision{Check: check, Queue: c.q.name, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0)}
+func (p *Pending) refuse(c *candidate, check Check, level int, a amount, avail int64) {
+	queue := c.q.name
 	if level >= 0 {
-		d.Queue = p.pass.s.tree.specs[level].Name
+		queue = p.pass.s.tree.specs[level].Name
 	}
-	return d
+	c.refused = Decision{Check: check, Queue: queue, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0)}
 }
 
 // checkQueueOpen refuses every ready group of q at once, stopping the queue
@@ -79,7 +83,7 @@ func (p *Pending) checkQueueOpen(q *pqueue) (node int, d Decision, ok bool) {
 // set aside rather than left to hold its queue. The limit is named where it
 // comes from: the cluster, or the highest queue that sets it (real
 // capabilities only shrink downwards, so that is the queue to change).
-func (p *Pending) checkRequestCanFit(c *candidate) (Decision, verdict) {
+func (p *Pending) checkRequestCanFit(c *candidate) verdict {
 	ps := &p.pass
 	r := ps.r
 	for _, a := range c.e.req {
@@ -96,11 +100,11 @@ func (p *Pending) checkRequestCanFit(c *candidate) (Decision, verdict) {
 		if at < 0 {
 			check = CheckCluster
 		}
-		d := p.refusal(c, check, at, a, limit)
-		d.Permanent = true
-		return d, permanent
+		p.refuse(c, check, at, a, limit)
+		c.refused.Permanent = true
+		return permanent
 	}
-	return Decision{}, admit
+	return admit
 }
 
 // countEvictionRoom decides what room beyond the free room the try counts:
@@ -123,7 +127,7 @@ func (p *Pending) countEvictionRoom(c *candidate) {
 // latter a child starved under its parent's capability by a sibling above
 // its deserved share would be refused at the parent forever, and reclaim,
 // which only runs for admitted groups' pods, would never run for it.
-func (p *Pending) checkCapability(c *candidate) (Decision, verdict) {
+func (p *Pending) checkCapability(c *candidate) verdict {
 	ps := &p.pass
 	r := ps.r
 	for l := c.q.node; l >= 0; l = ps.parent[l] {
@@ -131,11 +135,12 @@ func (p *Pending) checkCapability(c *candidate) (Decision, verdict) {
 			i := l*r + int(a.r)
 			used := max(satAdd(ps.alloc[i], ps.infl[i])-ps.pre[a.r]-ps.freeable[i], 0)
 			if !fits(used, a.v, ps.realCap[i]) {
-				return p.refusal(c, CheckCapability, l, a, ps.realCap[i]-used), transient
+				p.refuse(c, CheckCapability, l, a, ps.realCap[i]-used)
+				return transient
 			}
 		}
 	}
-	return Decision{}, admit
+	return admit
 }
 
 // checkFairShare refuses a group that would take its queue or an ancestor
@@ -145,20 +150,18 @@ func (p *Pending) checkCapability(c *candidate) (Decision, verdict) {
 // for one part of its share, which is checked first. It waives a level for
 // a head whose request alone exceeds that level's share (c.waived): such a
 // group could never pass there, and would wait forever.
-func (p *Pending) checkFairShare(c *candidate) (Decision, verdict) {
+func (p *Pending) checkFairShare(c *candidate) verdict {
 	ps := &p.pass
 	node := c.q.node
-	if ps.hasKids[node] {
-		if d, ok := p.checkShareLevel(c, node, ps.selfDes, ps.selfAl, ps.selfIn, true); !ok {
-			return d, transient
-		}
+	if ps.hasKids[node] && !p.checkShareLevel(c, node, ps.selfDes, ps.selfAl, ps.selfIn, true) {
+		return transient
 	}
 	for l := node; l >= 0; l = ps.parent[l] {
-		if d, ok := p.checkShareLevel(c, l, ps.deserved, ps.alloc, ps.infl, false); !ok {
-			return d, transient
+		if !p.checkShareLevel(c, l, ps.deserved, ps.alloc, ps.infl, false) {
+			return transient
 		}
 	}
-	return Decision{}, admit
+	return admit
 }
 
 // checkShareLevel is checkFairShare at tree node l, whose deserved,
@@ -167,14 +170,14 @@ func (p *Pending) checkFairShare(c *candidate) (Decision, verdict) {
 // does not take from the group's own queue). A resource preemption in the
 // queue frees in full is left out (swap): the group takes the place of
 // lower-priority pods and the level does not grow.
-func (p *Pending) checkShareLevel(c *candidate, l int, deserved, alloc, infl []int64, own bool) (Decision, bool) {
+func (p *Pending) checkShareLevel(c *candidate, l int, deserved, alloc, infl []int64, own bool) bool {
 	ps := &p.pass
 	base := l * ps.r
 	if c.head {
 		for _, a := range c.e.req {
 			if a.v > deserved[base+int(a.r)] {
 				c.waived = true
-				return Decision{}, true
+				return true
 			}
 		}
 	}
@@ -189,10 +192,11 @@ func (p *Pending) checkShareLevel(c *candidate, l int, deserved, alloc, infl []i
 		}
 		used = max(used, 0)
 		if !fits(used, a.v, deserved[i]) {
-			return p.refusal(c, CheckFairness, l, a, deserved[i]-used), false
+			p.refuse(c, CheckFairness, l, a, deserved[i]-used)
+			return false
 		}
 	}
-	return Decision{}, true
+	return true
 }
 
 // checkClusterRoom refuses a group the cluster has no idle room for: used +
@@ -203,7 +207,7 @@ func (p *Pending) checkShareLevel(c *candidate, l int, deserved, alloc, infl []i
 // the head exception (it is above its share, which reclaim never serves) or
 // is in its window of free room only. It records the plan whose room it
 // counted for checkPlacement, and whether the group depends on a plan.
-func (p *Pending) checkClusterRoom(c *candidate) (Decision, verdict) {
+func (p *Pending) checkClusterRoom(c *candidate) verdict {
 	ps := &p.pass
 	c.plan = PlanNone
 	if c.reclaimed {
@@ -227,10 +231,11 @@ func (p *Pending) checkClusterRoom(c *candidate) (Decision, verdict) {
 			}
 		}
 		if !fits(ps.cused[a.r], a.v, limit) {
-			return p.refusal(c, CheckCluster, -1, a, limit-ps.cused[a.r]), transient
+			p.refuse(c, CheckCluster, -1, a, limit-ps.cused[a.r])
+			return transient
 		}
 	}
-	return Decision{}, admit
+	return admit
 }
 
 // checkPlacement refuses a group whose members cannot be placed together
@@ -242,25 +247,26 @@ func (p *Pending) checkClusterRoom(c *candidate) (Decision, verdict) {
 // then depends on that plan. Reclaim's and preemption's rooms are never
 // added together: CalderaReclaim makes one plan or the other. It runs
 // before checkQuota, whose callback counts what it agrees to.
-func (p *Pending) checkPlacement(c *candidate) (Decision, verdict) {
+func (p *Pending) checkPlacement(c *candidate) verdict {
 	pl := p.pass.o.Placement
 	if pl == nil {
-		return Decision{}, admit
+		return admit
 	}
 	fit, want := pl.Check(c.e.g, PlanNone)
 	if fit >= want {
-		return Decision{}, admit
+		return admit
 	}
-	d := Decision{Check: CheckPlacement, Queue: c.q.name, Members: int32(fit), MinMember: int32(want)}
+	c.refused = Decision{Check: CheckPlacement, Queue: c.q.name, Members: int32(fit), MinMember: int32(want)}
 	if c.plan != PlanNone {
 		fit, want = pl.Check(c.e.g, c.plan)
 		if fit >= want {
 			c.onPlan = true
-			return Decision{}, admit
+			return admit
 		}
+		d := &c.refused
 		d.Members, d.MinMember, d.Detail = int32(fit), int32(want), "with the room reclaim and preemption can free"
 	}
-	return d, transient
+	return transient
 }
 
 // checkQuota refuses a group the namespace quota callback (Options.Quota)
@@ -268,13 +274,14 @@ func (p *Pending) checkPlacement(c *candidate) (Decision, verdict) {
 // the queue's room, so the group does not become its queue's head. It runs
 // last, because a callback that tracks namespace usage counts what it
 // agrees to.
-func (p *Pending) checkQuota(c *candidate) (Decision, verdict) {
+func (p *Pending) checkQuota(c *candidate) verdict {
 	quota := p.pass.o.Quota
 	if quota == nil {
-		return Decision{}, admit
+		return admit
 	}
 	if ok, msg := quota(c.e.g); !ok {
-		return Decision{Check: CheckQuota, Queue: c.q.name, Detail: msg}, personal
+		c.refused = Decision{Check: CheckQuota, Queue: c.q.name, Detail: msg}
+		return personal
 	}
-	return Decision{}, admit
+	return admit
 }
