@@ -101,7 +101,7 @@ func TestPreScoreCountsPlacedSiblings(t *testing.T) {
 	}
 	done := mkMember("ns", "done", "g", "n1")
 	done.Status.Phase = v1.PodSucceeded
-	c, _ := cachetest.NewWithServer(t, pgs, append(pods, done))
+	c, _ := cachetest.New(t, pgs, append(pods, done))
 	reserved, waiting := assumed(pods[2], "n2"), assumed(pods[3], "n3")
 	c.Reserve(reserved)
 	c.Reserve(waiting)
@@ -195,7 +195,7 @@ func BenchmarkPreScore(b *testing.B) {
 		ns = append(ns, mkNode(i))
 	}
 	first := mkMember("ns", "first-0", "first", "")
-	c, _ := cachetest.NewWithServer(b, append(pgs, mkPG("ns", "first", size)), append(pods, first))
+	c, _ := cachetest.New(b, append(pgs, mkPG("ns", "first", size)), append(pods, first))
 	c.TrackReservations("batch")
 	snap := internalcache.NewSnapshot(bound, ns)
 	ctx := context.Background()
@@ -288,7 +288,7 @@ func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
 	}
 	filler := mkMember("ns", "filler", "", "n3") // room taken on one node
 	filler.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("60")
-	c, _ := cachetest.NewWithServer(t, []*v1alpha1.PodGroup{mkPG("ns", "g", 6)}, append(pods, filler))
+	c, _ := cachetest.New(t, []*v1alpha1.PodGroup{mkPG("ns", "g", 6)}, append(pods, filler))
 	c.TrackReservations("batch")
 	keys := []string{rackKey, zoneKey}
 	w := policy.Weights{Packing: 0.5}
