@@ -117,8 +117,8 @@ func TestLessMixed(t *testing.T) {
 	}{
 		{"plain-hi", "plain-old", true, "plain: priority first"},
 		{"plain-old", "plain-hi", false, "plain: priority first"},
-		{"urgent", "plain-hi", true, "a queue of priority 5 beats the plain pods' 0"},
-		{"plain-hi", "urgent", false, "a queue of priority 5 beats the plain pods' 0"},
+		{"plain-hi", "urgent", true, "plain pods are never ordered behind batch pods, whatever the queue's priority"},
+		{"urgent", "plain-hi", false, "plain pods are never ordered behind batch pods, whatever the queue's priority"},
 		{"plain-old", "low", true, "the plain pods' queue priority 0 beats -1"},
 		{"low", "plain-hi", false, "the plain pods' queue priority 0 beats -1"},
 		{"plain-old", "above", true, "a share of 0 is below 0.5"},
