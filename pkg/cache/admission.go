@@ -32,7 +32,7 @@ type AdmissionOptions struct {
 	// Period is how often an admission pass runs without events.
 	Period time.Duration
 	// CheckResourceQuota: a group's minimum must also fit its namespace's
-	// ResourceQuotas (admission check 6).
+	// ResourceQuotas (admission's ResourceQuota check, CheckQuota).
 	CheckResourceQuota bool
 	// LendIdleRoom: admission lends idle room beyond deserved shares to
 	// reclaimable queues when reclaim runs (queue.Options.Lend).

@@ -17,11 +17,11 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// passPlacement is queue.Placement for one admission pass: check 7 over a
-// working copy of every node's free room (allocatable minus bound pods,
-// minus what admitted groups' unbound members will take), built once per
-// pass from the incremental nodeRooms. It lives in feasibleState so its
-// slices are reused from pass to pass.
+// passPlacement is queue.Placement for one admission pass: the placement check
+// (CheckPlacement) over a working copy of every node's free room (allocatable
+// minus bound pods, minus what admitted groups' unbound members will take),
+// built once per pass from the incremental nodeRooms. It lives in
+// feasibleState so its slices are reused from pass to pass.
 type passPlacement struct {
 	c   *Cache
 	gen uint64
@@ -98,10 +98,10 @@ func (pp *passPlacement) keyOf(c placement.Class) (startKey, bool) {
 	return k, true
 }
 
-// placementLocked prepares check 7 for a pass: the nodes' free room, less
-// what the admitted groups still being placed need (their members placed
-// first, where the scheduler reserved them or first-fit), less the nodes
-// reserved for starving groups. O(nodes x resources + admitted-unplaced
+// placementLocked prepares the placement check for a pass: the nodes' free
+// room, less what the admitted groups still being placed need (their members
+// placed first, where the scheduler reserved them or first-fit), less the
+// nodes reserved for starving groups. O(nodes x resources + admitted-unplaced
 // members), never a scan of pods.
 func (c *Cache) placementLocked() *passPlacement {
 	f := &c.feasible

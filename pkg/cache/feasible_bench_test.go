@@ -8,11 +8,12 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
-// BenchmarkAdmissionPassPlacement is one admission pass with check 7 over
-// 10,000 pending gangs (4 members each) in 100 queues on 1,000 nodes. Every
-// node runs a 2-cpu pod outside Caldera; in the "fragmented" case one node
-// (the last by name) has 3 cpu free, so every gang (4 x 3 cpu) passes the
-// aggregate checks and its placement visits every node before it fails:
+// BenchmarkAdmissionPassPlacement is one admission pass with the placement
+// check over 10,000 pending gangs (4 members each) in 100 queues on 1,000
+// nodes. Every node runs a 2-cpu pod outside Caldera; in the "fragmented"
+// case one node (the last by name) has 3 cpu free, so every gang (4 x 3
+// cpu) passes the aggregate checks and its placement visits every node
+// before it fails:
 // the worst case of the check, run for every group the pass examines. In
 // "full" the aggregate checks refuse first. "fragmented-cold" is
 // "fragmented" with the remembered classes dropped before every pass (as

@@ -7,9 +7,9 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// nodeRoom is one node as admission's placement check (check 7) sees it:
-// its allocatable and what the bound, unfinished pods on it request, in all
-// and per queue. Kept by events, O(1) each, so a pass never scans pods.
+// nodeRoom is one node as admission's placement check (CheckPlacement) sees
+// it: its allocatable and what the bound, unfinished pods on it request, in
+// all and per queue. Kept by events, O(1) each, so a pass never scans pods.
 type nodeRoom struct {
 	// node is the Node object from the scheduler's informer (read only);
 	// nil while only pods name the node (their event came first).
@@ -25,7 +25,8 @@ type nodeRoom struct {
 	tainted bool
 }
 
-// feasibleState is the cache's side of check 7, guarded by Cache.mu.
+// feasibleState is the cache's side of the placement check, guarded by
+// Cache.mu.
 type feasibleState struct {
 	rooms map[string]*nodeRoom
 	// tainted counts the nodes with nodeRoom.tainted: while 0, a pod

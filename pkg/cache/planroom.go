@@ -1,7 +1,7 @@
 package cache
 
-// The room a reclaim or preemption plan would free, for check 7 (see
-// feasible.go): each node's free room plus what the plan's victims hold
+// The room a reclaim or preemption plan would free, for the placement check
+// (see feasible.go): each node's free room plus what the plan's victims hold
 // there.
 
 import (
@@ -52,10 +52,10 @@ type draw struct {
 // the queue can give up in all; a reclaim placement is then checked against
 // each victim's excess in total (attribute), so admissions in one pass never
 // count one queue's excess twice. Preemption is optimistic across nodes
-// (checks 3-5 bound its total). Per node both are optimistic (the victims
-// may be younger, or gangs that cannot be split), which CalderaReclaim's
-// exact plan settles: a gang it cannot make room for is released and backs
-// off.
+// (the capability, fair-share and cluster-room checks bound its total). Per
+// node both are optimistic (the victims may be younger, or gangs that
+// cannot be split), which CalderaReclaim's exact plan settles: a gang it
+// cannot make room for is released and backs off.
 func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
 	c := pp.c
 	r := pp.free.R
@@ -82,10 +82,11 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 			}
 		}
 	case queue.PlanPreempt:
-		// What the queue's lower-priority pods hold: checks 3-5 bound its
-		// total already, but nodes only know what the queue holds, at every
-		// priority, so every node counts what the queue holds there, up to
-		// the total preemption can free.
+		// What the queue's lower-priority pods hold: the capability,
+		// fair-share and cluster-room checks bound its total already,
+		// but nodes only know what the queue holds, at every priority,
+		// so every node counts what the queue holds there, up to the
+		// total preemption can free.
 		pre := c.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.rooms {
 			held := nr.byQueue[g.Queue]

@@ -8,12 +8,12 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// quotaCheckLocked returns admission check 6 for one pass: a group's minimum
-// must fit every ResourceQuota of its namespace, for the resources the quota
-// limits and the group requests. The group's own pods already count in the
-// quota's used amounts (quota admission charged them at creation), so they
-// are taken out before the group's minimum is added; groups admitted earlier
-// in the same pass count too.
+// quotaCheckLocked returns admission's ResourceQuota check (CheckQuota) for
+// one pass: a group's minimum must fit every ResourceQuota of its namespace,
+// for the resources the quota limits and the group requests. The group's own
+// pods already count in the quota's used amounts (quota admission charged them
+// at creation), so they are taken out before the group's minimum is added;
+// groups admitted earlier in the same pass count too.
 func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 	a := c.adm
 	extra := map[string]resources.List{}

@@ -1,8 +1,8 @@
 package cache
 
-// The starving head's reservation: the part of check 7 (feasible.go) that
-// holds room for a group beyond this pass. The room of a reclaim or
-// preemption plan is in planroom.go.
+// The starving head's reservation: the part of the placement check
+// (feasible.go) that holds room for a group beyond this pass. The room of a
+// reclaim or preemption plan is in planroom.go.
 
 import (
 	"slices"

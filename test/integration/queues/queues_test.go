@@ -337,10 +337,10 @@ func TestQueues(t *testing.T) {
 		env.WaitBoundCount(t, ns, v1alpha1.PodGroupLabel+"=modest", 2, timeout)
 	})
 
-	// The factor decides check 5 only: with 1.5 the second gang passes it
-	// (6 <= 4 x 1.5) but its members cannot be placed on the node's free
-	// room once the first gang's are (check 7), so it waits either way,
-	// refused by a different check.
+	// The factor decides the cluster-room check only: with 1.5 the second
+	// gang passes it (6 <= 4 x 1.5) but its members cannot be placed on the
+	// node's free room once the first gang's are (the placement check), so
+	// it waits either way, refused by a different check.
 	for _, tc := range []struct {
 		factor  float64
 		refusal string

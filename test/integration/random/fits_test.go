@@ -40,7 +40,7 @@ func fitsFree(s *snapshot, views map[string]queueView, g *groupState) bool {
 	if !withinQueue(s, views, g.Queue, int64(need)*cpu) {
 		return false
 	}
-	// Admission's fairness check (docs/queues.md, check 4): only a group
+	// Admission's fairness check (CheckFairness): only a group
 	// that stays within its deserved share (the lower estimate), with its
 	// ancestors', is entitled to the room. A group above its share may be
 	// lent idle room; lendable (lend_test.go) says when it must be.

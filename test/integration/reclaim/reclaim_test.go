@@ -223,8 +223,9 @@ func TestReclaim(t *testing.T) {
 			m.Spec.NodeSelector = map[string]string{v1.LabelHostname: nodes[0].Name}
 			env.CreatePod(t, m)
 		}
-		// Admission sees it (check 7: even with the room reclaim could
-		// free, one member per node), so the gang never reaches PostFilter.
+		// Admission sees it (the placement check: even with the room
+		// reclaim could free, one member per node), so the gang never
+		// reaches PostFilter.
 		ev := env.WaitEvent(t, ns, "pinned", "NotAdmitted", timeout)
 		if !strings.Contains(ev.Note, "members not placeable") {
 			t.Errorf("NotAdmitted note = %q, want the members not placeable", ev.Note)
