@@ -105,8 +105,15 @@ func whatIf(t *testing.T, env *harness.Env, sched *harness.Scheduler, ns string,
 
 // waitVerdict waits until every pod of job waits for admission with
 // want as its PodScheduled message: what the scheduler decided.
-func waitVerdict(t *testing.T, env *harness.Env, job gangJob, want string) {
+// A refusal for want of room (the cluster or placement checks) is told by
+// the scheduler's cycles, as Unschedulable for autoscalers; any other by
+// Caldera's WaitingForAdmission.
+func waitVerdict(t *testing.T, env *harness.Env, job gangJob, check, want string) {
 	t.Helper()
+	reason := status.ReasonWaitingForAdmission
+	if check == "Cluster" || check == "Placement" {
+		reason, want = v1.PodReasonUnschedulable, "waiting for room: "+want
+	}
 	for _, p := range job.pods {
 		harness.WaitFor(t, timeout, func() (bool, error) {
 			got, err := env.Client.CoreV1().Pods(p.Namespace).Get(t.Context(), p.Name, metav1.GetOptions{})
@@ -114,7 +121,9 @@ func waitVerdict(t *testing.T, env *harness.Env, job gangJob, want string) {
 				return false, err
 			}
 			for _, c := range got.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Reason == status.ReasonWaitingForAdmission && c.Message == want {
+				// The scheduler wraps a PreFilter's message ("0/2 nodes
+				// are available: ...").
+				if c.Type == v1.PodScheduled && c.Reason == reason && (c.Message == want || reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, want)) {
 					return true, nil
 				}
 			}
@@ -275,23 +284,26 @@ func TestWhatIf(t *testing.T) {
 				checkVictims(t, env, ns, before, victims)
 				return
 			}
-			waitVerdict(t, env, job, u.Message)
+			waitVerdict(t, env, job, u.Check, u.Message)
 		})
 	}
 }
 
-// waitUnschedulable waits until job's first pod is unschedulable with a
-// message naming why, as the scheduler's PostFilter says it.
+// waitUnschedulable waits until job's first pod was found unschedulable
+// with a message naming why, as the scheduler's PostFilter says it: in
+// its FailedScheduling Event, which stays (the condition does not: the
+// gang is then released, and refused for want of room, which the next
+// cycles say instead).
 func waitUnschedulable(t *testing.T, env *harness.Env, job gangJob, why string) {
 	t.Helper()
 	p := job.pods[0]
 	harness.WaitFor(t, timeout, func() (bool, error) {
-		got, err := env.Client.CoreV1().Pods(p.Namespace).Get(t.Context(), p.Name, metav1.GetOptions{})
+		evs, err := env.Client.CoreV1().Events(p.Namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name})
 		if err != nil {
 			return false, err
 		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, why) {
+		for _, e := range evs.Items {
+			if e.Reason == "FailedScheduling" && strings.Contains(e.Message, why) {
 				return true, nil
 			}
 		}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/resources"
-	"github.com/caldera-sched/caldera/pkg/status"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -138,9 +137,11 @@ func TestSoleScheduler(t *testing.T) {
 				if err != nil {
 					return false, err
 				}
+				// Refused for want of room (capacity), not by its queue: it
+				// runs cycles that mark it Unschedulable, for autoscalers.
 				c := scheduledCondition(p)
-				return c != nil && c.Reason == status.ReasonWaitingForAdmission && strings.Contains(c.Message, verdict), nil
-			}, fmt.Sprintf("%s to wait for admission with %q", m, verdict))
+				return c != nil && c.Reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, "waiting for room: "+verdict), nil
+			}, fmt.Sprintf("%s to be Unschedulable, waiting for room with %q", m, verdict))
 		}
 		d := harness.DumpOf(t, sched.CalderaCache())
 		if used := d.Cluster.Used[resources.CPU]; used < 14_000 {

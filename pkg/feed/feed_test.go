@@ -1,0 +1,134 @@
+package feed_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/feed"
+	"github.com/caldera-sched/caldera/pkg/status"
+)
+
+// lists is what the fake API server serves: pods and PodGroups.
+func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) map[string]runtime.Object {
+	podList := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, p := range pods {
+		podList.Items = append(podList.Items, *p)
+	}
+	pgList := &v1alpha1.PodGroupList{TypeMeta: metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()}}
+	for _, pg := range pgs {
+		pgList.Items = append(pgList.Items, *pg)
+	}
+	return map[string]runtime.Object{
+		"/api/v1/pods": podList,
+		"/apis/" + v1alpha1.SchemeGroupVersion.String() + "/podgroups": pgList,
+	}
+}
+
+// fed starts a cache fed by real informers through Wire, against a fake
+// API server serving pgs and pods, and waits until it has the members.
+func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *snapshot.Server) {
+	t.Helper()
+	srv, err := snapshot.Start(lists(pgs, pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(func() { cancel(); srv.Close() })
+	cfg := srv.Config()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	h := snapshot.Handle("feed", cfg, cs, factory)
+	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := feed.Wire(ctx, h, c, schedplugins.NewReader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !f.WaitForMembers(syncCtx) {
+		t.Fatal("gang members were not listed within a minute")
+	}
+	return c, srv
+}
+
+// groups renders the groups of a cache dump.
+func groups(t *testing.T, c *cache.Cache) string {
+	t.Helper()
+	out, err := json.MarshalIndent(cachetest.DumpedGroups(t, c), "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// The feed's informers deliver to the cache what a cache fed the same
+// objects directly holds; and after the server's watches break and the
+// informers relist (a lost connection, a compacted resource version:
+// deletions arrive as tombstones), the cache holds what one fed the
+// relisted objects holds.
+func TestFeedConvergesThroughARelist(t *testing.T) {
+	pgs, pods := cachetest.Gangs("ns", 2, 3) // g0 and g1, pods g0-p0 ... g1-p2
+	c, srv := fed(t, pgs, pods)
+	if got, want := groups(t, c), groups(t, cachetest.NewForTest(t, pgs, pods)); got != want {
+		t.Fatalf("fed by informers the cache holds\n%s\nfed directly\n%s", got, want)
+	}
+
+	g0 := pgs[0].DeepCopy()
+	g0.Spec.MinMember = 2
+	g2 := pgs[1].DeepCopy()
+	g2.Name, g2.UID = "g2", "ns-pg-g2"
+	moved := pods[1].DeepCopy() // g0-p1 joins g2
+	moved.Labels[cache.PodGroupLabel] = "g2"
+	added := pods[5].DeepCopy()
+	added.Name, added.UID = "g2-new", "ns-g2-new"
+	added.Labels[cache.PodGroupLabel] = "g2"
+	// g0-p2 is deleted; g1 loses its PodGroup but keeps its pods.
+	finalPGs := []*v1alpha1.PodGroup{g0, g2}
+	finalPods := []*v1.Pod{pods[0], moved, pods[3], pods[4], pods[5], added}
+	if err := srv.Set(lists(finalPGs, finalPods)); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := cachetest.New(t, finalPGs, finalPods)
+	want := groups(t, fresh)
+	var got string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = groups(t, c)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("after a relist the cache holds\n%s\nwant (a cache fed the relisted objects)\n%s", got, want)
+	}
+}
+
+// A plugin built after the feed is wired is refused: nothing would feed
+// what it asks for.
+func TestWireSealsTheCache(t *testing.T) {
+	c, _ := fed(t, nil, nil)
+	if err := c.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+		t.Errorf("admission enabled after the feed was wired")
+	}
+}
