@@ -12,14 +12,19 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// SortInfo is what QueueSort compares for one pod: its group's priority and
-// creation time, then the group's key. A pod without a group is its own group.
+// SortInfo is what QueueSort compares for one pod: its queue's priority and
+// share, its group's priority and creation time, then the group's key. A pod
+// without a group is its own group. QueueSort first ranks pods in three
+// classes, by Plain and Priority: system pods (Priority at least the
+// system-critical 2000000000, of any profile), then plain pods, then
+// Caldera's batch pods, so that no batch backlog delays DaemonSet,
+// control-plane or default-scheduler pods.
 //
 // A pod of a plain profile (NoteProfile) has Plain set, its own priority in
-// Priority, a zero queue priority and share (a priority-0 queue that holds
-// nothing) and nothing else: QueueSort orders two plain pods as PrioritySort
-// does, by priority and then the time they entered the scheduling queue,
-// which only the queue knows.
+// Priority and nothing else (its queue fields are zero and unused):
+// QueueSort orders two plain pods as PrioritySort does, by priority and
+// then the time they entered the scheduling queue, which only the queue
+// knows.
 type SortInfo struct {
 	// Plain: the pod's scheduler is a profile that built no Caldera plugin
 	// but the queue sort, whatever the pod's labels say.
