@@ -87,10 +87,10 @@ func TestLessPlainIsPrioritySort(t *testing.T) {
 	}
 }
 
-// TestLessMixed: against Caldera's pods, a plain pod counts as a
-// priority-0 queue that holds nothing, ahead of Caldera's pods of an equal
-// queue priority and share; its own priority and queue-entry time matter
-// only against other plain pods.
+// TestLessMixed: a plain (default-scheduler) pod goes before every
+// Caldera pod below system priority, whatever its queue's priority and
+// share; its own priority and queue-entry time matter only against other
+// plain pods.
 func TestLessMixed(t *testing.T) {
 	hiPrio := plainPod("plain-hi", ptr(1000), t0, nil)
 	old := plainPod("plain-old", ptr(0), t0.Add(-time.Hour), nil)
@@ -119,13 +119,13 @@ func TestLessMixed(t *testing.T) {
 		{"plain-old", "plain-hi", false, "plain: priority first"},
 		{"plain-hi", "urgent", true, "plain pods are never ordered behind batch pods, whatever the queue's priority"},
 		{"urgent", "plain-hi", false, "plain pods are never ordered behind batch pods, whatever the queue's priority"},
-		{"plain-old", "low", true, "the plain pods' queue priority 0 beats -1"},
-		{"low", "plain-hi", false, "the plain pods' queue priority 0 beats -1"},
-		{"plain-old", "above", true, "a share of 0 is below 0.5"},
-		{"above", "plain-old", false, "a share of 0 is below 0.5"},
-		{"plain-hi", "empty", true, "equal queue keys: plain first"},
-		{"plain-old", "empty", true, "equal queue keys: plain first, whatever the ages"},
-		{"empty", "plain-old", false, "equal queue keys: plain first, whatever the ages"},
+		{"plain-old", "low", true, "plain pods before batch pods"},
+		{"low", "plain-hi", false, "plain pods before batch pods"},
+		{"plain-old", "above", true, "plain pods before batch pods"},
+		{"above", "plain-old", false, "plain pods before batch pods"},
+		{"plain-hi", "empty", true, "plain pods before batch pods"},
+		{"plain-old", "empty", true, "plain pods before batch pods, whatever the ages"},
+		{"empty", "plain-old", false, "plain pods before batch pods, whatever the ages"},
 		{"empty", "above", true, "Caldera's order between Caldera's pods"},
 	} {
 		if got := q.Less(pods[tc.a], pods[tc.b]); got != tc.want {
