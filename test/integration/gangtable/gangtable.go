@@ -148,6 +148,9 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.Group(t, ns, "s", starved, 4, "1")
 		s := env.CreatePods(t, d.Members(ns, "s", 4, "1")...)
 		env.WaitBound(t, ns, converge, Names(s)...)
+		// The gang may bind before the last eviction's deletion reaches
+		// the watch that counts them: wait for the count, then check it.
+		waitEvictions(t, evicted, 4)
 		if n := evicted(); n != 4 {
 			t.Errorf("%d evictions, want one rich gang's 4", n)
 		}
@@ -169,7 +172,9 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		d.Group(t, ns, "high", q, 4, "1")
 		high := env.CreatePods(t, withPriority(d.Members(ns, "high", 4, "1"), 100)...)
 		env.WaitBound(t, ns, converge, Names(high)...)
-		// low's minimum is all 8: it goes whole, never in part.
+		// low's minimum is all 8: it goes whole, never in part. high binds
+		// once 4 are gone, possibly before the watch has seen the rest.
+		waitEvictions(t, evicted, 8)
 		if n := evicted(); n != 8 {
 			t.Errorf("%d evictions, want the low gang's 8", n)
 		}
@@ -213,4 +218,13 @@ func Names(pods []*v1.Pod) []string {
 		out[i] = p.Name
 	}
 	return out
+}
+
+// waitEvictions waits until evicted counts at least want deletions:
+// evictions are issued together, but their deletions reach the counting
+// watch one by one. The caller then checks there are no more.
+func waitEvictions(t *testing.T, evicted func() int, want int) {
+	t.Helper()
+	harness.WaitFor(t, 10*time.Second, func() (bool, error) { return evicted() >= want, nil },
+		fmt.Sprintf("%d evictions to reach the watch", want))
 }
