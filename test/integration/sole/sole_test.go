@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/test/integration/harness"
@@ -131,6 +132,13 @@ func TestSoleScheduler(t *testing.T) {
 		env.CreatePodGroup(t, harness.PodGroup(ns, "train", 2))
 		env.CreatePods(t, harness.Members(ns, "train", 2, "2")...)
 		const verdict = "members not placeable: 0/2 fit on the free nodes"
+		harness.WaitFor(t, timeout, func() (bool, error) {
+			pg, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), "train", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return strings.Contains(pg.Annotations[qapi.VerdictAnnotation], verdict), nil
+		}, fmt.Sprintf("PodGroup train's verdict to say %q", verdict))
 		for _, m := range []string{"train-0", "train-1"} {
 			harness.WaitFor(t, timeout, func() (bool, error) {
 				p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), m, metav1.GetOptions{})
@@ -139,9 +147,11 @@ func TestSoleScheduler(t *testing.T) {
 				}
 				// Refused for want of room (capacity), not by its queue: it
 				// runs cycles that mark it Unschedulable, for autoscalers.
+				// (The verdict in the pod's condition is the one of its
+				// last cycle, which may precede the pass's verdict.)
 				c := scheduledCondition(p)
-				return c != nil && c.Reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, "waiting for room: "+verdict), nil
-			}, fmt.Sprintf("%s to be Unschedulable, waiting for room with %q", m, verdict))
+				return c != nil && c.Reason == v1.PodReasonUnschedulable && strings.Contains(c.Message, "waiting for room"), nil
+			}, fmt.Sprintf("%s to be Unschedulable, waiting for room", m))
 		}
 		d := harness.DumpOf(t, sched.CalderaCache())
 		if used := d.Cluster.Used[resources.CPU]; used < 14_000 {
