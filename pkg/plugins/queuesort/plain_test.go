@@ -159,26 +159,7 @@ func TestLessStrictWeakOrder(t *testing.T) {
 		entries = append(entries, queuedAt(t, pod("ns", n, "", 0, t0), ts))
 	}
 	q := &QueueSort{cache: f}
-	less := func(i, j int) bool { return q.Less(entries[i], entries[j]) }
-	tie := func(i, j int) bool { return !less(i, j) && !less(j, i) }
-	for i := range entries {
-		if less(i, i) {
-			t.Fatalf("Less(%s, itself)", name(entries[i]))
-		}
-		for j := range entries {
-			if less(i, j) && less(j, i) {
-				t.Fatalf("Less(%s, %s) both ways", name(entries[i]), name(entries[j]))
-			}
-			for k := range entries {
-				if less(i, j) && less(j, k) && !less(i, k) {
-					t.Fatalf("not transitive: %s < %s < %s", name(entries[i]), name(entries[j]), name(entries[k]))
-				}
-				if tie(i, j) && tie(j, k) && !tie(i, k) {
-					t.Fatalf("ties not transitive: %s ~ %s ~ %s", name(entries[i]), name(entries[j]), name(entries[k]))
-				}
-			}
-		}
-	}
+	wantStrictWeakOrder(t, q, entries)
 }
 
 // TestLessPlainDoesNotAllocate: Less over plain pods, and plain against
@@ -221,5 +202,32 @@ func name(e fwk.QueuedEntityInfo) string {
 }
 
 func ptr(i int32) *int32 { return &i }
+
+// wantStrictWeakOrder checks q.Less over every pair and triple of entries:
+// irreflexive, asymmetric, transitive, and ties (neither before the other)
+// transitive, which sort.Sort and the scheduler's heap need.
+func wantStrictWeakOrder(t *testing.T, q *QueueSort, entries []fwk.QueuedEntityInfo) {
+	t.Helper()
+	less := func(i, j int) bool { return q.Less(entries[i], entries[j]) }
+	tie := func(i, j int) bool { return !less(i, j) && !less(j, i) }
+	for i := range entries {
+		if less(i, i) {
+			t.Fatalf("Less(%s, itself)", name(entries[i]))
+		}
+		for j := range entries {
+			if less(i, j) && less(j, i) {
+				t.Fatalf("Less(%s, %s) both ways", name(entries[i]), name(entries[j]))
+			}
+			for k := range entries {
+				if less(i, j) && less(j, k) && !less(i, k) {
+					t.Fatalf("not transitive: %s < %s < %s", name(entries[i]), name(entries[j]), name(entries[k]))
+				}
+				if tie(i, j) && tie(j, k) && !tie(i, k) {
+					t.Fatalf("ties not transitive: %s ~ %s ~ %s", name(entries[i]), name(entries[j]), name(entries[k]))
+				}
+			}
+		}
+	}
+}
 
 func ptrTo[T any](v T) *T { return &v }

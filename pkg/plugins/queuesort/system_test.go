@@ -43,10 +43,6 @@ func sysEntry(tb testing.TB, name, sched string, prio int32, ts time.Time) *fram
 	return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: ts}}
 }
 
-func sysName(e fwk.QueuedEntityInfo) string {
-	return e.(*framework.QueuedPodInfo).Pod.Name
-}
-
 // TestLessSystemAndPlainBeforeBatch: in one process, the default-scheduler
 // profile's pods and pods of the system priority classes are never ordered
 // behind Caldera's batch pods, however high the batch pods' queue; Caldera's
@@ -135,28 +131,8 @@ func TestLessSystemAndPlainBeforeBatch(t *testing.T) {
 		}
 	}
 
-	// A strict weak order over every pair and triple of the table's pods:
-	// irreflexive, asymmetric, transitive, and incomparability transitive.
-	less := func(i, j int) bool { return q.Less(all[i], all[j]) }
-	tie := func(i, j int) bool { return !less(i, j) && !less(j, i) }
-	for i := range all {
-		if less(i, i) {
-			t.Errorf("Less(%s, itself)", sysName(all[i]))
-		}
-		for j := range all {
-			if less(i, j) && less(j, i) {
-				t.Errorf("Less(%s, %s) both ways", sysName(all[i]), sysName(all[j]))
-			}
-			for k := range all {
-				if less(i, j) && less(j, k) && !less(i, k) {
-					t.Errorf("not transitive: %s < %s < %s", sysName(all[i]), sysName(all[j]), sysName(all[k]))
-				}
-				if tie(i, j) && tie(j, k) && !tie(i, k) {
-					t.Errorf("ties not transitive: %s ~ %s ~ %s", sysName(all[i]), sysName(all[j]), sysName(all[k]))
-				}
-			}
-		}
-	}
+	// A strict weak order over every pair and triple of the table's pods.
+	wantStrictWeakOrder(t, q, all)
 }
 
 // TestLessSystemGangWhole: with the real cache, a gang with one member of
