@@ -66,3 +66,42 @@ func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 	podEvent(c, next(pending, boundTo("n1"), phase(v1.PodRunning)))
 	wantUsage(t, c, "q", 4, 0)
 }
+
+// A started gang whose every member is gone (all evicted: a higher-priority
+// pod took their node) holds nothing, so nothing of it runs: it is a gang
+// admitted but not started again. It reserves its minimum until it binds,
+// and when it cannot complete it goes back to pending, where its queue's
+// capability is checked anew. Before, it kept its admission for good: one
+// replacement member at a time waited in Permit over the queue's capability,
+// holding a node and the queue's room from pods that fit, and timed out, in
+// a loop.
+func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
+	c.onNode(logger, mkNode("n1", "8"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	podEvent(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	wantUsage(t, c, "q", 4, 0)
+
+	podDelete(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	podDelete(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	m2, m3 := memberOf("ns", "m2", "g", cpu("2")), memberOf("ns", "m3", "g", cpu("2"))
+	podEvent(c, m2)
+	podEvent(c, m3)
+	wantUsage(t, c, "q", 0, 4) // admitted, not started: its minimum is reserved again
+
+	// The preemptor binds in the queue; the gang's replacements cannot all
+	// be placed and it is released.
+	podEvent(c, single("ns", "s", inQueue("q"), cpu("2"), boundTo("n1"), phase(v1.PodRunning)))
+	c.Unschedulable(logger, m2, t0, gang.Backoff{}, "timed out after 8s waiting in Permit with 1/2 members placed")
+	pass(c, t0)
+	if got := admitted(c, m2); got.ok {
+		t.Errorf("Admitted(m2) = %+v: a gang with nothing bound kept its admission over its queue's capability", got)
+	}
+	wantUsage(t, c, "q", 2, 0)
+	wantConsistent(t, c, "after the release")
+}

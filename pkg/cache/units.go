@@ -313,6 +313,15 @@ func (c *Cache) setInflightLocked(u *unit) {
 	if u.gang != nil && u.admitted && u.gang.counts.Bound >= int(u.min) && u.min > 0 {
 		u.started = true
 	}
+	// A started gang whose every member is gone (all evicted or deleted,
+	// none finished) runs nothing: it is admitted but not started again,
+	// so it reserves its minimum until it binds and a release sends it back
+	// to pending, where its queue's capability and share are checked anew.
+	// Kept started, it would hold its admission for good, retrying one
+	// member at a time over whatever its queue has since given others.
+	if u.started && u.gang != nil && u.gang.counts.Bound == 0 {
+		u.started = false
+	}
 	q := c.adm.usageLocked(u.queue)
 	q.inflight.Sub(u.inflight)
 	// Rewritten in place: this runs on every bind and unbind of a unit's
