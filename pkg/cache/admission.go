@@ -74,8 +74,12 @@ type admissionState struct {
 	demand extraDemand
 	// byPrio is, per queue and pod priority, what bound pods request: what
 	// preemption within the queue could free for a higher priority.
-	byPrio  map[string]map[int32]resources.List
-	used    resources.List
+	byPrio map[string]map[int32]resources.List
+	used   resources.List
+	// outside is what bound pods in no queue request: other schedulers'
+	// pods and the ones Caldera does not queue. Fair share divides only
+	// what the queues can have, the allocatable less this.
+	outside resources.List
 	shares  *queue.Shares
 	sorting map[string]queueSort
 	// held names the queues that hold placement (hold.go).
@@ -153,6 +157,7 @@ func newAdmissionState(profile string, opts AdmissionOptions) *admissionState {
 		usage:    map[string]*queueUsage{},
 		byPrio:   map[string]map[int32]resources.List{},
 		used:     resources.List{},
+		outside:  resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
 	}
@@ -250,7 +255,11 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		us.Allocated = l.Clone().Add(us.Allocated)
 		usage[name] = us
 	}
-	a.shares = queue.Divide(a.tree, c.total, usage)
+	// Shares divide what the queues can have: room held by pods outside
+	// every queue is no queue's, and counted in it every deserved share
+	// would be overstated, so a queue above its real share would never be
+	// reclaimed from.
+	a.shares = queue.Divide(a.tree, c.total.Less(a.outside), usage)
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,

@@ -35,6 +35,10 @@ type ClusterDump struct {
 	Allocatable resources.List `json:"allocatable"`
 	// Used is what bound, unfinished pods request (with queue admission on).
 	Used resources.List `json:"used,omitempty"`
+	// Outside is what bound pods in no queue request (other schedulers'
+	// pods, pods Caldera does not queue): fair share divides Allocatable
+	// less this.
+	Outside resources.List `json:"outside,omitempty"`
 }
 
 // QueueDump is one queue.
@@ -99,6 +103,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		opts := a.opts
 		d.Options = &opts
 		d.Cluster.Used = a.used.Clone()
+		d.Cluster.Outside = a.outside.Clone()
 		alloc := make(map[string]resources.List, len(a.usage))
 		for name, u := range a.usage {
 			alloc[name] = alloc[name].Add(u.allocated)

@@ -122,7 +122,10 @@ func TestAdmissionPlacementEligibility(t *testing.T) {
 func TestAdmissionPlacementReservation(t *testing.T) {
 	opts := singletons
 	opts.StarvationThreshold = time.Minute
-	c, _, _ := newAdmissionCache(t, opts, mkQueue("q"), mkQueue("other"))
+	// other weighs 3: of the 6 cpu the queues can have (the pods outside
+	// take the rest), it deserves the 4 its two late pods ask for, so only
+	// room refuses them.
+	c, _, _ := newAdmissionCache(t, opts, mkQueue("q"), mkQueue("other", weight(3)))
 	// Each 4-cpu node runs a 2-cpu pod outside Caldera: 6 cpu free in
 	// all, 2 per node, so the 2 x 3-cpu gang fits in sum but nowhere.
 	var running []*v1.Pod
@@ -281,8 +284,9 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	wantAdmitted(t, c, admission{true, ""}, r)
 
 	// The room counted on a node never exceeds the victim's excess: with
-	// a third queue's demand the victim deserves 6.5 of 16 cpu, and only
-	// 1.5 of the 8 it holds on n1 are reclaimable; n0 has 2 free.
+	// a third queue's demand the victim deserves 6 of the 10 cpu the
+	// queues can have (16 less the 6 the pod outside holds), and only 2 of
+	// the 8 it holds on n1 are reclaimable; n0 has 2 free.
 	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("hog"))
 	c2.EnableEvictions(true, false)
 	c2.onNode(logger, mkNode("n0", "8"))
@@ -290,7 +294,7 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	podEvent(c2, mkPod("ns", "outside", "", cpu("6"), boundTo("n0")))
 	podEvent(c2, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n1")))
 	podEvent(c2, single("ns", "v1", inQueue("victim"), cpu("4"), boundTo("n1")))
-	podEvent(c2, single("ns", "hog", inQueue("hog"), cpu("8")))
+	podEvent(c2, single("ns", "hog", inQueue("hog"), cpu("1")))
 	big := single("ns", "big", inQueue("q"), cpu("3"))
 	podEvent(c2, big)
 	pass(c2, t0)
@@ -359,4 +363,50 @@ func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 	}
 	pass(c2, t0)
 	wantAdmitted(t, c2, admission{false, "members not placeable: 1/2 fit with the room reclaim and preemption can free"}, g...)
+}
+
+// Fair share divides what the queues can have, not the whole allocatable:
+// pods outside every queue (another scheduler's) hold room no queue can
+// get. 100 cpu, 50 held outside; queue a runs 50 and wants 10 more, queue
+// b submits a 20-cpu gang. Divided over 100, a deserved 60 and was never
+// reclaimed from, and b waited for a's pods to end; over the 50 the queues
+// can have, a deserves 30 and b 20, so b is admitted on reclaiming 20.
+func TestAdmissionShareExcludesPodsOutsideQueues(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
+	c.EnableEvictions(true, false)
+	for i := range 10 {
+		n := fmt.Sprint("n", i)
+		c.onNode(logger, mkNode(n, "10"))
+		if i < 5 {
+			podEvent(c, mkPod("ns", "other"+n, "", cpu("10"), boundTo(n)))
+		} else {
+			podEvent(c, single("ns", "a"+n, inQueue("a"), cpu("10"), boundTo(n)))
+		}
+	}
+	more := single("ns", "a-more", inQueue("a"), cpu("10"))
+	podEvent(c, more)
+	addPG(c, mkPG("ns", "b", 2, pgQueue("b")))
+	g := []*v1.Pod{memberOf("ns", "b0", "b", cpu("10")), memberOf("ns", "b1", "b", cpu("10"))}
+	for _, p := range g {
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	wantAdmitted(t, c, admission{true, ""}, g...)
+	if u := unitOf(c, gangUnitKey(GroupKey{Namespace: "ns", Name: "b"})); u == nil || !u.onPlan {
+		t.Errorf("gang b admitted, but not on a reclaim plan: %+v", u)
+	}
+	if got := admitted(c, more); got.ok {
+		t.Errorf("a's extra pod admitted above a's share of the room queues can have")
+	}
+	d := c.snapshot(t0)
+	if got := d.Cluster.Outside["cpu"]; got != 50000 {
+		t.Errorf("dump: outside cpu %dm, want 50000m", got)
+	}
+	for _, q := range d.Queues {
+		want := map[string]int64{"a": 30000, "b": 20000}[q.Name]
+		if got := q.Deserved["cpu"]; want != 0 && got != want {
+			t.Errorf("queue %s deserves %dm cpu, want %dm", q.Name, got, want)
+		}
+	}
+	wantConsistent(t, c, "after the pass")
 }

@@ -235,7 +235,7 @@ func recount(c *Cache) []string {
 	defer c.mu.RUnlock()
 	a := c.adm
 	var errs []string
-	used := resources.List{}
+	used, outside := resources.List{}, resources.List{}
 	alloc := map[string]resources.List{}
 	held := map[queue.Key]resources.List{}
 	for uid, p := range a.pods {
@@ -248,6 +248,8 @@ func recount(c *Cache) []string {
 		used.Add(p.req)
 		if p.queue != "" {
 			alloc[p.queue] = alloc[p.queue].Add(p.req)
+		} else {
+			outside.Add(p.req)
 		}
 		if !p.unit.IsZero() {
 			held[p.unit] = held[p.unit].Add(p.req)
@@ -255,6 +257,9 @@ func recount(c *Cache) []string {
 	}
 	if !used.Equal(a.used) {
 		errs = append(errs, fmt.Sprintf("cluster used %v, recount %v", a.used, used))
+	}
+	if !outside.Equal(a.outside) {
+		errs = append(errs, fmt.Sprintf("held outside the queues %v, recount %v", a.outside, outside))
 	}
 	infl := map[string]resources.List{}
 	for k, u := range a.units {

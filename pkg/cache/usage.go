@@ -112,6 +112,12 @@ func (a *admissionState) retagLocked(p *podAcct, q string) {
 		a.prioLocked(p.queue, p.prio, p.req, -1)
 		a.prioLocked(q, p.prio, p.req, 1)
 		a.feas.requeue(p.node, p.queue, q, p.req)
+		switch {
+		case p.queue == "" && q != "":
+			a.outside.Sub(p.req)
+		case p.queue != "" && q == "":
+			a.outside.Add(p.req)
+		}
 	}
 	p.queue = q
 }
@@ -191,6 +197,9 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 			a.feas.bind(old.node, old.queue, old.req, -1)
 			if q := a.usage[old.queue]; q != nil {
 				q.allocated.Sub(old.req)
+			}
+			if old.queue == "" {
+				a.outside.Sub(old.req)
 			}
 			a.prioLocked(old.queue, old.prio, old.req, -1)
 			if u := a.units[old.unit]; u != nil {
@@ -281,6 +290,8 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 		if acct.queue != "" {
 			a.usageLocked(acct.queue).allocated.Add(acct.req)
 			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
+		} else {
+			a.outside.Add(acct.req)
 		}
 		if u := a.units[acct.unit]; u != nil {
 			u.hold(acct.req)

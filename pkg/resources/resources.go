@@ -40,7 +40,7 @@ func (l List) Add(o List) List {
 }
 
 // Sub subtracts o from l in place and returns l, allocating l when nil.
-// Amounts may go negative; callers that need a floor use Clamp.
+// Amounts may go negative; callers that need a floor use Less.
 func (l List) Sub(o List) List {
 	if l == nil {
 		l = make(List, len(o))
@@ -49,6 +49,17 @@ func (l List) Sub(o List) List {
 		l[k] -= v
 	}
 	return l
+}
+
+// Less returns a new list of l less o, never below zero per resource: what
+// is left of an amount when part of it is taken (o's names absent from l
+// stay absent).
+func (l List) Less(o List) List {
+	out := make(List, len(l))
+	for k, v := range l {
+		out[k] = max(v-o[k], 0)
+	}
+	return out
 }
 
 // Exceeding returns, in sorted order, the names for which l asks more than

@@ -102,6 +102,32 @@ func TestSub(t *testing.T) {
 	}
 }
 
+func TestLess(t *testing.T) {
+	tests := []struct {
+		name string
+		l, o List
+		want List
+	}{
+		{name: "nil less anything is empty", l: nil, o: List{CPU: 100}, want: List{}},
+		{name: "list less nil is a copy", l: List{CPU: 100}, o: nil, want: List{CPU: 100}},
+		{name: "taken part is subtracted", l: List{CPU: 500, "memory": 10}, o: List{CPU: 200}, want: List{CPU: 300, "memory": 10}},
+		{name: "never below zero", l: List{CPU: 100}, o: List{CPU: 300}, want: List{CPU: 0}},
+		{name: "names only in o stay absent", l: List{CPU: 100}, o: List{"gpu": 1}, want: List{CPU: 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lBefore := copyMap(tt.l)
+			got := tt.l.Less(tt.o)
+			if !reflect.DeepEqual(map[string]int64(got), map[string]int64(tt.want)) {
+				t.Fatalf("Less() = %v, want %v", got, tt.want)
+			}
+			if !reflect.DeepEqual(copyMap(tt.l), lBefore) {
+				t.Errorf("Less() modified its receiver: %v, want %v", tt.l, lBefore)
+			}
+		})
+	}
+}
+
 func TestExceedingAndFitsIn(t *testing.T) {
 	tests := []struct {
 		name      string
