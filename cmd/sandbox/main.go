@@ -51,6 +51,8 @@ type sandboxOptions struct {
 	// jobRunTime is how long KWOK runs a Job's pod that carries no
 	// completeAfterAnnotation before completing it; 0: until deleted.
 	jobRunTime time.Duration
+	// autoscaler runs Karpenter beside the cluster (--autoscaler).
+	autoscaler autoscalerOptions
 }
 
 func main() {
@@ -74,7 +76,16 @@ func run() int {
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the components, with --log-file")
 	fs.DurationVar(&o.jobRunTime, "job-run-time", 20*time.Second, "how long a Job's pod runs before KWOK completes it, unless its "+completeAfterAnnotation+" annotation says otherwise; 0: until deleted")
 	fs.BoolVar(&o.controllers, "controllers", true, "run kube-controller-manager's workload controllers (Jobs, StatefulSets, Deployments, garbage collection, ...), so that workloads make their pods; false: bare pods only")
+	fs.BoolVar(&o.autoscaler.enabled, "autoscaler", false, "run Karpenter's KWOK cloud provider (make karpenter builds it) with a NodePool of 2-16 cpu instance types: pods that do not fit get nodes, empty nodes are consolidated away; --nodes defaults to 1")
+	fs.StringVar(&o.autoscaler.dir, "karpenter-dir", "", "with --autoscaler: directory holding karpenter-kwok and karpenter-crds/ (default <repo>/bin, where make karpenter writes them)")
+	fs.StringVar(&o.autoscaler.cpuLimit, "autoscaler-cpu-limit", "64", "with --autoscaler: the NodePool's cpu limit (spec.limits.cpu)")
+	fs.DurationVar(&o.autoscaler.consolidateAfter, "consolidate-after", 5*time.Second, "with --autoscaler: how long a Karpenter node must be unchanged before it may be consolidated")
+	fs.StringVar(&o.autoscaler.logFile, "karpenter-log", "", "with --autoscaler: write Karpenter's log here (default: in the temporary directory, removed on exit)")
 	_ = fs.Parse(os.Args[1:])
+	if o.autoscaler.enabled && !flagSet(fs, "nodes") {
+		// One static node, so that most work needs Karpenter's.
+		o.nodes = 1
+	}
 
 	if err := o.complete(); err != nil {
 		fmt.Fprintln(os.Stderr, "caldera-sandbox:", err)
@@ -140,7 +151,14 @@ func (o *sandboxOptions) complete() error {
 			o.crdDir = filepath.Join(root, "manifests", "crds")
 		}
 	}
-	return nil
+	return o.autoscaler.complete(localcluster.RepoRoot)
+}
+
+// flagSet says whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // setupLogging sends klog (apiserver, scheduler) to --log-file or nowhere;
@@ -233,6 +251,9 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 		}
 		edits = append(edits, serveVolcanoName)
 	}
+	if err := installAutoscalerCRDs(ctx, adminConfig, o.autoscaler); err != nil {
+		return err
+	}
 
 	if err := c.createNodes(ctx, o); err != nil {
 		return err
@@ -276,6 +297,18 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if err := c.waitNodesReady(ctx, o); err != nil {
 		return err
 	}
+	// Karpenter starts once the static nodes are settled (waitNodesReady
+	// gives every node the static nodes' capacity) and stops first.
+	var autoscalerDone <-chan struct{}
+	var autoscalerErr func() error
+	if o.autoscaler.enabled {
+		k, err := startAutoscaler(ctx, c, internalKubeconfig, tmp, o.autoscaler, o.quiet)
+		if err != nil {
+			return err
+		}
+		defer k.Stop()
+		autoscalerDone, autoscalerErr = k.Done(), func() error { return autoscalerExited(k) }
+	}
 
 	kubeconfig, removeKubeconfig := o.kubeconfig, false
 	if kubeconfig == "" {
@@ -308,6 +341,8 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 		return fmt.Errorf("scheduler stopped: %v", sched.Err())
 	case <-api.Done():
 		return fmt.Errorf("kube-apiserver stopped: %v", api.Err())
+	case <-autoscalerDone:
+		return autoscalerErr()
 	}
 	if !o.quiet {
 		fmt.Fprintln(os.Stderr, "caldera-sandbox: shutting down")

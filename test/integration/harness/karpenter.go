@@ -2,16 +2,11 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
+	"github.com/caldera-sched/caldera/internal/karpenter"
 	"github.com/caldera-sched/caldera/internal/localcluster"
 )
 
@@ -35,205 +30,54 @@ import (
 // e2e setup, plays it for the nodes annotated kwok.x-k8s.io/node=fake:
 // it makes them Ready (then Karpenter initializes them and lifts its
 // karpenter.sh/unregistered taint), keeps their Lease, and moves their
-// pods to Running. Both are built from test/neighbours/karpenter, a module
-// of its own, and run as processes against the test apiserver.
+// pods to Running. internal/karpenter builds both from
+// test/neighbours/karpenter and runs them as processes against the test
+// apiserver (bin/caldera-sandbox --autoscaler does too); this file adds
+// t.Fatal, t.Cleanup and the waits on the test's schedulers.
 
-// karpenterModule is the tool module that pins Karpenter's and KWOK's
-// releases, relative to the repository root; karpenterMain and kwokMain
-// are their main packages.
+// KarpenterToolchain is the Go toolchain the tool module builds with.
+const KarpenterToolchain = karpenter.Toolchain
+
+// KWOKNodeAnnotation marks the nodes Karpenter's KWOK provider creates;
+// NodePoolLabel names a Karpenter node's NodePool.
 const (
-	karpenterModule = "test/neighbours/karpenter"
-	karpenterMain   = "sigs.k8s.io/karpenter/kwok"
-	kwokMain        = "sigs.k8s.io/kwok/cmd/kwok"
-)
-
-// KarpenterToolchain is the Go toolchain the tool module builds with:
-// Karpenter v1.15.0 declares go 1.26.9, newer than the Go the repository
-// builds with, so its build alone sets GOTOOLCHAIN (the module proxy
-// serves the toolchain).
-const KarpenterToolchain = "go1.27.3"
-
-// KWOKNodeAnnotation marks the nodes Karpenter's KWOK provider creates
-// (annotation and label, value "fake"); the KWOK controller manages the
-// nodes with that annotation. NodePoolLabel names a Karpenter node's
-// NodePool.
-const (
-	KWOKNodeAnnotation = "kwok.x-k8s.io/node"
-	NodePoolLabel      = "karpenter.sh/nodepool"
+	KWOKNodeAnnotation = karpenter.KWOKNodeAnnotation
+	NodePoolLabel      = karpenter.NodePoolLabel
 )
 
 // The Karpenter resources the helpers below read and write.
 var (
-	NodePools       = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
-	NodeClaims      = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
-	KWOKNodeClasses = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
+	NodePools       = karpenter.NodePools
+	NodeClaims      = karpenter.NodeClaims
+	KWOKNodeClasses = karpenter.KWOKNodeClasses
 )
 
-// karpenterCRDFiles are the CRDs Karpenter's controllers watch (the
-// KWOK chart installs the same), relative to Karpenter's module.
-var karpenterCRDFiles = []string{
-	"pkg/apis/crds/karpenter.sh_nodepools.yaml",
-	"pkg/apis/crds/karpenter.sh_nodeclaims.yaml",
-	"pkg/apis/crds/karpenter.sh_nodeoverlays.yaml",
-	"pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml",
-	"kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml",
-}
+// KWOKInstanceType is an instance type Karpenter's KWOK provider offers
+// (karpenter.InstanceType).
+type KWOKInstanceType = karpenter.InstanceType
 
-// kwokStageFiles are KWOK's "fast" stages (kustomize/stage/fast, which
-// Karpenter's hack/install-kwok.sh applies): nodes Ready at once with a
-// Lease heartbeat, pods Running once bound, Job pods completed, deleted
-// pods removed. Relative to kustomize/stage of KWOK's module.
-var kwokStageFiles = []string{
-	"node/fast/node-initialize.yaml",
-	"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-	"pod/fast/pod-ready.yaml",
-	"pod/fast/pod-complete.yaml",
-	"pod/fast/pod-delete.yaml",
-}
+// KWOKZone is the one zone of the KWOK instance types.
+const KWOKZone = karpenter.Zone
 
-// karpenterBuild is what buildKarpenter made.
-type karpenterBuild struct {
-	karpenter, kwok string // binaries
-	crdDir          string // karpenterCRDFiles, flat
-	stages          []byte // kwokStageFiles, one multi-document YAML
-}
+// DefaultKWOKInstanceTypes are 2, 4, 8 and 16 CPU machines with 4Gi per
+// CPU, priced by CPU.
+func DefaultKWOKInstanceTypes() []KWOKInstanceType { return karpenter.DefaultInstanceTypes() }
 
 var (
 	karpenterBuildOnce sync.Once
-	karpenterBuilt     karpenterBuild
+	karpenterBuilt     karpenter.Artifacts
 	karpenterBuildErr  error
 )
 
 // buildKarpenter builds Karpenter's KWOK provider and the KWOK controller
-// into <root>/_output/neighbours with KarpenterToolchain (the first build
-// takes minutes; later ones find the binaries up to date) and gathers the
-// CRDs and stages, once per test process.
-func buildKarpenter(root string) (karpenterBuild, error) {
+// into <root>/_output/neighbours (the first build takes minutes; later
+// ones find the binaries up to date) with their CRDs and stages, once per
+// test process.
+func buildKarpenter(root string) (karpenter.Artifacts, error) {
 	karpenterBuildOnce.Do(func() {
-		karpenterBuilt, karpenterBuildErr = doBuildKarpenter(root)
+		karpenterBuilt, karpenterBuildErr = karpenter.Build(root, filepath.Join(root, "_output", "neighbours"))
 	})
 	return karpenterBuilt, karpenterBuildErr
-}
-
-func doBuildKarpenter(root string) (karpenterBuild, error) {
-	mod := filepath.Join(root, karpenterModule)
-	out := filepath.Join(root, "_output", "neighbours")
-	b := karpenterBuild{
-		karpenter: filepath.Join(out, "karpenter-kwok"),
-		kwok:      filepath.Join(out, "kwok"),
-		crdDir:    filepath.Join(out, "karpenter-crds"),
-	}
-	if err := os.MkdirAll(b.crdDir, 0o755); err != nil {
-		return b, err
-	}
-	goCmd := func(args ...string) *exec.Cmd {
-		c := exec.Command("go", args...)
-		c.Dir = mod
-		c.Env = append(os.Environ(), "GOTOOLCHAIN="+KarpenterToolchain)
-		return c
-	}
-	for bin, pkg := range map[string]string{b.karpenter: karpenterMain, b.kwok: kwokMain} {
-		if out, err := goCmd("build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			return b, fmt.Errorf("building %s in %s (GOTOOLCHAIN=%s): %v\n%s", pkg, mod, KarpenterToolchain, err, out)
-		}
-	}
-	moduleDir := func(path string) (string, error) {
-		out, err := goCmd("list", "-m", "-f", "{{.Dir}}", path).Output()
-		if err != nil {
-			return "", fmt.Errorf("locating %s's module: %v", path, err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	karp, err := moduleDir("sigs.k8s.io/karpenter")
-	if err != nil {
-		return b, err
-	}
-	for _, f := range karpenterCRDFiles {
-		data, err := os.ReadFile(filepath.Join(karp, f))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(b.crdDir, filepath.Base(f)), data, 0o644)
-		}
-		if err != nil {
-			return b, fmt.Errorf("copying Karpenter's CRD %s: %v", f, err)
-		}
-	}
-	kwok, err := moduleDir("sigs.k8s.io/kwok")
-	if err != nil {
-		return b, err
-	}
-	for _, f := range kwokStageFiles {
-		data, err := os.ReadFile(filepath.Join(kwok, "kustomize", "stage", f))
-		if err != nil {
-			return b, fmt.Errorf("reading KWOK's stage %s: %v", f, err)
-		}
-		b.stages = append(b.stages, "---\n"...)
-		b.stages = append(b.stages, data...)
-	}
-	return b, nil
-}
-
-// KWOKInstanceType is an instance type Karpenter's KWOK provider offers:
-// one on-demand offering in zone KWOKZone, linux/amd64. The node Karpenter
-// makes of it has CPU and Memory as capacity and, as allocatable, those
-// less the provider's fixed kube-reserved (100m CPU, 10Mi memory).
-type KWOKInstanceType struct {
-	Name        string
-	CPU, Memory string
-	Price       float64 // per hour
-}
-
-// KWOKZone is the one zone of the KWOK instance types.
-const KWOKZone = "test-zone-a"
-
-// DefaultKWOKInstanceTypes are 2, 4, 8 and 16 CPU machines with 4Gi per
-// CPU, priced by CPU.
-func DefaultKWOKInstanceTypes() []KWOKInstanceType {
-	var out []KWOKInstanceType
-	for _, cpu := range []int{2, 4, 8, 16} {
-		out = append(out, KWOKInstanceType{
-			Name:   fmt.Sprintf("c-%dx-amd64-linux", cpu),
-			CPU:    fmt.Sprint(cpu),
-			Memory: fmt.Sprintf("%dGi", 4*cpu),
-			Price:  0.05 * float64(cpu),
-		})
-	}
-	return out
-}
-
-// instanceTypesJSON is the file --instance-types-file-path reads, in the
-// format of the provider's embedded instance_types.json.
-func instanceTypesJSON(its []KWOKInstanceType) ([]byte, error) {
-	type req struct {
-		Key      string   `json:"key"`
-		Operator string   `json:"operator"`
-		Values   []string `json:"values"`
-	}
-	type offering struct {
-		Price        float64
-		Available    bool
-		Requirements []req
-	}
-	type instanceType struct {
-		Name             string            `json:"name"`
-		Offerings        []offering        `json:"offerings"`
-		Architecture     string            `json:"architecture"`
-		OperatingSystems []string          `json:"operatingSystems"`
-		Resources        map[string]string `json:"resources"`
-	}
-	var out []instanceType
-	for _, it := range its {
-		out = append(out, instanceType{
-			Name: it.Name,
-			Offerings: []offering{{Price: it.Price, Available: true, Requirements: []req{
-				{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}},
-				{Key: v1.LabelTopologyZone, Operator: "In", Values: []string{KWOKZone}},
-			}}},
-			Architecture:     "amd64",
-			OperatingSystems: []string{"linux"},
-			Resources:        map[string]string{"cpu": it.CPU, "memory": it.Memory, "pods": "110"},
-		})
-	}
-	return json.MarshalIndent(out, "", "  ")
 }
 
 // KarpenterOptions configures StartKarpenter.
@@ -257,7 +101,7 @@ type Karpenter struct {
 	InstanceTypes []KWOKInstanceType
 
 	env   *Env
-	procs []*neighbourProcess
+	procs []*karpenter.Process
 }
 
 // StartKarpenter installs Karpenter's CRDs in e (once per Env), then starts
@@ -276,18 +120,12 @@ func (e *Env) StartKarpenter(t *testing.T, opts KarpenterOptions) *Karpenter {
 		t.Fatal(err)
 	}
 	built := time.Since(began)
-	if err := e.installKarpenterCRDs(t, b.crdDir); err != nil {
+	if err := e.installKarpenterCRDs(t, b.CRDDir); err != nil {
 		t.Fatal(err)
 	}
 	crds := time.Since(began)
 	if len(opts.InstanceTypes) == 0 {
 		opts.InstanceTypes = DefaultKWOKInstanceTypes()
-	}
-	if opts.BatchIdleDuration == 0 {
-		opts.BatchIdleDuration = time.Second
-	}
-	if opts.BatchMaxDuration == 0 {
-		opts.BatchMaxDuration = 3 * time.Second
 	}
 	if opts.LogLevel == "" {
 		opts.LogLevel = "debug"
@@ -301,64 +139,55 @@ func (e *Env) StartKarpenter(t *testing.T, opts KarpenterOptions) *Karpenter {
 	}
 	// Registered first, so it runs last: after the NodePools' cleanups,
 	// which need both processes to take their nodes away.
-	t.Cleanup(func() {
-		for _, p := range slices.Backward(k.procs) {
-			p.stop()
-		}
-		if t.Failed() {
-			for _, p := range k.procs {
-				if data, err := os.ReadFile(p.logFile); err == nil {
-					t.Logf("%s log (last 16 KiB):\n%s", p.name, tail(data, 16<<10))
-				}
-			}
-		}
-	})
-	ports, err := localcluster.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { k.stop(t) })
 
 	// KWOK first, so that Karpenter's first node is Ready at once.
-	kwokConfig := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(kwokConfig, b.stages, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kwokAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	k.start(t, "kwok", b.kwok, k.KWOKLogFile, nil,
-		"--config="+kwokConfig,
-		"--kubeconfig="+e.Kubeconfig,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+KWOKNodeAnnotation+"=fake",
-		"--node-ip=127.0.0.1",
-		"--node-lease-duration-seconds=40",
-		"--server-address="+kwokAddr,
-		"--v=info",
-	)
-	k.waitHTTP(t, "kwok", "http://"+kwokAddr+"/healthz")
-	kwokReady := time.Since(began)
-
-	itFile := filepath.Join(dir, "instance-types.json")
-	data, err := instanceTypesJSON(opts.InstanceTypes)
-	if err == nil {
-		err = os.WriteFile(itFile, data, 0o644)
-	}
+	stages, err := b.Stages()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.start(t, "karpenter", b.karpenter, k.LogFile, []string{"KUBECONFIG=" + e.Kubeconfig},
-		"--disable-leader-election",
-		fmt.Sprintf("--metrics-port=%d", ports[1]),
-		fmt.Sprintf("--health-probe-port=%d", ports[2]),
-		"--instance-types-file-path="+itFile,
-		"--batch-idle-duration="+opts.BatchIdleDuration.String(),
-		"--batch-max-duration="+opts.BatchMaxDuration.String(),
-		"--log-level="+opts.LogLevel,
-	)
-	k.waitHTTP(t, "karpenter", fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
+	kwok, err := karpenter.StartKWOK(t.Context(), karpenter.KWOKOptions{
+		Binary: b.KWOK, Kubeconfig: e.Kubeconfig, Stages: stages, Dir: dir, LogFile: k.KWOKLogFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.procs = append(k.procs, kwok)
+	kwokReady := time.Since(began)
+
+	p, err := karpenter.StartKarpenter(t.Context(), karpenter.Options{
+		Binary:            b.Karpenter,
+		Kubeconfig:        e.Kubeconfig,
+		Dir:               dir,
+		LogFile:           k.LogFile,
+		InstanceTypes:     opts.InstanceTypes,
+		BatchIdleDuration: opts.BatchIdleDuration,
+		BatchMaxDuration:  opts.BatchMaxDuration,
+		LogLevel:          opts.LogLevel,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.procs = append(k.procs, p)
 	round := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	t.Logf("harness: Karpenter ready in %v (binaries %v, CRDs %v, KWOK ready %v; logs %s, %s)",
 		round(time.Since(began)), round(built), round(crds), round(kwokReady), k.LogFile, k.KWOKLogFile)
 	return k
+}
+
+// stop stops Karpenter, then KWOK, and prints their logs if t failed.
+func (k *Karpenter) stop(t *testing.T) {
+	for _, p := range slices.Backward(k.procs) {
+		p.Stop()
+	}
+	if !t.Failed() {
+		return
+	}
+	for _, f := range []string{k.KWOKLogFile, k.LogFile} {
+		if data, err := os.ReadFile(f); err == nil {
+			t.Logf("%s (last 16 KiB):\n%s", filepath.Base(f), tail(data, 16<<10))
+		}
+	}
 }
 
 var karpenterCRDsOnce sync.Map // *Env -> *sync.Once
@@ -379,102 +208,9 @@ func (e *Env) installKarpenterCRDs(t *testing.T, crdDir string) error {
 	return err
 }
 
-// start starts one process in a process group of its own.
-func (k *Karpenter) start(t *testing.T, name, bin, logPath string, env []string, args ...string) {
-	t.Helper()
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &neighbourProcess{name: name, logFile: logPath, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
-	k.procs = append(k.procs, p)
-}
-
-// waitHTTP waits up to a minute for url to answer 200, failing at once if
-// the process exits.
-func (k *Karpenter) waitHTTP(t *testing.T, name, url string) {
-	t.Helper()
-	p := k.procs[len(k.procs)-1]
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited before it was ready: %v (log %s)", name, p.err, p.logFile)
-		default:
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s within a minute (last: %v)", name, url, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// neighbourProcess is a child process of another project's binary.
-type neighbourProcess struct {
-	name, logFile string
-	cmd           *exec.Cmd
-	done          chan struct{}
-	err           error // set before done is closed
-}
-
-// stop ends the process group: SIGTERM, then SIGKILL after 10 s.
-func (p *neighbourProcess) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// NodePoolOptions configures CreateNodePool.
-type NodePoolOptions struct {
-	// Name of the NodePool and of its KWOKNodeClass (default "default").
-	Name string
-	// CPULimit is spec.limits.cpu (default "64").
-	CPULimit string
-	// ConsolidationPolicy: WhenEmptyOrUnderutilized (default) or WhenEmpty.
-	ConsolidationPolicy string
-	// ConsolidateAfter: how long a node must have had no pod change before
-	// Karpenter may consolidate it (default 5s). Karpenter then validates
-	// its decision for 15 s and polls every 10 s, so an empty node goes
-	// about 25-35 s after this.
-	ConsolidateAfter time.Duration
-	// InstanceTypes restricts the NodePool to these instance type names
-	// (all offered ones when empty).
-	InstanceTypes []string
-	// RegistrationDelay is the KWOKNodeClass's nodeRegistrationDelay: how
-	// long after a NodeClaim is launched its Node appears (default 0), as
-	// a machine's boot time.
-	RegistrationDelay time.Duration
-}
+// NodePoolOptions configures CreateNodePool (karpenter.NodePoolOptions:
+// name, CPU limit, consolidation, instance types, registration delay).
+type NodePoolOptions = karpenter.NodePoolOptions
 
 // CreateNodePool creates a KWOKNodeClass and a NodePool using it, and
 // waits until Karpenter reports the NodePool Ready. When the test ends it
@@ -483,90 +219,13 @@ type NodePoolOptions struct {
 // that wait is stripped of its finalizers and deleted.
 func (k *Karpenter) CreateNodePool(t *testing.T, opts NodePoolOptions) {
 	t.Helper()
-	e := k.env
-	if opts.Name == "" {
-		opts.Name = "default"
-	}
-	if opts.CPULimit == "" {
-		opts.CPULimit = "64"
-	}
-	if opts.ConsolidationPolicy == "" {
-		opts.ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-	}
-	if opts.ConsolidateAfter == 0 {
-		opts.ConsolidateAfter = 5 * time.Second
-	}
-	nodeClass := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "karpenter.kwok.sh/v1alpha1",
-		"kind":       "KWOKNodeClass",
-		"metadata":   map[string]any{"name": opts.Name},
-		"spec":       map[string]any{},
-	}}
-	if opts.RegistrationDelay > 0 {
-		nodeClass.Object["spec"] = map[string]any{"nodeRegistrationDelay": durationString(opts.RegistrationDelay)}
-	}
-	requirements := []any{
-		map[string]any{"key": v1.LabelArchStable, "operator": "In", "values": []any{"amd64"}},
-		map[string]any{"key": v1.LabelOSStable, "operator": "In", "values": []any{"linux"}},
-		map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}},
-	}
-	if len(opts.InstanceTypes) > 0 {
-		var names []any
-		for _, n := range opts.InstanceTypes {
-			names = append(names, n)
-		}
-		requirements = append(requirements, map[string]any{"key": v1.LabelInstanceTypeStable, "operator": "In", "values": names})
-	}
-	nodePool := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "karpenter.sh/v1",
-		"kind":       "NodePool",
-		"metadata":   map[string]any{"name": opts.Name},
-		"spec": map[string]any{
-			"template": map[string]any{"spec": map[string]any{
-				"requirements": requirements,
-				"nodeClassRef": map[string]any{"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": opts.Name},
-				"expireAfter":  "Never",
-			}},
-			"limits": map[string]any{"cpu": opts.CPULimit},
-			"disruption": map[string]any{
-				"consolidationPolicy": opts.ConsolidationPolicy,
-				"consolidateAfter":    durationString(opts.ConsolidateAfter),
-				"budgets":             []any{map[string]any{"nodes": "100%"}},
-			},
-		},
-	}}
-	if _, err := e.Dynamic.Resource(KWOKNodeClasses).Create(t.Context(), nodeClass, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating KWOKNodeClass %s: %v", opts.Name, err)
-	}
-	if _, err := e.Dynamic.Resource(NodePools).Create(t.Context(), nodePool, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating NodePool %s: %v", opts.Name, err)
-	}
+	opts, err := karpenter.CreateNodePool(t.Context(), k.env.Dynamic, opts, 30*time.Second)
+	// Registered even on failure: what was created must go (deleting
+	// tolerates NotFound).
 	t.Cleanup(func() { k.deleteNodePool(t, opts.Name) })
-	WaitFor(t, 30*time.Second, func() (bool, error) {
-		np, err := e.Dynamic.Resource(NodePools).Get(t.Context(), opts.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return conditionTrue(np, "Ready"), nil
-	}, "NodePool "+opts.Name+" Ready")
-}
-
-// durationString is d as Karpenter's duration fields take it (whole
-// seconds, e.g. "5s").
-func durationString(d time.Duration) string {
-	return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-}
-
-// conditionTrue says whether obj's status has condition typ True.
-func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return m["status"] == "True"
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
 }
 
 // deleteNodePool deletes NodePool name (Karpenter then drains and removes
@@ -679,16 +338,4 @@ func (k *Karpenter) NodeClaims(t *testing.T, pool string) []unstructured.Unstruc
 
 // NodeReady says whether node is Ready and carries none of the taints
 // Karpenter puts on a node it has not initialized or is disrupting.
-func NodeReady(node *v1.Node) bool {
-	for _, taint := range node.Spec.Taints {
-		if strings.HasPrefix(taint.Key, "karpenter.sh/") {
-			return false
-		}
-	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
+func NodeReady(node *v1.Node) bool { return karpenter.NodeReady(node) }
