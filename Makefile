@@ -17,7 +17,7 @@ LDFLAGS := $(VERSION_LDFLAGS) -X k8s.io/component-base/version.buildDate=$(shell
 POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/convert/... ./pkg/groupspec/... ./pkg/dialect/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/status/... ./pkg/admission/... ./pkg/dumpsignal/... ./pkg/plugins/...
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream bench-quality etcd sandbox demo image image-check
+.PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream bench-quality etcd sandbox demo sandbox-autoscaler image image-check
 
 all: build
 
@@ -73,6 +73,13 @@ sandbox:
 ## status table (Ctrl-C stops it). SANDBOX_ARGS adds flags, e.g. --nodes 8.
 demo: sandbox
 	bin/caldera-sandbox --demo $(SANDBOX_ARGS)
+
+## sandbox-autoscaler: the sandbox with a real cluster autoscaler beside it:
+## builds Karpenter's KWOK provider (make karpenter) and runs
+## bin/caldera-sandbox --autoscaler (one static node; pods that do not fit
+## get Karpenter nodes, empty ones are consolidated away); docs/sandbox.md.
+sandbox-autoscaler: sandbox karpenter
+	bin/caldera-sandbox --autoscaler $(SANDBOX_ARGS)
 
 ## test: format check, vet, race-checked unit tests, integration tests.
 test: fmt-check vet unit integration
@@ -337,7 +344,9 @@ volcano-controller:
 ## CapacityBuffer, KWOKNodeClass) in bin/karpenter-crds and KWOK's fast
 ## stages in bin/kwok-stages. Karpenter v1.15.0 declares go 1.26.9, newer
 ## than the machine's Go, so this build alone uses KARPENTER_TOOLCHAIN.
-## The integration tests (test/integration/autoscaler) build the same.
+## The integration tests (test/integration/autoscaler) build the same;
+## bin/caldera-sandbox --autoscaler runs bin/karpenter-kwok (make
+## sandbox-autoscaler).
 KARPENTER_TOOLCHAIN := go1.27.3
 KARPENTER_GO := GOTOOLCHAIN=$(KARPENTER_TOOLCHAIN) $(GO) -C test/neighbours/karpenter
 KARPENTER_CRD_FILES := pkg/apis/crds/karpenter.sh_nodepools.yaml pkg/apis/crds/karpenter.sh_nodeclaims.yaml \

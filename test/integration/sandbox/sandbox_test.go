@@ -34,7 +34,7 @@ import (
 
 func TestSandbox(t *testing.T) {
 	sb := startSandbox(t, "--nodes", "2", "--quiet")
-	kubeconfig, cmd, exited, tmp := sb.kubeconfig, sb.cmd, sb.exited, sb.tmp
+	kubeconfig := sb.kubeconfig
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -187,28 +187,7 @@ func TestSandbox(t *testing.T) {
 		}
 	}
 
-	// SIGTERM: a clean exit, no temporary files left.
-	began := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		*sb.stopped = true
-		if err != nil {
-			t.Fatalf("sandbox exited with %v, want 0", err)
-		}
-	case <-time.After(45 * time.Second):
-		t.Fatalf("sandbox did not exit within 45s of SIGTERM")
-	}
-	t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
-	left, err := os.ReadDir(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range left {
-		t.Errorf("left behind in TMPDIR: %s", e.Name())
-	}
+	sb.stop(t)
 }
 
 // sandbox is a running caldera-sandbox process.
@@ -300,4 +279,32 @@ type testWriter struct{ t *testing.T }
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("sandbox stderr: %s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// stop sends SIGTERM and checks a clean exit (status 0 within 45 s) that
+// leaves nothing in the process's TMPDIR: the sandbox's children
+// (Karpenter with --autoscaler) stopped, its temporary directory removed.
+func (sb *sandbox) stop(t *testing.T) {
+	t.Helper()
+	began := time.Now()
+	if err := sb.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-sb.exited:
+		*sb.stopped = true
+		if err != nil {
+			t.Fatalf("sandbox exited with %v, want 0", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("sandbox did not exit within 45s of SIGTERM")
+	}
+	t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
+	left, err := os.ReadDir(sb.tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left behind in TMPDIR: %s", e.Name())
+	}
 }
