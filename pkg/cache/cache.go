@@ -101,6 +101,9 @@ type Cache struct {
 	implicit annotation.Book
 	// notices are the Warning Events about pods queued for the writer.
 	notices podNotices
+	// protect holds the bound gang members that lack the annotations that
+	// keep autoscalers from scaling their nodes down (protect.go).
+	protect map[types.UID]*v1.Pod
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}

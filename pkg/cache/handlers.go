@@ -248,6 +248,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 		wasBound := prev != nil && prev.state.Assigned
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
+		c.noteProtectLocked(g, m, pod)
 		if finished {
 			delete(g.finishing, pod.UID) // it was finishing, not deleted
 		}
@@ -431,6 +432,7 @@ func (g *group) removePriority(p int32) {
 
 func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	delete(c.memberOf, uid)
+	delete(c.protect, uid)
 	g := c.groups[key]
 	if g == nil {
 		return

@@ -17,13 +17,16 @@ const (
 	// WriteCreatePodGroup: creating the PodGroup of a gang asked for by
 	// annotation.
 	WriteCreatePodGroup = "podgroup_create"
+	// WriteProtectPod: annotating a running gang's member against
+	// autoscalers' scale-down.
+	WriteProtectPod = "pod_protect"
 )
 
 var (
 	writeErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "caldera",
 		Name:           "status_write_errors_total",
-		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status, stale pod nominations, pod conditions and created PodGroups, by object.",
+		Help:           "Number of failed writes of PodGroup status, PodGroup admission annotations, Queue status, stale pod nominations, pod conditions, created PodGroups and gang members' scale-down protection, by object.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 
@@ -38,7 +41,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(writeErrors)
-		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition, WriteCreatePodGroup} {
+		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition, WriteCreatePodGroup, WriteProtectPod} {
 			writeErrors.WithLabelValues(o)
 		}
 	})

@@ -144,6 +144,11 @@ type Source interface {
 	// PodNotices returns the Warning Events about pods queued since the
 	// last call, each pod's once.
 	PodNotices() []PodNotice
+	// PodsToProtect returns the bound gang members, noted since the last
+	// call, that lack the annotations keeping autoscalers from scaling
+	// their nodes down; RetryProtect hands a pod whose patch failed back.
+	PodsToProtect() []*v1.Pod
+	RetryProtect(pod *v1.Pod)
 	// Recorder returns the Event recorder of the profile named
 	// schedulerName.
 	Recorder(schedulerName string) events.EventRecorderLogger
@@ -254,6 +259,7 @@ func (w *Writer) Sync(ctx context.Context) {
 	// PodGroups first: a gang asked for by annotation waits for its own.
 	w.CreatePodGroups(ctx)
 	w.PostPodNotices()
+	w.ProtectPods(ctx)
 	// Admissions before the groups' status: taking them out notes the
 	// pending groups' verdicts, which a Volcano PodGroup's status carries,
 	// so both land in the same period.

@@ -52,6 +52,9 @@ type fakeSource struct {
 	create   []annotation.ToCreate
 	notices  []PodNotice
 	onCreate func()
+	// protect is handed out once; a pod handed back is in reprotect.
+	protect   []*v1.Pod
+	reprotect []*v1.Pod
 }
 
 func (s *fakeSource) StatusReady() bool { return s.ready }
@@ -94,6 +97,18 @@ func (s *fakeSource) PodNotices() []PodNotice {
 	n := s.notices
 	s.notices = nil
 	return n
+}
+func (s *fakeSource) PodsToProtect() []*v1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.protect
+	s.protect = nil
+	return p
+}
+func (s *fakeSource) RetryProtect(pod *v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reprotect = append(s.reprotect, pod)
 }
 func (s *fakeSource) RecordGroupMetrics() {}
 func (s *fakeSource) Admitting() bool     { return s.admitting }

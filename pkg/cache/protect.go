@@ -1,0 +1,60 @@
+package cache
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/disruption"
+)
+
+// The members of a running gang carry the annotations that keep cluster
+// autoscalers from scaling their nodes down (package disruption): a
+// consolidation that evicts one member of a gang at minMember stops the
+// whole job. A member is bound only once its gang's minimum is placed, so
+// every bound member of a gang belongs to a gang that runs or is starting.
+// The cache notes the bound members that lack them; the status writer,
+// which writes only while the scheduler leads, patches them in.
+
+// noteProtectLocked notes pod, a member of g as m records it, for the
+// writer when it is a bound, unfinished member of a gang (minMember above
+// one) that lacks a protecting annotation, and forgets it otherwise. O(1).
+func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
+	if !m.state.Assigned || m.state.Phase.Terminal() || g.spec.MinMember < 2 || !disruption.Unprotected(pod.Annotations) {
+		delete(c.protect, pod.UID)
+		return
+	}
+	if c.protect == nil {
+		c.protect = map[types.UID]*v1.Pod{}
+	}
+	c.protect[pod.UID] = pod
+}
+
+// PodsToProtect implements status.Source: the bound gang members noted
+// since the last call that lack a protecting annotation, each once.
+func (c *Cache) PodsToProtect() []*v1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.protect) == 0 {
+		return nil
+	}
+	out := make([]*v1.Pod, 0, len(c.protect))
+	for uid, p := range c.protect {
+		out = append(out, p)
+		delete(c.protect, uid)
+	}
+	return out
+}
+
+// RetryProtect implements status.Source: pod's patch failed, hand it out
+// again at the next pass while it is still a member.
+func (c *Cache) RetryProtect(pod *v1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, member := c.memberOf[pod.UID]; !member {
+		return
+	}
+	if c.protect == nil {
+		c.protect = map[types.UID]*v1.Pod{}
+	}
+	c.protect[pod.UID] = pod
+}

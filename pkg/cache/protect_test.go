@@ -1,0 +1,77 @@
+package cache
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/disruption"
+)
+
+// protectedNames are the pods the writer is handed to protect, sorted.
+func protectedNames(c *Cache) []string {
+	var out []string
+	for _, p := range c.PodsToProtect() {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A gang's members are handed to the writer, once, when they are bound and
+// lack an annotation that keeps autoscalers off their nodes; a pending
+// member, a finished one, a member that has both keys, a singleton and a
+// gang of one are not; a member deleted before the writer's pass is
+// forgotten, and a failed patch is handed out again while the pod is a
+// member.
+func TestPodsToProtect(t *testing.T) {
+	c, _ := newTestCache(t)
+	c.onNode(logger, mkNode("n1", "16"))
+	addPG(c, mkPG("ns", "g", 2))
+	addPG(c, mkPG("ns", "one", 1))
+	m0, m1 := memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g")
+	add(c, m0)
+	add(c, m1)
+	if got := protectedNames(c); got != nil {
+		t.Fatalf("pending members handed out: %v", got)
+	}
+	keyed := func(p *v1.Pod) {
+		p.Annotations = map[string]string{disruption.KarpenterDoNotDisrupt: "false", disruption.ClusterAutoscalerSafeToEvict: "true"}
+	}
+	m2 := memberOf("ns", "m2", "g", keyed)
+	add(c, m2)
+	add(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	add(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	add(c, next(m2, boundTo("n1"), phase(v1.PodRunning)))
+	add(c, next(memberOf("ns", "solo", "one"), boundTo("n1"), phase(v1.PodRunning)))
+	add(c, single("ns", "s", boundTo("n1"), phase(v1.PodRunning)))
+	if got, want := protectedNames(c), []string{"m0", "m1"}; !slices.Equal(got, want) {
+		t.Fatalf("handed out %v, want %v", got, want)
+	}
+	if got := protectedNames(c); got != nil {
+		t.Fatalf("handed out again: %v", got)
+	}
+
+	// m1's patch failed: it is handed out again. m0 is deleted first, and
+	// an update of m1 that shows it protected takes it back.
+	c.RetryProtect(next(m0, boundTo("n1")))
+	c.RetryProtect(next(m1, boundTo("n1")))
+	del(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
+	c.RetryProtect(next(m0, boundTo("n1")))
+	if got, want := protectedNames(c), []string{"m1"}; !slices.Equal(got, want) {
+		t.Fatalf("after the retry handed out %v, want %v", got, want)
+	}
+	c.RetryProtect(next(m1, boundTo("n1")))
+	add(c, next(m1, boundTo("n1"), phase(v1.PodRunning), keyed))
+	if got := protectedNames(c); got != nil {
+		t.Fatalf("a protected member handed out: %v", got)
+	}
+	// Finished, a member needs nothing.
+	m3 := memberOf("ns", "m3", "g")
+	add(c, next(m3, boundTo("n1"), phase(v1.PodRunning)))
+	add(c, next(m3, boundTo("n1"), phase(v1.PodSucceeded)))
+	if got := protectedNames(c); got != nil {
+		t.Fatalf("a finished member handed out: %v", got)
+	}
+}
