@@ -127,6 +127,10 @@ func TestAutoscaler(t *testing.T) {
 		t.Logf("Caldera singleton bound %v after creation", time.Since(created).Round(time.Millisecond))
 		assertExactScaleUp(t, k, bound)
 	})
+
+	capabilityBlockedGang(t, env, k, "8")
+	capabilityBlockedGang(t, env, k, "12")
+	fairOrderForNewRoom(t, env, k)
 }
 
 // startEmpty fails t unless Karpenter has no node now, and makes t's
