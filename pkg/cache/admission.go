@@ -259,7 +259,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// every queue is no queue's, and counted in it every deserved share
 	// would be overstated, so a queue above its real share would never be
 	// reclaimed from.
-	a.shares = queue.Divide(a.tree, c.total.Less(a.outside), usage)
+	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, usage)
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,

@@ -53,6 +53,9 @@ type Shares struct {
 	index map[string]int // resource name -> position in names
 	r     int            // len(names)
 	total []int64
+	// divided is what the top-level queues divide as deserved shares: the
+	// total less what pods outside every queue hold (DivideWithout).
+	divided []int64
 
 	// Per queue node, r amounts each, at node*r. Zero for broken queues.
 	deserved     []int64 // the queue's with its descendants'
@@ -97,10 +100,22 @@ func satAdd(a, b int64) int64 {
 //
 // Divide costs O(q log q x r) for q queues and r resource names.
 func Divide(t *Tree, total resources.List, usage map[string]Usage) *Shares {
+	return DivideWithout(t, total, nil, usage)
+}
+
+// DivideWithout is Divide where part of the total belongs to no queue:
+// outside (pods of other schedulers, pods nobody queues) holds it. The
+// top-level queues divide what is left as their deserved shares, so no
+// share is overstated by room no queue can get; real capabilities still
+// derive from the whole total, since that room comes back when those pods
+// end, and a group larger than what is left now is refused for the room,
+// not as if its queue could never hold it.
+func DivideWithout(t *Tree, total, outside resources.List, usage map[string]Usage) *Shares {
 	if t == nil {
 		t = BuildTree(nil)
 	}
 	s := newShares(t, total, usage)
+	s.divided = s.dense(total.Less(outside))
 	selfDemand := s.addUsage(usage)
 	s.sumSubtrees(selfDemand)
 	s.divideLevels(selfDemand)
@@ -224,7 +239,7 @@ func (s *Shares) sumSubtrees(selfDemand []int64) {
 func (s *Shares) divideLevels(selfDemand []int64) {
 	t, r := s.tree, s.r
 	d := divider{s: s, selfDemand: selfDemand}
-	d.level(t.top, -1, s.total, s.total)
+	d.level(t.top, -1, s.total, s.divided)
 	for _, i := range t.order {
 		if len(t.children[i]) > 0 {
 			d.level(t.children[i], i, s.realCap[i*r:(i+1)*r], s.deserved[i*r:(i+1)*r])

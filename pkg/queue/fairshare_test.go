@@ -376,3 +376,38 @@ func TestFormatShare(t *testing.T) {
 		}
 	}
 }
+
+// Room held outside every queue is divided to no queue: on 100 cpu with 50
+// held outside, a (running 50, 10 more pending) and b (20 pending) divide
+// 50 as 30 and 20, where dividing 100 gave a 60 and b 20; each real
+// capability still derives from the whole 100, since that room comes back
+// when the pods outside end.
+func TestDivideWithoutOutside(t *testing.T) {
+	tree := BuildTree([]Spec{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}})
+	usage := map[string]Usage{
+		"a": {Allocated: cores(50), Pending: cores(10)},
+		"b": {Pending: cores(20)},
+	}
+	for _, tc := range []struct {
+		name         string
+		outside      resources.List
+		wantA, wantB int64
+	}{
+		{name: "nothing outside", wantA: 60, wantB: 20},
+		{name: "half held outside", outside: cores(50), wantA: 30, wantB: 20},
+		{name: "more held outside than exists", outside: cores(150), wantA: 0, wantB: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := DivideWithout(tree, cores(100), tc.outside, usage)
+			for name, want := range map[string]int64{"a": tc.wantA, "b": tc.wantB} {
+				q, _ := s.Get(name)
+				if got := q.Deserved[resources.CPU]; got != want*1000 {
+					t.Errorf("%s deserves %dm, want %d cores", name, got, want)
+				}
+				if got := q.RealCapability[resources.CPU]; got != 100000 {
+					t.Errorf("%s real capability %dm, want the whole 100 cores", name, got)
+				}
+			}
+		})
+	}
+}
