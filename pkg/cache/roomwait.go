@@ -3,7 +3,6 @@ package cache
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -20,65 +19,8 @@ import (
 // scale-up is sized for the whole gang), and CalderaGang's PreFilter
 // rejects them while the unit is not admitted: the gang holds nothing, no
 // member waits in Permit for nodes that may never come, and the admission
-// pass, in queue order, still decides who gets new room first.
-
-// RefusalKind says what can cure an admission refusal.
-type RefusalKind uint8
-
-const (
-	// RefusalQuota: only a change of queues, quotas or members admits the
-	// unit; a new node does not.
-	RefusalQuota RefusalKind = iota
-	// RefusalCapacity: more room in the cluster would admit it.
-	RefusalCapacity
-)
-
-// String names the kind, as the dump shows it.
-func (k RefusalKind) String() string {
-	if k == RefusalCapacity {
-		return "Capacity"
-	}
-	return "Quota"
-}
-
-// refusalKind classifies a refused unit's decision. configured is the
-// capability the queue d names sets itself for d's resource (ok false when
-// it sets none), and real its real capability for that resource (the
-// capability within what the cluster and its ancestors leave it): a queue
-// refused at its real capability waits for the cluster, unless its own
-// capability is what binds.
-func refusalKind(d queue.Decision, configured int64, setsOne bool, real int64) RefusalKind {
-	switch d.Check {
-	case queue.CheckCluster, queue.CheckPlacement:
-		return RefusalCapacity
-	case queue.CheckCapability:
-		if setsOne && configured <= real {
-			return RefusalQuota
-		}
-		return RefusalCapacity
-	}
-	return RefusalQuota
-}
-
-// refusalKindLocked is refusalKind for a decision of the current pass,
-// reading the queue's configured and real capability. O(1) but for a
-// capability refusal, which reads its queue's share.
-func (c *Cache) refusalKindLocked(d queue.Decision) RefusalKind {
-	if d.Check != queue.CheckCapability {
-		return refusalKind(d, 0, false, 0)
-	}
-	a := c.adm
-	var configured int64
-	setsOne := false
-	if q := a.queues[d.Queue]; q != nil {
-		configured, setsOne = convert.Resources(q.Spec.Capability)[d.Resource]
-	}
-	real := configured
-	if share, ok := a.shares.Get(d.Queue); ok {
-		real = share.RealCapability[d.Resource]
-	}
-	return refusalKind(d, configured, setsOne, real)
-}
+// pass, in queue order, still decides who gets new room first. Which
+// refusals are which is policy: queue.Decision.WaitsForRoom.
 
 // noteRefusalsLocked records, for the units refused in this pass, whether
 // they wait for room (a capacity refusal), and returns the pods of those
@@ -91,7 +33,7 @@ func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 		if u == nil {
 			continue
 		}
-		waits := c.refusalKindLocked(o.Decision) == RefusalCapacity
+		waits := o.Decision.WaitsForRoom()
 		if waits == u.awaitingRoom {
 			continue
 		}

@@ -8,44 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/caldera-sched/caldera/pkg/queue"
 )
-
-// The refusal kind of every admission check: only room in the cluster
-// cures a capacity refusal; a capability refusal is capacity unless the
-// queue's own capability is what binds.
-func TestRefusalKind(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		check      queue.Check
-		configured int64
-		setsOne    bool
-		real       int64
-		want       RefusalKind
-	}{
-		{name: "members missing", check: queue.CheckMembers, want: RefusalQuota},
-		{name: "queue missing", check: queue.CheckQueueMissing, want: RefusalQuota},
-		{name: "queue broken", check: queue.CheckQueueBroken, want: RefusalQuota},
-		{name: "queue closed", check: queue.CheckQueueClosed, want: RefusalQuota},
-		{name: "deserved share", check: queue.CheckFairness, want: RefusalQuota},
-		{name: "namespace ResourceQuota", check: queue.CheckQuota, want: RefusalQuota},
-		{name: "held for the head", check: queue.CheckReserved, want: RefusalQuota},
-		{name: "behind the head", check: queue.CheckWaiting, want: RefusalQuota},
-		{name: "no room in the cluster", check: queue.CheckCluster, want: RefusalCapacity},
-		{name: "members not placeable on today's nodes", check: queue.CheckPlacement, want: RefusalCapacity},
-		{name: "capability unset: the cluster's size binds", check: queue.CheckCapability, real: 8, want: RefusalCapacity},
-		{name: "own capability binds", check: queue.CheckCapability, configured: 8, setsOne: true, real: 8, want: RefusalQuota},
-		{name: "own capability above the cluster's size", check: queue.CheckCapability, configured: 100, setsOne: true, real: 8, want: RefusalCapacity},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := queue.Decision{Check: tc.check, Queue: "q", Resource: "cpu"}
-			if got := refusalKind(d, tc.configured, tc.setsOne, tc.real); got != tc.want {
-				t.Errorf("refusalKind = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 // A gang refused for want of room goes through PreEnqueue, all its
 // members at once, and is rejected in PreFilter with its verdict (a

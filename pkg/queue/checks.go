@@ -53,6 +53,35 @@ func (p *Pending) refuse(c *candidate, check Check, level int, a amount, avail i
 		queue = p.pass.s.tree.specs[level].Name
 	}
 	c.refused = Decision{Check: check, Queue: queue, Resource: p.rnames[a.r], Request: a.v, Available: max(avail, 0)}
+	if check == CheckCapability || check == CheckCluster {
+		from := level
+		if from < 0 {
+			from = c.q.node
+		}
+		c.refused.ClusterBound = p.clusterBound(from, a)
+	}
+}
+
+// clusterBound reports whether more room in the cluster could lift a
+// capability refusal at level: no queue from level up sets a capability of
+// its own for the resource that what it holds and reserves, with the
+// request, exceeds. Then what binds is the cluster's size as the tree
+// divides it, which new nodes raise; otherwise no node ever admits the
+// group, and it must not reach an autoscaler. O(depth).
+func (p *Pending) clusterBound(level int, a amount) bool {
+	ps := &p.pass
+	name := p.rnames[a.r]
+	for l := level; l >= 0; l = ps.parent[l] {
+		configured, sets := ps.s.tree.specs[l].Capability[name]
+		if !sets {
+			continue
+		}
+		i := l*ps.r + int(a.r)
+		if !fits(satAdd(ps.alloc[i], ps.infl[i]), a.v, configured) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkQueueOpen refuses every ready group of q at once, stopping the queue

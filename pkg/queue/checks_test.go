@@ -115,9 +115,17 @@ func runChecks(t *testing.T, cases []checkCase, check func(*Pending, *candidate)
 	}
 }
 
+// cpuDecision is a refusal for cpu; a cluster refusal is bound by the
+// cluster's size unless ownCapability says otherwise.
 func cpuDecision(c Check, queue string, request, available int64) Decision {
-	return Decision{Check: c, Queue: queue, Resource: resources.CPU, Request: request, Available: available}
+	return Decision{Check: c, Queue: queue, Resource: resources.CPU, Request: request, Available: available, ClusterBound: c == CheckCluster}
 }
+
+// ownCapability marks a refusal that a capability the queue (or an
+// ancestor) sets itself would make anyway: no node cures it.
+func ownCapability(d Decision) Decision { d.ClusterBound = false; return d }
+
+func clusterBound(d Decision) Decision { d.ClusterBound = true; return d }
 
 func TestCheckMembers(t *testing.T) {
 	for _, tc := range []struct {
@@ -221,14 +229,34 @@ func TestCheckRequestCanFit(t *testing.T) {
 				groups: []Group{grp("ns/g", "a", 0, cores(5))}},
 			key:  "ns/g",
 			want: forGood(cpuDecision(CheckCapability, "a", 5000, 4000)), verdict: permanent},
+		// Real capability 8 (the cluster's size) binds below the queue's
+		// own 12: more nodes admit a 10-cpu group, never a 24-cpu one.
+		{name: "above a capability the cluster's size binds",
+			w:    world{specs: []Spec{{Name: "q", Capability: cores(12)}}, total: cores(8), groups: []Group{grp("ns/g", "q", 0, cores(10))}},
+			key:  "ns/g",
+			want: clusterBound(forGood(cpuDecision(CheckCluster, "q", 10000, 8000))), verdict: permanent},
+		{name: "above the queue's own capability too",
+			w:    world{specs: []Spec{{Name: "q", Capability: cores(12)}}, total: cores(8), groups: []Group{grp("ns/g", "q", 0, cores(24))}},
+			key:  "ns/g",
+			want: ownCapability(forGood(cpuDecision(CheckCluster, "q", 24000, 8000))), verdict: permanent},
+		{name: "above a parent's own capability, the child setting none",
+			w: world{specs: []Spec{{Name: "org", Capability: cores(12)}, {Name: "a", Parent: "org"}}, total: cores(8),
+				groups: []Group{grp("ns/g", "a", 0, cores(24))}},
+			key:  "ns/g",
+			want: ownCapability(forGood(cpuDecision(CheckCluster, "a", 24000, 8000))), verdict: permanent},
+		{name: "under overcommit the capability is named, and still its own binds",
+			w: world{specs: []Spec{{Name: "q", Capability: cores(12)}}, total: cores(8), groups: []Group{grp("ns/g", "q", 0, cores(24))},
+				opts: Options{OvercommitFactor: 1.5}},
+			key:  "ns/g",
+			want: forGood(cpuDecision(CheckCapability, "q", 24000, 8000)), verdict: permanent},
 		{name: "above the cluster's allocatable",
 			w:    world{specs: []Spec{{Name: "q"}}, total: cores(16), groups: []Group{grp("ns/g", "q", 0, cores(20))}},
 			key:  "ns/g",
-			want: forGood(cpuDecision(CheckCluster, "q", 20000, 16000)), verdict: permanent},
+			want: clusterBound(forGood(cpuDecision(CheckCluster, "q", 20000, 16000))), verdict: permanent},
 		{name: "a resource the cluster lacks",
 			w:       world{specs: []Spec{{Name: "q"}}, total: cores(16), groups: []Group{grp("ns/g", "q", 0, resources.List{"example.com/fpga": 1})}},
 			key:     "ns/g",
-			want:    Decision{Check: CheckCluster, Queue: "q", Resource: "example.com/fpga", Request: 1, Permanent: true},
+			want:    Decision{Check: CheckCluster, Queue: "q", Resource: "example.com/fpga", Request: 1, Permanent: true, ClusterBound: true},
 			verdict: permanent},
 	}, (*Pending).checkRequestCanFit)
 }
@@ -285,6 +313,17 @@ func TestCheckCapability(t *testing.T) {
 			want: cpuDecision(CheckCapability, "q", 2000, 0), verdict: transient},
 		{name: "the preemption try counts what preemption frees",
 			w: preempt, key: "ns/g", preempt: true},
+		// ClusterBound says whether more nodes would raise the capability.
+		{name: "no capability of its own: the cluster's size binds",
+			w: world{specs: []Spec{{Name: "q"}}, total: cores(8),
+				usage: map[string]Usage{"q": {Allocated: cores(6)}}, groups: []Group{grp("ns/g", "q", 0, cores(4))}},
+			key:  "ns/g",
+			want: clusterBound(cpuDecision(CheckCapability, "q", 4000, 2000)), verdict: transient},
+		{name: "a capability above the cluster's size: the cluster binds",
+			w: world{specs: []Spec{{Name: "q", Capability: cores(100)}}, total: cores(8),
+				usage: map[string]Usage{"q": {Allocated: cores(6)}}, groups: []Group{grp("ns/g", "q", 0, cores(4))}},
+			key:  "ns/g",
+			want: clusterBound(cpuDecision(CheckCapability, "q", 4000, 2000)), verdict: transient},
 	}, (*Pending).checkCapability)
 }
 

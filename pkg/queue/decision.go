@@ -98,6 +98,11 @@ type Decision struct {
 	// Permanent: the request alone exceeds the limit, so only a spec or cluster
 	// change can admit the group; such a group never reserves its queue.
 	Permanent bool
+	// ClusterBound, for CheckCapability and CheckCluster: the group would
+	// fit under every capability its queue and ancestors set themselves
+	// for Resource (or they set none), so what binds is the cluster's size
+	// (as the tree divides it), which more nodes raise (WaitsForRoom).
+	ClusterBound bool
 	// Members and MinMember, for CheckMembers; for CheckPlacement, how many
 	// members fit and how many must.
 	Members, MinMember int32
@@ -170,4 +175,21 @@ func (d Decision) Message() string {
 		return fmt.Sprintf("queue %s: waiting behind %d groups that could not be admitted", d.Queue, d.Refused)
 	}
 	return d.Check.String()
+}
+
+// WaitsForRoom reports whether more room in the cluster would cure the
+// refusal: a capacity refusal (no room in the cluster, members not
+// placeable on today's nodes, a capability the cluster's size bounds),
+// which a cluster autoscaler exists to cure. Every other refusal (a
+// capability the queue sets itself, its deserved share, a closed or
+// missing queue, a ResourceQuota, members missing, the queue's order) is a
+// quota refusal: no new node admits the group.
+func (d Decision) WaitsForRoom() bool {
+	switch d.Check {
+	case CheckPlacement:
+		return !d.Admitted
+	case CheckCapability, CheckCluster:
+		return !d.Admitted && d.ClusterBound
+	}
+	return false
 }

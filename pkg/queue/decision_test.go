@@ -39,3 +39,32 @@ func TestDecisionMessages(t *testing.T) {
 		}
 	}
 }
+
+// The refusal kind of every admission check: only what more room in the
+// cluster cures waits for room (and so reaches cluster autoscalers).
+func TestDecisionWaitsForRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want bool
+	}{
+		{name: "admitted", d: Decision{Admitted: true}},
+		{name: "members missing", d: Decision{Check: CheckMembers}},
+		{name: "queue missing", d: Decision{Check: CheckQueueMissing}},
+		{name: "queue broken", d: Decision{Check: CheckQueueBroken}},
+		{name: "queue closed", d: Decision{Check: CheckQueueClosed}},
+		{name: "deserved share", d: Decision{Check: CheckFairness}},
+		{name: "namespace ResourceQuota", d: Decision{Check: CheckQuota}},
+		{name: "held for the head", d: Decision{Check: CheckReserved}},
+		{name: "behind the head", d: Decision{Check: CheckWaiting}},
+		{name: "no room in the cluster", d: Decision{Check: CheckCluster, ClusterBound: true}, want: true},
+		{name: "larger than the cluster and the queue's own capability", d: Decision{Check: CheckCluster, Permanent: true}},
+		{name: "members not placeable on today's nodes", d: Decision{Check: CheckPlacement}, want: true},
+		{name: "the queue's own capability binds", d: Decision{Check: CheckCapability}},
+		{name: "the cluster's size binds the capability", d: Decision{Check: CheckCapability, ClusterBound: true}, want: true},
+	} {
+		if got := tc.d.WaitsForRoom(); got != tc.want {
+			t.Errorf("%s: WaitsForRoom() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
