@@ -14,7 +14,8 @@ import (
 )
 
 // shippedDefaultProfile is the one profile the sole-scheduler configuration
-// adds: upstream's defaults with the queue sort all profiles must share.
+// adds: upstream's defaults with the queue sort all profiles must share and
+// CalderaGang's barrier for gangs whose pods name no scheduler.
 const shippedDefaultProfile = `
 schedulerName: default-scheduler
 plugins:
@@ -23,6 +24,21 @@ plugins:
       - name: CalderaQueueSort
     disabled:
       - name: PrioritySort
+  preEnqueue:
+    enabled:
+      - name: CalderaGang
+  preFilter:
+    enabled:
+      - name: CalderaGang
+  postFilter:
+    enabled:
+      - name: CalderaGang
+  reserve:
+    enabled:
+      - name: CalderaGang
+  permit:
+    enabled:
+      - name: CalderaGang
 `
 
 // TestShippedConfigsAgree: the sole-scheduler configuration is

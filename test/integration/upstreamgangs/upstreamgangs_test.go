@@ -15,6 +15,7 @@ package upstreamgangs_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,26 @@ func TestUpstreamGangs(t *testing.T) {
 				t.Errorf("Caldera treated the gang as its own: %+v", c)
 			}
 		}
+	})
+
+	// Sole-scheduler mode: pods that name no scheduler go to the shipped
+	// default-scheduler profile, which with the scheduler's own gate off has
+	// no upstream GangScheduling. Without a barrier of Caldera's there, the
+	// members that fit bound at once and the rest waited for room the bound
+	// ones held.
+	t.Run("in sole mode, a gang of pods that name no scheduler is all-or-nothing", func(t *testing.T) {
+		ns := env.Namespace(t)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.StartSchedulerProcess(t, harness.WithConfigFile(filepath.Join(env.RepoRoot, "manifests", "components", "sole-scheduler", "config.yaml")))
+		group(t, env, ns, "nameless", "", 3, false)
+		pods := members(ns, "nameless", 3, "2")
+		for _, p := range pods {
+			p.Spec.SchedulerName = ""
+		}
+		env.CreatePods(t, pods...)
+		env.ConsistentlyUnbound(t, ns, quiet)
+		env.AddNodes(t, 1, "4", "8Gi")
+		env.WaitBound(t, ns, timeout, gangtable.Names(pods)...)
 	})
 
 	t.Run("a gang that waits for its members says so in its Waiting condition", func(t *testing.T) {
