@@ -34,6 +34,12 @@ func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 			continue
 		}
 		waits := o.Decision.WaitsForRoom()
+		if waits {
+			if u.roomVerdict == nil {
+				u.roomVerdict = new(queue.Decision)
+			}
+			*u.roomVerdict = o.Decision
+		}
 		if waits == u.awaitingRoom {
 			continue
 		}
@@ -87,11 +93,15 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 	if u == nil || u.admitted || !u.awaitingRoom {
 		return false, ""
 	}
-	msg := "waiting for room in the cluster"
-	if d, ok := c.adm.pending.Decision(u.key); ok {
-		msg = decisionMessage(u, d)
+	// The verdict of the last pass; between passes, after an event sent the
+	// unit back to be decided afresh, the last one that waited for room:
+	// the scheduler writes it into the pod's condition, where it stays
+	// until the pod's next cycle.
+	d, ok := c.adm.pending.Decision(u.key)
+	if (!ok || d.Check == queue.CheckNone) && u.roomVerdict != nil {
+		d = *u.roomVerdict
 	}
-	return true, "waiting for room: " + msg
+	return true, "waiting for room: " + decisionMessage(u, d)
 }
 
 // unitOfLocked returns pod's admission unit, nil without admission or

@@ -76,3 +76,33 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 		t.Errorf("an admitted gang still waits for room")
 	}
 }
+
+// Between passes a unit waiting for room keeps the verdict it was told:
+// a member event sends it back to be decided afresh (Pending.Set forgets
+// the decision), and a cycle then said only "waiting for admission to
+// queue default", which stayed in the pods' condition until the next cycle.
+func TestAwaitingRoomKeepsTheVerdictBetweenPasses(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
+	for i := range 3 {
+		c.onNode(logger, mkNode(fmt.Sprint("n", i), "8"))
+	}
+	addPG(c, mkPG("ns", "wide", 2))
+	var wide []*v1.Pod
+	for i := range 3 {
+		p := memberOf("ns", fmt.Sprint("w", i), "wide", cpu("9"))
+		wide = append(wide, p)
+		if i < 2 {
+			podEvent(c, p)
+		}
+	}
+	pass(c, t0)
+	_, told := c.AwaitingRoom(wide[0])
+	if !strings.Contains(told, "members not placeable") {
+		t.Fatalf("verdict %q, want the placement refusal", told)
+	}
+	podEvent(c, wide[2]) // a third member: decided afresh at the next pass
+	waits, msg := c.AwaitingRoom(wide[0])
+	if !waits || msg != told {
+		t.Errorf("between passes AwaitingRoom = %v %q, want the verdict told: %q", waits, msg, told)
+	}
+}

@@ -73,6 +73,11 @@ type unit struct {
 	// its pods go through PreEnqueue and are rejected in PreFilter, as
 	// Unschedulable, while it is not admitted.
 	awaitingRoom bool
+	// roomVerdict is the last such refusal: what PreFilter tells its pods
+	// between passes, when an event has sent the unit back to be decided
+	// afresh. A pointer, allocated once, so that units that never wait for
+	// room (most, by far) do not carry a Decision.
+	roomVerdict *queue.Decision
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
 	// extraDemand is the unit's part of extraQueue's extra demand
