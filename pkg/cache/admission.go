@@ -418,36 +418,41 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 	c.markQueueSeen()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	ok, msg, _ := c.admittedLocked(pod)
+	return ok, msg
+}
+
+// admittedLocked is Admitted, with pod's unit (nil when it has none). O(1).
+func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
 	a := c.adm
 	key, labelled := GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
 		if g := c.groups[key]; g == nil || g.obj == nil {
 			// CalderaGang says what the pod waits for.
-			return true, ""
+			return true, "", nil
 		}
 		uk = gangUnitKey(key)
 	} else {
 		if !a.opts.AdmitSingletons {
-			return true, ""
+			return true, "", nil
 		}
 		uk = podUnitKey(pod)
 	}
 	u := a.units[uk]
 	if u == nil {
-		return false, "waiting for admission"
+		return false, "waiting for admission", nil
 	}
 	if u.admitted {
 		if msg := c.heldMessage(u, pod); msg != "" {
-			return false, msg
+			return false, msg, u
 		}
-		return true, ""
+		return true, "", u
 	}
-
 	if d, ok := a.pending.Decision(uk); ok {
-		return false, decisionMessage(u, d)
+		return false, decisionMessage(u, d), u
 	}
-	return false, "waiting for admission"
+	return false, "waiting for admission", u
 }
 
 // trackNominationLocked keeps a.nominated current for one pod event. O(1).

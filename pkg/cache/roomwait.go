@@ -73,11 +73,11 @@ func (c *Cache) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) {
 // (Admitted) or refused for capacity: then a scheduling cycle marks it
 // Unschedulable (AwaitingRoom), which autoscalers act on.
 func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
-	ok, msg := c.Admitted(pod)
-	if ok {
-		return true, ""
-	}
-	if waits, _ := c.AwaitingRoom(pod); waits {
+	c.markQueueSeen()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ok, msg, u := c.admittedLocked(pod)
+	if ok || (u != nil && !u.admitted && u.awaitingRoom) {
 		return true, ""
 	}
 	return false, msg
