@@ -97,20 +97,22 @@ func (p *Placer) Place(room *Room, classes []Class) (placed int, steps []Step) {
 		}
 		return placed, p.steps
 	}
-	n := room.Nodes()
-	// The largest free amount per resource normalizes the sizes, so a
-	// member large on a scarce resource goes first.
+	p.orderBySize(room, classes)
+	for _, ci := range p.order {
+		placed += p.placeClass(room, classes, ci)
+	}
+	return placed, p.steps
+}
+
+// orderBySize sets p.order to the classes' indexes, largest first: a
+// class's size is its largest share, on any resource, of the largest free
+// amount of that resource, so a member large on a scarce resource goes
+// first. Equal sizes keep the caller's order; one class needs no sizes.
+func (p *Placer) orderBySize(room *Room, classes []Class) {
 	p.size = p.size[:0]
 	p.order = p.order[:0]
 	if len(classes) > 1 {
-		p.big = p.big[:0]
-		for j := 0; j < room.R; j++ {
-			big := int64(1)
-			for i := 0; i < n; i++ {
-				big = max(big, room.Free[i*room.R+j])
-			}
-			p.big = append(p.big, big)
-		}
+		p.largestFree(room)
 	}
 	for ci, c := range classes {
 		s := 0.0
@@ -132,45 +134,65 @@ func (p *Placer) Place(room *Room, classes []Class) (placed int, steps []Step) {
 		}
 		return 0
 	})
-	for _, ci := range p.order {
-		c := classes[ci]
-		count := n
-		if c.Nodes != nil {
-			count = len(c.Nodes)
+}
+
+// largestFree sets p.big to the largest free amount of each resource over
+// room's nodes, at least 1 so that it can divide.
+func (p *Placer) largestFree(room *Room) {
+	n := room.Nodes()
+	p.big = p.big[:0]
+	for j := 0; j < room.R; j++ {
+		big := int64(1)
+		for i := 0; i < n; i++ {
+			big = max(big, room.Free[i*room.R+j])
 		}
-		if room.Max != nil && !fitsAt(c.Request, room.Max) {
-			p.First[ci] = count
-			continue
-		}
-		k := min(max(c.Start, 0), count) // position in the class's node list
-		for m := 0; m < c.Count; m++ {
-			for ; k < count; k++ {
-				i := k
-				if c.Nodes != nil {
-					i = int(c.Nodes[k])
-				}
-				if i >= n || (room.Blocked != nil && room.Blocked[i]) {
-					continue
-				}
-				if fitsAt(c.Request, room.Free[i*room.R:(i+1)*room.R]) {
-					take(c.Request, room.Free[i*room.R:(i+1)*room.R], -1)
-					p.steps = append(p.steps, Step{Class: int32(ci), Node: int32(i)})
-					if m == 0 {
-						p.First[ci] = k
-					}
-					placed++
-					break
-				}
+		p.big = append(p.big, big)
+	}
+}
+
+// placeClass places class ci's members first-fit, from its Start on, and
+// records in First where the first one went; it returns how many it
+// placed. Each member starts at the node the previous one took: the nodes
+// before it had no room then and have less now.
+func (p *Placer) placeClass(room *Room, classes []Class, ci int) (placed int) {
+	c := classes[ci]
+	n := room.Nodes()
+	count := n
+	if c.Nodes != nil {
+		count = len(c.Nodes)
+	}
+	if room.Max != nil && !fitsAt(c.Request, room.Max) {
+		p.First[ci] = count
+		return 0
+	}
+	k := min(max(c.Start, 0), count) // position in the class's node list
+	for m := 0; m < c.Count; m++ {
+		for ; k < count; k++ {
+			i := k
+			if c.Nodes != nil {
+				i = int(c.Nodes[k])
 			}
-			if k == count {
+			if i >= n || (room.Blocked != nil && room.Blocked[i]) {
+				continue
+			}
+			if fitsAt(c.Request, room.Free[i*room.R:(i+1)*room.R]) {
+				take(c.Request, room.Free[i*room.R:(i+1)*room.R], -1)
+				p.steps = append(p.steps, Step{Class: int32(ci), Node: int32(i)})
 				if m == 0 {
-					p.First[ci] = count
+					p.First[ci] = k
 				}
-				break // no node left for this class: nor for its other members
+				placed++
+				break
 			}
+		}
+		if k == count {
+			if m == 0 {
+				p.First[ci] = count
+			}
+			break // no node left for this class: nor for its other members
 		}
 	}
-	return placed, p.steps
+	return placed
 }
 
 // Undo gives back to room what steps (from Place over classes) took.
