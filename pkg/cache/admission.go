@@ -230,6 +230,62 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// whose release must show in the usage the shares are divided on.
 	pl := c.placementLocked()
 	c.releaseUnplaceableLocked(pl)
+	// Shares divide what the queues can have: room held by pods outside
+	// every queue is no queue's, and counted in it every deserved share
+	// would be overstated, so a queue above its real share would never be
+	// reclaimed from.
+	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, c.queueUsageLocked())
+	opts := c.admitOptionsLocked(pl)
+	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
+	pl.finish()
+	act := map[string]*v1.Pod{}
+	// Each admission is logged at V(2), as the scheduler logs each bind:
+	// when a group was let in, and on what (a reclaim plan, lent room),
+	// is what explains the evictions that may follow it.
+	var admittedLog []admittedEntry
+	for _, o := range res.Admitted {
+		u := a.units[o.Group.Key]
+		if u == nil {
+			continue
+		}
+		if logger.V(2).Enabled() {
+			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
+		}
+		c.admitLocked(u, o.Decision, now, act)
+	}
+	for name := range a.sorting {
+		s := a.sorting[name]
+		s.share = a.shares.Share(name)
+		a.sorting[name] = s
+	}
+	maps.Copy(act, c.refusedExtrasFittingLocked())
+	maps.Copy(act, c.noteRefusalsLocked(res.Refused))
+	c.recordQueueMetricsLocked()
+	// res belongs to the Pending: read it under the lock.
+	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
+	c.mu.Unlock()
+	for _, e := range admittedLog {
+		logger.V(2).Info("Admitted", "unit", e.unit.String(), "queue", e.queue, "onPlan", e.onPlan, "lent", e.lent)
+	}
+	if nAdmitted > 0 {
+		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
+	}
+	c.activate(logger, act)
+}
+
+// admittedEntry is one admission of a pass, logged after the lock is let go.
+type admittedEntry struct {
+	unit         queue.Key
+	queue        string
+	onPlan, lent bool
+}
+
+// queueUsageLocked is what each queue holds, reserves and asks for, as the
+// shares are divided on: pending groups' requests and started gangs' waiting
+// members as demand; bound pods, and extras reserved on a node, as held.
+// O(queues).
+func (c *Cache) queueUsageLocked() map[string]queue.Usage {
+	a := c.adm
 	usage := make(map[string]queue.Usage, len(a.usage))
 	for _, name := range a.pending.Queues() {
 		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
@@ -255,16 +311,19 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		us.Allocated = l.Clone().Add(us.Allocated)
 		usage[name] = us
 	}
-	// Shares divide what the queues can have: room held by pods outside
-	// every queue is no queue's, and counted in it every deserved share
-	// would be overstated, so a queue above its real share would never be
-	// reclaimed from.
-	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, usage)
+	return usage
+}
+
+// admitOptionsLocked are the pass's options: the profile's, this cache's
+// eviction settings and quota check, and the placement check pl.
+func (c *Cache) admitOptionsLocked(pl *passPlacement) queue.Options {
+	a := c.adm
 	opts := queue.Options{
 		OvercommitFactor:    a.opts.OvercommitFactor,
 		StarvationThreshold: a.opts.StarvationThreshold,
 		Reclaim:             c.reclaim,
 		Lend:                a.opts.LendIdleRoom,
+		Placement:           pl,
 	}
 	if c.preempt {
 		opts.Preemptible = c.preemptibleLocked
@@ -272,79 +331,41 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	if a.quotas != nil {
 		opts.Quota = c.quotaCheckLocked()
 	}
-	opts.Placement = pl
-	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
-	pl.finish()
-	act := map[string]*v1.Pod{}
-	// Each admission is logged at V(2), as the scheduler logs each bind:
-	// when a group was let in, and on what (a reclaim plan, lent room),
-	// is what explains the evictions that may follow it.
-	logAdmitted := logger.V(2).Enabled()
-	type admittedEntry struct {
-		unit         queue.Key
-		queue        string
-		onPlan, lent bool
+	return opts
+}
+
+// admitLocked records the pass's admission of u on decision d: it reserves
+// its request, its status is to be written, and its waiting pods are added
+// to act, to be moved to the active queue. O(members).
+func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod) {
+	u.admitted, u.onPlan, u.failedFit, u.awaitingRoom = true, d.OnPlan, false, false
+	if u.gang != nil {
+		u.noteAdmittedSpec(u.gang)
 	}
-	var admittedLog []admittedEntry
-	for _, o := range res.Admitted {
-		u := a.units[o.Group.Key]
-		if u == nil {
-			continue
+	observeAdmissionLocked(u, now)
+	c.setInflightLocked(u)
+	if u.gang != nil {
+		c.dirty[u.gang.key] = struct{}{}
+		if u.gang.enqueueable {
+			maps.Copy(act, u.gang.pendingPodsLocked())
 		}
-		if logAdmitted {
-			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
-		}
-		u.admitted, u.onPlan, u.failedFit, u.awaitingRoom = true, o.Decision.OnPlan, false, false
-		if u.gang != nil {
-			u.noteAdmittedSpec(u.gang)
-		}
-		observeAdmissionLocked(u, now)
-		c.setInflightLocked(u)
-		if u.gang != nil {
-			c.dirty[u.gang.key] = struct{}{}
-			if u.gang.enqueueable {
-				for k, p := range u.gang.pendingPodsLocked() {
-					act[k] = p
-				}
-			}
-		} else if u.pod.Spec.NodeName == "" {
-			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
-		}
-		// A singleton admitted without having waited gets no Event: its
-		// Scheduled Event follows at once, and a backlog of plain pods would
-		// otherwise post one Event per pod at the same moment, which stalls
-		// binds behind new API connections. One that
-		// was told NotAdmitted is told it may go, and so is one admitted on
-		// lent room: it is the first a reclaim will evict, and only a
-		// contended queue borrows, so these Events are few.
-		msg := "admitted to queue " + u.queue
-		if o.Decision.Lent {
-			msg = o.Decision.Message()
-		}
-		if u.gang != nil || u.notice != "" || o.Decision.Lent {
-			c.noteLocked(u, true, queue.CheckNone, "", msg, now)
-		}
+	} else if u.pod.Spec.NodeName == "" {
+		act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
 	}
-	for name := range a.sorting {
-		s := a.sorting[name]
-		s.share = a.shares.Share(name)
-		a.sorting[name] = s
+	// A singleton admitted without having waited gets no Event: its
+	// Scheduled Event follows at once, and a backlog of plain pods would
+	// otherwise post one Event per pod at the same moment, which stalls
+	// binds behind new API connections. One that was told NotAdmitted is
+	// told it may go, and so is one admitted on lent room: it is the first
+	// a reclaim will evict, and only a contended queue borrows, so these
+	// Events are few.
+	msg := "admitted to queue " + u.queue
+	if d.Lent {
+		msg = d.Message()
 	}
-	for k, p := range c.refusedExtrasFittingLocked() {
-		act[k] = p
+	if u.gang != nil || u.notice != "" || d.Lent {
+		c.noteLocked(u, true, queue.CheckNone, "", msg, now)
 	}
-	maps.Copy(act, c.noteRefusalsLocked(res.Refused))
-	c.recordQueueMetricsLocked()
-	// res belongs to the Pending: read it under the lock.
-	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
-	c.mu.Unlock()
-	for _, e := range admittedLog {
-		logger.V(2).Info("Admitted", "unit", e.unit.String(), "queue", e.queue, "onPlan", e.onPlan, "lent", e.lent)
-	}
-	if nAdmitted > 0 {
-		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
-	}
-	c.activate(logger, act)
 }
 
 // verdictRefresh is how long a refused unit's written verdict stands while

@@ -108,57 +108,12 @@ func (c *Cache) placementLocked() *passPlacement {
 	pp := &f.pass
 	pp.c = c
 	pp.gen++
-	pp.rnames = pp.rnames[:0]
-	for k := range c.total {
-		pp.rnames = append(pp.rnames, k)
-	}
-	sort.Strings(pp.rnames)
-	if !slices.Equal(pp.rnames, pp.prevR) {
-		pp.rgen++
-		pp.prevR = append(pp.prevR[:0], pp.rnames...)
-	}
-	if pp.rindex == nil {
-		pp.rindex = map[string]int{}
-	}
-	clear(pp.rindex)
-	for j, k := range pp.rnames {
-		pp.rindex[k] = j
-	}
-	r := len(pp.rnames)
+	pp.indexResources(c.total)
 	if f.nodesChanged || pp.index == nil {
-		// By name: the same first-fit order every pass, so reservations
-		// and placements are stable. Sorted again only when nodes come or go.
-		pp.names = pp.names[:0]
-		for name, nr := range f.rooms {
-			if nr.node != nil {
-				pp.names = append(pp.names, name)
-			}
-		}
-		sort.Strings(pp.names)
-		pp.index = make(map[string]int, len(pp.names))
-		for i, n := range pp.names {
-			pp.index[n] = i
-		}
+		pp.indexNodes(f.rooms)
 		f.nodesChanged = false
 	}
-	pp.rooms = pp.rooms[:0]
-	pp.free.R = r
-	pp.free.Free = growInt64(pp.free.Free, len(pp.names)*r)
-	for i, name := range pp.names {
-		nr := f.rooms[name]
-		pp.rooms = append(pp.rooms, nr)
-		for j, k := range pp.rnames {
-			pp.free.Free[i*r+j] = nr.alloc[k] - nr.used[k]
-		}
-	}
-	pp.free.Max = growInt64(pp.free.Max, r)
-	for j := range r {
-		m := int64(0)
-		for i := range pp.names {
-			m = max(m, pp.free.Free[i*r+j])
-		}
-		pp.free.Max[j] = m
-	}
+	pp.freeRoom(f.rooms)
 	pp.free.Blocked = nil
 	pp.reservedBy = pp.reservedBy[:0]
 	clear(pp.eligible)
@@ -185,6 +140,68 @@ func (c *Cache) placementLocked() *passPlacement {
 		}
 	}
 	return pp
+}
+
+// indexResources sets the pass's resource names, those of total in name
+// order, and counts a change of them (rgen) for the memos keyed by it.
+func (pp *passPlacement) indexResources(total resources.List) {
+	pp.rnames = pp.rnames[:0]
+	for k := range total {
+		pp.rnames = append(pp.rnames, k)
+	}
+	sort.Strings(pp.rnames)
+	if !slices.Equal(pp.rnames, pp.prevR) {
+		pp.rgen++
+		pp.prevR = append(pp.prevR[:0], pp.rnames...)
+	}
+	if pp.rindex == nil {
+		pp.rindex = map[string]int{}
+	}
+	clear(pp.rindex)
+	for j, k := range pp.rnames {
+		pp.rindex[k] = j
+	}
+}
+
+// indexNodes orders the known nodes by name: the same first-fit order every
+// pass, so reservations and placements are stable. Done again only when
+// nodes come or go.
+func (pp *passPlacement) indexNodes(rooms map[string]*nodeRoom) {
+	pp.names = pp.names[:0]
+	for name, nr := range rooms {
+		if nr.node != nil {
+			pp.names = append(pp.names, name)
+		}
+	}
+	sort.Strings(pp.names)
+	pp.index = make(map[string]int, len(pp.names))
+	for i, n := range pp.names {
+		pp.index[n] = i
+	}
+}
+
+// freeRoom fills the working room: each node's allocatable less what its
+// bound pods request, per resource, and the most any node has free.
+func (pp *passPlacement) freeRoom(rooms map[string]*nodeRoom) {
+	r := len(pp.rnames)
+	pp.rooms = pp.rooms[:0]
+	pp.free.R = r
+	pp.free.Free = growInt64(pp.free.Free, len(pp.names)*r)
+	for i, name := range pp.names {
+		nr := rooms[name]
+		pp.rooms = append(pp.rooms, nr)
+		for j, k := range pp.rnames {
+			pp.free.Free[i*r+j] = nr.alloc[k] - nr.used[k]
+		}
+	}
+	pp.free.Max = growInt64(pp.free.Max, r)
+	for j := range r {
+		m := int64(0)
+		for i := range pp.names {
+			m = max(m, pp.free.Free[i*r+j])
+		}
+		pp.free.Max[j] = m
+	}
 }
 
 // placeInflight takes from the working room what an admitted, unstarted

@@ -45,36 +45,54 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 	if !a.on() {
 		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
 	}
-	in := reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}
-	groupIDs := groupIDMemo{}
+	b := reclaimInput{a: a, in: reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}, groupIDs: groupIDMemo{}}
 	pre, ok, why := c.preemptorLocked(pod)
 	if !ok {
-		return in, false, why
+		return b.in, false, why
 	}
-	in.Preemptor = pre
-	in.Deficits = c.reclaimDeficitsLocked(c.preemptorUnitLocked(pod))
+	b.in.Preemptor = pre
+	b.in.Deficits = c.reclaimDeficitsLocked(c.preemptorUnitLocked(pod))
+	b.queue(pre.Queue)
+	b.addPods(running, leaving)
+	return b.in, true, ""
+}
 
-	queueOf := func(name string) reclaim.Queue {
-		q, ok := in.Queues[name]
-		if !ok {
-			q.Allocated = resources.List{}
-			if a.shares != nil {
-				q.Deserved = a.shares.Deserved(name)
-			}
-			if spec, ok := a.tree.Spec(name); ok {
-				q.Guarantee, q.Reclaimable = spec.Guarantee, spec.Reclaimable
-			}
-			in.Queues[name] = q
+// reclaimInput builds a reclaim.Input under the cache's read lock.
+type reclaimInput struct {
+	a        *admissionState
+	in       reclaim.Input
+	groupIDs groupIDMemo
+}
+
+// queue returns the input's entry for queue name, adding it (its share,
+// guarantee and reclaimability, nothing allocated yet) the first time.
+func (b *reclaimInput) queue(name string) reclaim.Queue {
+	q, ok := b.in.Queues[name]
+	if !ok {
+		q.Allocated = resources.List{}
+		if b.a.shares != nil {
+			q.Deserved = b.a.shares.Deserved(name)
 		}
-		return q
+		if spec, ok := b.a.tree.Spec(name); ok {
+			q.Guarantee, q.Reclaimable = spec.Guarantee, spec.Reclaimable
+		}
+		b.in.Queues[name] = q
 	}
-	queueOf(pre.Queue)
-	in.Pods = make([]reclaim.Pod, 0, len(running))
-	// Per running pod, the work is kept to the account's lookup: the
-	// pods' IDs are cut from one string rather than allocated one by one,
-	// the queue's allocated list is looked up again only when the queue
-	// changes from the previous pod's, and a gang is described once (at
-	// 5000 nodes W7's attempts spent ~8 ms here, a third on the IDs).
+	return q
+}
+
+// addPods adds the running pods of Caldera's queues that are not leaving:
+// each counts in its queue's allocated amount, and a bound one is a
+// candidate victim, tagged with its group.
+//
+// Per running pod, the work is kept to the account's lookup: the pods' IDs
+// are cut from one string rather than allocated one by one, the queue's
+// allocated list is looked up again only when the queue changes from the
+// previous pod's, and a gang is described once (at 5000 nodes W7's
+// attempts spent ~8 ms here, a third on the IDs).
+func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
+	a := b.a
+	b.in.Pods = make([]reclaim.Pod, 0, len(running))
 	var ids strings.Builder
 	size := 0
 	for _, p := range running {
@@ -83,17 +101,14 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 	ids.Grow(size)
 	ends := make([]int, 0, len(running))
 	lastQueue, lastAlloc := "", resources.List(nil)
-	// The previous pod's unit, and its group id ("" for none).
-	var lastKey queue.Key
-	var lastUnit *unit
-	lastGroup, haveUnit := "", false
+	var last groupOfPods
 	for _, p := range running {
 		acct := a.pods[p.UID]
 		if acct == nil || acct.queue == "" || p.DeletionTimestamp != nil || leaving(p) {
 			continue // not Caldera's, or on its way out
 		}
 		if lastAlloc == nil || acct.queue != lastQueue {
-			lastQueue, lastAlloc = acct.queue, queueOf(acct.queue).Allocated
+			lastQueue, lastAlloc = acct.queue, b.queue(acct.queue).Allocated
 		}
 		lastAlloc.Add(acct.req)
 		if !acct.bound {
@@ -107,25 +122,40 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 			Node: p.Spec.NodeName, Queue: acct.queue,
 			Priority: podPriority(p), Started: startedAt(p), Request: acct.req,
 		}
-		if !haveUnit || acct.unit != lastKey {
-			haveUnit, lastKey, lastUnit, lastGroup = true, acct.unit, a.units[acct.unit], ""
-			if u := lastUnit; u != nil && u.gang != nil {
-				var seen bool
-				if lastGroup, seen = groupIDs.of(u.key); !seen {
-					in.Groups[lastGroup] = reclaim.Group{MinMember: u.min, Whole: u.gang.obj != nil && u.gang.obj.Rules.DisruptAll}
-				}
-			}
+		b.describe(&last, acct.unit)
+		if last.unit != nil {
+			rp.Priority, rp.Group = last.unit.priority, last.group
 		}
-		if lastUnit != nil {
-			rp.Priority, rp.Group = lastUnit.priority, lastGroup
-		}
-		in.Pods = append(in.Pods, rp)
+		b.in.Pods = append(b.in.Pods, rp)
 	}
 	all, start := ids.String(), 0
 	for i, end := range ends {
-		in.Pods[i].ID, start = all[start:end], end
+		b.in.Pods[i].ID, start = all[start:end], end
 	}
-	return in, true, ""
+}
+
+// groupOfPods is the unit of the previous pod addPods saw, and its group's
+// id ("" for none).
+type groupOfPods struct {
+	set   bool
+	key   queue.Key
+	unit  *unit
+	group string
+}
+
+// describe moves last to the unit of key when it is another, adding that
+// unit's gang to the input's groups the first time it is seen.
+func (b *reclaimInput) describe(last *groupOfPods, key queue.Key) {
+	if last.set && key == last.key {
+		return
+	}
+	*last = groupOfPods{set: true, key: key, unit: b.a.units[key]}
+	if u := last.unit; u != nil && u.gang != nil {
+		var seen bool
+		if last.group, seen = b.groupIDs.of(u.key); !seen {
+			b.in.Groups[last.group] = reclaim.Group{MinMember: u.min, Whole: u.gang.obj != nil && u.gang.obj.Rules.DisruptAll}
+		}
+	}
 }
 
 // preemptorUnitLocked is pod's admission unit: its gang's, or its own.

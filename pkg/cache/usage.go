@@ -186,49 +186,18 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	defer c.mu.Unlock()
 	a := c.adm
 	c.trackNominationLocked(pod, deleted)
-	if pod.Spec.NodeName != "" || deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	finished := pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+	if pod.Spec.NodeName != "" || deleted || finished {
 		// Bound (added to allocated below, under the same lock) or gone.
 		a.extras.drop(pod.UID)
 	}
 	old := a.pods[pod.UID]
 	if old != nil {
-		if old.bound {
-			a.used.Sub(old.req)
-			a.feas.bind(old.node, old.queue, old.req, -1)
-			if q := a.usage[old.queue]; q != nil {
-				q.allocated.Sub(old.req)
-			}
-			if old.queue == "" {
-				a.outside.Sub(old.req)
-			}
-			a.prioLocked(old.queue, old.prio, old.req, -1)
-			if u := a.units[old.unit]; u != nil {
-				u.release(old.req)
-				c.setInflightLocked(u)
-			}
-			a.kickLocked() // room was freed
-			act = c.takeDeficitRefusedLocked()
-			c.clearFreeRoomOnlyLocked()
-		}
-		a.unindexPodLocked(old)
-		if old.followsNS {
-			a.unindexNSLocked(pod.Namespace, pod.UID)
-		}
-		delete(a.pods, pod.UID)
+		act = c.unaccountLocked(pod, old)
 	}
 	gk, labelled := GroupKeyOf(pod)
-	singleton := false
-	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
-		singleton = true
-	} else if a.opts.AdmitSingletons && (old == nil || old.unit.Kind == queue.KindPod) {
-		// A singleton that joined a PodGroup through its label: its gang
-		// is admitted instead. (Its unit exists only while its account
-		// names it, so members already accounted as such skip the lookup.)
-		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
-			c.dropUnitLocked(u)
-		}
-	}
-	if deleted || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	singleton := c.singletonOfLocked(pod, labelled, old)
+	if deleted || finished {
 		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
 			if u := a.units[podUnitKey(pod)]; u != nil {
@@ -248,30 +217,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
 		acct.unit = podUnitKey(pod)
-		u := a.units[acct.unit]
-		if u == nil {
-			u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
-			a.units[acct.unit] = u
-		}
-		u.pod = pod
-		q, asked := c.resolveQueueLocked("", pod, pod.Namespace)
-		u.asked = asked
-		c.moveUnitLocked(u, q)
-		u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
-		if !u.request.Equal(acct.req) {
-			// Resized: an admitted singleton reserves what it asks now.
-			u.request = acct.req
-			c.setInflightLocked(u)
-		}
-		if acct.bound && !u.admitted {
-			// Bound without us (a restart): it holds what it holds.
-			u.admitted = true
-			a.pending.Delete(u.key)
-		}
-		if !u.admitted {
-			c.setPendingLocked(u)
-			a.kickLocked()
-		}
+		c.singletonUnitLocked(pod, acct)
 	}
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
@@ -285,20 +231,108 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 		a.indexNSLocked(pod.Namespace, pod.UID, acct)
 	}
 	if acct.bound {
-		a.used.Add(acct.req)
-		a.feas.bind(acct.node, acct.queue, acct.req, 1)
-		if acct.queue != "" {
-			a.usageLocked(acct.queue).allocated.Add(acct.req)
-			a.prioLocked(acct.queue, acct.prio, acct.req, 1)
-		} else {
-			a.outside.Add(acct.req)
-		}
-		if u := a.units[acct.unit]; u != nil {
-			u.hold(acct.req)
-			c.setInflightLocked(u)
-		}
+		c.holdLocked(acct)
 	}
 	return act
+}
+
+// unaccountLocked takes pod's previous account old out of every aggregate
+// and index, and returns the pods to activate when it held room: freed
+// room may admit the units refused for a capability deficit. O(1).
+func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.Pod) {
+	a := c.adm
+	if old.bound {
+		a.used.Sub(old.req)
+		a.feas.bind(old.node, old.queue, old.req, -1)
+		if q := a.usage[old.queue]; q != nil {
+			q.allocated.Sub(old.req)
+		}
+		if old.queue == "" {
+			a.outside.Sub(old.req)
+		}
+		a.prioLocked(old.queue, old.prio, old.req, -1)
+		if u := a.units[old.unit]; u != nil {
+			u.release(old.req)
+			c.setInflightLocked(u)
+		}
+		a.kickLocked() // room was freed
+		act = c.takeDeficitRefusedLocked()
+		c.clearFreeRoomOnlyLocked()
+	}
+	a.unindexPodLocked(old)
+	if old.followsNS {
+		a.unindexNSLocked(pod.Namespace, pod.UID)
+	}
+	delete(a.pods, pod.UID)
+	return act
+}
+
+// singletonOfLocked reports whether pod is admitted as a group of one; a
+// singleton that joined a PodGroup through its label loses its unit, its
+// gang being admitted instead. O(1).
+func (c *Cache) singletonOfLocked(pod *v1.Pod, labelled bool, old *podAcct) bool {
+	a := c.adm
+	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
+		return true
+	}
+	// Its unit exists only while its account names it, so members already
+	// accounted as such skip the lookup.
+	if a.opts.AdmitSingletons && (old == nil || old.unit.Kind == queue.KindPod) {
+		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
+			c.dropUnitLocked(u)
+		}
+	}
+	return false
+}
+
+// singletonUnitLocked creates or refreshes the unit of singleton pod,
+// accounted as acct: its queue, priority, request, and whether it waits for
+// admission. O(1).
+func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
+	a := c.adm
+	u := a.units[acct.unit]
+	if u == nil {
+		u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
+		a.units[acct.unit] = u
+	}
+	u.pod = pod
+	q, asked := c.resolveQueueLocked("", pod, pod.Namespace)
+	u.asked = asked
+	c.moveUnitLocked(u, q)
+	u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
+	if !u.request.Equal(acct.req) {
+		// Resized: an admitted singleton reserves what it asks now.
+		u.request = acct.req
+		c.setInflightLocked(u)
+	}
+	if acct.bound && !u.admitted {
+		// Bound without us (a restart): it holds what it holds.
+		u.admitted = true
+		a.pending.Delete(u.key)
+	}
+	if !u.admitted {
+		c.setPendingLocked(u)
+		a.kickLocked()
+	}
+}
+
+// holdLocked adds bound account acct to every aggregate: the cluster's, its
+// node's, its queue's (or what is held outside the queues) and its unit's.
+// O(1).
+func (c *Cache) holdLocked(acct *podAcct) {
+	a := c.adm
+	a.used.Add(acct.req)
+	a.feas.bind(acct.node, acct.queue, acct.req, 1)
+	if acct.queue != "" {
+		a.usageLocked(acct.queue).allocated.Add(acct.req)
+		a.prioLocked(acct.queue, acct.prio, acct.req, 1)
+	} else {
+		a.outside.Add(acct.req)
+	}
+	if u := a.units[acct.unit]; u != nil {
+		u.hold(acct.req)
+		c.setInflightLocked(u)
+	}
 }
 
 // podRequestLocked is convert.PodRequest(pod), reusing the previous account's list
