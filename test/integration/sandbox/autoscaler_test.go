@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -52,16 +51,7 @@ func TestSandboxAutoscaler(t *testing.T) {
 	if err != nil || len(nodes.Items) != 1 {
 		t.Fatalf("want the one static node at start, got %v (%v)", nodeNames(nodes), err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: metav1.NamespaceDefault},
-		Spec: corev1.PodSpec{
-			SchedulerName: "caldera-scheduler",
-			Containers: []corev1.Container{{
-				Name: "w", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}},
-			}},
-		},
-	}
+	pod := sandboxPod("big", "10")
 	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -70,21 +70,9 @@ func TestSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"gang-0", "gang-1"} {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Namespace:   metav1.NamespaceDefault,
-				Labels:      map[string]string{schedv1alpha1.PodGroupLabel: pg.Name},
-				Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "4s"},
-			},
-			Spec: corev1.PodSpec{
-				SchedulerName: "caldera-scheduler",
-				Containers: []corev1.Container{{
-					Name: "w", Image: "registry.k8s.io/pause:3.10",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-				}},
-			},
-		}
+		pod := sandboxPod(name, "1")
+		pod.Labels = map[string]string{schedv1alpha1.PodGroupLabel: pg.Name}
+		pod.Annotations = map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "4s"}
 		if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -306,5 +294,20 @@ func (sb *sandbox) stop(t *testing.T) {
 	}
 	for _, e := range left {
 		t.Errorf("left behind in TMPDIR: %s", e.Name())
+	}
+}
+
+// sandboxPod is a pause pod of Caldera's scheduler in the default
+// namespace, requesting cpu.
+func sandboxPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			SchedulerName: "caldera-scheduler",
+			Containers: []corev1.Container{{
+				Name: "w", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+			}},
+		},
 	}
 }
