@@ -23,8 +23,8 @@ func TestSortInfoPlainProfiles(t *testing.T) {
 	c.NoteProfile("default-scheduler", false)
 	c.NoteProfile("default-scheduler", false) // one call per profile and plugin
 	c.NoteProfile("caldera-scheduler", false) // the queue sort first,
-	c.NoteProfile("caldera-scheduler", true)  // then CalderaGang
-	c.NoteProfile("caldera-spread", true)     // CalderaGang first,
+	c.NoteProfile("caldera-scheduler", true)  // then CalderaEnqueue
+	c.NoteProfile("caldera-spread", true)     // CalderaBinder first,
 	c.NoteProfile("caldera-spread", false)    // then the queue sort
 
 	member := mkPod("ns", "m", "g", priority(100), scheduledBy("caldera-scheduler"))
@@ -106,4 +106,35 @@ func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
 		t.Errorf("node n1 holds %dm cpu of queues, want 1000m (only Caldera's pod)", inQueues)
 	}
 	wantConsistent(t, c, "with a plain pod bound")
+}
+
+// A profile that builds CalderaGang beside the queue sort only (the
+// sole-scheduler configuration's default-scheduler profile: a barrier for
+// gangs whose pods name no scheduler) stays plain, so its pods are never
+// ordered behind batch pods; a profile with any other Caldera plugin is
+// Caldera's.
+func TestGangBarrierLeavesAProfilePlain(t *testing.T) {
+	plain, batch := newFakeHandle(), newFakeHandle()
+	plain.profile, batch.profile = "default-scheduler", "batch"
+	p := NewProvider(status.NewLeadership())
+	for _, get := range []func(*fakeHandle) (*Cache, error){
+		func(h *fakeHandle) (*Cache, error) { return p.GetForQueueSort(t.Context(), h) },
+		func(h *fakeHandle) (*Cache, error) { return p.GetForGang(t.Context(), h) },
+	} {
+		for _, h := range []*fakeHandle{batch, plain} {
+			if _, err := get(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c, err := p.Get(t.Context(), batch) // CalderaEnqueue, say
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SortInfo(mkPod("ns", "d", "g", priority(3), scheduledBy("default-scheduler"))); !got.Plain {
+		t.Errorf("a member in the profile with the barrier only sorts as %+v, want plain", got)
+	}
+	if got := c.SortInfo(mkPod("ns", "b", "", priority(3), scheduledBy("batch"))); got.Plain {
+		t.Errorf("a pod of the batch profile sorts as plain: %+v", got)
+	}
 }

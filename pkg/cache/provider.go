@@ -54,6 +54,22 @@ func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	return p.cache, p.err
 }
 
+// GetForGang is Get for CalderaGang. The barrier holds a gang's members
+// back but leaves how the queue orders pods alone, so a profile that builds
+// it beside the queue sort only (the sole-scheduler configuration's
+// default-scheduler profile, a barrier for gangs whose pods name no
+// scheduler) stays plain: its pods are ordered as PrioritySort orders them
+// and never behind batch pods. Any other Caldera plugin of the profile
+// makes it Caldera's, as before.
+func (p *Provider) GetForGang(ctx context.Context, h fwk.Handle) (*Cache, error) {
+	p.create(ctx, h)
+	if p.err == nil {
+		p.cache.addProfile(h)
+		p.cache.NoteProfile(h.ProfileName(), false)
+	}
+	return p.cache, p.err
+}
+
 // GetForQueueSort is Get for CalderaQueueSort. kube-scheduler runs one
 // QueueSort plugin for every profile, so a profile that is not Caldera's
 // (such as a default-scheduler profile beside Caldera's) builds it too; a

@@ -72,7 +72,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err := args.Load(Name, obj, &a); err != nil {
 		return nil, err
 	}
-	c, err := p.Get(ctx, h)
+	// GetForGang: the barrier alone does not change how the profile's pods
+	// are ordered (a default-scheduler profile with it stays plain).
+	c, err := p.GetForGang(ctx, h)
 	if err != nil {
 		return nil, err
 	}
