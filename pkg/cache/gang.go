@@ -137,17 +137,20 @@ const (
 // gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
-	if waits, why := c.AwaitingRoom(pod); waits {
-		// Before the first attempt is stamped: the gang's timeout runs
-		// from its admission, not from the wait for new nodes.
-		return member, PreFilterAwaitingRoom, why
-	}
 	if !member {
+		if waits, why := c.AwaitingRoom(pod); waits {
+			return false, PreFilterAwaitingRoom, why
+		}
 		code, msg = c.singletonDeficit(pod)
 		return false, code, msg
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if waits, why := c.awaitingRoomLocked(c.unitOfLocked(pod, key, true)); waits {
+		// Before the first attempt is stamped: the gang's timeout runs
+		// from its admission, not from the wait for new nodes.
+		return true, PreFilterAwaitingRoom, why
+	}
 	g := c.groups[key]
 	if g == nil || g.obj == nil {
 		return true, PreFilterNoGroup, "waiting for PodGroup " + key.String()

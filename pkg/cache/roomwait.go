@@ -87,9 +87,14 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 // admitted, with the verdict: CalderaGang's PreFilter then rejects the pod
 // as Unschedulable, which an autoscaler acts on. O(1).
 func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
+	key, member := GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	u := c.unitOfLocked(pod)
+	return c.awaitingRoomLocked(c.unitOfLocked(pod, key, member))
+}
+
+// awaitingRoomLocked is AwaitingRoom for the pod's unit u (nil for none).
+func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
 	if u == nil || u.admitted || !u.awaitingRoom {
 		return false, ""
 	}
@@ -105,13 +110,13 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 }
 
 // unitOfLocked returns pod's admission unit, nil without admission or
-// without one.
-func (c *Cache) unitOfLocked(pod *v1.Pod) *unit {
+// without one; key and member are GroupKeyOf(pod), which the caller has.
+func (c *Cache) unitOfLocked(pod *v1.Pod, key GroupKey, member bool) *unit {
 	a := c.adm
 	if !a.on() || !a.ours(pod) {
 		return nil
 	}
-	if key, member := GroupKeyOf(pod); member {
+	if member {
 		return a.units[gangUnitKey(key)]
 	}
 	return a.units[podUnitKey(pod)]
