@@ -6,11 +6,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
@@ -37,18 +37,8 @@ func podPriority(pod *v1.Pod) int32 {
 	return 0
 }
 
-// objectOf unwraps an informer event's object, including the tombstone a
-// delete carries when the watch missed the final state.
-func objectOf[T any](obj any) (T, bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	t, ok := obj.(T)
-	return t, ok
-}
-
 func asPod(obj any) *v1.Pod {
-	p, _ := objectOf[*v1.Pod](obj)
+	p, _ := dialect.ObjectOf[*v1.Pod](obj)
 	return p
 }
 
@@ -432,7 +422,7 @@ func (c *Cache) onGroupDelete(logger klog.Logger, s *groupspec.Spec) {
 }
 
 func nodeAllocatable(obj any) (string, resources.List, bool) {
-	n, _ := objectOf[*v1.Node](obj)
+	n, _ := dialect.ObjectOf[*v1.Node](obj)
 	if n == nil {
 		return "", nil, false
 	}
@@ -449,7 +439,7 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.total.Sub(old)
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
-	if n, _ := objectOf[*v1.Node](obj); n != nil {
+	if n, _ := dialect.ObjectOf[*v1.Node](obj); n != nil {
 		c.feasible.setNode(n, alloc)
 	}
 	// The scheduler may requeue a gang on this node event before our total

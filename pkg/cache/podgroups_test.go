@@ -4,6 +4,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
@@ -12,7 +13,7 @@ import (
 // does: read as specs.
 
 func pgSpec(obj any) *groupspec.Spec {
-	pg, ok := objectOf[*v1alpha1.PodGroup](obj)
+	pg, ok := dialect.ObjectOf[*v1alpha1.PodGroup](obj)
 	if !ok || pg == nil {
 		return nil
 	}

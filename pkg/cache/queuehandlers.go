@@ -6,11 +6,12 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
 func (c *Cache) onQueue(obj any, deleted bool) {
-	q, _ := objectOf[*qapi.Queue](obj)
+	q, _ := dialect.ObjectOf[*qapi.Queue](obj)
 	if q == nil {
 		return
 	}
@@ -54,7 +55,7 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 }
 
 func (c *Cache) onNamespace(obj any, deleted bool) {
-	ns, _ := objectOf[*v1.Namespace](obj)
+	ns, _ := dialect.ObjectOf[*v1.Namespace](obj)
 	if ns == nil {
 		return
 	}
