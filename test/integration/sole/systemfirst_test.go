@@ -188,9 +188,11 @@ func TestSoleSystemPodFirst(t *testing.T) {
 	t.Logf("the system pod was scheduled %v after the Lease's release, after %d batch pods, and bound after %v, after %d batch pods (test %v)",
 		scheduledAfter.Round(time.Millisecond), scheduledFirst, took.Round(time.Millisecond), boundFirst, time.Since(began).Round(time.Millisecond))
 	// It comes out of the queue first; the batch pods assumed between two
-	// polls count too (a few on a loaded machine; all 1000 before the
-	// classes).
-	if scheduledFirst > 50 {
+	// polls count too. The scheduler assumes a pod every ~100 us, so a poll
+	// delayed 6 ms on a loaded 2-core machine already counts 65 (seen once
+	// beside other suites' builds; 0-12 on a quiet one). Queued behind the
+	// backlog, as before the classes, it came out after all 1000.
+	if scheduledFirst > batchBacklog/5 {
 		t.Errorf("%d of the %d batch pods were scheduled before the system pod: it was queued behind them", scheduledFirst, batchBacklog)
 	}
 }
