@@ -54,6 +54,7 @@ func TestSchedulerKilledMidReclaim(t *testing.T) {
 		return a == 8 && b == 8, nil
 	}, "team-a and team-b to hold their deserved 8 pods each")
 	a, b := env.BoundPods(t, ns, "queue=team-a"), env.BoundPods(t, ns, "queue=team-b")
+	harness.WaitDeletions(t, evicted, 16-a)
 	t.Logf("killed after %d evictions; converged with team-a %d, team-b %d, %d evictions in all", atKill, a, b, evicted())
 	if n := evicted(); n != 16-a {
 		t.Errorf("%d pods evicted, want exactly the %d team-a lost", n, 16-a)

@@ -150,7 +150,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.WaitBound(t, ns, converge, Names(s)...)
 		// The gang may bind before the last eviction's deletion reaches
 		// the watch that counts them: wait for the count, then check it.
-		waitEvictions(t, evicted, 4)
+		harness.WaitDeletions(t, evicted, 4)
 		if n := evicted(); n != 4 {
 			t.Errorf("%d evictions, want one rich gang's 4", n)
 		}
@@ -174,7 +174,7 @@ func run(t *testing.T, env *harness.Env, d Source) {
 		env.WaitBound(t, ns, converge, Names(high)...)
 		// low's minimum is all 8: it goes whole, never in part. high binds
 		// once 4 are gone, possibly before the watch has seen the rest.
-		waitEvictions(t, evicted, 8)
+		harness.WaitDeletions(t, evicted, 8)
 		if n := evicted(); n != 8 {
 			t.Errorf("%d evictions, want the low gang's 8", n)
 		}
@@ -218,13 +218,4 @@ func Names(pods []*v1.Pod) []string {
 		out[i] = p.Name
 	}
 	return out
-}
-
-// waitEvictions waits until evicted counts at least want deletions:
-// evictions are issued together, but their deletions reach the counting
-// watch one by one. The caller then checks there are no more.
-func waitEvictions(t *testing.T, evicted func() int, want int) {
-	t.Helper()
-	harness.WaitFor(t, 10*time.Second, func() (bool, error) { return evicted() >= want, nil },
-		fmt.Sprintf("%d evictions to reach the watch", want))
 }

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,4 +61,14 @@ func (e *Env) CountDeletions(t *testing.T, ns string) func() int {
 		defer mu.Unlock()
 		return n
 	}
+}
+
+// WaitDeletions waits until deleted (a CountDeletions count) reaches at
+// least want: a pod's deletion reaches the counting watch after a GET may
+// already find it gone, and a preemptor may bind before the last of its
+// victims' deletions arrives. The caller then checks there are no more.
+func WaitDeletions(t *testing.T, deleted func() int, want int) {
+	t.Helper()
+	WaitFor(t, 10*time.Second, func() (bool, error) { return deleted() >= want, nil },
+		fmt.Sprintf("%d deletions to reach the watch", want))
 }

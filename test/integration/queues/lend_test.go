@@ -80,6 +80,7 @@ func TestLendIdleRoom(t *testing.T) {
 	env.CreatePod(t, harness.Pod(ns, "a-small").CPU("1").Labels(queueLabels("a")).Obj())
 	env.WaitBound(t, ns, timeout, "a-small")
 	env.WaitPodDeleted(t, ns, "b-extra-0", timeout)
+	harness.WaitDeletions(t, evicted, 1)
 	if n := evicted(); n != 1 {
 		t.Errorf("%d pods deleted, want 1: the loan", n)
 	}

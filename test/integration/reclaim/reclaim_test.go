@@ -72,6 +72,7 @@ func TestReclaim(t *testing.T) {
 			return b >= 7, nil
 		}, "team-b to get at least 7 of its 8 pods bound")
 		a, b := env.BoundPods(t, ns, "queue=team-a"), env.BoundPods(t, ns, "queue=team-b")
+		harness.WaitDeletions(t, evicted, 16-a)
 		t.Logf("converged in %v: team-a %d bound, team-b %d bound, %d evictions", time.Since(start).Round(time.Millisecond), a, b, evicted())
 		if n := evicted(); n != 16-a {
 			t.Errorf("%d pods evicted, want exactly the %d team-a lost", n, 16-a)

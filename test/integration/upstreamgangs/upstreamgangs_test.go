@@ -276,6 +276,7 @@ func TestUpstreamGangs(t *testing.T) {
 			} else {
 				env.WaitBound(t, ns, converge, gangtable.Names(s)...)
 			}
+			harness.WaitDeletions(t, evicted, want)
 			if n := evicted(); n != want {
 				t.Errorf("%d evictions, want %d", n, want)
 			}
