@@ -131,6 +131,7 @@ func TestAutoscaler(t *testing.T) {
 	capabilityBlockedGang(t, env, k, "8")
 	capabilityBlockedGang(t, env, k, "12")
 	fairOrderForNewRoom(t, env, k)
+	reclaimPlanBesideAutoscaler(t, env, k)
 }
 
 // startEmpty fails t unless Karpenter has no node now, and makes t's
