@@ -51,8 +51,12 @@ func (pl *Reclaim) plan(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	pl.markBudgets(&in, running)
 	in.Nodes = make([]policy.Node, len(nodes))
 	gone := map[types.UID]bool{}
+	planned := make(map[types.UID]bool, len(in.Preemptor.MemberIDs))
+	for _, id := range in.Preemptor.MemberIDs {
+		planned[types.UID(id)] = true
+	}
 	for i, n := range nodes {
-		free := roomFor(pod, in.Preemptor.Group != "", n, pl.handle.NominatedPodsForNode(n.Node().Name), leaving, gone)
+		free := roomFor(pod, planned, n, pl.handle.NominatedPodsForNode(n.Node().Name), leaving, gone)
 		in.Nodes[i] = policy.Node{Name: n.Node().Name, Free: free, Eligible: eligible[n.Node().Name]}
 	}
 	in.Options = pl.opts
@@ -115,17 +119,21 @@ func (pl *Reclaim) usable(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 // roomFor is the room node n offers pod's plan: its free room, plus what
 // the pods already leaving it (terminating, or in leaving: evicted for an
 // earlier plan) hold, minus what is nominated to it. The leaving pods are
-// added to gone. inGang: pod is a member of a gang, whose nominated members
-// are not subtracted.
+// added to gone. planned are the pods the plan places (the preemptor's
+// members, by UID), whose nominations are not subtracted.
 //
 // A leaving pod's room is the room of the preemptor it is evicted for, who
 // is nominated here and subtracted: counted as used as well, every later
 // preemptor would evict for it a second time. Room nominated to other pods
 // is not free, or the next preemptor would count it and evict nothing; like
 // the scheduler's filters, only pods of at least pod's priority hold their
-// nomination. The pod's own gang is not subtracted: its members are the
-// plan's members already.
-func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, leaving, gone map[types.UID]bool) resources.List {
+// nomination. The plan's own members are not subtracted: it places them.
+// A sibling it does not place (one beyond what the gang still needs, or any
+// extra of a started gang) keeps its nominated room: counted as free, the
+// plan answered "fits without evictions" for room only the sibling could
+// use, the gang was released, and its members waited out the free-room-only
+// window.
+func roomFor(pod *v1.Pod, planned map[types.UID]bool, n fwk.NodeInfo, nominated []fwk.PodInfo, leaving, gone map[types.UID]bool) resources.List {
 	free := convert.NodeFree(n)
 	for _, pi := range n.GetPods() {
 		if q := pi.GetPod(); q.DeletionTimestamp != nil || leaving[q.UID] {
@@ -136,13 +144,9 @@ func roomFor(pod *v1.Pod, inGang bool, n fwk.NodeInfo, nominated []fwk.PodInfo, 
 	if len(nominated) == 0 {
 		return free // most nodes: the pod's group is not needed
 	}
-	group, _ := cache.GroupKeyOf(pod)
 	for _, np := range nominated {
 		q := np.GetPod()
-		if q.UID == pod.UID || corev1helpers.PodPriority(q) < corev1helpers.PodPriority(pod) {
-			continue
-		}
-		if k, ok := cache.GroupKeyOf(q); ok && inGang && k == group {
+		if q.UID == pod.UID || planned[q.UID] || corev1helpers.PodPriority(q) < corev1helpers.PodPriority(pod) {
 			continue
 		}
 		free.Sub(convert.PodRequest(q))

@@ -329,20 +329,23 @@ func TestRoomFor(t *testing.T) {
 		podOn("evicted", "n1", "2"),
 	)
 	pod := podOn("pre", "", "2", prio(10), inGroup("g"))
+	plan := map[types.UID]bool{"pre": true, "sib": true}
 	for _, tc := range []struct {
 		name      string
-		inGang    bool
+		planned   map[types.UID]bool
 		nominated []*v1.Pod
 		want      int64 // milli-cpu
 	}{
 		// 8 - 5 used + 1 terminating + 2 evicted for an earlier plan.
-		{"free plus what is leaving", true, nil, 6000},
-		{"room nominated to a pod of higher priority is not free", true, []*v1.Pod{podOn("hi", "", "3", prio(20), nominatedTo("n1"))}, 3000},
-		{"room nominated to a pod of equal priority is not free", true, []*v1.Pod{podOn("eq", "", "1", prio(10), nominatedTo("n1"))}, 5000},
-		{"room nominated to a pod of lower priority is", true, []*v1.Pod{podOn("lo", "", "3", prio(5), nominatedTo("n1"))}, 6000},
-		{"the gang's own nominated members are the plan's already", true, []*v1.Pod{podOn("sib", "", "2", prio(10), inGroup("g"), nominatedTo("n1"))}, 6000},
-		{"outside a gang, a same-named group's pods count", false, []*v1.Pod{podOn("sib", "", "2", prio(10), inGroup("g"), nominatedTo("n1"))}, 4000},
-		{"the pod's own nomination is not subtracted", true, []*v1.Pod{pod}, 6000},
+		{"free plus what is leaving", plan, nil, 6000},
+		{"room nominated to a pod of higher priority is not free", plan, []*v1.Pod{podOn("hi", "", "3", prio(20), nominatedTo("n1"))}, 3000},
+		{"room nominated to a pod of equal priority is not free", plan, []*v1.Pod{podOn("eq", "", "1", prio(10), nominatedTo("n1"))}, 5000},
+		{"room nominated to a pod of lower priority is", plan, []*v1.Pod{podOn("lo", "", "3", prio(5), nominatedTo("n1"))}, 6000},
+		{"the plan's own nominated members are placed by it", plan, []*v1.Pod{podOn("sib", "", "2", prio(10), inGroup("g"), nominatedTo("n1"))}, 6000},
+		// A started gang's extra plans for itself alone: a nominated
+		// sibling's room is not its to count.
+		{"a nominated sibling the plan does not place keeps its room", map[types.UID]bool{"pre": true}, []*v1.Pod{podOn("sib", "", "2", prio(10), inGroup("g"), nominatedTo("n1"))}, 4000},
+		{"the pod's own nomination is not subtracted", plan, []*v1.Pod{pod}, 6000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var nominated []fwk.PodInfo
@@ -350,7 +353,7 @@ func TestRoomFor(t *testing.T) {
 				nominated = append(nominated, podInfo(t, p))
 			}
 			gone := map[types.UID]bool{}
-			free := roomFor(pod, tc.inGang, n, nominated, map[types.UID]bool{"evicted": true}, gone)
+			free := roomFor(pod, tc.planned, n, nominated, map[types.UID]bool{"evicted": true}, gone)
 			if got := free[resources.CPU]; got != tc.want {
 				t.Errorf("room = %dm cpu, want %dm", got, tc.want)
 			}

@@ -52,7 +52,7 @@ func TestTerminatingVictimsRoomIsCountedOnce(t *testing.T) {
 	second := cpuPod("second", "1", 100, "")
 
 	gone := map[types.UID]bool{}
-	free := roomFor(second, false, node, []fwk.PodInfo{podInfo(t, first)}, nil, gone)
+	free := roomFor(second, nil, node, []fwk.PodInfo{podInfo(t, first)}, nil, gone)
 	if got := free[resources.CPU]; got != 1000 {
 		t.Errorf("room for the second pod = %dm cpu, want 1000m (the victim's 2 cpu less the first pod's 1)", got)
 	}
@@ -60,10 +60,11 @@ func TestTerminatingVictimsRoomIsCountedOnce(t *testing.T) {
 		t.Errorf("gone = %v, want the terminating victim only", gone)
 	}
 
-	// A member of a gang does not lose room to its own nominated siblings:
-	// they are members of its plan already.
+	// A member of a gang does not lose room to its own nominated siblings
+	// that are members of its plan: the plan places them.
 	sib, member := cpuPod("g-1", "2", 100, "g"), cpuPod("g-0", "2", 100, "g")
-	free = roomFor(member, true, node, []fwk.PodInfo{podInfo(t, sib), podInfo(t, first)}, nil, map[types.UID]bool{})
+	planned := map[types.UID]bool{member.UID: true, sib.UID: true}
+	free = roomFor(member, planned, node, []fwk.PodInfo{podInfo(t, sib), podInfo(t, first)}, nil, map[types.UID]bool{})
 	if got := free[resources.CPU]; got != 1000 {
 		t.Errorf("room for a gang member = %dm cpu, want 1000m (its nominated sibling not subtracted)", got)
 	}
