@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
+
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -121,14 +123,25 @@ func succeed(t *testing.T, env *harness.Env, p *v1.Pod) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	now := metav1.Now()
-	p = p.DeepCopy()
-	p.Status.Phase = v1.PodSucceeded
-	p.Status.ContainerStatuses = []v1.ContainerStatus{{
-		Name: "worker", Image: harness.PauseImage, ImageID: harness.PauseImage,
-		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
-	}}
-	if _, err := env.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	pods := env.Client.CoreV1().Pods(p.Namespace)
+	// The scheduler writes bound gang members too (the annotations that
+	// keep autoscalers from scaling their node down), so the copy in hand
+	// may be stale: read the pod again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status.Phase = v1.PodSucceeded
+		cur.Status.ContainerStatuses = []v1.ContainerStatus{{
+			Name: "worker", Image: harness.PauseImage, ImageID: harness.PauseImage,
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
+		}}
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(fmt.Errorf("setting %s Succeeded: %w", p.Name, err))
 	}
 }
