@@ -338,7 +338,7 @@ func (c *Cache) admitOptionsLocked(pl *passPlacement) queue.Options {
 // its request, its status is to be written, and its waiting pods are added
 // to act, to be moved to the active queue. O(members).
 func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod) {
-	u.admitted, u.onPlan, u.failedFit, u.awaitingRoom = true, d.OnPlan, false, false
+	u.admitted, u.onPlan, u.failedFit, u.roomVerdict = true, d.OnPlan, false, nil
 	if u.gang != nil {
 		u.noteAdmittedSpec(u.gang)
 	}

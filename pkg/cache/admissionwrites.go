@@ -122,7 +122,7 @@ func (c *Cache) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admis
 	if u == nil || u.gang != nil && u.gang.obj == nil {
 		return status.Admission{}, false
 	}
-	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.pod, AwaitingRoom: !n.admitted && u.awaitingRoom}
+	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.pod, AwaitingRoom: !n.admitted && u.waitsForRoom()}
 	if g := u.gang; g != nil {
 		k := g.key.named()
 		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, g.obj.Source.Dialect, types.UID(g.obj.Source.UID), g.profileLocked()

@@ -33,18 +33,16 @@ func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 		if u == nil {
 			continue
 		}
-		waits := o.Decision.WaitsForRoom()
-		if waits {
-			if u.roomVerdict == nil {
-				u.roomVerdict = new(queue.Decision)
-			}
-			*u.roomVerdict = o.Decision
-		}
-		if waits == u.awaitingRoom {
+		if !o.Decision.WaitsForRoom() {
+			u.roomVerdict = nil
 			continue
 		}
-		u.awaitingRoom = waits
-		if !waits {
+		started := !u.waitsForRoom()
+		if started {
+			u.roomVerdict = new(queue.Decision)
+		}
+		*u.roomVerdict = o.Decision
+		if !started {
 			continue
 		}
 		if act == nil {
@@ -77,7 +75,7 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	ok, msg, u := c.admittedLocked(pod)
-	if ok || (u != nil && !u.admitted && u.awaitingRoom) {
+	if ok || (u != nil && !u.admitted && u.waitsForRoom()) {
 		return true, ""
 	}
 	return false, msg
@@ -95,7 +93,7 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 
 // awaitingRoomLocked is AwaitingRoom for the pod's unit u (nil for none).
 func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
-	if u == nil || u.admitted || !u.awaitingRoom {
+	if u == nil || u.admitted || !u.waitsForRoom() {
 		return false, ""
 	}
 	// The verdict of the last pass; between passes, after an event sent the
@@ -103,7 +101,7 @@ func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
 	// the scheduler writes it into the pod's condition, where it stays
 	// until the pod's next cycle.
 	d, ok := c.adm.pending.Decision(u.key)
-	if (!ok || d.Check == queue.CheckNone) && u.roomVerdict != nil {
+	if !ok || d.Check == queue.CheckNone {
 		d = *u.roomVerdict
 	}
 	return true, "waiting for room: " + decisionMessage(u, d)
@@ -121,3 +119,6 @@ func (c *Cache) unitOfLocked(pod *v1.Pod, key GroupKey, member bool) *unit {
 	}
 	return a.units[podUnitKey(pod)]
 }
+
+// waitsForRoom reports whether u's last refusal was for capacity.
+func (u *unit) waitsForRoom() bool { return u.roomVerdict != nil }

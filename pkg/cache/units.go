@@ -69,14 +69,12 @@ type unit struct {
 	// admission): what a Volcano PodGroup's status shows, so that it
 	// changes only as often as the Event does.
 	noticeMsg string
-	// awaitingRoom: the unit's last refusal was for capacity (roomwait.go):
-	// its pods go through PreEnqueue and are rejected in PreFilter, as
-	// Unschedulable, while it is not admitted.
-	awaitingRoom bool
-	// roomVerdict is the last such refusal: what PreFilter tells its pods
-	// between passes, when an event has sent the unit back to be decided
-	// afresh. A pointer, allocated once, so that units that never wait for
-	// room (most, by far) do not carry a Decision.
+	// roomVerdict is the unit's last refusal when that was for capacity
+	// (roomwait.go), nil otherwise: while it is set and the unit is not
+	// admitted, its pods go through PreEnqueue and are rejected in
+	// PreFilter, as Unschedulable, with this verdict between passes (when
+	// an event has sent the unit back to be decided afresh). A pointer, so
+	// that units that never wait for room (most, by far) carry no Decision.
 	roomVerdict *queue.Decision
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
