@@ -16,10 +16,14 @@ import (
 // which writes only while the scheduler leads, patches them in.
 
 // noteProtectLocked notes pod, a member of g as m records it, for the
-// writer when it is a bound, unfinished member of a gang (minMember above
-// one) that lacks a protecting annotation, and forgets it otherwise. O(1).
+// writer when it is owed protection (disruption.Owed), and forgets it
+// otherwise. O(1).
 func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
-	if !m.state.Assigned || m.state.Phase.Terminal() || g.spec.MinMember < 2 || !disruption.Unprotected(pod.Annotations) {
+	owed := disruption.Owed(disruption.Member{
+		Bound: m.state.Assigned, Finished: m.state.Phase.Terminal(),
+		MinMember: g.spec.MinMember, Annotations: pod.Annotations,
+	})
+	if !owed {
 		delete(c.protect, pod.UID)
 		return
 	}

@@ -58,3 +58,25 @@ func Missing(annotations map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Member is what decides whether a gang member is owed protection.
+type Member struct {
+	// Bound: the member has a node. A member is bound only once its gang's
+	// minimum is placed, so a bound member belongs to a gang that runs or
+	// is starting.
+	Bound bool
+	// Finished: the member succeeded or failed; its node no longer runs it.
+	Finished bool
+	// MinMember is the gang's minimum. A gang of one is a plain pod: losing
+	// it stops nothing else, and its node may be consolidated as usual.
+	MinMember int32
+	// Annotations are the member's own.
+	Annotations map[string]string
+}
+
+// Owed reports whether m is to be given the protecting annotations: a
+// bound, unfinished member of a gang of two or more that lacks one of
+// them. O(1).
+func Owed(m Member) bool {
+	return m.Bound && !m.Finished && m.MinMember >= 2 && Unprotected(m.Annotations)
+}

@@ -32,3 +32,27 @@ func TestMissing(t *testing.T) {
 		})
 	}
 }
+
+func TestOwed(t *testing.T) {
+	both := map[string]string{KarpenterDoNotDisrupt: "true", ClusterAutoscalerSafeToEvict: "false"}
+	tests := []struct {
+		name string
+		m    Member
+		want bool
+	}{
+		{name: "bound member of a gang, unannotated: owed", m: Member{Bound: true, MinMember: 2}, want: true},
+		{name: "one key missing: owed", m: Member{Bound: true, MinMember: 8, Annotations: map[string]string{KarpenterDoNotDisrupt: "false"}}, want: true},
+		{name: "both keys: not owed", m: Member{Bound: true, MinMember: 8, Annotations: both}},
+		{name: "not bound: not owed", m: Member{MinMember: 8}},
+		{name: "finished: not owed", m: Member{Bound: true, Finished: true, MinMember: 8}},
+		{name: "gang of one: not owed", m: Member{Bound: true, MinMember: 1}},
+		{name: "no minimum: not owed", m: Member{Bound: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Owed(tt.m); got != tt.want {
+				t.Errorf("Owed(%+v) = %v, want %v", tt.m, got, tt.want)
+			}
+		})
+	}
+}
