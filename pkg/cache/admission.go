@@ -98,10 +98,6 @@ type admissionState struct {
 	// (noticePendingLocked).
 	nominated map[types.UID]*v1.Pod
 	clearing  map[types.UID]bool
-	// scratch and scratchQ are podRequestLocked's working lists (guarded
-	// by Cache.mu).
-	scratch  resources.List
-	scratchQ v1.ResourceList
 }
 
 func (a *admissionState) on() bool { return a != nil }

@@ -126,3 +126,30 @@ func BenchmarkAdmissionPodEvent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRestartApplyPod is a restart's informer list as the cache takes
+// it: 20,000 bound pods through ApplyPod, half of them members of bound
+// gangs of 8, on a cache with queue admission (W5's shape, at a size a unit
+// benchmark can build per op). Reported per pod.
+func BenchmarkRestartApplyPod(b *testing.B) {
+	const n, gangSize = 20_000, 8
+	pods := make([]*v1.Pod, n)
+	for i := range pods {
+		node := boundTo(fmt.Sprint("n", i%500))
+		if i%2 == 0 {
+			pods[i] = mkPod("ns", fmt.Sprint("s", i), "", ours, inQueue("q0"), node)
+		} else {
+			pods[i] = mkPod("ns", fmt.Sprint("m", i), fmt.Sprint("g", i/(2*gangSize)), ours, inQueue("q0"), node)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c, _, _ := newAdmissionCache(b, singletons, mkQueue("q0"))
+		b.StartTimer()
+		for _, p := range pods {
+			c.ApplyPod(logger, nil, p)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pod")
+}

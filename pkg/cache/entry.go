@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"maps"
+
 	v1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
@@ -16,29 +18,50 @@ import (
 // ApplyPod takes an unfinished pod added or updated (old is its previous
 // version, nil on an add), as the scheduler's pod informer delivers it:
 // gang membership, and with admission every pod's accounting (what nodes
-// hold, singletons waiting for admission).
+// hold, singletons waiting for admission). Both under one lock, with the
+// pod's group worked out once: a restart delivers every bound pod here.
+// An update that replaces the pod (a new uid under the name) is the old
+// one's delete followed by the new one's add.
 func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
-	if old != nil {
-		c.onUnfinishedPodUpdate(logger, old, pod)
-	} else {
-		c.onUnfinishedPod(logger, pod)
+	key, labelled := GroupKeyOf(pod)
+	replacedOld := old != nil && replaced(old, pod)
+	c.mu.Lock()
+	if replacedOld {
+		c.unfinishedPodDeleteLocked(old)
 	}
-	if c.Admitting() {
-		if old != nil {
-			c.onAnyPodUpdate(old, pod)
-		} else {
-			c.onAnyPod(pod, false)
+	act := c.unfinishedPodLocked(pod, key, labelled)
+	if c.adm.on() {
+		if replacedOld {
+			oldKey, oldLabelled := GroupKeyOf(old)
+			act = withActs(act, c.accountPodLocked(old, oldKey, oldLabelled, true))
 		}
+		act = withActs(act, c.accountPodLocked(pod, key, labelled, false))
 	}
+	c.mu.Unlock()
+	c.activate(logger, act)
 }
 
 // DeletePod takes an unfinished pod that left the scheduler's pod
 // informer: deleted, or finished (the finished side then delivers it).
 func (c *Cache) DeletePod(logger klog.Logger, pod *v1.Pod) {
-	c.onUnfinishedPodDelete(logger, pod)
-	if c.Admitting() {
-		c.onAnyPod(pod, true)
+	key, labelled := GroupKeyOf(pod)
+	c.mu.Lock()
+	c.unfinishedPodDeleteLocked(pod)
+	var act map[string]*v1.Pod
+	if c.adm.on() {
+		act = c.accountPodLocked(pod, key, labelled, true)
 	}
+	c.mu.Unlock()
+	c.activate(logger, act)
+}
+
+// withActs adds the pods to activate of more to act, and returns it.
+func withActs(act, more map[string]*v1.Pod) map[string]*v1.Pod {
+	if act == nil {
+		return more
+	}
+	maps.Copy(act, more)
+	return act
 }
 
 // ApplyFinishedPod takes a finished gang member (Succeeded, Failed) added

@@ -64,26 +64,34 @@ const finishSettle = 2 * time.Second
 // onUnfinishedPod takes an add or update from the scheduler's pod informer.
 func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 	pod := asPod(obj)
-	if pod == nil || phaseOf(pod).Terminal() {
-		// The scheduler's informer holds no finished pod; one that shows up
-		// anyway is the finished side's to deliver.
+	if pod == nil {
 		return
 	}
-	if _, labelled := GroupKeyOf(pod); !labelled {
-		c.mu.RLock()
-		_, known := c.memberOf[pod.UID]
-		c.mu.RUnlock()
-		if !known {
+	key, labelled := GroupKeyOf(pod)
+	c.mu.Lock()
+	act := c.unfinishedPodLocked(pod, key, labelled)
+	c.mu.Unlock()
+	c.activate(logger, act)
+}
+
+// unfinishedPodLocked is onUnfinishedPod's work on pod, whose GroupKeyOf
+// is key and labelled; it returns the pods to activate.
+func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key GroupKey, labelled bool) map[string]*v1.Pod {
+	if phaseOf(pod).Terminal() {
+		// The scheduler's informer holds no finished pod; one that shows up
+		// anyway is the finished side's to deliver.
+		return nil
+	}
+	if !labelled {
+		if _, known := c.memberOf[pod.UID]; !known {
 			if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; asks {
 				// It asks for a gang by annotation but gets none.
-				c.mu.Lock()
 				c.noticeLocked(pod, annotation.Invalid(pod))
-				c.mu.Unlock()
 			}
-			return // most pods: not a gang member, and never were
+			return nil // most pods: not a gang member, and never were
 		}
 	}
-	c.onMember(logger, pod, false)
+	return c.joinLocked(pod, key, labelled, false)
 }
 
 // onFinishedPod takes an add or update from the finished-member informer.
@@ -99,9 +107,16 @@ func (c *Cache) onFinishedPod(logger klog.Logger, obj any) {
 
 // onMember records pod's state; finished says which informer delivered it.
 func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
-	c.mu.Lock()
-	var act map[string]*v1.Pod
 	key, labelled := GroupKeyOf(pod)
+	c.mu.Lock()
+	act := c.joinLocked(pod, key, labelled, finished)
+	c.mu.Unlock()
+	c.activate(logger, act)
+}
+
+// joinLocked is onMember's work on pod, whose GroupKeyOf is key and
+// labelled; it returns the pods to activate.
+func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (act map[string]*v1.Pod) {
 	// A pod left over from an earlier object of its group's name is in no
 	// group: a member leaves it, below.
 	labelled = labelled && !c.leftoverLocked(key, pod)
@@ -109,8 +124,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	if known {
 		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
 			// A late event of the unfinished side: the pod has finished.
-			c.mu.Unlock()
-			return
+			return nil
 		}
 		if !labelled || prevKey != key {
 			// The label changed or went away (or the pod is left over):
@@ -144,8 +158,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 			act = g.pendingPodsLocked()
 		}
 	}
-	c.mu.Unlock()
-	c.activate(logger, act)
+	return act
 }
 
 // memberLocked returns group key and its member uid; either may be nil.
@@ -170,6 +183,11 @@ func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.unfinishedPodDeleteLocked(pod)
+}
+
+// unfinishedPodDeleteLocked is onUnfinishedPodDelete's work on pod.
+func (c *Cache) unfinishedPodDeleteLocked(pod *v1.Pod) {
 	c.forgetNoticeLocked(pod.UID)
 	key, ok := c.memberOf[pod.UID]
 	if !ok {
@@ -209,7 +227,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	m := g.members[pod.UID]
 	ownerChanged := false
 	if m == nil {
-		m = &member{request: c.requests.intern(convert.PodRequest(pod)), task: podTask(pod)}
+		m = &member{request: c.requests.podRequest(pod, nil), task: podTask(pod)}
 		g.members[pod.UID] = m
 		c.memberOf[pod.UID] = key
 		g.addPriority(podPriority(pod))
@@ -221,8 +239,8 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	} else {
 		c.countLocked(g, m, -1)
 		// Requests change in place (a resize): the gang's minimum must follow.
-		if req := convert.PodRequest(pod); !req.Equal(m.request) {
-			m.request = c.requests.intern(req)
+		if req := c.requests.podRequest(pod, m.request); !req.Equal(m.request) {
+			m.request = req
 			g.minRequestValid = false
 		}
 	}

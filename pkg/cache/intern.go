@@ -4,7 +4,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	v1 "k8s.io/api/core/v1"
 )
 
 // maxInterned bounds the table of shared requests: past it, a request of a
@@ -21,6 +23,47 @@ type requestInterner struct {
 	lists map[string]resources.List
 	key   []byte
 	names []string
+	// scratch and scratchQ are podRequest's working lists.
+	scratch  resources.List
+	scratchQ v1.ResourceList
+}
+
+// podRequest is convert.PodRequest(pod), shared, and old itself when the
+// request did not change (a bind, a status update). The common shape
+// (containers only, no init containers, overhead or pod-level resources)
+// is summed into scratch lists and compared, without the allocations of
+// resourcehelper.PodRequests: a restart takes every bound pod through
+// here, gang members twice (their account and their member).
+func (in *requestInterner) podRequest(pod *v1.Pod, old resources.List) resources.List {
+	spec := &pod.Spec
+	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
+		return in.intern(convert.PodRequest(pod))
+	}
+	if in.scratch == nil {
+		in.scratch, in.scratchQ = resources.List{}, v1.ResourceList{}
+	}
+	// Summed as Quantities and converted once, as convert.Resources(PodRequests)
+	// does, so rounding of fractional amounts is the same.
+	clear(in.scratchQ)
+	for i := range spec.Containers {
+		for name, q := range spec.Containers[i].Resources.Requests {
+			sum := in.scratchQ[name]
+			sum.Add(q)
+			in.scratchQ[name] = sum
+		}
+	}
+	clear(in.scratch)
+	for name, q := range in.scratchQ {
+		if name == v1.ResourceCPU {
+			in.scratch[resources.CPU] = q.MilliValue()
+		} else {
+			in.scratch[string(name)] = q.Value()
+		}
+	}
+	if old != nil && old.Equal(in.scratch) {
+		return old
+	}
+	return in.intern(in.scratch)
 }
 
 // intern returns a list equal to l that may be shared; l itself is not kept.

@@ -11,11 +11,11 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// TestPodRequestLocked checks the allocation-free request of onAnyPod
+// TestPodRequest checks the allocation-free request of a pod event
 // against podRequest (resourcehelper.PodRequests) for the pod shapes it
 // handles itself and those it hands over, and that an unchanged request
 // reuses the previous account's list.
-func TestPodRequestLocked(t *testing.T) {
+func TestPodRequest(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	reqs := func(kv ...string) v1.ResourceList {
 		rl := v1.ResourceList{}
@@ -52,12 +52,11 @@ func TestPodRequestLocked(t *testing.T) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			want := convert.PodRequest(pod)
-			got := c.podRequestLocked(pod, nil)
+			got := c.requests.podRequest(pod, nil)
 			if !got.Equal(want) {
-				t.Fatalf("podRequestLocked = %v, podRequest = %v", got, want)
+				t.Fatalf("requests.podRequest = %v, convert.PodRequest = %v", got, want)
 			}
-			old := &podAcct{req: got}
-			if again := c.podRequestLocked(pod, old); !again.Equal(want) {
+			if again := c.requests.podRequest(pod, got); !again.Equal(want) {
 				t.Fatalf("with a previous account: %v, want %v", again, want)
 			}
 		})
@@ -67,14 +66,14 @@ func TestPodRequestLocked(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		pod := withContainers(reqs("cpu", "1"))
-		old := &podAcct{req: c.podRequestLocked(pod, nil)}
-		if got := c.podRequestLocked(pod, old); !sameMap(got, old.req) {
+		old := c.requests.podRequest(pod, nil)
+		if got := c.requests.podRequest(pod, old); !sameMap(got, old) {
 			t.Fatalf("unchanged request: got a new list %v", got)
 		}
 		resized := withContainers(reqs("cpu", "2"))
-		got := c.podRequestLocked(resized, old)
-		if sameMap(got, old.req) || got["cpu"] != 2000 || old.req["cpu"] != 1000 {
-			t.Fatalf("resized: got %v (old %v), want a new list with cpu 2000 and the old one untouched", got, old.req)
+		got := c.requests.podRequest(resized, old)
+		if sameMap(got, old) || got["cpu"] != 2000 || old["cpu"] != 1000 {
+			t.Fatalf("resized: got %v (old %v), want a new list with cpu 2000 and the old one untouched", got, old)
 		}
 	})
 }

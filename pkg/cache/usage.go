@@ -8,7 +8,6 @@ import (
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -182,8 +181,15 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	if pod == nil {
 		return nil
 	}
+	gk, labelled := GroupKeyOf(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.accountPodLocked(pod, gk, labelled, deleted)
+}
+
+// accountPodLocked is accountPod's work on pod, whose GroupKeyOf is gk and
+// labelled.
+func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted bool) (act map[string]*v1.Pod) {
 	a := c.adm
 	c.trackNominationLocked(pod, deleted)
 	finished := pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
@@ -195,7 +201,6 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	if old != nil {
 		act = c.unaccountLocked(pod, old)
 	}
-	gk, labelled := GroupKeyOf(pod)
 	singleton := c.singletonOfLocked(pod, labelled, old)
 	if deleted || finished {
 		c.evictionLeftLocked(pod.UID, time.Now())
@@ -208,11 +213,13 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	}
 	// The pod's previous account is rewritten in place: a bind or unbind is
 	// then free of allocations (no new account, key or request list).
-	acct := old
+	acct, oldReq := old, resources.List(nil)
 	if acct == nil {
 		acct = &podAcct{}
+	} else {
+		oldReq = old.req
 	}
-	*acct = podAcct{req: c.podRequestLocked(pod, old), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
+	*acct = podAcct{req: c.requests.podRequest(pod, oldReq), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
 	if labelled && a.ours(pod) {
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
@@ -333,42 +340,4 @@ func (c *Cache) holdLocked(acct *podAcct) {
 		u.hold(acct.req)
 		c.setInflightLocked(u)
 	}
-}
-
-// podRequestLocked is convert.PodRequest(pod), reusing the previous account's list
-// when the request did not change (a bind, a status update): the common
-// shape (containers only, no init containers, overhead or pod-level
-// resources) is summed into a scratch list and compared, without the
-// allocations of resourcehelper.PodRequests.
-func (c *Cache) podRequestLocked(pod *v1.Pod, old *podAcct) resources.List {
-	spec := &pod.Spec
-	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
-		return c.requests.intern(convert.PodRequest(pod))
-	}
-	a := c.adm
-	if a.scratch == nil {
-		a.scratch, a.scratchQ = resources.List{}, v1.ResourceList{}
-	}
-	// Summed as Quantities and converted once, as convert.Resources(PodRequests)
-	// does, so rounding of fractional amounts is the same.
-	clear(a.scratchQ)
-	for i := range spec.Containers {
-		for name, q := range spec.Containers[i].Resources.Requests {
-			sum := a.scratchQ[name]
-			sum.Add(q)
-			a.scratchQ[name] = sum
-		}
-	}
-	clear(a.scratch)
-	for name, q := range a.scratchQ {
-		if name == v1.ResourceCPU {
-			a.scratch[resources.CPU] = q.MilliValue()
-		} else {
-			a.scratch[string(name)] = q.Value()
-		}
-	}
-	if old != nil && old.req.Equal(a.scratch) {
-		return old.req
-	}
-	return c.requests.intern(a.scratch)
 }

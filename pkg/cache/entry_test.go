@@ -1,0 +1,49 @@
+package cache
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// A pod recreated under its name reaches ApplyPod as an update whose uid
+// changed: the old pod leaves its gang and every aggregate before the new
+// one is counted, and DeletePod then leaves nothing behind.
+func TestApplyPodReplacedUnderItsName(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	old := mkPod("ns", "w", "g", inQueue("a"), boundTo("n1"), cpu("3"), withUID("u1"), scheduledBy(testProfile))
+	c.ApplyPod(logger, nil, old)
+	c.mu.RLock()
+	_, member := c.memberOf["u1"]
+	acct := c.adm.pods["u1"]
+	c.mu.RUnlock()
+	if !member || acct == nil || !acct.bound {
+		t.Fatalf("after the add: member %v, account %+v; want a bound member", member, acct)
+	}
+
+	now := mkPod("ns", "w", "", inQueue("a"), cpu("1"), withUID("u2"), scheduledBy(testProfile))
+	c.ApplyPod(logger, old, now)
+	c.mu.RLock()
+	_, member = c.memberOf["u1"]
+	_, oldAcct := c.adm.pods["u1"]
+	acct = c.adm.pods["u2"]
+	used := c.adm.used[string(v1.ResourceCPU)]
+	_, unit := c.adm.units[podUnitKey(now)]
+	c.mu.RUnlock()
+	if member || oldAcct {
+		t.Errorf("the replaced pod is still counted: member %v, account %v", member, oldAcct)
+	}
+	if acct == nil || acct.bound || acct.unit != podUnitKey(now) || !unit {
+		t.Errorf("the new pod's account %+v, unit %v; want an unbound singleton with its unit", acct, unit)
+	}
+	if used != 0 {
+		t.Errorf("bound cpu %d after the bound pod was replaced, want 0", used)
+	}
+
+	c.DeletePod(logger, now)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.adm.pods) != 0 || c.adm.units[podUnitKey(now)] != nil {
+		t.Errorf("after the delete: %d accounts, unit %v; want none", len(c.adm.pods), c.adm.units[podUnitKey(now)])
+	}
+}
