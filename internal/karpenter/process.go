@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
+
+	"github.com/caldera-sched/caldera/internal/neighbour"
 )
 
 // Process is a running child process of another project's binary, in a
@@ -16,57 +17,30 @@ type Process struct {
 	// Name is what errors call it; LogFile receives its stdout and stderr.
 	Name, LogFile string
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set before done is closed
+	proc *neighbour.Process
 }
 
 // startProcess starts bin with args and env (added to this process's),
 // its output to logPath.
 func startProcess(name, bin, logPath string, env []string, args ...string) (*Process, error) {
-	logFile, err := os.Create(logPath)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	proc, err := neighbour.Start(cmd, logPath)
 	if err != nil {
-		return nil, err
-	}
-	p := &Process{Name: name, LogFile: logPath, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return &Process{Name: name, LogFile: logPath, proc: proc}, nil
 }
 
 // Done is closed when the process has exited; Err then says how.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (p *Process) Done() <-chan struct{} { return p.proc.Done() }
 
 // Err is the process's exit error, once Done is closed.
-func (p *Process) Err() error { return p.err }
+func (p *Process) Err() error { return p.proc.Err() }
 
 // Stop ends the process group: SIGTERM, then SIGKILL after 10 s. It
 // returns once the process has exited.
-func (p *Process) Stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
+func (p *Process) Stop() { p.proc.Stop() }
 
 // waitHTTP waits up to timeout for url to answer 200, failing at once if
 // the process exits or ctx ends.
@@ -92,8 +66,8 @@ func (p *Process) waitHTTP(ctx context.Context, url string, timeout time.Duratio
 			return fmt.Errorf("%s not ready at %s within %v (last: %v; log %s)", p.Name, url, timeout, err, p.LogFile)
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %v (log %s)", p.Name, p.err, p.LogFile)
+		case <-p.Done():
+			return fmt.Errorf("%s exited before it was ready: %v (log %s)", p.Name, p.Err(), p.LogFile)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:

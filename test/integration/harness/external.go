@@ -2,15 +2,13 @@ package harness
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/caldera-sched/caldera/internal/localcluster"
+	"github.com/caldera-sched/caldera/internal/neighbour"
 )
 
 // ExternalScheduler is how a benchmark runs any scheduler binary against the
@@ -26,10 +24,6 @@ type ExternalScheduler struct {
 	// QPS is the client rate (and burst) written into {config}.
 	QPS int32
 }
-
-// externalStopGrace is how long a stopped external scheduler may take to
-// exit before it is killed.
-const externalStopGrace = 10 * time.Second
 
 // StartExternal starts s's command in a process group of its own, logging to
 // a file in the test's temporary directory, and stops the whole group (bash
@@ -51,33 +45,16 @@ func (e *Env) StartExternal(t *testing.T, s ExternalScheduler) (int, error) {
 		cmdline = strings.ReplaceAll(cmdline, "{config}", path)
 	}
 	logPath := filepath.Join(dir, "scheduler.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return 0, err
-	}
 	cmd := exec.Command("bash", "-c", cmdline)
 	cmd.Dir = e.RepoRoot
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+	p, err := neighbour.Start(cmd, logPath)
+	if err != nil {
 		return 0, fmt.Errorf("starting %q: %w", cmdline, err)
 	}
-	t.Logf("external scheduler: pid %d: %s (log %s)", cmd.Process.Pid, cmdline, logPath)
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(externalStopGrace):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	return cmd.Process.Pid, nil
+	// bash may have exited by cleanup and left what it started running in
+	// the group, so the group is signalled all the same.
+	p.SignalAfterExit = true
+	t.Logf("external scheduler: pid %d: %s (log %s)", p.Pid(), cmdline, logPath)
+	t.Cleanup(p.Stop)
+	return p.Pid(), nil
 }

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/caldera-sched/caldera/internal/neighbour"
 )
 
 // Volcano's own job controller (vc-controller-manager) runs beside Caldera
@@ -92,9 +92,8 @@ func buildVolcano(root string) (bin, crdDir string, err error) {
 
 // VolcanoController is a running vc-controller-manager.
 type VolcanoController struct {
-	cmd     *exec.Cmd
+	proc    *neighbour.Process
 	LogFile string
-	done    chan struct{}
 }
 
 // StartVolcanoController starts Volcano's vc-controller-manager against e
@@ -114,11 +113,7 @@ func (e *Env) StartVolcanoController(t *testing.T, schedulerNames ...string) *Vo
 	if len(schedulerNames) == 0 {
 		schedulerNames = []string{"volcano"}
 	}
-	c := &VolcanoController{LogFile: filepath.Join(t.TempDir(), "vc-controller-manager.log"), done: make(chan struct{})}
-	logFile, err := os.Create(c.LogFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := &VolcanoController{LogFile: filepath.Join(t.TempDir(), "vc-controller-manager.log")}
 	args := []string{
 		"--kubeconfig=" + e.Kubeconfig,
 		"--leader-elect=false",
@@ -129,18 +124,9 @@ func (e *Env) StartVolcanoController(t *testing.T, schedulerNames ...string) *Vo
 	for _, n := range schedulerNames {
 		args = append(args, "--scheduler-name="+n)
 	}
-	c.cmd = exec.Command(bin, args...)
-	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
-		_ = logFile.Close()
+	if c.proc, err = neighbour.Start(exec.Command(bin, args...), c.LogFile); err != nil {
 		t.Fatalf("starting vc-controller-manager: %v", err)
 	}
-	go func() {
-		_ = c.cmd.Wait()
-		_ = logFile.Close()
-		close(c.done)
-	}()
 	t.Cleanup(func() {
 		c.Stop()
 		if t.Failed() {
@@ -153,20 +139,7 @@ func (e *Env) StartVolcanoController(t *testing.T, schedulerNames ...string) *Vo
 }
 
 // Stop ends the controller: SIGTERM, then SIGKILL after 10 s.
-func (c *VolcanoController) Stop() {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-	}
-}
+func (c *VolcanoController) Stop() { c.proc.Stop() }
 
 // tail returns the last n bytes of b.
 func tail(b []byte, n int) []byte {
