@@ -113,6 +113,29 @@ spec:
 // bound to them become Running, annotated pods complete, Job pods complete
 // jobRunTime after they run (never with 0), deleted pods go.
 func startKWOK(ctx context.Context, kubeconfig string, verbose bool, jobRunTime time.Duration) error {
+	stages, err := kwokStages(jobRunTime)
+	if err != nil {
+		return err
+	}
+	cfg, err := kwokControllerConfig(kubeconfig, stages)
+	if err != nil {
+		return err
+	}
+	ctx = withKWOKLogger(ctx, verbose)
+	ctr, err := controllers.NewController(cfg)
+	if err != nil {
+		return fmt.Errorf("creating KWOK controller: %w", err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		return fmt.Errorf("starting KWOK controller: %w", err)
+	}
+	return nil
+}
+
+// kwokStages decodes the stages startKWOK plays, grouped by the resource
+// they act on, as KWOK's controller takes them; the Job-pod stage only
+// with a jobRunTime.
+func kwokStages(jobRunTime time.Duration) (map[internalversion.StageResourceRef][]*internalversion.Stage, error) {
 	srcs := []string{fast.DefaultNodeInit, podfast.DefaultPodReady, podCompleteStage, podfast.DefaultPodDelete}
 	if jobRunTime > 0 {
 		srcs = append(srcs, jobPodCompleteStage(jobRunTime))
@@ -121,11 +144,11 @@ func startKWOK(ctx context.Context, kubeconfig string, verbose bool, jobRunTime 
 	for _, src := range srcs {
 		var s v1alpha1.Stage
 		if err := yaml.UnmarshalStrict([]byte(src), &s); err != nil {
-			return fmt.Errorf("decoding KWOK stage: %w", err)
+			return nil, fmt.Errorf("decoding KWOK stage: %w", err)
 		}
 		in, err := internalversion.ConvertToInternalStage(&s)
 		if err != nil {
-			return fmt.Errorf("converting KWOK stage %s: %w", s.Name, err)
+			return nil, fmt.Errorf("converting KWOK stage %s: %w", s.Name, err)
 		}
 		stages = append(stages, in)
 	}
@@ -133,41 +156,38 @@ func startKWOK(ctx context.Context, kubeconfig string, verbose bool, jobRunTime 
 	for _, s := range stages {
 		groups[s.Spec.ResourceRef] = append(groups[s.Spec.ResourceRef], s)
 	}
+	return groups, nil
+}
 
+// kwokControllerConfig builds the clients KWOK's controller needs from
+// kubeconfig and its configuration: it manages every node, plays stages
+// and fakes the nodes' and pods' addresses.
+func kwokControllerConfig(kubeconfig string, stages map[internalversion.StageResourceRef][]*internalversion.Stage) (controllers.Config, error) {
 	cs, err := client.NewClientset("", kubeconfig)
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
 	restConfig, err := cs.ToRESTConfig()
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
 	dynamicClient, err := cs.ToDynamicClient()
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
 	restMapper, err := cs.ToRESTMapper()
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
 	typedClient, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
 	kwokClient, err := versioned.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return controllers.Config{}, err
 	}
-
-	var w io.Writer = io.Discard
-	level := kwoklog.LevelError
-	if verbose {
-		w = stderrWriter{}
-		level = kwoklog.LevelInfo
-	}
-	ctx = kwoklog.NewContext(ctx, kwoklog.NewLogger(w, level))
-
-	ctr, err := controllers.NewController(controllers.Config{
+	return controllers.Config{
 		Clock:                      clock.RealClock{},
 		DynamicClient:              dynamicClient,
 		RESTClient:                 typedClient.CoreV1().RESTClient(),
@@ -179,18 +199,23 @@ func startKWOK(ctx context.Context, kubeconfig string, verbose bool, jobRunTime 
 		ManageAllNodes:             true,
 		CIDR:                       "10.244.0.1/16",
 		NodeIP:                     "10.0.0.1",
-		LocalStages:                groups,
+		LocalStages:                stages,
 		PodPlayStageParallelism:    4,
 		NodePlayStageParallelism:   2,
 		NodeLeaseParallelism:       2,
 		PodsOnNodeSyncParallelism:  2,
 		ID:                         "caldera-sandbox",
-	})
-	if err != nil {
-		return fmt.Errorf("creating KWOK controller: %w", err)
+	}, nil
+}
+
+// withKWOKLogger gives ctx the logger KWOK's controllers log to: where
+// klog's lines go with --log-file (verbose), else errors only, discarded.
+func withKWOKLogger(ctx context.Context, verbose bool) context.Context {
+	var w io.Writer = io.Discard
+	level := kwoklog.LevelError
+	if verbose {
+		w = stderrWriter{}
+		level = kwoklog.LevelInfo
 	}
-	if err := ctr.Start(ctx); err != nil {
-		return fmt.Errorf("starting KWOK controller: %w", err)
-	}
-	return nil
+	return kwoklog.NewContext(ctx, kwoklog.NewLogger(w, level))
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
@@ -225,99 +226,153 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); stopErr != nil {
-			fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
-		}
-	}()
-	api := cluster.APIServer()
-	adminConfig := cluster.Config()
-
-	internalKubeconfig := filepath.Join(tmp, "kubeconfig")
-	if err := localcluster.WriteKubeconfig(adminConfig, kubeconfigName, internalKubeconfig); err != nil {
-		return err
+	defer reportStop(cluster.Stop)
+	r := &sandboxRun{
+		o:                  o,
+		began:              began,
+		tmp:                tmp,
+		cluster:            cluster,
+		api:                cluster.APIServer(),
+		adminConfig:        cluster.Config(),
+		internalKubeconfig: filepath.Join(tmp, "kubeconfig"),
 	}
-	c, err := newClients(adminConfig)
+	return r.startAndServe(ctx)
+}
+
+// sandboxRun is what the sandbox's start-up steps share once its control
+// plane is up.
+type sandboxRun struct {
+	o     sandboxOptions
+	began time.Time
+	// tmp is the sandbox's temporary directory, removed on exit.
+	tmp     string
+	cluster *localcluster.Cluster
+	// api is the apiserver instance the sandbox started with: its stopping
+	// ends the sandbox.
+	api         *localcluster.APIServer
+	adminConfig *rest.Config
+	// internalKubeconfig, in tmp, is the admin kubeconfig KWOK, the
+	// scheduler and Karpenter read.
+	internalKubeconfig string
+	// c is set by prepareAPI.
+	c *clients
+}
+
+// startAndServe starts everything on the control plane, each piece after
+// what it needs, and serves until ctx is cancelled or a component stops.
+// Its defers stop what it started in reverse order, before sandbox stops
+// the control plane.
+func (r *sandboxRun) startAndServe(ctx context.Context) error {
+	edits, err := r.prepareAPI(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := localcluster.InstallCRDs(ctx, adminConfig, o.crdDir); err != nil {
-		return err
-	}
-	var edits []func(*configv1.KubeSchedulerConfiguration) error
-	if o.volcanoCRDs != "" {
-		if _, err := localcluster.InstallCRDs(ctx, adminConfig, o.volcanoCRDs); err != nil {
-			return fmt.Errorf("installing Volcano's CRDs from %s: %w", o.volcanoCRDs, err)
-		}
-		edits = append(edits, serveVolcanoName)
-	}
-	if err := installAutoscalerCRDs(ctx, adminConfig, o.autoscaler); err != nil {
-		return err
-	}
-
-	if err := c.createNodes(ctx, o); err != nil {
+	if err := r.c.createNodes(ctx, r.o); err != nil {
 		return err
 	}
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
-	if err := startKWOK(workCtx, internalKubeconfig, o.logFile != "", o.jobRunTime); err != nil {
+	if err := startKWOK(workCtx, r.internalKubeconfig, r.o.logFile != "", r.o.jobRunTime); err != nil {
 		return err
 	}
-	if o.controllers {
-		kcm, err := cluster.StartControllers(workCtx)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			stopWork()
-			if stopErr := kcm.Stop(); stopErr != nil {
-				fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
-			}
-		}()
-	}
-	schedConfig := filepath.Join(tmp, "scheduler-config.yaml")
-	if err := localcluster.RewriteSchedulerConfig(o.schedulerConfig, schedConfig, localcluster.SchedulerConfigChanges{
-		Kubeconfig: internalKubeconfig,
-		QPS:        500,
-		Burst:      1000,
-		Edits:      edits,
-	}); err != nil {
+	stopControllers, err := r.startControllers(workCtx, stopWork)
+	if err != nil {
 		return err
 	}
-	sched, err := localcluster.StartScheduler(workCtx, localcluster.SchedulerOptions{ConfigFile: schedConfig, Kubeconfig: internalKubeconfig})
+	defer stopControllers()
+	sched, err := r.startScheduler(workCtx, edits)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		stopWork()
-		if stopErr := sched.Stop(); stopErr != nil {
-			fmt.Fprintln(os.Stderr, "caldera-sandbox:", stopErr)
-		}
+		reportStop(sched.Stop)
 	}()
-	if err := c.waitNodesReady(ctx, o); err != nil {
+	if err := r.c.waitNodesReady(ctx, r.o); err != nil {
 		return err
 	}
+	ends := sandboxEnds{sched: sched, api: r.api}
 	// Karpenter starts once the static nodes are settled (waitNodesReady
 	// gives every node the static nodes' capacity) and stops first.
-	var autoscalerDone <-chan struct{}
-	var autoscalerErr func() error
-	if o.autoscaler.enabled {
-		k, err := startAutoscaler(ctx, c, internalKubeconfig, tmp, o.autoscaler, o.quiet)
+	if r.o.autoscaler.enabled {
+		k, err := startAutoscaler(ctx, r.c, r.internalKubeconfig, r.tmp, r.o.autoscaler, r.o.quiet)
 		if err != nil {
 			return err
 		}
 		defer k.Stop()
-		autoscalerDone, autoscalerErr = k.Done(), func() error { return autoscalerExited(k) }
+		ends.autoscalerDone, ends.autoscalerErr = k.Done(), func() error { return autoscalerExited(k) }
 	}
+	return r.serve(ctx, workCtx, ends)
+}
 
-	kubeconfig, removeKubeconfig := o.kubeconfig, false
-	if kubeconfig == "" {
-		kubeconfig, removeKubeconfig = "caldera-sandbox.kubeconfig", true
+// prepareAPI writes the internal kubeconfig, builds the admin clients
+// (r.c) and installs the CRDs. It returns the edits the scheduler's
+// configuration needs for what it installed: Volcano's CRDs mean serving
+// the "volcano" scheduler name too.
+func (r *sandboxRun) prepareAPI(ctx context.Context) ([]func(*configv1.KubeSchedulerConfiguration) error, error) {
+	if err := localcluster.WriteKubeconfig(r.adminConfig, kubeconfigName, r.internalKubeconfig); err != nil {
+		return nil, err
 	}
-	if abs, err := filepath.Abs(kubeconfig); err == nil {
-		kubeconfig = abs
+	c, err := newClients(r.adminConfig)
+	if err != nil {
+		return nil, err
 	}
-	if err := localcluster.WriteKubeconfig(adminConfig, kubeconfigName, kubeconfig); err != nil {
+	r.c = c
+	if _, err := localcluster.InstallCRDs(ctx, r.adminConfig, r.o.crdDir); err != nil {
+		return nil, err
+	}
+	var edits []func(*configv1.KubeSchedulerConfiguration) error
+	if r.o.volcanoCRDs != "" {
+		if _, err := localcluster.InstallCRDs(ctx, r.adminConfig, r.o.volcanoCRDs); err != nil {
+			return nil, fmt.Errorf("installing Volcano's CRDs from %s: %w", r.o.volcanoCRDs, err)
+		}
+		edits = append(edits, serveVolcanoName)
+	}
+	if err := installAutoscalerCRDs(ctx, r.adminConfig, r.o.autoscaler); err != nil {
+		return nil, err
+	}
+	return edits, nil
+}
+
+// startControllers runs kube-controller-manager's workload controllers
+// unless --controllers=false. The returned func, for the caller to defer,
+// cancels the work context and then stops them; it does nothing when they
+// do not run.
+func (r *sandboxRun) startControllers(workCtx context.Context, stopWork context.CancelFunc) (func(), error) {
+	if !r.o.controllers {
+		return func() {}, nil
+	}
+	kcm, err := r.cluster.StartControllers(workCtx)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		stopWork()
+		reportStop(kcm.Stop)
+	}, nil
+}
+
+// startScheduler writes the scheduler's configuration into the temporary
+// directory, pointed at the internal kubeconfig at the control plane's own
+// client rate (500 qps, burst 1000), and starts the scheduler on it.
+func (r *sandboxRun) startScheduler(workCtx context.Context, edits []func(*configv1.KubeSchedulerConfiguration) error) (*localcluster.Scheduler, error) {
+	schedConfig := filepath.Join(r.tmp, "scheduler-config.yaml")
+	if err := localcluster.RewriteSchedulerConfig(r.o.schedulerConfig, schedConfig, localcluster.SchedulerConfigChanges{
+		Kubeconfig: r.internalKubeconfig,
+		QPS:        500,
+		Burst:      1000,
+		Edits:      edits,
+	}); err != nil {
+		return nil, err
+	}
+	return localcluster.StartScheduler(workCtx, localcluster.SchedulerOptions{ConfigFile: schedConfig, Kubeconfig: r.internalKubeconfig})
+}
+
+// serve writes the user's kubeconfig, says the sandbox is ready, starts
+// the demo and waits until ctx is cancelled or a component stops.
+func (r *sandboxRun) serve(ctx, workCtx context.Context, ends sandboxEnds) error {
+	kubeconfig, removeKubeconfig, err := r.writeUserKubeconfig()
+	if err != nil {
 		return err
 	}
 	if removeKubeconfig {
@@ -326,26 +381,77 @@ func sandbox(ctx context.Context, o sandboxOptions) (err error) {
 	if ctx.Err() != nil {
 		return nil
 	}
-	fmt.Printf("ready: kubeconfig=%s\n", kubeconfig)
-	if !o.quiet {
-		fmt.Fprintf(os.Stderr, "caldera-sandbox: %d nodes up in %v; try: kubectl --kubeconfig %s get nodes,podgroups,queues\n",
-			o.nodes, time.Since(began).Round(100*time.Millisecond), kubeconfig)
+	r.announceReady(kubeconfig)
+	if r.o.demo {
+		go runDemo(workCtx, r.c, r.o, kubeconfig)
 	}
-
-	if o.demo {
-		go runDemo(workCtx, c, o, kubeconfig)
+	if err := ends.wait(ctx); err != nil {
+		return err
 	}
-	select {
-	case <-ctx.Done():
-	case <-sched.Done():
-		return fmt.Errorf("scheduler stopped: %v", sched.Err())
-	case <-api.Done():
-		return fmt.Errorf("kube-apiserver stopped: %v", api.Err())
-	case <-autoscalerDone:
-		return autoscalerErr()
-	}
-	if !o.quiet {
+	if !r.o.quiet {
 		fmt.Fprintln(os.Stderr, "caldera-sandbox: shutting down")
 	}
 	return nil
+}
+
+// writeUserKubeconfig writes the admin kubeconfig for the user at
+// --kubeconfig, else at ./caldera-sandbox.kubeconfig, which remove then
+// says to delete on exit: a default file must not outlive its cluster.
+// The path is made absolute when it can be, so that the ready line names
+// it from anywhere.
+func (r *sandboxRun) writeUserKubeconfig() (path string, remove bool, err error) {
+	path, remove = r.o.kubeconfig, false
+	if path == "" {
+		path, remove = "caldera-sandbox.kubeconfig", true
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if err := localcluster.WriteKubeconfig(r.adminConfig, kubeconfigName, path); err != nil {
+		return "", false, err
+	}
+	return path, remove, nil
+}
+
+// announceReady prints the ready line callers wait for and, unless
+// --quiet, how to reach the cluster.
+func (r *sandboxRun) announceReady(kubeconfig string) {
+	fmt.Printf("ready: kubeconfig=%s\n", kubeconfig)
+	if !r.o.quiet {
+		fmt.Fprintf(os.Stderr, "caldera-sandbox: %d nodes up in %v; try: kubectl --kubeconfig %s get nodes,podgroups,queues\n",
+			r.o.nodes, time.Since(r.began).Round(100*time.Millisecond), kubeconfig)
+	}
+}
+
+// sandboxEnds are the components whose stopping on their own ends the
+// sandbox.
+type sandboxEnds struct {
+	sched *localcluster.Scheduler
+	api   *localcluster.APIServer
+	// autoscalerDone is nil without --autoscaler, and a nil channel never
+	// fires; autoscalerErr is then not called.
+	autoscalerDone <-chan struct{}
+	autoscalerErr  func() error
+}
+
+// wait blocks until ctx is cancelled (nil) or a component stops (why).
+func (e sandboxEnds) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-e.sched.Done():
+		return fmt.Errorf("scheduler stopped: %v", e.sched.Err())
+	case <-e.api.Done():
+		return fmt.Errorf("kube-apiserver stopped: %v", e.api.Err())
+	case <-e.autoscalerDone:
+		return e.autoscalerErr()
+	}
+}
+
+// reportStop stops a component on the way out. Its error is printed, not
+// returned, so that it cannot replace the error that ended the sandbox.
+func reportStop(stop func() error) {
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "caldera-sandbox:", err)
+	}
 }
