@@ -91,53 +91,8 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*APIServer, error) {
 		return nil, fmt.Errorf("listening for kube-apiserver: %w", err)
 	}
 	closeListener := func() { _ = listener.Close() }
-
-	// A registry of its own, as kube-apiserver's command has; the
-	// process-wide gate then follows its flags (applyFeatureGates).
-	globals, featureGate, err := newComponentGlobals()
+	s, err := c.apiServerOptions(listener)
 	if err != nil {
-		closeListener()
-		return nil, err
-	}
-
-	s := options.NewServerRunOptions()
-	s.GenericServerRunOptions.ComponentGlobalsRegistry = globals
-	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
-	for _, f := range s.Flags().FlagSets {
-		fs.AddFlagSet(f)
-	}
-	args := append([]string{
-		"--etcd-servers=" + c.etcd.url,
-		"--cert-dir=" + c.certDir,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--service-account-key-file=" + c.saKey,
-		"--service-account-signing-key-file=" + c.saKey,
-		"--service-account-issuer=https://caldera-localcluster.local",
-		"--token-auth-file=" + c.tokenFile,
-		// ServiceAccount needs a token controller that does not run here;
-		// TaintNodesByCondition would give every new Node a not-ready
-		// NoSchedule taint that nothing removes.
-		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		// Nothing runs at the advertised address but this process.
-		"--endpoint-reconciler-type=none",
-		"--service-cluster-ip-range=10.0.0.0/16",
-	}, c.opts.APIServerFlags...)
-	if err := fs.Parse(args); err != nil {
-		closeListener()
-		return nil, fmt.Errorf("kube-apiserver flags: %w", err)
-	}
-	if err := c.mergeTokenFile(s); err != nil {
-		closeListener()
-		return nil, err
-	}
-	s.SecureServing.Listener = listener
-	s.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
-	if err := globals.Set(); err != nil {
-		closeListener()
-		return nil, err
-	}
-	if err := c.applyFeatureGates(featureGate); err != nil {
 		closeListener()
 		return nil, err
 	}
@@ -148,29 +103,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*APIServer, error) {
 		closeListener()
 		return nil, err
 	}
-	completed, err := s.Complete(runCtx)
-	if err != nil {
-		return fail(fmt.Errorf("completing kube-apiserver options: %w", err))
-	}
-	if errs := completed.Validate(); len(errs) != 0 {
-		return fail(fmt.Errorf("kube-apiserver options: %w", errors.Join(errs...)))
-	}
-	// Complete generated the self-signed serving certificate into the cert
-	// dir, or found the one the first instance generated there.
-	cert, err := os.ReadFile(filepath.Join(c.certDir, "apiserver.crt"))
-	if err != nil {
-		return fail(fmt.Errorf("reading the apiserver's self-signed certificate: %w", err))
-	}
-	if c.servingCert == nil {
-		c.servingCert = cert
-	} else if !bytes.Equal(cert, c.servingCert) {
-		return fail(errors.New("the restarted kube-apiserver serves another certificate than the first one: clients would not trust it"))
-	}
-	config, err := app.NewConfig(completed)
-	if err != nil {
-		return fail(err)
-	}
-	cc, err := config.Complete()
+	cc, err := c.completeAPIServerConfig(runCtx, s)
 	if err != nil {
 		return fail(err)
 	}
@@ -193,6 +126,100 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*APIServer, error) {
 		return a, err
 	}
 	return a, nil
+}
+
+// apiServerOptions parses the instance's flags (the cluster's, then
+// Options.APIServerFlags) into options that serve on listener, and makes
+// the process-wide feature gate follow them. The caller closes listener on
+// error.
+func (c *Cluster) apiServerOptions(listener net.Listener) (*options.ServerRunOptions, error) {
+	// A registry of its own, as kube-apiserver's command has; the
+	// process-wide gate then follows its flags (applyFeatureGates).
+	globals, featureGate, err := newComponentGlobals()
+	if err != nil {
+		return nil, err
+	}
+
+	s := options.NewServerRunOptions()
+	s.GenericServerRunOptions.ComponentGlobalsRegistry = globals
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	for _, f := range s.Flags().FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse(append(c.apiServerArgs(), c.opts.APIServerFlags...)); err != nil {
+		return nil, fmt.Errorf("kube-apiserver flags: %w", err)
+	}
+	if err := c.mergeTokenFile(s); err != nil {
+		return nil, err
+	}
+	s.SecureServing.Listener = listener
+	s.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	if err := globals.Set(); err != nil {
+		return nil, err
+	}
+	if err := c.applyFeatureGates(featureGate); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// apiServerArgs are the cluster's own kube-apiserver flags, which
+// Options.APIServerFlags follow and so may override.
+func (c *Cluster) apiServerArgs() []string {
+	return []string{
+		"--etcd-servers=" + c.etcd.url,
+		"--cert-dir=" + c.certDir,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--service-account-key-file=" + c.saKey,
+		"--service-account-signing-key-file=" + c.saKey,
+		"--service-account-issuer=https://caldera-localcluster.local",
+		"--token-auth-file=" + c.tokenFile,
+		// ServiceAccount needs a token controller that does not run here;
+		// TaintNodesByCondition would give every new Node a not-ready
+		// NoSchedule taint that nothing removes.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// Nothing runs at the advertised address but this process.
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=10.0.0.0/16",
+	}
+}
+
+// completeAPIServerConfig completes and validates s under runCtx, checks
+// the serving certificate and builds the server's completed configuration.
+func (c *Cluster) completeAPIServerConfig(runCtx context.Context, s *options.ServerRunOptions) (app.CompletedConfig, error) {
+	completed, err := s.Complete(runCtx)
+	if err != nil {
+		return app.CompletedConfig{}, fmt.Errorf("completing kube-apiserver options: %w", err)
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return app.CompletedConfig{}, fmt.Errorf("kube-apiserver options: %w", errors.Join(errs...))
+	}
+	if err := c.checkServingCert(); err != nil {
+		return app.CompletedConfig{}, err
+	}
+	config, err := app.NewConfig(completed)
+	if err != nil {
+		return app.CompletedConfig{}, err
+	}
+	return config.Complete()
+}
+
+// checkServingCert records the certificate the first instance serves and
+// refuses another one later: clients built from Config trust only the
+// first. Complete generated that self-signed certificate into the cert
+// dir, or found the one the first instance generated there.
+func (c *Cluster) checkServingCert() error {
+	cert, err := os.ReadFile(filepath.Join(c.certDir, "apiserver.crt"))
+	if err != nil {
+		return fmt.Errorf("reading the apiserver's self-signed certificate: %w", err)
+	}
+	if c.servingCert == nil {
+		c.servingCert = cert
+	} else if !bytes.Equal(cert, c.servingCert) {
+		return errors.New("the restarted kube-apiserver serves another certificate than the first one: clients would not trust it")
+	}
+	return nil
 }
 
 // waitAPIServerReady waits for /readyz, then for the default namespace,
