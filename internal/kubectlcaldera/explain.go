@@ -228,78 +228,13 @@ const maxEvents = 5
 // verdict, which stays the authority (it is computed from live numbers).
 func Explain(in ExplainInput, now time.Time) Explanation {
 	var e Explanation
-	var podQueue string
+	unbound, podQueue := countMembers(&e, in.Pods)
+	held := firstHeld(unbound)
 	needs := corev1.ResourceList{}
-	unbound := []corev1.Pod{}
-	for _, p := range in.Pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		e.Members++
-		if p.Spec.NodeName != "" {
-			e.Bound++
-		} else {
-			unbound = append(unbound, p)
-		}
-		if podQueue == "" {
-			podQueue = p.Labels[qapi.QueueLabel]
-		}
-	}
-	held := ""
-	for i := range unbound {
-		if h := heldBy(&unbound[i]); h != "" {
-			held = h
-			break
-		}
-	}
 	if pg := in.PodGroup; pg != nil {
-		e.Kind, e.Namespace, e.Name = "PodGroup", pg.Namespace, pg.Name
-		e.MinMember = pg.Spec.MinMember
-		e.Queue = firstNonEmpty(pg.Labels[qapi.QueueLabel], podQueue, in.NamespaceQueue, in.DefaultQueue)
-		missing := int(pg.Spec.MinMember) - e.Bound
-		// The smallest unbound members first: what the gang needs at
-		// least to reach minMember.
-		slices.SortFunc(unbound, func(a, b corev1.Pod) int { return compareCPU(podRequest(&a), podRequest(&b)) })
-		for i := 0; i < missing && i < len(unbound); i++ {
-			addList(needs, podRequest(&unbound[i]))
-		}
-		if pg.Spec.MinResources != nil && e.Bound == 0 {
-			for k, v := range pg.Spec.MinResources {
-				if cur, ok := needs[k]; !ok || v.Cmp(cur) > 0 {
-					needs[k] = v.DeepCopy()
-				}
-			}
-		}
-		switch {
-		case pg.Status.Phase == v1alpha1.PodGroupFinished || pg.Status.Phase == v1alpha1.PodGroupFailed:
-			e.Stage = string(pg.Status.Phase)
-		case missing <= 0:
-			e.Stage = "Running"
-		case e.Members < int(pg.Spec.MinMember):
-			e.Stage = "WaitingForMembers"
-			e.Verdict = held
-		case pg.Annotations[qapi.VerdictAnnotation] != "" && pg.Annotations[qapi.AdmittedAtAnnotation] != "":
-			// Admitted: the verdict says why the nodes do not take it.
-			e.Stage, e.Verdict = "Unschedulable", pg.Annotations[qapi.VerdictAnnotation]
-		case pg.Annotations[qapi.VerdictAnnotation] != "":
-			e.Stage, e.Verdict = "WaitingForAdmission", pg.Annotations[qapi.VerdictAnnotation]
-		default:
-			e.Stage, e.Verdict = stageOfHeld(held, pg.Annotations[qapi.AdmittedAtAnnotation] != "")
-		}
+		explainGang(&e, in, pg, unbound, podQueue, held, needs)
 	} else if len(in.Pods) == 1 {
-		p := &in.Pods[0]
-		e.Kind, e.Namespace, e.Name = "Pod", p.Namespace, p.Name
-		e.MinMember = 1
-		e.Queue = firstNonEmpty(p.Labels[qapi.QueueLabel], in.NamespaceQueue, in.DefaultQueue)
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-			e.Stage = "Finished"
-		case p.Spec.NodeName != "":
-			e.Stage = "Running"
-		default:
-			addList(needs, podRequest(p))
-			e.Stage, e.Verdict = stageOfHeld(heldBy(p), false)
-		}
+		explainPod(&e, in, &in.Pods[0], needs)
 	}
 	if len(needs) > 0 && e.Stage != "Running" && e.Stage != "Finished" {
 		e.Needs = quantities(needs)
@@ -313,6 +248,108 @@ func Explain(in ExplainInput, now time.Time) Explanation {
 	e.Changes = changes(e)
 	e.Events = newestEvents(in.Events, maxEvents)
 	return e
+}
+
+// countMembers counts the job's live pods (finished ones no longer count)
+// into e.Members and e.Bound, and returns the unbound ones and the first
+// queue label a live pod carries.
+func countMembers(e *Explanation, pods []corev1.Pod) (unbound []corev1.Pod, podQueue string) {
+	unbound = []corev1.Pod{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		e.Members++
+		if p.Spec.NodeName != "" {
+			e.Bound++
+		} else {
+			unbound = append(unbound, p)
+		}
+		if podQueue == "" {
+			podQueue = p.Labels[qapi.QueueLabel]
+		}
+	}
+	return unbound, podQueue
+}
+
+// firstHeld is the first PodScheduled=False condition among unbound, as
+// heldBy renders it; "" when none is held.
+func firstHeld(unbound []corev1.Pod) string {
+	for i := range unbound {
+		if h := heldBy(&unbound[i]); h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// explainGang fills in e for the gang pg: its identity, queue and stage,
+// and adds to needs what it still asks of its queue to reach minMember.
+// It sorts unbound.
+func explainGang(e *Explanation, in ExplainInput, pg *v1alpha1.PodGroup, unbound []corev1.Pod, podQueue, held string, needs corev1.ResourceList) {
+	e.Kind, e.Namespace, e.Name = "PodGroup", pg.Namespace, pg.Name
+	e.MinMember = pg.Spec.MinMember
+	e.Queue = firstNonEmpty(pg.Labels[qapi.QueueLabel], podQueue, in.NamespaceQueue, in.DefaultQueue)
+	missing := int(pg.Spec.MinMember) - e.Bound
+	addGangNeeds(needs, pg, missing, e.Bound, unbound)
+	e.Stage, e.Verdict = gangStage(pg, missing, e.Members, held)
+}
+
+// addGangNeeds adds to needs the requests of the missing smallest unbound
+// members and, while none is bound, raises it to the gang's minResources.
+func addGangNeeds(needs corev1.ResourceList, pg *v1alpha1.PodGroup, missing, bound int, unbound []corev1.Pod) {
+	// The smallest unbound members first: what the gang needs at
+	// least to reach minMember.
+	slices.SortFunc(unbound, func(a, b corev1.Pod) int { return compareCPU(podRequest(&a), podRequest(&b)) })
+	for i := 0; i < missing && i < len(unbound); i++ {
+		addList(needs, podRequest(&unbound[i]))
+	}
+	if pg.Spec.MinResources != nil && bound == 0 {
+		for k, v := range pg.Spec.MinResources {
+			if cur, ok := needs[k]; !ok || v.Cmp(cur) > 0 {
+				needs[k] = v.DeepCopy()
+			}
+		}
+	}
+}
+
+// gangStage is the stage the scheduler holds the gang at, and its verdict:
+// the PodGroup's phase when it is over, else from its members, its
+// verdict and admission annotations, and held (a waiting member's
+// condition).
+func gangStage(pg *v1alpha1.PodGroup, missing, members int, held string) (stage, verdict string) {
+	switch {
+	case pg.Status.Phase == v1alpha1.PodGroupFinished || pg.Status.Phase == v1alpha1.PodGroupFailed:
+		return string(pg.Status.Phase), ""
+	case missing <= 0:
+		return "Running", ""
+	case members < int(pg.Spec.MinMember):
+		return "WaitingForMembers", held
+	case pg.Annotations[qapi.VerdictAnnotation] != "" && pg.Annotations[qapi.AdmittedAtAnnotation] != "":
+		// Admitted: the verdict says why the nodes do not take it.
+		return "Unschedulable", pg.Annotations[qapi.VerdictAnnotation]
+	case pg.Annotations[qapi.VerdictAnnotation] != "":
+		return "WaitingForAdmission", pg.Annotations[qapi.VerdictAnnotation]
+	default:
+		return stageOfHeld(held, pg.Annotations[qapi.AdmittedAtAnnotation] != "")
+	}
+}
+
+// explainPod fills in e for a pod outside any gang: its identity, queue
+// and stage, and adds its request to needs while it waits.
+func explainPod(e *Explanation, in ExplainInput, p *corev1.Pod, needs corev1.ResourceList) {
+	e.Kind, e.Namespace, e.Name = "Pod", p.Namespace, p.Name
+	e.MinMember = 1
+	e.Queue = firstNonEmpty(p.Labels[qapi.QueueLabel], in.NamespaceQueue, in.DefaultQueue)
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		e.Stage = "Finished"
+	case p.Spec.NodeName != "":
+		e.Stage = "Running"
+	default:
+		addList(needs, podRequest(p))
+		e.Stage, e.Verdict = stageOfHeld(heldBy(p), false)
+	}
 }
 
 // stageOfHeld reads the stage from a waiting pod's PodScheduled=False

@@ -178,39 +178,62 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 	defer cancel()
 	// The cache logs as the scheduler does; a command's output is its report.
 	ctx = klog.NewContext(ctx, klog.LoggerWithName(klog.Background(), "what-if").V(10))
+	c, err := startWhatIfCache(ctx, srv, s)
+	if err != nil {
+		return res, err
+	}
+	if err := addAnnotatedGangs(ctx, c, srv, lists, job, now); err != nil {
+		return res, err
+	}
+	before := dumpOf(c)
+	c.AdmissionPass(klog.FromContext(ctx), now)
+	after := dumpOf(c)
+	return readUnits(c, before, after, lists, job, s, now)
+}
+
+// startWhatIfCache runs the scheduler's cache, with the scheduler's
+// settings, on the snapshot srv serves.
+func startWhatIfCache(ctx context.Context, srv *snapshot.Server, s schedulerSettings) (*cache.Cache, error) {
 	admission := s.admission
 	c, err := snapshot.StartCache(ctx, srv.Config(), snapshot.CacheOptions{
 		Name: "what-if", Admission: &admission, Profiles: s.profiles, Reclaim: s.reclaim, Preempt: s.preempt,
 	})
 	if err != nil {
-		return res, fmt.Errorf("reading the cluster's copy: %w", err)
+		return nil, fmt.Errorf("reading the cluster's copy: %w", err)
 	}
-	// Gangs asked for by annotation: add the PodGroups the leader would
-	// create, as the cache itself hands them out, and wait until the
-	// cache has them.
-	if create := c.PodGroupsToCreate(); len(create) > 0 {
-		var pgs []*v1alpha1.PodGroup
-		for _, pc := range create {
-			pg := annotation.NewPodGroup(pc)
-			pg.UID = types.UID("what-if-PodGroup-" + pg.Namespace + "-" + pg.Name)
-			pg.CreationTimestamp = metav1.NewTime(now)
-			pgs = append(pgs, pg)
-		}
-		if err := addPodGroups(lists, pgs); err != nil {
-			return res, err
-		}
-		if err := srv.Set(lists); err != nil {
-			return res, err
-		}
-		if err := waitForPodGroups(ctx, c, job.pods); err != nil {
-			return res, err
-		}
-	}
-	before := dumpOf(c)
-	c.AdmissionPass(klog.FromContext(ctx), now)
-	after := dumpOf(c)
+	return c, nil
+}
 
-	res.Starts = true
+// addAnnotatedGangs handles gangs asked for by annotation: it adds the
+// PodGroups the leader would create, as the cache itself hands them out,
+// to lists and the snapshot, and waits until the cache has them, so that
+// the pass sees those gangs as it would once the leader created them.
+func addAnnotatedGangs(ctx context.Context, c *cache.Cache, srv *snapshot.Server, lists map[string]runtime.Object, job jobObjects, now time.Time) error {
+	create := c.PodGroupsToCreate()
+	if len(create) == 0 {
+		return nil
+	}
+	var pgs []*v1alpha1.PodGroup
+	for _, pc := range create {
+		pg := annotation.NewPodGroup(pc)
+		pg.UID = types.UID("what-if-PodGroup-" + pg.Namespace + "-" + pg.Name)
+		pg.CreationTimestamp = metav1.NewTime(now)
+		pgs = append(pgs, pg)
+	}
+	if err := addPodGroups(lists, pgs); err != nil {
+		return err
+	}
+	if err := srv.Set(lists); err != nil {
+		return err
+	}
+	return waitForPodGroups(ctx, c, job.pods)
+}
+
+// readUnits reads what the pass decided for each of job's pods, grouped
+// into units, from c and the dumps taken before and after it. On error it
+// returns the units read so far.
+func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]runtime.Object, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
+	res := WhatIfResult{Starts: true}
 	byUnit := map[string]int{}
 	queues := map[string]bool{}
 	for _, p := range job.pods {
@@ -226,19 +249,8 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 			res.Units[i].Pods = append(res.Units[i].Pods, p.Name)
 			continue
 		}
-		u := WhatIfUnit{AdmissionView: v, Pods: []string{p.Name}}
-		u.Position, u.Waiting = position(before, v.Queue, v.Unit)
-		u.Path = path(v)
-		if v.Admitted && v.OnPlan {
-			plan := evictionPlan(c, p, lists[podsPath].(*corev1.PodList).Items, lists[nodesPath].(*corev1.NodeList).Items, s, now)
-			u.Plan = &plan
-			// Admission counted room no eviction can free now (say, a
-			// victim gang that would break): the job would wait.
-			if plan.Action == "" {
-				res.Starts = false
-			}
-		}
-		if v.Gated && !v.Admitted {
+		u, starts := newUnit(c, p, v, before, lists, s, now)
+		if !starts {
 			res.Starts = false
 		}
 		if v.Queue != "" {
@@ -250,6 +262,29 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 	res.Queues = queuePath(after, queues)
 	res.Ignored = job.ignored
 	return res, nil
+}
+
+// newUnit is the unit whose first pod in the job is p, and whether it
+// would start: not when it stays gated, nor when admission counted room no
+// eviction plan can free.
+func newUnit(c *cache.Cache, p *corev1.Pod, v cache.AdmissionView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
+	starts := true
+	u := WhatIfUnit{AdmissionView: v, Pods: []string{p.Name}}
+	u.Position, u.Waiting = position(before, v.Queue, v.Unit)
+	u.Path = path(v)
+	if v.Admitted && v.OnPlan {
+		plan := evictionPlan(c, p, lists[podsPath].(*corev1.PodList).Items, lists[nodesPath].(*corev1.NodeList).Items, s, now)
+		u.Plan = &plan
+		// Admission counted room no eviction can free now (say, a
+		// victim gang that would break): the job would wait.
+		if plan.Action == "" {
+			starts = false
+		}
+	}
+	if v.Gated && !v.Admitted {
+		starts = false
+	}
+	return u, starts
 }
 
 // waitForPodGroups waits until the cache has the PodGroup of each of pods'
