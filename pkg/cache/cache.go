@@ -122,7 +122,7 @@ type Cache struct {
 	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
 	adm *admissionState
 	// feasible is per-node free room and reservations for admission's
-	// placement check (noderoom.go, feasible.go).
+	// placement check (package noderoom, feasiblestate.go, feasible.go).
 	feasible feasibleState
 	// reclaim and preempt: CalderaReclaim runs these actions, so admission
 	// may count what they can take back (from queues above their deserved

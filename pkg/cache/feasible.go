@@ -1,17 +1,11 @@
 package cache
 
 import (
-	"encoding/json"
 	"reflect"
 	"slices"
-	"sort"
-
-	v1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/noderoom"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -20,28 +14,17 @@ import (
 // passPlacement is queue.Placement for one admission pass: the placement check
 // (CheckPlacement) over a working copy of every node's free room (allocatable
 // minus bound pods, minus what admitted groups' unbound members will take),
-// built once per pass from the incremental nodeRooms. It lives in
-// feasibleState so its slices are reused from pass to pass.
+// laid out once per pass from the rooms events keep (package noderoom). It
+// lives in feasibleState so its slices are reused from pass to pass. The
+// nodes' side is noderoom's; this side knows units and gangs: which members
+// a unit must place, remembered classes, reservations and plan room.
 type passPlacement struct {
-	c   *Cache
-	gen uint64
-
-	names []string
-	index map[string]int // node name -> index in names
-	// rgen counts changes of the pass's resource names (prevR), which
-	// remembered classes depend on.
-	rgen   uint64
-	prevR  []string
-	rooms  []*nodeRoom
-	rindex map[string]int
-	rnames []string
-	free   placement.Room // working free room
+	// Pass is the nodes' free room laid out for the pass (Free is the
+	// working room placements take from and give back to).
+	noderoom.Pass
+	c      *Cache
+	gen    uint64
 	placer placement.Placer
-
-	// Eligibility per constraint signature, computed at most once a pass.
-	eligible  map[string][]int32
-	untainted []int32
-	haveUnt   bool
 
 	// reservedBy names, per node, the group the node is reserved for.
 	reservedBy []queue.Key
@@ -58,13 +41,6 @@ type passPlacement struct {
 	classes   []placement.Class
 	classKey  queue.Key
 
-	// starts remembers, per request and node list, where the last plain
-	// search found the first node with room: the working room only shrinks
-	// within a pass (a Check undoes itself, a Commit takes), so the nodes
-	// before it cannot have room later in the pass.
-	starts map[startKey]int
-	// slab holds the classes' request vectors, reused from pass to pass.
-	slab []int64
 	// loose is unitClasses' scratch list of members.
 	loose []*member
 
@@ -72,30 +48,6 @@ type passPlacement struct {
 	// Check (planroom.go), and the plan room's scratch space.
 	pool     reclaimPool
 	planFree []int64
-}
-
-// startKey identifies a class for passPlacement.starts: its request (the
-// first four resources; classes with more are not remembered) and its
-// node list.
-type startKey struct {
-	req   [4]int64
-	nodes *int32
-	n     int
-}
-
-func (pp *passPlacement) keyOf(c placement.Class) (startKey, bool) {
-	if len(c.Request) > 4 {
-		return startKey{}, false
-	}
-	k := startKey{n: -1}
-	copy(k.req[:], c.Request)
-	if c.Nodes != nil {
-		k.n = len(c.Nodes)
-		if len(c.Nodes) > 0 {
-			k.nodes = &c.Nodes[0]
-		}
-	}
-	return k, true
 }
 
 // placementLocked prepares the placement check for a pass: the nodes' free
@@ -108,25 +60,13 @@ func (c *Cache) placementLocked() *passPlacement {
 	pp := &f.pass
 	pp.c = c
 	pp.gen++
-	pp.indexResources(c.total)
-	if f.nodesChanged || pp.index == nil {
-		pp.indexNodes(f.rooms)
-		f.nodesChanged = false
-	}
-	pp.freeRoom(f.rooms)
-	pp.free.Blocked = nil
+	pp.Prepare(&f.rooms, c.total)
 	pp.reservedBy = pp.reservedBy[:0]
-	clear(pp.eligible)
-	if pp.starts == nil {
-		pp.starts = map[startKey]int{}
-	}
-	clear(pp.starts)
-	pp.slab = pp.slab[:0]
-	pp.haveUnt, pp.pool.ready = false, false
+	pp.pool.ready = false
 	pp.lastKey, pp.lastOK, pp.classKey = queue.Key{}, false, queue.Key{}
 	pp.unplaceable = pp.unplaceable[:0]
 
-	index := pp.index
+	index := pp.Index
 	// Admitted groups not placed yet: their members' room is not free.
 	for _, u := range f.inflight {
 		pp.placeInflight(u, index)
@@ -142,80 +82,18 @@ func (c *Cache) placementLocked() *passPlacement {
 	return pp
 }
 
-// indexResources sets the pass's resource names, those of total in name
-// order, and counts a change of them (rgen) for the memos keyed by it.
-func (pp *passPlacement) indexResources(total resources.List) {
-	pp.rnames = pp.rnames[:0]
-	for k := range total {
-		pp.rnames = append(pp.rnames, k)
-	}
-	sort.Strings(pp.rnames)
-	if !slices.Equal(pp.rnames, pp.prevR) {
-		pp.rgen++
-		pp.prevR = append(pp.prevR[:0], pp.rnames...)
-	}
-	if pp.rindex == nil {
-		pp.rindex = map[string]int{}
-	}
-	clear(pp.rindex)
-	for j, k := range pp.rnames {
-		pp.rindex[k] = j
-	}
-}
-
-// indexNodes orders the known nodes by name: the same first-fit order every
-// pass, so reservations and placements are stable. Done again only when
-// nodes come or go.
-func (pp *passPlacement) indexNodes(rooms map[string]*nodeRoom) {
-	pp.names = pp.names[:0]
-	for name, nr := range rooms {
-		if nr.node != nil {
-			pp.names = append(pp.names, name)
-		}
-	}
-	sort.Strings(pp.names)
-	pp.index = make(map[string]int, len(pp.names))
-	for i, n := range pp.names {
-		pp.index[n] = i
-	}
-}
-
-// freeRoom fills the working room: each node's allocatable less what its
-// bound pods request, per resource, and the most any node has free.
-func (pp *passPlacement) freeRoom(rooms map[string]*nodeRoom) {
-	r := len(pp.rnames)
-	pp.rooms = pp.rooms[:0]
-	pp.free.R = r
-	pp.free.Free = growInt64(pp.free.Free, len(pp.names)*r)
-	for i, name := range pp.names {
-		nr := rooms[name]
-		pp.rooms = append(pp.rooms, nr)
-		for j, k := range pp.rnames {
-			pp.free.Free[i*r+j] = nr.alloc[k] - nr.used[k]
-		}
-	}
-	pp.free.Max = growInt64(pp.free.Max, r)
-	for j := range r {
-		m := int64(0)
-		for i := range pp.names {
-			m = max(m, pp.free.Free[i*r+j])
-		}
-		pp.free.Max[j] = m
-	}
-}
-
 // placeInflight takes from the working room what an admitted, unstarted
 // unit's unbound members need: a member the scheduler has reserved a node
 // for takes it there, the others go first-fit-decreasing. A member that fits
 // nowhere is left out: it is about to fail and release its gang, and
 // counting it anywhere would keep room from others.
 func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
-	r := pp.free.R
+	r := pp.Free.R
 	if u.gang == nil {
 		if u.pod == nil || u.pod.Spec.NodeName != "" {
 			return
 		}
-		if placed, _ := pp.placer.Place(&pp.free, []placement.Class{pp.classOf(u.pod, u.request, 1)}); placed == 0 && u.failedFit {
+		if placed, _ := pp.placer.Place(&pp.Free, []placement.Class{pp.ClassOf(u.pod, u.request, 1)}); placed == 0 && u.failedFit {
 			pp.unplaceable = append(pp.unplaceable, u)
 		}
 		return
@@ -230,8 +108,8 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		if n := m.node(); n != "" {
 			if i, ok := index[n]; ok && need > 0 {
 				for k, v := range m.request {
-					if j, ok := pp.rindex[k]; ok {
-						pp.free.Free[i*r+j] -= v
+					if j, ok := pp.ResourceIndex[k]; ok {
+						pp.Free.Free[i*r+j] -= v
 					}
 				}
 				need--
@@ -245,7 +123,7 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
 	pp.classKey = queue.Key{}
-	pp.placer.Place(&pp.free, pp.classes)
+	pp.placer.Place(&pp.Free, pp.classes)
 }
 
 // membersClasses appends the classes of the need smallest of members.
@@ -261,14 +139,14 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 		// Members' request lists are interned (requestInterner): a member
 		// asking the same as the previous one, with no constraint either,
 		// joins its class without building a vector.
-		free := pp.unconstrained(m.pod)
+		free := pp.Unconstrained(m.pod)
 		if free && prevFree && len(dst) > start && mapID(m.request) == mapID(prevReq) {
 			dst[len(dst)-1].Count++
 			continue
 		}
 		prevReq, prevFree = m.request, free
-		mark := len(pp.slab)
-		c := pp.classOf(m.pod, m.request, 1)
+		mark := pp.Mark()
+		c := pp.ClassOf(m.pod, m.request, 1)
 		merged := false
 		for k := start; k < len(dst); k++ {
 			if slices.Equal(dst[k].Request, c.Request) && sameNodes(dst[k].Nodes, c.Nodes) {
@@ -277,9 +155,9 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 				break
 			}
 		}
-		if merged && len(pp.slab) > mark {
-			pp.slab = pp.slab[:mark] // the request vector is not kept
-		} else if !merged {
+		if merged {
+			pp.Release(mark) // the request vector is not kept
+		} else {
 			dst = append(dst, c)
 		}
 		if merged {
@@ -311,119 +189,6 @@ func sameNodes(a, b []int32) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b))
 }
 
-// classOf is one member's class: its request over the pass's resources and
-// the nodes it may use. A request for a resource no node has fits nowhere.
-func (pp *passPlacement) classOf(pod *v1.Pod, req resources.List, n int) placement.Class {
-	r := pp.free.R
-	if len(pp.slab)+r > cap(pp.slab) {
-		// A new chunk: classes made so far keep pointing into the old one.
-		pp.slab = make([]int64, 0, max(4096, 2*cap(pp.slab)))
-	}
-	start := len(pp.slab)
-	pp.slab = append(pp.slab, make([]int64, r)...)
-	c := placement.Class{Request: pp.slab[start : start+r : start+r], Count: n, Nodes: pp.eligibleFor(pod)}
-	matched := 0
-	for j, k := range pp.rnames {
-		if v, ok := req[k]; ok {
-			matched++
-			c.Request[j] = max(v, 0)
-		}
-	}
-	if matched < len(req) {
-		for k, v := range req {
-			if _, ok := pp.rindex[k]; !ok && v > 0 {
-				c.Nodes = []int32{}
-			}
-		}
-	}
-	return c
-}
-
-// unconstrained reports whether pod may use every node: no node selector,
-// no required node affinity, and no node has a taint that matters.
-func (pp *passPlacement) unconstrained(pod *v1.Pod) bool {
-	if pp.c.feasible.tainted > 0 || len(pod.Spec.NodeSelector) > 0 {
-		return false
-	}
-	a := pod.Spec.Affinity
-	return a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil
-}
-
-// eligibleFor lists the nodes pod may use by its node selector, required
-// node affinity and NoSchedule/NoExecute taints (the upstream helpers the
-// NodeAffinity and TaintToleration plugins use); nil means every node. Pods
-// with the same constraints share one list per pass, so a gang made from one
-// template costs one scan of the nodes.
-func (pp *passPlacement) eligibleFor(pod *v1.Pod) []int32 {
-	f := &pp.c.feasible
-	spec := &pod.Spec
-	affine := len(spec.NodeSelector) > 0 ||
-		(spec.Affinity != nil && spec.Affinity.NodeAffinity != nil && spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
-	if !affine && f.tainted == 0 {
-		return nil
-	}
-	if !affine && len(spec.Tolerations) == 0 {
-		if !pp.haveUnt {
-			pp.untainted = pp.untainted[:0]
-			for i, nr := range pp.rooms {
-				if !nr.tainted {
-					pp.untainted = append(pp.untainted, int32(i))
-				}
-			}
-			pp.haveUnt = true
-		}
-		return pp.untainted
-	}
-	var na *v1.NodeSelector
-	if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
-		na = spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	tol := spec.Tolerations
-	if f.tainted == 0 {
-		tol = nil
-	}
-	sig, _ := json.Marshal(struct {
-		S map[string]string
-		A *v1.NodeSelector
-		T []v1.Toleration
-	}{spec.NodeSelector, na, tol})
-	if l, ok := pp.eligible[string(sig)]; ok {
-		return l
-	}
-	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
-	out := []int32{}
-	for i, nr := range pp.rooms {
-		if ok, err := aff.Match(nr.node); err != nil || !ok {
-			continue
-		}
-		if nr.tainted && !tolerated(nr.node, spec.Tolerations) {
-			continue
-		}
-		out = append(out, int32(i))
-	}
-	if pp.eligible == nil {
-		pp.eligible = map[string][]int32{}
-	}
-	pp.eligible[string(sig)] = out
-	return out
-}
-
-// unschedulableTaint is how the NodeUnschedulable plugin sees spec.unschedulable.
-var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
-
-// tolerated reports whether tolerations tolerate every NoSchedule and
-// NoExecute taint of node (and its unschedulable mark).
-func tolerated(node *v1.Node, tolerations []v1.Toleration) bool {
-	logger := klog.Background()
-	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, tolerations, &unschedulableTaint, false) {
-		return false
-	}
-	_, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tolerations, func(t *v1.Taint) bool {
-		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
-	}, false)
-	return !bad
-}
-
 // unitClasses returns the classes of the members admission must place for
 // the unit: a singleton's pod, or a gang's minMember smallest unbound
 // members (less those already bound). Memoized for the unit last asked.
@@ -437,7 +202,7 @@ func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 	switch {
 	case u == nil:
 	case u.gang == nil:
-		pp.classes = append(pp.classes, pp.classOf(u.pod, u.request, 1))
+		pp.classes = append(pp.classes, pp.ClassOf(u.pod, u.request, 1))
 	default:
 		g := u.gang
 		if m := pp.memoOf(u); m != nil {
@@ -495,7 +260,7 @@ func (pp *passPlacement) memoOf(u *unit) *classMemo {
 	m := pp.c.feasible.memos[u.key]
 	g := u.gang
 	if m == nil || m.counts != g.counts || mapID(m.minReq) != mapID(g.minRequest) || !g.minRequestValid ||
-		m.min != g.spec.MinMember || m.rgen != pp.rgen || pp.c.feasible.tainted > 0 {
+		m.min != g.spec.MinMember || m.rgen != pp.ResourceGen || pp.c.feasible.rooms.Tainted() {
 		return nil
 	}
 	return m
@@ -505,7 +270,7 @@ func (pp *passPlacement) memoOf(u *unit) *classMemo {
 func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
 	f := &pp.c.feasible
 	g := u.gang
-	if f.tainted > 0 || !g.minRequestValid {
+	if f.rooms.Tainted() || !g.minRequestValid {
 		return
 	}
 	for _, c := range classes {
@@ -521,7 +286,7 @@ func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
 		m = &classMemo{}
 		f.memos[u.key] = m
 	}
-	m.counts, m.minReq, m.min, m.rgen = g.counts, g.minRequest, g.spec.MinMember, pp.rgen
+	m.counts, m.minReq, m.min, m.rgen = g.counts, g.minRequest, g.spec.MinMember, pp.ResourceGen
 	m.classes = m.classes[:0]
 	for _, c := range classes {
 		c.Request = slices.Clone(c.Request) // out of the pass's slab
@@ -548,7 +313,7 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 		return 0, 0
 	}
 	own := pp.unblockOwn(g.Key)
-	room := &pp.free
+	room := &pp.Free
 	if plan != queue.PlanNone {
 		room = pp.planRoom(g, plan)
 	}
@@ -557,17 +322,13 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	memo := plan == queue.PlanNone && len(own) == 0
 	if memo {
 		for k := range classes {
-			if key, ok := pp.keyOf(classes[k]); ok {
-				classes[k].Start = pp.starts[key]
-			}
+			classes[k].Start = pp.Start(classes[k])
 		}
 	}
 	fit, steps := pp.placer.Place(room, classes)
 	if memo {
 		for k := range classes {
-			if key, ok := pp.keyOf(classes[k]); ok {
-				pp.starts[key] = pp.placer.First[k]
-			}
+			pp.SetStart(classes[k], pp.placer.First[k])
 		}
 	}
 	for k := range classes {
@@ -593,14 +354,7 @@ func (pp *passPlacement) Commit(g queue.Group) {
 		return
 	}
 	classes, _ := pp.unitClasses(g.Key)
-	placement.Apply(&pp.free, classes, pp.lastSteps)
+	placement.Apply(&pp.Free, classes, pp.lastSteps)
 	pp.commitDraws()
 	pp.lastOK = false
-}
-
-func growInt64(s []int64, n int) []int64 {
-	if cap(s) < n {
-		return make([]int64, n)
-	}
-	return s[:n]
 }

@@ -191,17 +191,17 @@ func TestNodeRoomIncremental(t *testing.T) {
 	room := func(n string) int64 {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
-		r := c.feasible.rooms[n]
+		r := c.feasible.rooms.Node(n)
 		if r == nil {
 			return -1
 		}
-		return cpuOf(r.alloc) - cpuOf(r.used)
+		return cpuOf(r.Alloc) - cpuOf(r.Used)
 	}
 	if got := room("n2"); got != 1000 {
 		t.Errorf("n2 free = %d, want 1000", got)
 	}
 	c.mu.RLock()
-	q := cpuOf(c.feasible.rooms["n2"].byQueue["q"])
+	q := cpuOf(c.feasible.rooms.Node("n2").ByQueue["q"])
 	c.mu.RUnlock()
 	if q != 3000 {
 		t.Errorf("n2 holds %d for queue q, want 3000", q)

@@ -458,7 +458,7 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
 	if n, _ := dialect.ObjectOf[*v1.Node](obj); n != nil {
-		c.feasible.setNode(n, alloc)
+		c.feasible.rooms.SetNode(n, alloc)
 	}
 	// The scheduler may requeue a gang on this node event before our total
 	// has grown, and our PreFilter then refuses it again with no further
@@ -496,5 +496,5 @@ func (c *Cache) onNodeDelete(obj any) {
 		c.total.Sub(old)
 		delete(c.nodes, name)
 	}
-	c.feasible.deleteNode(name)
+	c.feasible.rooms.DeleteNode(name)
 }

@@ -80,7 +80,7 @@ var noConstraints = &v1.Pod{}
 // that is known of pods not yet created.
 func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
 	if !g.membersAfterAdmission() {
-		return placement.Class{Request: make([]int64, pp.free.R), Count: n, Nodes: []int32{}}
+		return placement.Class{Request: make([]int64, pp.Free.R), Count: n, Nodes: []int32{}}
 	}
 	per := resources.List{}
 	if m := int64(g.spec.MinMember); m > 0 {
@@ -88,5 +88,5 @@ func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
 			per[k] = (v + m - 1) / m
 		}
 	}
-	return pp.classOf(noConstraints, per, n)
+	return pp.ClassOf(noConstraints, per, n)
 }

@@ -93,9 +93,9 @@ func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
 	wantUsage(t, c, "default", 1, 0)
 	c.mu.RLock()
 	clusterUsed := cpuOf(c.adm.used)
-	room := c.feasible.rooms["n1"]
-	nodeUsed, inQueues := cpuOf(room.used), int64(0)
-	for _, l := range room.byQueue {
+	room := c.feasible.rooms.Node("n1")
+	nodeUsed, inQueues := cpuOf(room.Used), int64(0)
+	for _, l := range room.ByQueue {
 		inQueues += cpuOf(l)
 	}
 	c.mu.RUnlock()

@@ -5,6 +5,7 @@ package cache
 // there.
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/caldera-sched/caldera/pkg/placement"
@@ -58,22 +59,22 @@ type draw struct {
 // cannot make room for is released and backs off.
 func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
 	c := pp.c
-	r := pp.free.R
-	pp.planFree = growInt64(pp.planFree, len(pp.free.Free))
-	copy(pp.planFree, pp.free.Free)
+	r := pp.Free.R
+	pp.planFree = slices.Grow(pp.planFree[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
+	copy(pp.planFree, pp.Free.Free)
 	switch plan {
 	case queue.PlanReclaim:
 		rp := pp.reclaimPool()
-		for i, nr := range pp.rooms {
+		for i, nr := range pp.Nodes {
 			for j := range r {
 				pp.planFree[i*r+j] += rp.drawnAt[i*r+j]
 			}
 			for vi, name := range rp.victims {
-				held := nr.byQueue[name]
+				held := nr.ByQueue[name]
 				if held == nil || name == g.Queue {
 					continue
 				}
-				for j, k := range pp.rnames {
+				for j, k := range pp.Resources {
 					key := drawKey{int32(i), int32(vi), int32(j)}
 					if v := min(held[k]-rp.drawn[key], rp.budget[vi][j]); v > 0 {
 						pp.planFree[i*r+j] += v
@@ -88,16 +89,16 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 		// so every node counts what the queue holds there, up to the
 		// total preemption can free.
 		pre := c.preemptibleLocked(g.Queue, g.Priority)
-		for i, nr := range pp.rooms {
-			held := nr.byQueue[g.Queue]
-			for j, k := range pp.rnames {
+		for i, nr := range pp.Nodes {
+			held := nr.ByQueue[g.Queue]
+			for j, k := range pp.Resources {
 				if v := min(held[k], pre[k]); v > 0 {
 					pp.planFree[i*r+j] += v
 				}
 			}
 		}
 	}
-	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.free.Blocked}
+	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.Free.Blocked}
 }
 
 // reclaimPool builds, on the pass's first reclaim Check, each reclaimable
@@ -111,9 +112,9 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 	rp.ready = true
 	c := pp.c
 	a := c.adm
-	r := pp.free.R
+	r := pp.Free.R
 	rp.victims, rp.budget = rp.victims[:0], rp.budget[:0]
-	rp.drawnAt = growInt64(rp.drawnAt, len(pp.free.Free))
+	rp.drawnAt = slices.Grow(rp.drawnAt[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
 	clear(rp.drawnAt)
 	if rp.drawn == nil {
 		rp.drawn = map[drawKey]int64{}
@@ -128,7 +129,7 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 			continue
 		}
 		des := a.shares.Deserved(name)
-		for _, k := range pp.rnames {
+		for _, k := range pp.Resources {
 			if us.allocated[k]-max(des[k], spec.Guarantee[k]) > 0 {
 				rp.victims = append(rp.victims, name)
 				break
@@ -140,7 +141,7 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 		us, des := a.usage[name], a.shares.Deserved(name)
 		spec, _ := a.tree.Spec(name)
 		b := make([]int64, r)
-		for j, k := range pp.rnames {
+		for j, k := range pp.Resources {
 			b[j] = max(us.allocated[k]-max(des[k], spec.Guarantee[k]), 0)
 		}
 		rp.budget = append(rp.budget, b)
@@ -156,11 +157,11 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 // Commit.
 func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, steps []placement.Step) int {
 	rp := &pp.pool
-	r := pp.free.R
+	r := pp.Free.R
 	rp.last = rp.last[:0]
-	rp.base = growInt64(rp.base, len(pp.free.Free))
+	rp.base = slices.Grow(rp.base[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
 	for i := range rp.base {
-		rp.base[i] = pp.free.Free[i] + rp.drawnAt[i]
+		rp.base[i] = pp.Free.Free[i] + rp.drawnAt[i]
 	}
 	rp.left = rp.left[:0]
 	for _, b := range rp.budget {
@@ -186,12 +187,12 @@ func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, ste
 			need := v - avail
 			rp.base[i*r+j] = 0
 			for vi, name := range rp.victims {
-				held := pp.rooms[i].byQueue[name]
+				held := pp.Nodes[i].ByQueue[name]
 				if held == nil || name == g.Queue || need == 0 {
 					continue
 				}
 				key := drawKey{int32(i), int32(vi), int32(j)}
-				d := min(need, held[pp.rnames[j]]-rp.drawn[key]-rp.local[key], rp.left[vi][j])
+				d := min(need, held[pp.Resources[j]]-rp.drawn[key]-rp.local[key], rp.left[vi][j])
 				if d <= 0 {
 					continue
 				}
@@ -216,7 +217,7 @@ func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, ste
 // reclaim Check attributed to them.
 func (pp *passPlacement) commitDraws() {
 	rp := &pp.pool
-	r := pp.free.R
+	r := pp.Free.R
 	for _, d := range rp.last {
 		rp.budget[d.victim][d.res] -= d.v
 		rp.drawn[d.drawKey] += d.v

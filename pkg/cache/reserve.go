@@ -22,23 +22,23 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	if want == 0 {
 		return false
 	}
-	r := pp.free.R
-	n := len(pp.names)
+	r := pp.Free.R
+	n := len(pp.Names)
 	// Order every class's nodes by free room, largest first.
 	byFree := make([]int32, 0, n)
 	for i := range n {
-		if pp.free.Blocked == nil || !pp.free.Blocked[i] || pp.reservedBy[i] == g.Key {
+		if pp.Free.Blocked == nil || !pp.Free.Blocked[i] || pp.reservedBy[i] == g.Key {
 			byFree = append(byFree, int32(i))
 		}
 	}
 	big := make([]int64, r)
 	for i := range n {
 		for j := range r {
-			big[j] = max(big[j], pp.free.Free[i*r+j], 1)
+			big[j] = max(big[j], pp.Free.Free[i*r+j], 1)
 		}
 	}
 	sort.SliceStable(byFree, func(a, b int) bool {
-		return roomScore(pp.free.Free, big, int(byFree[a])) > roomScore(pp.free.Free, big, int(byFree[b]))
+		return roomScore(pp.Free.Free, big, int(byFree[a])) > roomScore(pp.Free.Free, big, int(byFree[b]))
 	})
 	ordered := make([]placement.Class, len(classes))
 	for k, c := range classes {
@@ -60,9 +60,9 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 		}
 	}
 	empty := placement.Room{R: r, Free: make([]int64, n*r)}
-	for i, nr := range pp.rooms {
-		for j, k := range pp.rnames {
-			empty.Free[i*r+j] = nr.alloc[k]
+	for i, nr := range pp.Nodes {
+		for j, k := range pp.Resources {
+			empty.Free[i*r+j] = nr.Alloc[k]
 		}
 	}
 	fit, steps := pp.placer.Place(&empty, ordered)
@@ -80,7 +80,7 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	}
 	res.nodes, res.gen = res.nodes[:0], pp.gen
 	for _, s := range steps {
-		name := pp.names[s.Node]
+		name := pp.Names[s.Node]
 		if !slices.Contains(res.nodes, name) {
 			res.nodes = append(res.nodes, name)
 			pp.block(int(s.Node), g.Key)
@@ -115,24 +115,24 @@ func (pp *passPlacement) finish() {
 
 // block marks node i reserved for key.
 func (pp *passPlacement) block(i int, key queue.Key) {
-	n := len(pp.names)
-	if pp.free.Blocked == nil {
-		pp.free.Blocked = make([]bool, n)
+	n := len(pp.Names)
+	if pp.Free.Blocked == nil {
+		pp.Free.Blocked = make([]bool, n)
 		pp.reservedBy = make([]queue.Key, n)
 	}
-	pp.free.Blocked[i], pp.reservedBy[i] = true, key
+	pp.Free.Blocked[i], pp.reservedBy[i] = true, key
 }
 
 // unblockOwn lifts, for key's own checks, the block on the nodes reserved
 // for it, and returns them.
 func (pp *passPlacement) unblockOwn(key queue.Key) []int {
-	if pp.free.Blocked == nil {
+	if pp.Free.Blocked == nil {
 		return nil
 	}
 	var own []int
 	for i, k := range pp.reservedBy {
 		if k == key {
-			pp.free.Blocked[i] = false
+			pp.Free.Blocked[i] = false
 			own = append(own, i)
 		}
 	}

@@ -110,7 +110,7 @@ func (a *admissionState) retagLocked(p *podAcct, q string) {
 	if p.bound {
 		a.prioLocked(p.queue, p.prio, p.req, -1)
 		a.prioLocked(q, p.prio, p.req, 1)
-		a.feas.requeue(p.node, p.queue, q, p.req)
+		a.feas.rooms.Requeue(p.node, p.queue, q, p.req)
 		switch {
 		case p.queue == "" && q != "":
 			a.outside.Sub(p.req)
@@ -250,7 +250,7 @@ func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.P
 	a := c.adm
 	if old.bound {
 		a.used.Sub(old.req)
-		a.feas.bind(old.node, old.queue, old.req, -1)
+		a.feas.rooms.Bind(old.node, old.queue, old.req, -1)
 		if q := a.usage[old.queue]; q != nil {
 			q.allocated.Sub(old.req)
 		}
@@ -329,7 +329,7 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 func (c *Cache) holdLocked(acct *podAcct) {
 	a := c.adm
 	a.used.Add(acct.req)
-	a.feas.bind(acct.node, acct.queue, acct.req, 1)
+	a.feas.rooms.Bind(acct.node, acct.queue, acct.req, 1)
 	if acct.queue != "" {
 		a.usageLocked(acct.queue).allocated.Add(acct.req)
 		a.prioLocked(acct.queue, acct.prio, acct.req, 1)
