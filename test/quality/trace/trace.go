@@ -3,7 +3,9 @@
 // heavy-tailed run times, gang sizes from 1 to 64 with most jobs small but
 // most CPU time in large gangs, and arrivals in bursts that offer more work
 // than the cluster can run for the first part of the trace, then stop so
-// that the cluster drains.
+// that the cluster drains. Jobs declare run-time limits the way users
+// write them: most a loose multiple of the actual run time, some exact,
+// some far above it, and some none at all (Job.Limit).
 //
 // It is pure Go and knows nothing of Kubernetes: the runner turns each Job
 // into a PodGroup and pods. Times are trace times; the runner compresses
@@ -51,6 +53,14 @@ type Job struct {
 	MemberCPU int64
 	// Run is how long the job runs once all its pods do.
 	Run time.Duration
+	// Limit is the run-time limit the job's user declares, in whole
+	// seconds, at or above Run; 0: none. It is a factor over Run drawn from
+	// limitClasses (15% none, 10% exactly Run, 60% in (1.5, 3]x, 10% in
+	// (3, 6]x, 5% 10x), from a random stream apart from the other fields',
+	// so that a seed's jobs are otherwise those it gave before limits were
+	// added. Omitted from JSON when 0, so that a trace written without
+	// limits reads back as one whose jobs declare none.
+	Limit time.Duration `json:",omitempty"`
 }
 
 // Name is the job's name, the PodGroup's and its pods' prefix.
@@ -162,7 +172,8 @@ type Trace struct {
 
 // Generate draws the trace Params describe. Jobs are drawn until their work
 // reaches Overload x capacity x ArrivalPhase; then their arrival times are
-// placed in bursts over the arrival phase.
+// placed in bursts over the arrival phase. Limits come last, from their own
+// stream.
 func Generate(p Params) Trace {
 	rng := rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))
 	target := p.Overload * float64(p.CapacityCPU()) / 1000 * p.ArrivalPhase.Seconds()
@@ -198,6 +209,7 @@ func Generate(p Params) Trace {
 	for i := range jobs {
 		jobs[i].ID = i
 	}
+	assignLimits(jobs, p.Seed)
 	return Trace{Params: p, Jobs: jobs}
 }
 
