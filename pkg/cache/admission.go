@@ -221,7 +221,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	a := c.adm
 	c.returnShortLocked(now)
 	c.returnOverdueLocked(now)
-	c.syncDirtyDemandLocked()
+	c.adm.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
 	pl := c.placementLocked()
@@ -230,7 +230,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// every queue is no queue's, and counted in it every deserved share
 	// would be overstated, so a queue above its real share would never be
 	// reclaimed from.
-	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, c.queueUsageLocked())
+	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, c.adm.queueUsageLocked())
 	opts := c.admitOptionsLocked(pl)
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
@@ -255,7 +255,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		a.sorting[name] = s
 	}
 	maps.Copy(act, c.refusedExtrasFittingLocked())
-	maps.Copy(act, c.noteRefusalsLocked(res.Refused))
+	maps.Copy(act, c.adm.noteRefusalsLocked(res.Refused))
 	c.recordQueueMetricsLocked()
 	// res belongs to the Pending: read it under the lock.
 	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
@@ -280,8 +280,7 @@ type admittedEntry struct {
 // shares are divided on: pending groups' requests and started gangs' waiting
 // members as demand; bound pods, and extras reserved on a node, as held.
 // O(queues).
-func (c *Cache) queueUsageLocked() map[string]queue.Usage {
-	a := c.adm
+func (a *admissionState) queueUsageLocked() map[string]queue.Usage {
 	usage := make(map[string]queue.Usage, len(a.usage))
 	for _, name := range a.pending.Queues() {
 		usage[name] = queue.Usage{Pending: a.pending.PendingRequest(name)}
@@ -322,10 +321,10 @@ func (c *Cache) admitOptionsLocked(pl *passPlacement) queue.Options {
 		Placement:           pl,
 	}
 	if c.preempt {
-		opts.Preemptible = c.preemptibleLocked
+		opts.Preemptible = c.adm.preemptibleLocked
 	}
 	if a.quotas != nil {
-		opts.Quota = c.quotaCheckLocked()
+		opts.Quota = c.adm.quotaCheckLocked()
 	}
 	return opts
 }
@@ -407,7 +406,7 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 // pass never examined. O(pending groups); the Event is written once per change.
 func (c *Cache) noticePendingLocked(now time.Time) {
 	a := c.adm
-	c.clearStaleNominationsLocked()
+	c.adm.clearStaleNominationsLocked()
 	for key, u := range a.units {
 		if u.admitted {
 			continue
@@ -461,7 +460,7 @@ func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
 		return false, "waiting for admission", nil
 	}
 	if u.admitted {
-		if msg := c.heldMessage(u, pod); msg != "" {
+		if msg := c.adm.heldMessage(u, pod); msg != "" {
 			return false, msg, u
 		}
 		return true, "", u
@@ -473,8 +472,7 @@ func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
 }
 
 // trackNominationLocked keeps a.nominated current for one pod event. O(1).
-func (c *Cache) trackNominationLocked(pod *v1.Pod, deleted bool) {
-	a := c.adm
+func (a *admissionState) trackNominationLocked(pod *v1.Pod, deleted bool) {
 	if !deleted && pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != "" && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed && a.ours(pod) {
 		if a.nominated == nil {
@@ -501,8 +499,7 @@ func (c *Cache) trackNominationLocked(pod *v1.Pod, deleted bool) {
 // lower priority: a gang that lost its admission (or a pod preempted for
 // before a restart and refused since) held that room for as long as it
 // waited. O(nominated pods).
-func (c *Cache) clearStaleNominationsLocked() {
-	a := c.adm
+func (a *admissionState) clearStaleNominationsLocked() {
 	for uid, pod := range a.nominated {
 		acct := a.pods[uid]
 		if acct == nil || a.clearing[uid] {

@@ -92,8 +92,8 @@ func (w *admissionWrites) forgetPod(uid types.UID) {
 // its mark removed before its refusal is written. A verdict is built from
 // the unit as it is now (its waiting pods included); a unit gone since has
 // nothing left to tell. O(k log k) for the k units noted since the last call.
-func (c *Cache) takeAdmissionWritesLocked() []status.Admission {
-	w := &c.adm.writes
+func (a *admissionState) takeAdmissionWritesLocked() []status.Admission {
+	w := &a.writes
 	out := make([]status.Admission, 0, len(w.releases)+len(w.verdicts)+len(w.clears))
 	for _, r := range w.releases {
 		k := r.key
@@ -102,8 +102,8 @@ func (c *Cache) takeAdmissionWritesLocked() []status.Admission {
 	keys := slices.Collect(maps.Keys(w.verdicts))
 	slices.SortFunc(keys, func(a, b queue.Key) int { return cmp.Compare(w.verdicts[a].seq, w.verdicts[b].seq) })
 	for _, key := range keys {
-		if a, ok := c.admissionWriteLocked(key, w.verdicts[key]); ok {
-			out = append(out, a)
+		if wr, ok := a.admissionWriteLocked(key, w.verdicts[key]); ok {
+			out = append(out, wr)
 		}
 	}
 	for _, pod := range w.clears {
@@ -117,8 +117,8 @@ func (c *Cache) takeAdmissionWritesLocked() []status.Admission {
 
 // admissionWriteLocked is the write for unit key's noted verdict, and false
 // when the unit, or its gang's object, is gone.
-func (c *Cache) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admission, bool) {
-	u := c.adm.units[key]
+func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admission, bool) {
+	u := a.units[key]
 	if u == nil || u.gang != nil && u.gang.obj == nil {
 		return status.Admission{}, false
 	}

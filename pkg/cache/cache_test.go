@@ -845,7 +845,7 @@ func TestPreFilterRecordsFirstAttempt(t *testing.T) {
 	c.PreFilter(p, t0.Add(1500*time.Millisecond))
 	c.PreFilter(p, t0.Add(time.Minute))
 	c.mu.Lock()
-	got := schedplugins.Status(v1alpha1.PodGroupStatus{}, c.progressLocked(c.groups[key("ns", "g")])).ScheduleStartTime.Time
+	got := schedplugins.Status(v1alpha1.PodGroupStatus{}, c.adm.progressLocked(c.groups[key("ns", "g")])).ScheduleStartTime.Time
 	c.mu.Unlock()
 	if want := t0.Add(time.Second); !got.Equal(want) {
 		t.Errorf("ScheduleStartTime = %v, want the first attempt truncated to seconds, %v", got, want)

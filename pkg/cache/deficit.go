@@ -29,8 +29,7 @@ import (
 // deficitsLocked returns how far the unit's queue chain would be over
 // capability with its remaining minimum (its inflight) placed; nil for a
 // unit that is not admitted, has started, or fits. O(depth x r + subtree x r).
-func (c *Cache) deficitsLocked(u *unit) []queue.Deficit {
-	a := c.adm
+func (a *admissionState) deficitsLocked(u *unit) []queue.Deficit {
 	if u == nil || !u.admitted || u.started || u.inflight.IsZero() {
 		return nil
 	}
@@ -106,7 +105,7 @@ func (c *Cache) singletonDeficit(pod *v1.Pod) (PreFilterCode, string) {
 	var ds []queue.Deficit
 	c.mu.RLock()
 	if c.adm.on() {
-		ds = c.deficitsLocked(c.adm.units[key])
+		ds = c.adm.deficitsLocked(c.adm.units[key])
 	}
 	c.mu.RUnlock()
 	if len(ds) == 0 {
@@ -119,8 +118,8 @@ func (c *Cache) singletonDeficit(pod *v1.Pod) (PreFilterCode, string) {
 }
 
 // reclaimDeficitsLocked converts the unit's deficits for reclaim.Decide.
-func (c *Cache) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
-	ds := c.deficitsLocked(u)
+func (a *admissionState) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
+	ds := a.deficitsLocked(u)
 	if len(ds) == 0 {
 		return nil
 	}
@@ -159,7 +158,7 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if u == nil || u.pod == nil || u.pod.UID != pod.UID || !u.admitted || u.pod.Spec.NodeName != "" {
 		return false
 	}
-	if !u.onPlan && len(c.deficitsLocked(u)) == 0 {
+	if !u.onPlan && len(c.adm.deficitsLocked(u)) == 0 {
 		u.failedFit = true
 		return false
 	}
@@ -176,7 +175,7 @@ func (c *Cache) unadmitSingletonLocked(u *unit) {
 	u.admitted, u.onPlan, u.failedFit = false, false, false
 	u.notice = ""
 	c.setInflightLocked(u)
-	c.setPendingLocked(u)
+	c.adm.setPendingLocked(u)
 }
 
 // releaseUnplaceableLocked returns to pending the admitted singletons the
@@ -221,7 +220,7 @@ func (c *Cache) markFreeRoomOnlyLocked(u *unit, now time.Time) {
 	}
 	c.freeRoomOnly[u.key] = struct{}{}
 	if !u.admitted {
-		c.setPendingLocked(u)
+		c.adm.setPendingLocked(u)
 	}
 }
 
@@ -235,7 +234,7 @@ func (c *Cache) clearFreeRoomOnlyLocked() {
 		if u := c.adm.units[key]; u != nil && !u.freeRoomUntil.IsZero() {
 			u.freeRoomUntil = time.Time{}
 			if !u.admitted {
-				c.setPendingLocked(u)
+				c.adm.setPendingLocked(u)
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func (c *Cache) countLocked(g *group, m *member, delta int) {
 // up to date: what its gang's waiting members ask for once the gang has
 // started, nothing before (the minimum is the unit's request then) or for
 // a singleton. O(r).
-func (c *Cache) syncExtraDemandLocked(u *unit) {
+func (a *admissionState) syncExtraDemandLocked(u *unit) {
 	var want resources.List
 	if u.gang != nil && u.admitted && u.started && !u.gang.pendingReq.IsZero() {
 		want = u.gang.pendingReq
@@ -80,17 +80,17 @@ func (c *Cache) syncExtraDemandLocked(u *unit) {
 	if u.extraQueue == u.queue && u.extraDemand.Equal(want) {
 		return
 	}
-	c.adm.demand.move(u.extraQueue, u.extraDemand, -1)
+	a.demand.move(u.extraQueue, u.extraDemand, -1)
 	u.extraDemand, u.extraQueue = nil, u.queue
 	if want != nil {
 		u.extraDemand = want.Clone()
-		c.adm.demand.move(u.queue, u.extraDemand, +1)
+		a.demand.move(u.queue, u.extraDemand, +1)
 	}
 }
 
 // dropExtraDemandLocked takes a unit's part out: the unit is gone.
-func (c *Cache) dropExtraDemandLocked(u *unit) {
-	c.adm.demand.move(u.extraQueue, u.extraDemand, -1)
+func (a *admissionState) dropExtraDemandLocked(u *unit) {
+	a.demand.move(u.extraQueue, u.extraDemand, -1)
 	u.extraDemand, u.extraQueue = nil, ""
 }
 
@@ -116,11 +116,10 @@ func (d *extraDemand) move(q string, l resources.List, sign int) {
 
 // syncDirtyDemandLocked syncs the units of the gangs whose waiting members
 // changed since the last pass: O(changed).
-func (c *Cache) syncDirtyDemandLocked() {
-	a := c.adm
+func (a *admissionState) syncDirtyDemandLocked() {
 	for k := range a.demand.dirty {
 		if u := a.units[gangUnitKey(k)]; u != nil {
-			c.syncExtraDemandLocked(u)
+			a.syncExtraDemandLocked(u)
 		}
 	}
 	clear(a.demand.dirty)
@@ -128,8 +127,7 @@ func (c *Cache) syncDirtyDemandLocked() {
 
 // shareUseLocked is what queue q holds and reserves now, as the share and
 // capability checks of extras read it; own is added to the named queue.
-func (c *Cache) shareUseLocked(q string, ownQueue string, own resources.List) queue.Use {
-	a := c.adm
+func (a *admissionState) shareUseLocked(q string, ownQueue string, own resources.List) queue.Use {
 	var use queue.Use
 	if us := a.usage[q]; us != nil {
 		use.Allocated, use.Inflight = us.allocated, us.inflight
@@ -143,8 +141,7 @@ func (c *Cache) shareUseLocked(q string, ownQueue string, own resources.List) qu
 
 // refuseExtraLocked remembers an extra PreFilter refused for its queues'
 // capabilities or shares, for the pass to activate when it fits again.
-func (c *Cache) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
-	a := c.adm
+func (a *admissionState) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
 	if a.demand.refused == nil {
 		a.demand.refused = map[types.UID]GroupKey{}
 	}
@@ -153,8 +150,8 @@ func (c *Cache) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
 
 // forgetRefusedExtraLocked drops uid from the refused extras: it passed
 // PreFilter, or left the group.
-func (c *Cache) forgetRefusedExtraLocked(uid types.UID) {
-	if a := c.adm; a.on() && a.demand.refused != nil {
+func (a *admissionState) forgetRefusedExtraLocked(uid types.UID) {
+	if a.on() && a.demand.refused != nil {
 		delete(a.demand.refused, uid)
 	}
 }
@@ -173,7 +170,7 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		req   uintptr
 		prio  int32
 	}
-	use := func(q string) queue.Use { return c.shareUseLocked(q, "", nil) }
+	use := func(q string) queue.Use { return c.adm.shareUseLocked(q, "", nil) }
 	fits := map[check]bool{}
 	var out map[string]*v1.Pod
 	for uid, key := range a.demand.refused {

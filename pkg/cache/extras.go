@@ -79,8 +79,8 @@ const (
 )
 
 // extraKindLocked classifies member uid of g; only with admission on.
-func (c *Cache) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
-	u := c.adm.units[gangUnitKey(g.key)]
+func (a *admissionState) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
+	u := a.units[gangUnitKey(g.key)]
 	min := int(g.spec.MinMember)
 	if min <= 0 {
 		return minimumMember, u
@@ -132,13 +132,13 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 	if !a.on() {
 		return PreFilterOK, ""
 	}
-	kind, u := c.extraKindLocked(g, pod.UID)
+	kind, u := c.adm.extraKindLocked(g, pod.UID)
 	switch {
 	case kind == earlyExtra:
 		return PreFilterExtraEarly, fmt.Sprintf("PodGroup %s has its %d minimum members placed; members beyond them wait for those to bind",
 			g.key, g.spec.MinMember)
 	case kind == minimumMember:
-		if ds := c.deficitsLocked(u); len(ds) > 0 {
+		if ds := c.adm.deficitsLocked(u); len(ds) > 0 {
 			c.refuseDeficitLocked(u.key)
 			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.key.String(), ds)
 		}
@@ -171,20 +171,20 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 			}
 		}
 	}
-	use := func(q string) queue.Use { return c.shareUseLocked(q, u.queue, own) }
+	use := func(q string) queue.Use { return c.adm.shareUseLocked(q, u.queue, own) }
 	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
 		// Room under a capability comes back when a bound pod leaves or
 		// finishes, which kicks a pass; a finish is no pod deletion, so
 		// no event of the scheduler's would requeue the member.
-		c.refuseExtraLocked(pod, g.key)
+		c.adm.refuseExtraLocked(pod, g.key)
 		return PreFilterOverCapability, msg
 	}
 	if ok, msg := queue.ShareFit(a.shares, u.queue, req, c.extraPreemptibleLocked(u.queue, pod), use); !ok {
-		c.refuseExtraLocked(pod, g.key)
+		c.adm.refuseExtraLocked(pod, g.key)
 		a.kickLocked()
 		return PreFilterOverShare, msg
 	}
-	c.forgetRefusedExtraLocked(pod.UID)
+	c.adm.forgetRefusedExtraLocked(pod.UID)
 	return PreFilterOK, ""
 }
 
@@ -195,23 +195,23 @@ func (c *Cache) extraPreemptibleLocked(q string, pod *v1.Pod) resources.List {
 	if !c.preempt {
 		return nil
 	}
-	return c.preemptibleLocked(q, podPriority(pod))
+	return c.adm.preemptibleLocked(q, podPriority(pod))
 }
 
 // reserveExtraLocked counts member m of g in the book when Reserve places it
 // beyond the gang's minimum.
-func (c *Cache) reserveExtraLocked(g *group, uid types.UID, m *member) {
-	if !c.adm.on() || m.state.Assigned {
+func (a *admissionState) reserveExtraLocked(g *group, uid types.UID, m *member) {
+	if !a.on() || m.state.Assigned {
 		return
 	}
-	if kind, u := c.extraKindLocked(g, uid); kind != minimumMember && u != nil {
-		c.adm.extras.add(uid, u.queue, m.request)
+	if kind, u := a.extraKindLocked(g, uid); kind != minimumMember && u != nil {
+		a.extras.add(uid, u.queue, m.request)
 	}
 }
 
 // dropExtraLocked forgets the member's entry in the book, if any.
-func (c *Cache) dropExtraLocked(uid types.UID) {
-	if c.adm.on() {
-		c.adm.extras.drop(uid)
+func (a *admissionState) dropExtraLocked(uid types.UID) {
+	if a.on() {
+		a.extras.drop(uid)
 	}
 }

@@ -58,7 +58,7 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 		// The scheduler's informer may deliver a pod before ours does.
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
 	}
-	qs := c.queueSortLocked(c.unitQueueLocked(pod))
+	qs := c.adm.queueSortLocked(c.adm.unitQueueLocked(pod))
 	info.QueuePriority, info.QueueShare = qs.priority, qs.share
 	return info
 }
@@ -146,7 +146,7 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if waits, why := c.awaitingRoomLocked(c.unitOfLocked(pod, key, true)); waits {
+	if waits, why := c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, true)); waits {
 		// Before the first attempt is stamped: the gang's timeout runs
 		// from its admission, not from the wait for new nodes.
 		return true, PreFilterAwaitingRoom, why
@@ -220,7 +220,7 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
 		c.countLocked(g, m, +1)
-		c.reserveExtraLocked(g, pod.UID, m)
+		c.adm.reserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
 }
@@ -333,7 +333,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	reason, why := "a member failed to bind", RejectBindFailure
 	echo := false
 	c.mu.Lock()
-	c.dropExtraLocked(pod.UID)
+	c.adm.dropExtraLocked(pod.UID)
 	if g := c.groups[key]; g != nil {
 		if m := g.members[pod.UID]; m != nil {
 			// A member that a release rejected: its Unreserve is that release's

@@ -339,7 +339,7 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	if m.implicit {
 		c.implicit.Remove(key.named())
 	}
-	c.forgetRefusedExtraLocked(uid)
+	c.adm.forgetRefusedExtraLocked(uid)
 	g.minRequestValid = false
 	g.removePriority(podPriority(m.pod))
 	c.refreshLocked(g)

@@ -26,8 +26,7 @@ func holdsPlacement(q *qapi.Queue) bool {
 // placement, and returns the pods to activate when it stopped holding:
 // the unplaced members of its admitted groups. O(units) when it flips,
 // which is rare; O(1) otherwise.
-func (c *Cache) noteHoldLocked(name string, q *qapi.Queue) map[string]*v1.Pod {
-	a := c.adm
+func (a *admissionState) noteHoldLocked(name string, q *qapi.Queue) map[string]*v1.Pod {
 	held := holdsPlacement(q)
 	if held == a.held[name] {
 		return nil
@@ -57,8 +56,8 @@ func (c *Cache) noteHoldLocked(name string, q *qapi.Queue) map[string]*v1.Pod {
 
 // heldMessage is why an admitted group's pod waits in a queue that holds
 // placement; "" when it need not.
-func (c *Cache) heldMessage(u *unit, pod *v1.Pod) string {
-	if !c.adm.held[u.queue] || pod.Spec.NodeName != "" {
+func (a *admissionState) heldMessage(u *unit, pod *v1.Pod) string {
+	if !a.held[u.queue] || pod.Spec.NodeName != "" {
 		return ""
 	}
 	return fmt.Sprintf("queue %s is not Open: nothing new is placed in it until it opens", u.queue)

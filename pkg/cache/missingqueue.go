@@ -38,11 +38,11 @@ func (c *Cache) refoldLocked(name string) {
 			c.syncGangUnitLocked(u.gang)
 			continue
 		}
-		q, asked := c.resolveQueueLocked("", u.pod, u.pod.Namespace)
+		q, asked := c.adm.resolveQueueLocked("", u.pod, u.pod.Namespace)
 		u.asked = asked
-		c.moveUnitLocked(u, q)
+		c.adm.moveUnitLocked(u, q)
 		if !u.admitted {
-			c.setPendingLocked(u)
+			c.adm.setPendingLocked(u)
 		}
 	}
 	for _, p := range a.pods {

@@ -88,7 +88,7 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 		// but nodes only know what the queue holds, at every priority,
 		// so every node counts what the queue holds there, up to the
 		// total preemption can free.
-		pre := c.preemptibleLocked(g.Queue, g.Priority)
+		pre := c.adm.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.Nodes {
 			held := nr.ByQueue[g.Queue]
 			for j, k := range pp.Resources {

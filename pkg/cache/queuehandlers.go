@@ -23,9 +23,9 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	}
 	var act map[string]*v1.Pod
 	if deleted {
-		act = c.noteHoldLocked(q.Name, nil)
+		act = c.adm.noteHoldLocked(q.Name, nil)
 	} else {
-		act = c.noteHoldLocked(q.Name, q)
+		act = c.adm.noteHoldLocked(q.Name, q)
 	}
 	defer c.activate(klog.Background(), act)
 	defer c.mu.Unlock()
@@ -76,7 +76,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	}
 	// Rare: re-resolve the namespace's units, and the accounts without one
 	// (their pods have no queue label, or they would not follow it).
-	nsQ, nsAsked := c.resolveQueueLocked("", nil, ns.Name)
+	nsQ, nsAsked := c.adm.resolveQueueLocked("", nil, ns.Name)
 	for _, p := range a.nsPods[ns.Name] {
 		if !p.unit.IsZero() && a.units[p.unit] != nil {
 			continue // created since: the unit decides, and moves it below
@@ -89,11 +89,11 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 		case u.gang != nil && u.gang.key.Namespace == ns.Name:
 			c.syncGangUnitLocked(u.gang)
 		case u.pod != nil && u.pod.Namespace == ns.Name:
-			q, asked := c.resolveQueueLocked("", u.pod, ns.Name)
+			q, asked := c.adm.resolveQueueLocked("", u.pod, ns.Name)
 			u.asked = asked
-			c.moveUnitLocked(u, q)
+			c.adm.moveUnitLocked(u, q)
 			if !u.admitted {
-				c.setPendingLocked(u)
+				c.adm.setPendingLocked(u)
 			}
 		}
 	}

@@ -225,7 +225,7 @@ func activatedPods(h *fakeHandle) []string {
 func pendingWrites(c *Cache) []status.Admission {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.takeAdmissionWritesLocked()
+	return c.adm.takeAdmissionWritesLocked()
 }
 
 // recount recomputes every admission aggregate from the per-pod and per-unit

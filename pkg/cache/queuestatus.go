@@ -34,7 +34,7 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 		return nil
 	}
 	c.noticePendingLocked(time.Now())
-	return c.takeAdmissionWritesLocked()
+	return c.adm.takeAdmissionWritesLocked()
 }
 
 // QueueStatusUpdates implements status.Source: the Queues whose status

@@ -14,15 +14,14 @@ import (
 // pods already count in the quota's used amounts (quota admission charged them
 // at creation), so they are taken out before the group's minimum is added;
 // groups admitted earlier in the same pass count too.
-func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
-	a := c.adm
+func (a *admissionState) quotaCheckLocked() queue.QuotaFunc {
 	extra := map[string]resources.List{}
 	return func(g queue.Group) (bool, string) {
 		u := a.units[g.Key]
 		if u == nil {
 			return true, ""
 		}
-		ns, own := c.unitNamespaceLocked(u), c.unitChargedLocked(u)
+		ns, own := a.unitNamespaceLocked(u), a.unitChargedLocked(u)
 		list, err := a.quotas.ResourceQuotas(ns).List(labels.Everything())
 		if err != nil || len(list) == 0 {
 			return true, ""
@@ -35,7 +34,7 @@ func (c *Cache) quotaCheckLocked() queue.QuotaFunc {
 	}
 }
 
-func (c *Cache) unitNamespaceLocked(u *unit) string {
+func (a *admissionState) unitNamespaceLocked(u *unit) string {
 	if u.gang != nil {
 		return u.gang.key.Namespace
 	}
@@ -43,7 +42,7 @@ func (c *Cache) unitNamespaceLocked(u *unit) string {
 }
 
 // unitChargedLocked sums the requests of the unit's unfinished pods.
-func (c *Cache) unitChargedLocked(u *unit) resources.List {
+func (a *admissionState) unitChargedLocked(u *unit) resources.List {
 	if u.gang == nil {
 		return convert.PodRequest(u.pod)
 	}

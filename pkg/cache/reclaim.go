@@ -51,7 +51,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		return b.in, false, why
 	}
 	b.in.Preemptor = pre
-	b.in.Deficits = c.reclaimDeficitsLocked(c.preemptorUnitLocked(pod))
+	b.in.Deficits = c.adm.reclaimDeficitsLocked(c.adm.preemptorUnitLocked(pod))
 	b.queue(pre.Queue)
 	b.addPods(running, leaving)
 	return b.in, true, ""
@@ -159,11 +159,11 @@ func (b *reclaimInput) describe(last *groupOfPods, key queue.Key) {
 }
 
 // preemptorUnitLocked is pod's admission unit: its gang's, or its own.
-func (c *Cache) preemptorUnitLocked(pod *v1.Pod) *unit {
+func (a *admissionState) preemptorUnitLocked(pod *v1.Pod) *unit {
 	if key, ok := GroupKeyOf(pod); ok {
-		return c.adm.units[gangUnitKey(key)]
+		return a.units[gangUnitKey(key)]
 	}
-	return c.adm.units[podUnitKey(pod)]
+	return a.units[podUnitKey(pod)]
 }
 
 // preemptorLocked describes pod's group as a preemptor.
@@ -179,7 +179,7 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 			}
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
-			q, _ := c.resolveQueueLocked("", pod, pod.Namespace)
+			q, _ := c.adm.resolveQueueLocked("", pod, pod.Namespace)
 			return reclaim.Preemptor{Queue: q, Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.admitted {

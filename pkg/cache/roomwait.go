@@ -26,10 +26,10 @@ import (
 // they wait for room (a capacity refusal), and returns the pods of those
 // that just started to: PreEnqueue now lets them through, but they wait in
 // the scheduler's unschedulable pods until moved. O(refused units).
-func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
+func (a *admissionState) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 	var act map[string]*v1.Pod
 	for _, o := range refused {
-		u := c.adm.units[o.Group.Key]
+		u := a.units[o.Group.Key]
 		if u == nil {
 			continue
 		}
@@ -48,13 +48,13 @@ func (c *Cache) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 		if act == nil {
 			act = map[string]*v1.Pod{}
 		}
-		c.unitPendingPodsLocked(u, act)
+		a.unitPendingPodsLocked(u, act)
 	}
 	return act
 }
 
 // unitPendingPodsLocked adds to act u's pods that wait for a node.
-func (c *Cache) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) {
+func (a *admissionState) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) {
 	if u.gang != nil {
 		if u.gang.enqueueable {
 			for k, p := range u.gang.pendingPodsLocked() {
@@ -88,11 +88,11 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 	key, member := GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.awaitingRoomLocked(c.unitOfLocked(pod, key, member))
+	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))
 }
 
 // awaitingRoomLocked is AwaitingRoom for the pod's unit u (nil for none).
-func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
+func (a *admissionState) awaitingRoomLocked(u *unit) (bool, string) {
 	if u == nil || u.admitted || !u.waitsForRoom() {
 		return false, ""
 	}
@@ -100,7 +100,7 @@ func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
 	// unit back to be decided afresh, the last one that waited for room:
 	// the scheduler writes it into the pod's condition, where it stays
 	// until the pod's next cycle.
-	d, ok := c.adm.pending.Decision(u.key)
+	d, ok := a.pending.Decision(u.key)
 	if !ok || d.Check == queue.CheckNone {
 		d = *u.roomVerdict
 	}
@@ -109,8 +109,7 @@ func (c *Cache) awaitingRoomLocked(u *unit) (bool, string) {
 
 // unitOfLocked returns pod's admission unit, nil without admission or
 // without one; key and member are GroupKeyOf(pod), which the caller has.
-func (c *Cache) unitOfLocked(pod *v1.Pod, key GroupKey, member bool) *unit {
-	a := c.adm
+func (a *admissionState) unitOfLocked(pod *v1.Pod, key GroupKey, member bool) *unit {
 	if !a.on() || !a.ours(pod) {
 		return nil
 	}

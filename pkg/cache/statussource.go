@@ -86,7 +86,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		delete(c.dirty, key)
 		w := status.Group{Key: key.named(), Profile: g.profileLocked()}
 		w.Notice = gang.NoticeOf(key.String(), g.obj != nil, g.spec, g.counts, g.unschedulable)
-		w.Verdict = c.laterVerdictLocked(g, w.Notice)
+		w.Verdict = c.adm.laterVerdictLocked(g, w.Notice)
 		g.waitingWorkLocked(&w)
 		if g.obj == nil && c.implicit.Has(key.named()) {
 			// Its PodGroup is being created (PodGroupsToCreate): no Event
@@ -106,7 +106,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		}
 		if g.obj != nil {
 			src := g.obj.Source
-			w.Source, w.Progress = &src, c.progressLocked(g)
+			w.Source, w.Progress = &src, c.adm.progressLocked(g)
 		}
 		work = append(work, w)
 	}
@@ -120,7 +120,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 // the verdict as last told, not as the pass has it now: its numbers move
 // with every bind in the queue, and a status rewritten with each would be
 // a write per change, each waking another pass.
-func (c *Cache) progressLocked(g *group) groupspec.Progress {
+func (a *admissionState) progressLocked(g *group) groupspec.Progress {
 	p := groupspec.Progress{
 		Phase:        gang.PhaseOf(g.spec, g.counts),
 		MinMember:    g.spec.MinMember,
@@ -133,7 +133,7 @@ func (c *Cache) progressLocked(g *group) groupspec.Progress {
 		Admitted:     true,
 		Why:          g.unschedulable,
 	}
-	if a := c.adm; a.on() {
+	if a.on() {
 		u := a.units[gangUnitKey(g.key)]
 		p.Admitted = u != nil && u.admitted
 		if u != nil && !u.admitted && u.noticeMsg != "" {
@@ -169,11 +169,11 @@ func (g *group) waitingWorkLocked(w *status.Group) {
 // placed, taken out once it has started. Before admission the admission
 // writer owns the annotation, so an unadmitted gang (or a released one,
 // whose refusal is written there) gets nil.
-func (c *Cache) laterVerdictLocked(g *group, n gang.Notice) *string {
+func (a *admissionState) laterVerdictLocked(g *group, n gang.Notice) *string {
 	if g.obj == nil {
 		return nil
 	}
-	if a := c.adm; a.on() {
+	if a.on() {
 		if u := a.units[gangUnitKey(g.key)]; u == nil || !u.admitted {
 			return nil
 		}

@@ -98,19 +98,19 @@ type queueSort struct {
 
 // QueueSortInfo returns the queue priority and share QueueSort compares for
 // pod, without allocating.
-func (c *Cache) queueSortLocked(queueName string) queueSort {
-	if c.adm == nil {
+func (a *admissionState) queueSortLocked(queueName string) queueSort {
+	if a == nil {
 		return queueSort{}
 	}
-	return c.adm.sorting[queueName]
+	return a.sorting[queueName]
 }
 
 // unitQueueLocked names the queue of pod's unit, "" when unknown.
-func (c *Cache) unitQueueLocked(pod *v1.Pod) string {
-	if c.adm == nil {
+func (a *admissionState) unitQueueLocked(pod *v1.Pod) string {
+	if a == nil {
 		return ""
 	}
-	if acct := c.adm.pods[pod.UID]; acct != nil {
+	if acct := a.pods[pod.UID]; acct != nil {
 		return acct.queue
 	}
 	return ""
@@ -120,12 +120,12 @@ func (c *Cache) unitQueueLocked(pod *v1.Pod) string {
 // the one its PodGroup names (groupspec.Spec.Queue, "" for none), else the
 // pod's label, else the namespace's, else the default queue. asked is the
 // name asked for when it was folded, else "".
-func (c *Cache) resolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
-	return c.adm.foldQueueLocked(c.askedQueueLocked(named, pod, ns))
+func (a *admissionState) resolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
+	return a.foldQueueLocked(a.askedQueueLocked(named, pod, ns))
 }
 
 // askedQueueLocked is the queue name a group asks for.
-func (c *Cache) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
+func (a *admissionState) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
 	if named != "" {
 		return named
 	}
@@ -134,10 +134,10 @@ func (c *Cache) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
 			return q
 		}
 	}
-	if q := c.adm.nsQueue[ns]; q != "" {
+	if q := a.nsQueue[ns]; q != "" {
 		return q
 	}
-	return c.adm.opts.DefaultQueue
+	return a.opts.DefaultQueue
 }
 
 // syncGangUnitLocked brings a gang's admission unit up to date after any
@@ -176,9 +176,9 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		first = m.pod
 		break
 	}
-	q, asked := c.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
+	q, asked := c.adm.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
 	u.asked = asked
-	c.moveUnitLocked(u, q)
+	c.adm.moveUnitLocked(u, q)
 	u.priority, u.created = g.priority, g.created
 	u.members, u.min = promisedMembers(g), g.spec.MinMember
 	annotated := g.obj.Admitted
@@ -207,7 +207,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	c.unadmitShortLocked(g, u)
 	c.trackOverdueLocked(g, u)
 	if !u.admitted {
-		c.setPendingLocked(u)
+		c.adm.setPendingLocked(u)
 		a.kickLocked()
 	}
 	c.setInflightLocked(u)
@@ -250,7 +250,7 @@ func (c *Cache) unadmitLocked(g *group) {
 	c.dirty[g.key] = struct{}{}
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
-	c.setPendingLocked(u)
+	c.adm.setPendingLocked(u)
 	a.writes.release(u.key, g.key.named(), g.obj.Source)
 	a.kickLocked()
 }
@@ -265,7 +265,7 @@ func (c *Cache) dropUnitLocked(u *unit) {
 	}
 	a.bookPlan(u, false)
 	delete(a.units, u.key)
-	c.dropExtraDemandLocked(u)
+	c.adm.dropExtraDemandLocked(u)
 	c.feasible.track(u, true)
 	if len(a.unitPods[u.key]) == 0 {
 		delete(a.unitPods, u.key)
@@ -274,11 +274,10 @@ func (c *Cache) dropUnitLocked(u *unit) {
 }
 
 // moveUnitLocked sets the unit's queue, moving what it holds and reserves.
-func (c *Cache) moveUnitLocked(u *unit, q string) {
+func (a *admissionState) moveUnitLocked(u *unit, q string) {
 	if u.queue == q {
 		return
 	}
-	a := c.adm
 	if old := a.usage[u.queue]; old != nil && u.queue != "" {
 		old.allocated.Sub(u.held)
 		old.inflight.Sub(u.inflight)
@@ -342,21 +341,21 @@ func (c *Cache) setInflightLocked(u *unit) {
 	}
 	q.inflight.Add(u.inflight)
 	c.adm.bookPlan(u, u.onPlan && len(u.inflight) > 0)
-	c.syncExtraDemandLocked(u)
+	c.adm.syncExtraDemandLocked(u)
 	c.feasible.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.
 	if !u.admitted {
 		if g, ok := c.adm.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
-			c.setPendingLocked(u)
+			c.adm.setPendingLocked(u)
 		}
 	}
 }
 
 // setPendingLocked (re)places u among its queue's groups waiting for
 // admission.
-func (c *Cache) setPendingLocked(u *unit) {
-	c.adm.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
+func (a *admissionState) setPendingLocked(u *unit) {
+	a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
 		Request: pendingRequest(u), Members: u.members, MinMember: u.min, FreeRoomUntil: u.freeRoomUntil})
 }
 

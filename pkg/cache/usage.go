@@ -145,9 +145,9 @@ func (a *admissionState) prioLocked(queue string, prio int32, req resources.List
 
 // preemptibleLocked is what bound pods of queue with a priority below prio
 // request: admission's room for preemption within the queue.
-func (c *Cache) preemptibleLocked(queue string, prio int32) resources.List {
+func (a *admissionState) preemptibleLocked(queue string, prio int32) resources.List {
 	out := resources.List{}
-	for p, l := range c.adm.byPrio[queue] {
+	for p, l := range a.byPrio[queue] {
 		if p < prio {
 			out.Add(l)
 		}
@@ -191,7 +191,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 // labelled.
 func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted bool) (act map[string]*v1.Pod) {
 	a := c.adm
-	c.trackNominationLocked(pod, deleted)
+	c.adm.trackNominationLocked(pod, deleted)
 	finished := pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 	if pod.Spec.NodeName != "" || deleted || finished {
 		// Bound (added to allocated below, under the same lock) or gone.
@@ -229,7 +229,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
 	} else if !acct.unit.IsZero() || a.ours(pod) {
-		acct.queue, acct.asked = c.resolveQueueLocked("", pod, pod.Namespace)
+		acct.queue, acct.asked = c.adm.resolveQueueLocked("", pod, pod.Namespace)
 		acct.followsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.pods[pod.UID] = acct
@@ -303,9 +303,9 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 		a.units[acct.unit] = u
 	}
 	u.pod = pod
-	q, asked := c.resolveQueueLocked("", pod, pod.Namespace)
+	q, asked := c.adm.resolveQueueLocked("", pod, pod.Namespace)
 	u.asked = asked
-	c.moveUnitLocked(u, q)
+	c.adm.moveUnitLocked(u, q)
 	u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
 	if !u.request.Equal(acct.req) {
 		// Resized: an admitted singleton reserves what it asks now.
@@ -318,7 +318,7 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 		a.pending.Delete(u.key)
 	}
 	if !u.admitted {
-		c.setPendingLocked(u)
+		c.adm.setPendingLocked(u)
 		a.kickLocked()
 	}
 }
