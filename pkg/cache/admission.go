@@ -85,6 +85,12 @@ type admissionState struct {
 	// held names the queues that hold placement (hold.go).
 	held map[string]bool
 	kick chan struct{}
+	// deficitRefused holds the admission units PreFilter refused for a
+	// capability deficit (deficit.go), activated when a bound pod leaves.
+	deficitRefused map[queue.Key]struct{}
+	// freeRoomOnly holds the units admission counts no eviction room for
+	// until their freeRoomUntil, or until a bound pod leaves.
+	freeRoomOnly map[queue.Key]struct{}
 	// writes are the units whose admission verdict, or release, the
 	// status writer is to write: it pulls them (AdmissionWrites), so
 	// nothing is dropped when it falls behind, and a unit decided twice

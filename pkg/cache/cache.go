@@ -107,14 +107,8 @@ type Cache struct {
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
-	// deficitRefused holds the admission units PreFilter refused for a
-	// capability deficit (deficit.go), activated when a bound pod leaves.
-	deficitRefused map[queue.Key]struct{}
 	// overdue watches gangs admitted before their members exist (overdue.go).
 	overdue overdueState
-	// freeRoomOnly holds the units admission counts no eviction room for
-	// until their freeRoomUntil, or until a bound pod leaves.
-	freeRoomOnly map[queue.Key]struct{}
 	// short holds the admitted gangs short of members, with when an
 	// admission pass first saw them so (zero until one has).
 	short map[queue.Key]time.Time

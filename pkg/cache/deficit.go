@@ -68,23 +68,23 @@ func deficitMessage(key string, ds []queue.Deficit) string {
 // this cache has seen it leave, and PreFilter then refuses it again with no
 // further event to come; so when a bound pod leaves, the cache activates
 // the refused units' pending pods itself (takeDeficitRefusedLocked).
-func (c *Cache) refuseDeficitLocked(key queue.Key) {
-	if c.deficitRefused == nil {
-		c.deficitRefused = map[queue.Key]struct{}{}
+func (a *admissionState) refuseDeficitLocked(key queue.Key) {
+	if a.deficitRefused == nil {
+		a.deficitRefused = map[queue.Key]struct{}{}
 	}
-	c.deficitRefused[key] = struct{}{}
+	a.deficitRefused[key] = struct{}{}
 }
 
 // takeDeficitRefusedLocked returns the pending pods of the units refused
 // for a deficit, and forgets them: each is refused, and remembered, again
 // if it is still over. O(refused units x members).
-func (c *Cache) takeDeficitRefusedLocked() map[string]*v1.Pod {
-	if len(c.deficitRefused) == 0 {
+func (a *admissionState) takeDeficitRefusedLocked() map[string]*v1.Pod {
+	if len(a.deficitRefused) == 0 {
 		return nil
 	}
 	act := map[string]*v1.Pod{}
-	for key := range c.deficitRefused {
-		u := c.adm.units[key]
+	for key := range a.deficitRefused {
+		u := a.units[key]
 		switch {
 		case u == nil:
 		case u.gang != nil:
@@ -93,7 +93,7 @@ func (c *Cache) takeDeficitRefusedLocked() map[string]*v1.Pod {
 			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
 		}
 	}
-	clear(c.deficitRefused)
+	clear(a.deficitRefused)
 	return act
 }
 
@@ -112,7 +112,7 @@ func (c *Cache) singletonDeficit(pod *v1.Pod) (PreFilterCode, string) {
 		return PreFilterOK, ""
 	}
 	c.mu.Lock()
-	c.refuseDeficitLocked(key)
+	c.adm.refuseDeficitLocked(key)
 	c.mu.Unlock()
 	return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
 }
@@ -162,7 +162,7 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 		u.failedFit = true
 		return false
 	}
-	c.markFreeRoomOnlyLocked(u, at)
+	c.adm.markFreeRoomOnlyLocked(u, at)
 	c.unadmitSingletonLocked(u)
 	a.kickLocked()
 	return true
@@ -210,35 +210,35 @@ func (c *Cache) releaseUnplaceableLocked(pl *passPlacement) {
 const freeRoomOnlyFor = 30 * time.Second
 
 // markFreeRoomOnlyLocked starts u's free-room-only time at now.
-func (c *Cache) markFreeRoomOnlyLocked(u *unit, now time.Time) {
+func (a *admissionState) markFreeRoomOnlyLocked(u *unit, now time.Time) {
 	if u == nil {
 		return
 	}
 	u.freeRoomUntil = now.Add(freeRoomOnlyFor)
-	if c.freeRoomOnly == nil {
-		c.freeRoomOnly = map[queue.Key]struct{}{}
+	if a.freeRoomOnly == nil {
+		a.freeRoomOnly = map[queue.Key]struct{}{}
 	}
-	c.freeRoomOnly[u.key] = struct{}{}
+	a.freeRoomOnly[u.key] = struct{}{}
 	if !u.admitted {
-		c.adm.setPendingLocked(u)
+		a.setPendingLocked(u)
 	}
 }
 
 // clearFreeRoomOnlyLocked ends every unit's free-room-only time: a bound pod
 // left, so a plan may find victims now. O(marked units).
-func (c *Cache) clearFreeRoomOnlyLocked() {
-	if len(c.freeRoomOnly) == 0 {
+func (a *admissionState) clearFreeRoomOnlyLocked() {
+	if len(a.freeRoomOnly) == 0 {
 		return
 	}
-	for key := range c.freeRoomOnly {
-		if u := c.adm.units[key]; u != nil && !u.freeRoomUntil.IsZero() {
+	for key := range a.freeRoomOnly {
+		if u := a.units[key]; u != nil && !u.freeRoomUntil.IsZero() {
 			u.freeRoomUntil = time.Time{}
 			if !u.admitted {
-				c.adm.setPendingLocked(u)
+				a.setPendingLocked(u)
 			}
 		}
 	}
-	clear(c.freeRoomOnly)
+	clear(a.freeRoomOnly)
 }
 
 // planKeyOf is the key of the preemptor's entry in the eviction book's

@@ -139,7 +139,7 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 			g.key, g.spec.MinMember)
 	case kind == minimumMember:
 		if ds := c.adm.deficitsLocked(u); len(ds) > 0 {
-			c.refuseDeficitLocked(u.key)
+			c.adm.refuseDeficitLocked(u.key)
 			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.key.String(), ds)
 		}
 		return PreFilterOK, ""

@@ -376,7 +376,7 @@ func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, pol
 	}
 	c.mu.Lock()
 	if c.adm.on() {
-		c.markFreeRoomOnlyLocked(c.adm.units[gangUnitKey(key)], at)
+		c.adm.markFreeRoomOnlyLocked(c.adm.units[gangUnitKey(key)], at)
 	}
 	c.mu.Unlock()
 	if c.Release(logger, key, at, policy, reason) {

@@ -263,8 +263,8 @@ func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.P
 			c.setInflightLocked(u)
 		}
 		a.kickLocked() // room was freed
-		act = c.takeDeficitRefusedLocked()
-		c.clearFreeRoomOnlyLocked()
+		act = c.adm.takeDeficitRefusedLocked()
+		c.adm.clearFreeRoomOnlyLocked()
 	}
 	a.unindexPodLocked(old)
 	if old.followsNS {
