@@ -33,16 +33,20 @@ func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
 	c.protect[pod.UID] = pod
 }
 
-// PodsToProtect implements status.Source: the bound gang members noted
-// since the last call that lack a protecting annotation, each once.
-func (c *Cache) PodsToProtect() []*v1.Pod {
+// PodsToProtect implements status.Source: at most limit of the bound gang
+// members noted that lack a protecting annotation, each once; the rest
+// stay noted for later calls. O(limit).
+func (c *Cache) PodsToProtect(limit int) []*v1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.protect) == 0 {
+	if len(c.protect) == 0 || limit <= 0 {
 		return nil
 	}
-	out := make([]*v1.Pod, 0, len(c.protect))
+	out := make([]*v1.Pod, 0, min(limit, len(c.protect)))
 	for uid, p := range c.protect {
+		if len(out) == limit {
+			break
+		}
 		out = append(out, p)
 		delete(c.protect, uid)
 	}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // protectedNames are the pods the writer is handed to protect, sorted.
 func protectedNames(c *Cache) []string {
 	var out []string
-	for _, p := range c.PodsToProtect() {
+	for _, p := range c.PodsToProtect(1000) {
 		out = append(out, p.Name)
 	}
 	slices.Sort(out)
@@ -73,5 +74,33 @@ func TestPodsToProtect(t *testing.T) {
 	add(c, next(m3, boundTo("n1"), phase(v1.PodSucceeded)))
 	if got := protectedNames(c); got != nil {
 		t.Fatalf("a finished member handed out: %v", got)
+	}
+}
+
+// PodsToProtect hands out at most its limit, each member once, and keeps
+// the rest for later calls.
+func TestPodsToProtectBounded(t *testing.T) {
+	c, _ := newTestCache(t)
+	c.onNode(logger, mkNode("n1", "1000"))
+	const n = 60
+	addPG(c, mkPG("ns", "g", n))
+	for i := range n {
+		add(c, next(memberOf("ns", fmt.Sprint("m", i), "g"), boundTo("n1"), phase(v1.PodRunning)))
+	}
+	seen := map[string]bool{}
+	for call, want := range []int{25, 25, 10, 0} {
+		got := c.PodsToProtect(25)
+		if len(got) != want {
+			t.Fatalf("call %d handed out %d, want %d", call+1, len(got), want)
+		}
+		for _, p := range got {
+			if seen[p.Name] {
+				t.Fatalf("%s handed out twice", p.Name)
+			}
+			seen[p.Name] = true
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("handed out %d distinct members, want %d", len(seen), n)
 	}
 }

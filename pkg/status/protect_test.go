@@ -2,6 +2,7 @@ package status
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 
@@ -57,5 +58,38 @@ func TestProtectPods(t *testing.T) {
 	}
 	if len(src.reprotect) != 1 || src.reprotect[0].Name != "failing" {
 		t.Errorf("handed back %v, want only the pod whose patch failed", src.reprotect)
+	}
+}
+
+// A restart finds every running gang member unannotated at once: one pass
+// patches protectPerPass of them, so that the writer and the scheduler's
+// binds, which share the client's rate limit, are not held up; the rest
+// are patched in the passes after.
+func TestProtectPodsBoundedPerPass(t *testing.T) {
+	const queued = 2*protectPerPass + 5
+	var objs []runtime.Object
+	var members []*v1.Pod
+	for i := range queued {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("m", i)}, Spec: v1.PodSpec{NodeName: "n1"}}
+		objs = append(objs, p.DeepCopy())
+		members = append(members, p)
+	}
+	pods := kfake.NewSimpleClientset(objs...)
+	src := &fakeSource{ready: true, protect: members}
+	w := New(src, Clients{Pods: pods})
+	patches := func() int {
+		n := 0
+		for _, a := range pods.Actions() {
+			if a.GetVerb() == "patch" {
+				n++
+			}
+		}
+		return n
+	}
+	for pass, want := range []int{protectPerPass, 2 * protectPerPass, queued, queued} {
+		w.ProtectPods(t.Context())
+		if got := patches(); got != want {
+			t.Fatalf("after pass %d: %d patches, want %d", pass+1, got, want)
+		}
 	}
 }

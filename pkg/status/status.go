@@ -144,10 +144,11 @@ type Source interface {
 	// PodNotices returns the Warning Events about pods queued since the
 	// last call, each pod's once.
 	PodNotices() []PodNotice
-	// PodsToProtect returns the bound gang members, noted since the last
-	// call, that lack the annotations keeping autoscalers from scaling
-	// their nodes down; RetryProtect hands a pod whose patch failed back.
-	PodsToProtect() []*v1.Pod
+	// PodsToProtect returns at most limit of the bound gang members that
+	// lack the annotations keeping autoscalers from scaling their nodes
+	// down, each once (the rest at later calls); RetryProtect hands a pod
+	// whose patch failed back.
+	PodsToProtect(limit int) []*v1.Pod
 	RetryProtect(pod *v1.Pod)
 	// Recorder returns the Event recorder of the profile named
 	// schedulerName.

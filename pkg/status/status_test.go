@@ -98,11 +98,12 @@ func (s *fakeSource) PodNotices() []PodNotice {
 	s.notices = nil
 	return n
 }
-func (s *fakeSource) PodsToProtect() []*v1.Pod {
+func (s *fakeSource) PodsToProtect(limit int) []*v1.Pod {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.protect
-	s.protect = nil
+	n := min(limit, len(s.protect))
+	p := s.protect[:n:n]
+	s.protect = s.protect[n:]
 	return p
 }
 func (s *fakeSource) RetryProtect(pod *v1.Pod) {
