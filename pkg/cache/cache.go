@@ -103,7 +103,7 @@ type Cache struct {
 	notices podNotices
 	// protect holds the bound gang members that lack the annotations that
 	// keep autoscalers from scaling their nodes down (protect.go).
-	protect map[types.UID]*v1.Pod
+	protect protectBook
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}

@@ -325,7 +325,7 @@ func (g *group) removePriority(p int32) {
 
 func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	delete(c.memberOf, uid)
-	delete(c.protect, uid)
+	c.protect.forget(uid)
 	g := c.groups[key]
 	if g == nil {
 		return

@@ -15,6 +15,57 @@ import (
 // The cache notes the bound members that lack them; the status writer,
 // which writes only while the scheduler leads, patches them in.
 
+// protectBook holds the bound gang members owed protection until the
+// writer takes them. Members bound while the cache runs (fresh) are handed
+// out before those the initial list found unprotected (backlog): the first
+// start of a version that protects gangs finds every running member owed
+// at once, and the writer patches a few a pass, so a gang that starts
+// meanwhile would otherwise wait behind the whole backlog.
+type protectBook struct {
+	fresh, backlog map[types.UID]*v1.Pod
+}
+
+// note records pod as owed; fresh says it was noted after the initial
+// list. A backlog member stays in the backlog whatever its later events.
+func (b *protectBook) note(pod *v1.Pod, fresh bool) {
+	if _, old := b.backlog[pod.UID]; old || !fresh {
+		if b.backlog == nil {
+			b.backlog = map[types.UID]*v1.Pod{}
+		}
+		b.backlog[pod.UID] = pod
+		return
+	}
+	if b.fresh == nil {
+		b.fresh = map[types.UID]*v1.Pod{}
+	}
+	b.fresh[pod.UID] = pod
+}
+
+// forget drops pod uid: it is protected, finished or gone.
+func (b *protectBook) forget(uid types.UID) {
+	delete(b.fresh, uid)
+	delete(b.backlog, uid)
+}
+
+// take hands out at most limit members, fresh ones first, and forgets
+// them. O(limit).
+func (b *protectBook) take(limit int) []*v1.Pod {
+	if limit <= 0 || len(b.fresh)+len(b.backlog) == 0 {
+		return nil
+	}
+	out := make([]*v1.Pod, 0, min(limit, len(b.fresh)+len(b.backlog)))
+	for _, m := range []map[types.UID]*v1.Pod{b.fresh, b.backlog} {
+		for uid, p := range m {
+			if len(out) == limit {
+				return out
+			}
+			out = append(out, p)
+			delete(m, uid)
+		}
+	}
+	return out
+}
+
 // noteProtectLocked notes pod, a member of g as m records it, for the
 // writer when it is owed protection (disruption.Owed), and forgets it
 // otherwise. O(1).
@@ -24,33 +75,19 @@ func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
 		MinMember: g.spec.MinMember, Annotations: pod.Annotations,
 	})
 	if !owed {
-		delete(c.protect, pod.UID)
+		c.protect.forget(pod.UID)
 		return
 	}
-	if c.protect == nil {
-		c.protect = map[types.UID]*v1.Pod{}
-	}
-	c.protect[pod.UID] = pod
+	c.protect.note(pod, c.membersSynced.fired())
 }
 
 // PodsToProtect implements status.Source: at most limit of the bound gang
-// members noted that lack a protecting annotation, each once; the rest
-// stay noted for later calls. O(limit).
+// members noted that lack a protecting annotation, each once, those bound
+// since the start first; the rest stay noted for later calls. O(limit).
 func (c *Cache) PodsToProtect(limit int) []*v1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.protect) == 0 || limit <= 0 {
-		return nil
-	}
-	out := make([]*v1.Pod, 0, min(limit, len(c.protect)))
-	for uid, p := range c.protect {
-		if len(out) == limit {
-			break
-		}
-		out = append(out, p)
-		delete(c.protect, uid)
-	}
-	return out
+	return c.protect.take(limit)
 }
 
 // RetryProtect implements status.Source: pod's patch failed, hand it out
@@ -61,8 +98,5 @@ func (c *Cache) RetryProtect(pod *v1.Pod) {
 	if _, member := c.memberOf[pod.UID]; !member {
 		return
 	}
-	if c.protect == nil {
-		c.protect = map[types.UID]*v1.Pod{}
-	}
-	c.protect[pod.UID] = pod
+	c.protect.note(pod, true)
 }

@@ -104,3 +104,35 @@ func TestPodsToProtectBounded(t *testing.T) {
 		t.Errorf("handed out %d distinct members, want %d", len(seen), n)
 	}
 }
+
+// Members the initial list finds unprotected are a backlog the writer
+// works through a few a pass; a gang bound after the start goes first.
+func TestPodsToProtectFreshFirst(t *testing.T) {
+	c, _ := newTestCache(t)
+	c.membersSynced = newOnceSignal("test") // the initial list is being delivered
+	c.onNode(logger, mkNode("n1", "1000"))
+	addPG(c, mkPG("ns", "old", 30))
+	addPG(c, mkPG("ns", "new", 5))
+	for i := range 30 {
+		add(c, next(memberOf("ns", fmt.Sprint("old-", i), "old"), boundTo("n1"), phase(v1.PodRunning)))
+	}
+	c.membersSynced.fire()
+	// An old member's later event leaves it in the backlog.
+	add(c, next(memberOf("ns", "old-0", "old"), boundTo("n1"), phase(v1.PodRunning), label("old")))
+	var fresh []string
+	for i := range 5 {
+		add(c, next(memberOf("ns", fmt.Sprint("new-", i), "new"), boundTo("n1"), phase(v1.PodRunning)))
+		fresh = append(fresh, fmt.Sprint("new-", i))
+	}
+	var got []string
+	for _, p := range c.PodsToProtect(5) {
+		got = append(got, p.Name)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, fresh) {
+		t.Errorf("first handed out %v, want the gang bound after the start %v", got, fresh)
+	}
+	if n := len(c.PodsToProtect(100)); n != 30 {
+		t.Errorf("then %d of the backlog, want 30", n)
+	}
+}
