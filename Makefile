@@ -238,6 +238,7 @@ verify:
 	if ! diff -r "$$tmp/crds" manifests/crds; then echo "manifests/crds is stale: run make crds"; rm -rf "$$tmp"; exit 1; fi; \
 	rm -rf "$$tmp"
 	@GO="$(GO)" hack/verify-codegen.sh
+	@hack/verify-tested.sh "$(POLICY_PKGS)"
 	@$(MAKE) -s chart-check
 	@$(MAKE) -s image-check
 
