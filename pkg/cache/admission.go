@@ -364,7 +364,7 @@ func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[st
 	if d.Lent {
 		msg = d.Message()
 	}
-	if u.gang != nil || u.notice != "" || d.Lent {
+	if u.gang != nil || u.told() || d.Lent {
 		c.noteLocked(u, true, queue.CheckNone, "", msg, now)
 	}
 }
@@ -388,16 +388,21 @@ const verdictRefresh = 30 * time.Second
 // already written waits for verdictRefresh. O(members).
 func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time) {
 	id := fmt.Sprint(admitted, msg)
-	if u.notice == id {
+	n := u.notice
+	if n != nil && n.id == id {
 		return
 	}
-	if !admitted && u.notice != "" && stage == u.noticeStage && now.Sub(u.noticeAt) < verdictRefresh {
+	if !admitted && u.told() && stage == n.stage && now.Sub(n.at) < verdictRefresh {
 		return
 	}
-	u.notice, u.noticeStage, u.noticeAt = id, stage, now
-	u.noticeMsg = ""
+	if n == nil {
+		n = &unitNotice{}
+		u.notice = n
+	}
+	n.id, n.stage, n.at = id, stage, now
+	n.msg = ""
 	if !admitted {
-		u.noticeMsg = msg
+		n.msg = msg
 	}
 	if u.gang != nil {
 		// A Volcano PodGroup's status carries the verdict (volcano.go).

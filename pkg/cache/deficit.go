@@ -173,7 +173,7 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 // verdict is written afresh.
 func (c *Cache) unadmitSingletonLocked(u *unit) {
 	u.admitted, u.onPlan, u.failedFit = false, false, false
-	u.notice = ""
+	u.retell()
 	c.setInflightLocked(u)
 	c.adm.setPendingLocked(u)
 }

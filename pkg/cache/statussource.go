@@ -136,8 +136,8 @@ func (a *admissionState) progressLocked(g *group) groupspec.Progress {
 	if a.on() {
 		u := a.units[gangUnitKey(g.key)]
 		p.Admitted = u != nil && u.admitted
-		if u != nil && !u.admitted && u.noticeMsg != "" {
-			p.Why = u.noticeMsg
+		if u != nil && !u.admitted && u.refusal() != "" {
+			p.Why = u.refusal()
 		}
 	}
 	return p

@@ -58,17 +58,9 @@ type unit struct {
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
 	freeRoomUntil time.Time
-	// notice is the last admission Event written for the unit;
-	// noticeStage and noticeAt say which check a refusal named (with its
-	// queue and resource) and when it was written, to defer rewrites that
-	// change only the numbers (verdictRefresh).
-	notice      string
-	noticeStage string
-	noticeAt    time.Time
-	// noticeMsg is the refusal the unit was last told ("" after an
-	// admission): what a Volcano PodGroup's status shows, so that it
-	// changes only as often as the Event does.
-	noticeMsg string
+	// notice is what the unit was last told (noteLocked), nil until its
+	// first verdict is written.
+	notice *unitNotice
 	// roomVerdict is the unit's last refusal when that was for capacity
 	// (roomwait.go), nil otherwise: while it is set and the unit is not
 	// admitted, its pods go through PreEnqueue and are rejected in
@@ -85,6 +77,42 @@ type unit struct {
 }
 
 // gangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
+// unitNotice is the last verdict written for a unit. A pointer in unit,
+// made at the first verdict: most units are never told anything (the bound
+// singletons a restart finds, singletons admitted at once), and a restart
+// builds one unit per bound singleton.
+type unitNotice struct {
+	// id is the last admission Event written ("" once it is to be written
+	// again); stage and at say which check a refusal named (with its queue
+	// and resource) and when it was written, to defer rewrites that change
+	// only the numbers (verdictRefresh).
+	id, stage string
+	at        time.Time
+	// msg is the refusal the unit was last told ("" after an admission):
+	// what a Volcano PodGroup's status shows, so that it changes only as
+	// often as the Event does.
+	msg string
+}
+
+// told reports whether a verdict of u's stands written.
+func (u *unit) told() bool { return u.notice != nil && u.notice.id != "" }
+
+// retell makes u's next verdict be written, whatever it is.
+func (u *unit) retell() {
+	if u.notice != nil {
+		u.notice.id = ""
+	}
+}
+
+// refusal is the refusal u was last told, "" when none or after an
+// admission.
+func (u *unit) refusal() string {
+	if u.notice == nil {
+		return ""
+	}
+	return u.notice.msg
+}
+
 func gangUnitKey(k GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
 
 // podUnitKey is the singleton unit of pod p, sharing its strings.
@@ -246,7 +274,7 @@ func (c *Cache) unadmitLocked(g *group) {
 		return
 	}
 	u.admitted, u.started = false, false
-	u.notice = "" // the next admission writes its Event and annotation again
+	u.retell() // the next admission writes its Event and annotation again
 	c.dirty[g.key] = struct{}{}
 	c.setInflightLocked(u)
 	u.request = c.minRequestLocked(g)
