@@ -47,3 +47,20 @@ func TestApplyPodReplacedUnderItsName(t *testing.T) {
 		t.Errorf("after the delete: %d accounts, unit %v; want none", len(c.adm.pods), c.adm.units[podUnitKey(now)])
 	}
 }
+
+// The queue sort reads a pod's group from its admission account, worked
+// out when the pod event came: a member of a gang asked for by annotation
+// (whose group name GroupKeyOf builds from its owner) is compared without
+// allocating, and gets its group's order.
+func TestSortInfoReadsTheAccount(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"))
+	p := mkPod("ns", "p0", "", ours, inQueue("a"), ownedBy("Job", "train"), minMemberAnn("2"), priority(7))
+	c.ApplyPod(logger, nil, p)
+	info := c.SortInfo(p)
+	if info.Namespace != "ns" || info.Name != "job-train" || info.Priority != 7 {
+		t.Errorf("SortInfo = %+v, want group ns/job-train at priority 7", info)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.SortInfo(p) }); n != 0 {
+		t.Errorf("SortInfo allocates %v times per call, want 0", n)
+	}
+}

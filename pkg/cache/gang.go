@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -46,9 +47,9 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	if caldera, known := c.profiles[pod.Spec.SchedulerName]; known && !caldera {
 		return SortInfo{Plain: true, Priority: podPriority(pod)}
 	}
-	// After the plain check: for a pod that asks for a gang by annotation
-	// GroupKeyOf allocates, and a plain pod's labels do not matter.
-	key, ok := GroupKeyOf(pod)
+	// After the plain check: a plain pod's group does not matter.
+	acct := c.adm.accountLocked(pod.UID)
+	key, ok := groupOfAccounted(pod, acct)
 	var info SortInfo
 	if !ok {
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
@@ -58,9 +59,26 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 		// The scheduler's informer may deliver a pod before ours does.
 		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
 	}
-	qs := c.adm.queueSortLocked(c.adm.unitQueueLocked(pod))
+	var q string
+	if acct != nil {
+		q = acct.queue
+	}
+	qs := c.adm.queueSortLocked(q)
 	info.QueuePriority, info.QueueShare = qs.priority, qs.share
 	return info
+}
+
+// groupOfAccounted is GroupKeyOf(pod), read from the pod's admission
+// account when it names a unit: the pod event that made the account worked
+// the group out, so a queue-sort comparison reads no label or annotation.
+func groupOfAccounted(pod *v1.Pod, acct *podAcct) (GroupKey, bool) {
+	if acct == nil || acct.unit.IsZero() {
+		return GroupKeyOf(pod)
+	}
+	if acct.unit.Kind == queue.KindGroup {
+		return GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}, true
+	}
+	return GroupKey{}, false
 }
 
 // Enqueueable answers PreEnqueue for a member pod: whether its PodGroup exists

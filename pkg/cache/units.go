@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -133,15 +134,13 @@ func (a *admissionState) queueSortLocked(queueName string) queueSort {
 	return a.sorting[queueName]
 }
 
-// unitQueueLocked names the queue of pod's unit, "" when unknown.
-func (a *admissionState) unitQueueLocked(pod *v1.Pod) string {
+// accountLocked is pod uid's admission account, nil without admission or
+// without one.
+func (a *admissionState) accountLocked(uid types.UID) *podAcct {
 	if a == nil {
-		return ""
+		return nil
 	}
-	if acct := a.pods[pod.UID]; acct != nil {
-		return acct.queue
-	}
-	return ""
+	return a.pods[uid]
 }
 
 // resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
