@@ -11,18 +11,41 @@ import (
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
-// TestSoleShareExcludesDefaultPods: fair share divides what the queues can
-// have, not the room default-scheduler pods hold. 100 cpu; 50 held by
-// default pods; queue a runs 50 and wants 10 more; queue b submits a
-// 20-cpu gang. Dividing all 100, a deserved 60, nothing was reclaimable and
-// b waited for a's pods to end. Dividing the 50 the queues can have, a
-// deserves 30 and b 20: b's gang is admitted on a reclaim plan that evicts
-// two of a's pods, binds, and a's extra pod keeps waiting; no default pod
-// is ever a victim.
+// Fair share divides what the queues can have, not the room pods outside
+// every queue hold: the same scenario with those pods bound by the sole
+// configuration's default-scheduler profile (same process, same cache) and
+// by a real upstream kube-scheduler beside Caldera (another process, as in
+// a cluster where Caldera is the second scheduler).
+
+// TestSoleShareExcludesDefaultPods: the pods outside the queues are the
+// sole configuration's default-scheduler profile's.
 func TestSoleShareExcludesDefaultPods(t *testing.T) {
 	env := harness.Start(t)
 	nodes := env.AddNodes(t, 10, "10", "40Gi")
 	env.StartScheduler(t, harness.WithConfigFile(soleConfig(env)))
+	shareExcludesOutside(t, env, nodes)
+}
+
+// TestShareExcludesAnotherSchedulersPods: the pods outside the queues are
+// bound by upstream's kube-scheduler, a process of its own, while Caldera
+// runs its shipped configuration.
+func TestShareExcludesAnotherSchedulersPods(t *testing.T) {
+	env := harness.Start(t)
+	nodes := env.AddNodes(t, 10, "10", "40Gi")
+	env.StartUpstreamScheduler(t)
+	env.StartScheduler(t)
+	shareExcludesOutside(t, env, nodes)
+}
+
+// shareExcludesOutside: 100 cpu; 50 held by default-scheduler pods; queue a
+// runs 50 and wants 10 more; queue b submits a 20-cpu gang. Dividing all
+// 100, a would deserve 60, nothing would be reclaimable and b would wait
+// for a's pods to end. Dividing the 50 the queues can have, a deserves 30
+// and b 20: b's gang is admitted on a reclaim plan that evicts two of a's
+// pods and binds, a's extra pod keeps waiting, and no default-scheduler
+// pod is ever a victim.
+func shareExcludesOutside(t *testing.T, env *harness.Env, nodes []*v1.Node) {
+	t.Helper()
 	env.CreateQueue(t, "a", qapi.QueueSpec{Weight: 1})
 	env.CreateQueue(t, "b", qapi.QueueSpec{Weight: 1})
 	ns := env.Namespace(t)
@@ -64,7 +87,7 @@ func TestSoleShareExcludesDefaultPods(t *testing.T) {
 	for _, name := range web {
 		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil || pod.DeletionTimestamp != nil {
-			t.Errorf("default pod %s was disturbed: %v", name, err)
+			t.Errorf("default-scheduler pod %s was disturbed: %v", name, err)
 		}
 	}
 	more, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), "a-more", metav1.GetOptions{})
