@@ -15,12 +15,14 @@ bin="$logs/random.test"
 go test -c -o "$bin" ./test/integration/random/
 per=$(( (count + shards - 1) / shards ))
 pids=()
+ranges=()
 for ((k = 0; k < shards; k++)); do
 	from=$(( first + k * per ))
 	n=$(( first + count - from ))
 	(( n > per )) && n=$per
 	(( n > 0 )) || continue
 	echo "shard $k: seeds $from .. $(( from + n - 1 )) -> $logs/shard-$k.log"
+	ranges[k]="$from-$(( from + n - 1 ))"
 	(cd test/integration/random && CALDERA_KEEP_LOGS="$logs" "$bin" -test.run '^TestRandom$' -test.v -test.count=1 \
 		-test.timeout "$(( n * 3 + 5 ))m" -random.seed="$from" -random.seeds="$n") >"$logs/shard-$k.log" 2>&1 &
 	pids+=("$!")
@@ -35,5 +37,13 @@ failed=$({ grep -h -- '--- FAIL: TestRandom/seed=' "$logs"/shard-*.log || true; 
 echo "test-random: $passed passed, $(wc -w <<<"$failed") failed${failed:+: seeds $failed}"
 for s in $failed; do
 	echo "  replay: make test-random SEEDS=1 SEED=$s"
+done
+# The next run overwrites shard-K.log; a shard that failed keeps a copy
+# named by its seeds, with the cache view the harness logs at a violation.
+for k in "${!ranges[@]}"; do
+	if grep -q -- '--- FAIL: TestRandom/seed=' "$logs/shard-$k.log"; then
+		cp "$logs/shard-$k.log" "$logs/failed-seeds-${ranges[$k]}.log"
+		echo "  kept: $logs/failed-seeds-${ranges[$k]}.log"
+	fi
 done
 exit $rc
