@@ -227,7 +227,7 @@ type group struct {
 	// finishing holds the bound members that left the scheduler's informer
 	// without the finished-member informer having delivered them, each until
 	// its deadline: they may be finishing, and while one may, the group's
-	// status and Events wait (onUnfinishedPodDelete). Nil when empty.
+	// status and Events wait (unfinishedPodDeleteLocked). Nil when empty.
 	finishing map[types.UID]time.Time
 }
 

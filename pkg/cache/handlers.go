@@ -51,7 +51,7 @@ func asPod(obj any) *v1.Pod {
 // ambiguous is a delete of a bound member before the finished side has
 // spoken, which is applied at once but holds the group's status write until
 // the finished side delivers the member or finishSettle passes (see
-// onUnfinishedPodDelete).
+// unfinishedPodDeleteLocked).
 
 // finishSettle is how long a group's status and Events wait at most after one
 // of its bound members left the scheduler's informer without the finished-pod
@@ -61,21 +61,9 @@ func asPod(obj any) *v1.Pod {
 // deleted, status shows that finishSettle later.
 const finishSettle = 2 * time.Second
 
-// onUnfinishedPod takes an add or update from the scheduler's pod informer.
-func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
-	pod := asPod(obj)
-	if pod == nil {
-		return
-	}
-	key, labelled := GroupKeyOf(pod)
-	c.mu.Lock()
-	act := c.unfinishedPodLocked(pod, key, labelled)
-	c.mu.Unlock()
-	c.activate(logger, act)
-}
-
-// unfinishedPodLocked is onUnfinishedPod's work on pod, whose GroupKeyOf
-// is key and labelled; it returns the pods to activate.
+// unfinishedPodLocked takes an unfinished pod added or updated, the member
+// side of ApplyPod: pod's GroupKeyOf is key and labelled; it returns the
+// pods to activate.
 func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key GroupKey, labelled bool) map[string]*v1.Pod {
 	if phaseOf(pod).Terminal() {
 		// The scheduler's informer holds no finished pod; one that shows up
@@ -170,23 +158,12 @@ func (c *Cache) memberLocked(key GroupKey, uid types.UID) (*group, *member) {
 	return g, g.members[uid]
 }
 
-// onUnfinishedPodDelete takes a delete from the scheduler's pod informer: the
+// unfinishedPodDeleteLocked takes a delete from the scheduler's pod informer: the
 // pod was deleted, or it finished. A finished member is then the other
 // informer's; any other leaves its group at once, so that no decision counts
 // it. A bound one may have finished, with the finished-pod informer not yet
 // caught up, so its group's status waits for that informer, finishSettle at
 // most.
-func (c *Cache) onUnfinishedPodDelete(logger klog.Logger, obj any) {
-	pod := asPod(obj)
-	if pod == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.unfinishedPodDeleteLocked(pod)
-}
-
-// unfinishedPodDeleteLocked is onUnfinishedPodDelete's work on pod.
 func (c *Cache) unfinishedPodDeleteLocked(pod *v1.Pod) {
 	c.forgetNoticeLocked(pod.UID)
 	key, ok := c.memberOf[pod.UID]

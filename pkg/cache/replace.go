@@ -35,26 +35,10 @@ func (c *Cache) onGroupUpdate(logger klog.Logger, old, s *groupspec.Spec) {
 	c.onGroup(logger, s)
 }
 
-// onUnfinishedPodUpdate takes an update from the scheduler's pod informer.
-func (c *Cache) onUnfinishedPodUpdate(logger klog.Logger, old, obj any) {
-	if replaced(old, obj) {
-		c.onUnfinishedPodDelete(logger, old)
-	}
-	c.onUnfinishedPod(logger, obj)
-}
-
 // onFinishedPodUpdate takes an update from the finished-member informer.
 func (c *Cache) onFinishedPodUpdate(logger klog.Logger, old, obj any) {
 	if replaced(old, obj) {
 		c.onFinishedPodDelete(logger, old)
 	}
 	c.onFinishedPod(logger, obj)
-}
-
-// onAnyPodUpdate takes an update for admission's accounting of every pod.
-func (c *Cache) onAnyPodUpdate(old, obj any) {
-	if replaced(old, obj) {
-		c.onAnyPod(old, true)
-	}
-	c.onAnyPod(obj, false)
 }

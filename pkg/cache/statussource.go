@@ -81,7 +81,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 			continue
 		}
 		if g.holdsStatusLocked(now) {
-			continue // a member may be finishing (onUnfinishedPodDelete); stays dirty
+			continue // a member may be finishing (unfinishedPodDeleteLocked); stays dirty
 		}
 		delete(c.dirty, key)
 		w := status.Group{Key: key.named(), Profile: g.profileLocked()}

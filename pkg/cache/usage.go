@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -167,28 +166,11 @@ func (a *admissionState) usageLocked(q string) *queueUsage {
 	return u
 }
 
-// onAnyPod accounts every unfinished pod from the scheduler's pod informer
-// (finished pods arrive as deletes): what nodes hold, per queue and in all,
-// and the singletons waiting for admission. O(1) per event, plus the units
-// refused for a capability deficit when a bound pod leaves.
-func (c *Cache) onAnyPod(obj any, deleted bool) {
-	c.activate(klog.Background(), c.accountPod(obj, deleted))
-}
-
-// accountPod is onAnyPod's accounting; it returns the pods to activate.
-func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
-	pod := asPod(obj)
-	if pod == nil {
-		return nil
-	}
-	gk, labelled := GroupKeyOf(pod)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.accountPodLocked(pod, gk, labelled, deleted)
-}
-
-// accountPodLocked is accountPod's work on pod, whose GroupKeyOf is gk and
-// labelled.
+// accountPodLocked accounts an unfinished pod for admission (finished or
+// deleted pods are taken out), the accounting side of ApplyPod and
+// DeletePod: what nodes hold, per queue and in all, and the singletons
+// waiting for admission. pod's GroupKeyOf is gk and labelled. O(1), plus
+// the units refused for a capability deficit when a bound pod leaves.
 func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted bool) (act map[string]*v1.Pod) {
 	a := c.adm
 	c.adm.trackNominationLocked(pod, deleted)
