@@ -21,6 +21,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/caldera-sched/caldera/internal/neighbour"
 )
 
 // Module is the tool module that pins Karpenter's and KWOK's releases,
@@ -140,8 +142,9 @@ func (a Artifacts) Stages() ([]byte, error) {
 
 // Build builds Karpenter's KWOK provider and the KWOK controller from the
 // tool module of the repository at root into out with Toolchain (the first
-// build takes minutes; later ones find the binaries up to date) and copies
-// the CRDs and stages beside them, as `make karpenter` does for bin/.
+// build takes minutes; later ones find the binaries up to date; each binary
+// is built once per process, by neighbour.Build) and copies the CRDs and
+// stages beside them, as `make karpenter` does for bin/.
 func Build(root, out string) (Artifacts, error) {
 	a := ArtifactsIn(out)
 	mod := filepath.Join(root, Module)
@@ -150,19 +153,17 @@ func Build(root, out string) (Artifacts, error) {
 			return a, err
 		}
 	}
-	goCmd := func(args ...string) *exec.Cmd {
-		c := exec.Command("go", args...)
-		c.Dir = mod
-		c.Env = append(os.Environ(), "GOTOOLCHAIN="+Toolchain)
-		return c
-	}
+	env := []string{"GOTOOLCHAIN=" + Toolchain}
 	for bin, pkg := range map[string]string{a.Karpenter: karpenterMain, a.KWOK: kwokMain} {
-		if out, err := goCmd("build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			return a, fmt.Errorf("building %s in %s (GOTOOLCHAIN=%s): %v\n%s", pkg, mod, Toolchain, err, out)
+		if err := neighbour.Build(neighbour.Binary{Dir: mod, Main: pkg, Out: bin, Env: env}); err != nil {
+			return a, fmt.Errorf("building %s: %w", pkg, err)
 		}
 	}
 	moduleDir := func(path string) (string, error) {
-		out, err := goCmd("list", "-m", "-f", "{{.Dir}}", path).Output()
+		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path)
+		list.Dir = mod
+		list.Env = append(os.Environ(), env...)
+		out, err := list.Output()
 		if err != nil {
 			return "", fmt.Errorf("locating %s's module: %v", path, err)
 		}

@@ -1,8 +1,8 @@
-// Package neighbour runs another project's binary beside Caldera (Karpenter,
-// KWOK, Volcano's controllers, a scheduler under benchmark) as a child
-// process in a process group of its own, and stops it. It is for the
-// sandbox, the integration harness and test/perf, never for the shipped
-// binary.
+// Package neighbour builds another project's binary (Karpenter, KWOK,
+// Volcano's controllers, a scheduler under benchmark), once per process,
+// runs it beside Caldera as a child process in a process group of its own,
+// and stops it. It is for the sandbox, the integration harness and
+// test/perf, never for the shipped binary.
 package neighbour
 
 import (

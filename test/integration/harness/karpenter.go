@@ -20,6 +20,7 @@ import (
 
 	"github.com/caldera-sched/caldera/internal/karpenter"
 	"github.com/caldera-sched/caldera/internal/localcluster"
+	"github.com/caldera-sched/caldera/internal/neighbour"
 )
 
 // Karpenter's KWOK cloud provider runs beside Caldera in the tests that say
@@ -72,10 +73,12 @@ var (
 // buildKarpenter builds Karpenter's KWOK provider and the KWOK controller
 // into <root>/_output/neighbours (the first build takes minutes; later
 // ones find the binaries up to date) with their CRDs and stages, once per
-// test process.
+// test process. neighbour.Build already builds each binary once; the once
+// here is for the CRDs and stages, which tests in parallel read from the
+// one directory while a second copy could be rewriting them.
 func buildKarpenter(root string) (karpenter.Artifacts, error) {
 	karpenterBuildOnce.Do(func() {
-		karpenterBuilt, karpenterBuildErr = karpenter.Build(root, filepath.Join(root, "_output", "neighbours"))
+		karpenterBuilt, karpenterBuildErr = karpenter.Build(root, filepath.Join(root, neighbour.OutputDir))
 	})
 	return karpenterBuilt, karpenterBuildErr
 }

@@ -1,11 +1,9 @@
 package harness
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/caldera-sched/caldera/internal/neighbour"
@@ -21,28 +19,11 @@ import (
 // upstreamSchedulerMain is upstream's kube-scheduler command.
 const upstreamSchedulerMain = "k8s.io/kubernetes/cmd/kube-scheduler"
 
-var (
-	upstreamBuildOnce sync.Once
-	upstreamBin       string
-	upstreamBuildErr  error
-)
-
 // buildUpstreamScheduler builds kube-scheduler into
 // <root>/_output/neighbours, once per test process.
 func buildUpstreamScheduler(root string) (string, error) {
-	upstreamBuildOnce.Do(func() {
-		out := filepath.Join(root, "_output", "neighbours")
-		if upstreamBuildErr = os.MkdirAll(out, 0o755); upstreamBuildErr != nil {
-			return
-		}
-		upstreamBin = filepath.Join(out, "kube-scheduler")
-		build := exec.Command("go", "build", "-o", upstreamBin, upstreamSchedulerMain)
-		build.Dir = root
-		if b, err := build.CombinedOutput(); err != nil {
-			upstreamBuildErr = fmt.Errorf("building %s: %v\n%s", upstreamSchedulerMain, err, b)
-		}
-	})
-	return upstreamBin, upstreamBuildErr
+	bin := filepath.Join(root, neighbour.OutputDir, "kube-scheduler")
+	return bin, neighbour.Build(neighbour.Binary{Dir: root, Main: upstreamSchedulerMain, Out: bin})
 }
 
 // StartUpstreamScheduler starts upstream's kube-scheduler against e with its

@@ -42,52 +42,56 @@ var volcanoCRDFiles = []string{
 	"scheduling.volcano.sh_queues.yaml",
 }
 
+// The CRDs are gathered once per test process, like the binary, because
+// Envs started in parallel install them from the one directory (a second
+// copy could leave a file half written under a reader).
 var (
-	volcanoBuildOnce sync.Once
-	volcanoBin       string
-	volcanoCRDDir    string
-	volcanoBuildErr  error
+	volcanoOnce   sync.Once
+	volcanoBin    string
+	volcanoCRDDir string
+	volcanoErr    error
 )
 
 // buildVolcano builds vc-controller-manager into <root>/_output/neighbours
-// (Go's build cache makes every build after the first a link at most) and
-// gathers the release's CRDs into a directory of their own, once per test
-// process.
+// and gathers the release's CRDs into a directory of their own beside it,
+// once per test process. The build comes first: it downloads Volcano's
+// module, where the CRDs are read from.
 func buildVolcano(root string) (bin, crdDir string, err error) {
-	volcanoBuildOnce.Do(func() {
+	volcanoOnce.Do(func() {
 		mod := filepath.Join(root, volcanoModule)
-		out := filepath.Join(root, "_output", "neighbours")
-		if volcanoBuildErr = os.MkdirAll(filepath.Join(out, "volcano-crds"), 0o755); volcanoBuildErr != nil {
-			return
-		}
+		out := filepath.Join(root, neighbour.OutputDir)
 		volcanoBin = filepath.Join(out, "vc-controller-manager")
-		build := exec.Command("go", "build", "-o", volcanoBin, volcanoMain)
-		build.Dir = mod
-		if b, err := build.CombinedOutput(); err != nil {
-			volcanoBuildErr = fmt.Errorf("building %s in %s: %v\n%s", volcanoMain, mod, err, b)
+		if volcanoErr = neighbour.Build(neighbour.Binary{Dir: mod, Main: volcanoMain, Out: volcanoBin}); volcanoErr != nil {
 			return
 		}
-		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "volcano.sh/volcano")
-		list.Dir = mod
-		b, err := list.Output()
-		if err != nil {
-			volcanoBuildErr = fmt.Errorf("locating volcano.sh/volcano's module: %v", err)
-			return
-		}
-		src := filepath.Join(strings.TrimSpace(string(b)), "config", "crd", "volcano", "bases")
-		volcanoCRDDir = filepath.Join(out, "volcano-crds")
-		for _, f := range volcanoCRDFiles {
-			data, err := os.ReadFile(filepath.Join(src, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(volcanoCRDDir, f), data, 0o644)
-			}
-			if err != nil {
-				volcanoBuildErr = fmt.Errorf("copying Volcano's CRD %s: %v", f, err)
-				return
-			}
-		}
+		volcanoCRDDir, volcanoErr = gatherVolcanoCRDs(mod, filepath.Join(out, "volcano-crds"))
 	})
-	return volcanoBin, volcanoCRDDir, volcanoBuildErr
+	return volcanoBin, volcanoCRDDir, volcanoErr
+}
+
+// gatherVolcanoCRDs copies volcanoCRDFiles from Volcano's module, as the
+// tool module at mod resolves it, into dir and returns dir.
+func gatherVolcanoCRDs(mod, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "volcano.sh/volcano")
+	list.Dir = mod
+	b, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating volcano.sh/volcano's module: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(b)), "config", "crd", "volcano", "bases")
+	for _, f := range volcanoCRDFiles {
+		data, err := os.ReadFile(filepath.Join(src, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), data, 0o644)
+		}
+		if err != nil {
+			return "", fmt.Errorf("copying Volcano's CRD %s: %v", f, err)
+		}
+	}
+	return dir, nil
 }
 
 // VolcanoController is a running vc-controller-manager.
