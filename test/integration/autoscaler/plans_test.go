@@ -36,15 +36,7 @@ func reclaimPlanBesideAutoscaler(t *testing.T, env *harness.Env, k *harness.Karp
 			running = append(running, p.Name)
 		}
 		onStatic := env.WaitBound(t, ns, 30*time.Second, running...)
-		pg := harness.PodGroup(ns, "b", 2)
-		pg.Labels = map[string]string{qapi.QueueLabel: "plan-b"}
-		env.CreatePodGroup(t, pg)
-		created := time.Now()
-		var members []string
-		for _, m := range harness.Members(ns, "b", 2, "2") {
-			env.CreatePod(t, m)
-			members = append(members, m.Name)
-		}
+		members, created := createQueuedGang(t, env, ns, "b", "plan-b", 2, "2")
 		bound := env.WaitBound(t, ns, 60*time.Second, members...)
 		took := time.Since(created)
 		harness.WaitDeletions(t, evicted, 2)

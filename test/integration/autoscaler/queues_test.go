@@ -54,15 +54,7 @@ func capabilityBlockedGang(t *testing.T, env *harness.Env, k *harness.Karpenter,
 		ns := env.Namespace(t)
 		seen := watchUnschedulable(t, env, ns, v1alpha1.PodGroupLabel+"=gang")
 
-		pg := harness.PodGroup(ns, "gang", 4)
-		pg.Labels = map[string]string{qapi.QueueLabel: queue}
-		env.CreatePodGroup(t, pg)
-		created := time.Now()
-		var members []string
-		for _, m := range harness.Members(ns, "gang", 4, "6") {
-			env.CreatePod(t, m)
-			members = append(members, m.Name)
-		}
+		members, created := createQueuedGang(t, env, ns, "gang", queue, 4, "6")
 		sentinel := env.CreatePod(t, harness.Pod(ns, "sentinel").CPU("10").Obj())
 		bound := env.WaitBound(t, ns, 60*time.Second, sentinel.Name)
 		t.Logf("sentinel bound %v after creation", time.Since(created).Round(time.Millisecond))
@@ -172,6 +164,23 @@ func createPoolGang(t *testing.T, env *harness.Env, ns, name, queue string) []st
 		out = append(out, m.Name)
 	}
 	return out
+}
+
+// createQueuedGang creates PodGroup name of queue, minMember n, then its n
+// members of cpu each, and returns the members and when the PodGroup was
+// created: the time a test measures the gang's binding from.
+func createQueuedGang(t *testing.T, env *harness.Env, ns, name, queue string, n int, cpu string) ([]string, time.Time) {
+	t.Helper()
+	pg := harness.PodGroup(ns, name, int32(n))
+	pg.Labels = map[string]string{qapi.QueueLabel: queue}
+	env.CreatePodGroup(t, pg)
+	created := time.Now()
+	var members []string
+	for _, m := range harness.Members(ns, name, n, cpu) {
+		env.CreatePod(t, m)
+		members = append(members, m.Name)
+	}
+	return members, created
 }
 
 // waitOneGangBound waits until every pod of want is bound or any pod of
