@@ -37,6 +37,10 @@ type AdmissionOptions struct {
 	// LendIdleRoom: admission lends idle room beyond deserved shares to
 	// reclaimable queues when reclaim runs (queue.Options.Lend).
 	LendIdleRoom bool
+	// ReservationsPerQueue is queue.Options.ReservationsPerQueue: how many
+	// groups of each queue refused for room get a reservation over time
+	// (timeplan.go); negative for none, 0 for the default.
+	ReservationsPerQueue int
 }
 
 // admissionState is the cache's queue side; guarded by Cache.mu.
@@ -88,6 +92,8 @@ type admissionState struct {
 	// deficitRefused holds the admission units PreFilter refused for a
 	// capability deficit (deficit.go), activated when a bound pod leaves.
 	deficitRefused map[queue.Key]struct{}
+	// ends holds the bound pods with a run-time limit (timeplan.go).
+	ends map[types.UID]podEnd
 	// freeRoomOnly holds the units admission counts no eviction room for
 	// until their freeRoomUntil, or until a bound pod leaves.
 	freeRoomOnly map[queue.Key]struct{}
@@ -230,7 +236,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.adm.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
-	pl := c.placementLocked()
+	pl := c.placementLocked(now)
 	c.releaseUnplaceableLocked(pl)
 	// Shares divide what the queues can have: room held by pods outside
 	// every queue is no queue's, and counted in it every deserved share
@@ -320,11 +326,12 @@ func (a *admissionState) queueUsageLocked() map[string]queue.Usage {
 func (c *Cache) admitOptionsLocked(pl *passPlacement) queue.Options {
 	a := c.adm
 	opts := queue.Options{
-		OvercommitFactor:    a.opts.OvercommitFactor,
-		StarvationThreshold: a.opts.StarvationThreshold,
-		Reclaim:             c.reclaim,
-		Lend:                a.opts.LendIdleRoom,
-		Placement:           pl,
+		OvercommitFactor:     a.opts.OvercommitFactor,
+		StarvationThreshold:  a.opts.StarvationThreshold,
+		Reclaim:              c.reclaim,
+		Lend:                 a.opts.LendIdleRoom,
+		ReservationsPerQueue: a.opts.ReservationsPerQueue,
+		Placement:            pl,
 	}
 	if c.preempt {
 		opts.Preemptible = c.adm.preemptibleLocked

@@ -3,6 +3,7 @@ package cache
 import (
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/noderoom"
@@ -48,6 +49,9 @@ type passPlacement struct {
 	// Check (planroom.go), and the plan room's scratch space.
 	pool     reclaimPool
 	planFree []int64
+
+	// tp is the pass's plan over time (timeplan.go).
+	tp timePlan
 }
 
 // placementLocked prepares the placement check for a pass: the nodes' free
@@ -55,12 +59,13 @@ type passPlacement struct {
 // placed first, where the scheduler reserved them or first-fit), less the
 // nodes reserved for starving groups. O(nodes x resources + admitted-unplaced
 // members), never a scan of pods.
-func (c *Cache) placementLocked() *passPlacement {
+func (c *Cache) placementLocked(now time.Time) *passPlacement {
 	f := &c.feasible
 	pp := &f.pass
 	pp.c = c
 	pp.gen++
 	pp.Prepare(&f.rooms, c.total)
+	pp.resetTime(now)
 	pp.reservedBy = pp.reservedBy[:0]
 	pp.pool.ready = false
 	pp.lastKey, pp.lastOK, pp.classKey = queue.Key{}, false, queue.Key{}
@@ -302,8 +307,13 @@ func countOf(cl []placement.Class) int {
 	return n
 }
 
-// Check implements queue.Placement.
+// Check implements queue.Placement. A group that fits the free room now
+// is refused (fit 0) when starting it would delay a reservation (Delayed).
 func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
+	if plan == queue.PlanNone && !pp.tp.built && len(pp.c.feasible.timed) > 0 {
+		pp.buildPlan() // before the classes: it uses their scratch
+	}
+	pp.tp.delayed = false
 	classes, want := pp.unitClasses(g.Key)
 	pp.lastKey, pp.lastOK = g.Key, false
 	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
@@ -343,6 +353,10 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	pp.lastSteps = append(pp.lastSteps[:0], steps...)
 	pp.lastOK = fit == want
 	pp.reblock(own, g.Key)
+	if pp.lastOK && plan == queue.PlanNone && !pp.backfills(g, classes) {
+		pp.lastOK = false
+		return 0, want
+	}
 	return fit, want
 }
 
@@ -355,6 +369,7 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	}
 	classes, _ := pp.unitClasses(g.Key)
 	placement.Apply(&pp.Free, classes, pp.lastSteps)
+	pp.commitJob(g)
 	pp.commitDraws()
 	pp.lastOK = false
 }

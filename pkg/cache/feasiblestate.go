@@ -17,7 +17,10 @@ type feasibleState struct {
 	// reservations are the starving heads' reserved nodes (Reserve),
 	// renewed by each pass that finds them still starving.
 	reservations map[queue.Key]*reservation
-	pass         passPlacement
+	// timed are the reservations over time the last pass made
+	// (timeplan.go), in the order it made them.
+	timed []timed
+	pass  passPlacement
 	// memos keep pending gangs' placement classes between passes.
 	memos map[queue.Key]*classMemo
 }

@@ -105,6 +105,7 @@ func roomScore(free, big []int64, i int) float64 {
 // finish drops the reservations this pass did not renew: their group was
 // admitted, left, or is no longer the starving head of its queue.
 func (pp *passPlacement) finish() {
+	pp.finishTime()
 	f := &pp.c.feasible
 	for key, res := range f.reservations {
 		if res.gen != pp.gen {

@@ -185,6 +185,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	}
 	singleton := c.singletonOfLocked(pod, labelled, old)
 	if deleted || finished {
+		a.trackEndLocked(pod, nil)
 		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
 			if u := a.units[podUnitKey(pod)]; u != nil {
@@ -222,6 +223,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	if acct.bound {
 		c.holdLocked(acct)
 	}
+	a.trackEndLocked(pod, acct)
 	return act
 }
 

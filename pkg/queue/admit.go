@@ -216,7 +216,7 @@ func (p *Pending) beginPass(s *Shares, c Cluster, o Options, now time.Time) {
 func (p *Pending) enterQueue(q *pqueue) {
 	ps := &p.pass
 	q.skip = q.skip[:0]
-	q.refused, q.admitted, q.ahead, q.done, q.wants = 0, 0, nil, false, false
+	q.refused, q.admitted, q.ahead, q.done, q.wants, q.holds = 0, 0, nil, false, false, 0
 	q.budget = ps.o.Lookahead
 	q.node = -1
 	if len(q.heap) == 0 && len(q.parked) == 0 {
@@ -373,6 +373,9 @@ func (p *Pending) attempt(q *pqueue) bool {
 			e.where = skipped
 			q.skip = append(q.skip, e)
 		}
+		if v == transient {
+			p.hold(q, e, d)
+		}
 		if v == transient && head && p.guardHead(q, e, d.Check) {
 			return false
 		}
@@ -383,6 +386,20 @@ func (p *Pending) attempt(q *pqueue) bool {
 	}
 	q.done = true
 	return false
+}
+
+// hold asks a Placement that is also a Planner to reserve for e, refused
+// for room in q (a refusal more room would cure), while q has reservations
+// left in this pass (Options.ReservationsPerQueue). Groups refused for their
+// queue's share or capability hold nothing: room would not start them.
+func (p *Pending) hold(q *pqueue, e *entry, d Decision) {
+	ps := &p.pass
+	pn, ok := ps.o.Placement.(Planner)
+	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForRoom() {
+		return
+	}
+	q.holds++
+	pn.Hold(e.g)
 }
 
 // guardHead makes e, refused for room at the head of q, q's head: its
@@ -432,7 +449,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 	}
 	// Refused again, by placement: that is the reason the user can act on
 	// (the aggregate checks passed with what preemption frees).
-	if d2, v2 := p.evaluateWith(e, q, head); v2 == admit || v2 == personal || d2.Check == CheckPlacement {
+	if d2, v2 := p.evaluateWith(e, q, head); v2 == admit || v2 == personal || d2.Check == CheckPlacement || d2.Check == CheckReservation {
 		return d2, v2
 	}
 	return d, v
@@ -448,7 +465,7 @@ func (p *Pending) evaluate(e *entry, q *pqueue, head bool) (Decision, verdict) {
 // idle room.
 func (p *Pending) noteRoomWanted(e *entry, q *pqueue, check Check, v verdict) {
 	ps := &p.pass
-	if v != transient || (check != CheckCluster && check != CheckPlacement) {
+	if v != transient || (check != CheckCluster && check != CheckPlacement && check != CheckReservation) {
 		return
 	}
 	q.wants = true

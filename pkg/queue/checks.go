@@ -286,14 +286,20 @@ func (p *Pending) checkPlacement(c *candidate) verdict {
 		return admit
 	}
 	c.refused = Decision{Check: CheckPlacement, Queue: c.q.name, Members: int32(fit), MinMember: int32(want)}
+	if pn, ok := pl.(Planner); ok {
+		if key, at, delayed := pn.Delayed(c.e.g); delayed {
+			c.refused = Decision{Check: CheckReservation, Queue: c.q.name, Behind: key, Since: at}
+		}
+	}
 	if c.plan != PlanNone {
 		fit, want = pl.Check(c.e.g, c.plan)
 		if fit >= want {
 			c.onPlan = true
 			return admit
 		}
-		d := &c.refused
-		d.Members, d.MinMember, d.Detail = int32(fit), int32(want), "with the room reclaim and preemption can free"
+		if d := &c.refused; d.Check == CheckPlacement {
+			d.Members, d.MinMember, d.Detail = int32(fit), int32(want), "with the room reclaim and preemption can free"
+		}
 	}
 	return transient
 }

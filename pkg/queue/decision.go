@@ -41,6 +41,10 @@ const (
 	CheckReserved
 	// CheckWaiting: the pass stopped in the queue before reaching the group.
 	CheckWaiting
+	// CheckReservation: the members fit now, but starting the group now
+	// would delay a reservation (Planner): its run-time limit ends after
+	// that reservation starts, or it has none.
+	CheckReservation
 )
 
 var checkNames = [...]string{
@@ -56,6 +60,7 @@ var checkNames = [...]string{
 	CheckPlacement:    "Placement",
 	CheckReserved:     "Reserved",
 	CheckWaiting:      "Waiting",
+	CheckReservation:  "Reservation",
 }
 
 // String returns the check's name, fit for a metric label or an Event reason suffix.
@@ -107,9 +112,10 @@ type Decision struct {
 	// members fit and how many must.
 	Members, MinMember int32
 	// Behind is the key of the group at the head of the queue, for CheckReserved
-	// and CheckWaiting.
+	// and CheckWaiting; for CheckReservation, the group the reservation is for.
 	Behind Key
-	// Since is when that group reached the head (CheckReserved).
+	// Since is when that group reached the head (CheckReserved); for
+	// CheckReservation, when the reservation starts.
 	Since time.Time
 	// Refused counts the groups the pass refused in the queue before it stopped
 	// (CheckWaiting).
@@ -168,6 +174,8 @@ func (d Decision) Message() string {
 		return fmt.Sprintf("members not placeable: %d/%d fit %s", d.Members, d.MinMember, where)
 	case CheckReserved:
 		return fmt.Sprintf("queue %s is reserved for %s, at its head since %s", d.Queue, d.Behind, d.Since.UTC().Format(time.RFC3339))
+	case CheckReservation:
+		return fmt.Sprintf("waiting for room: starting now would delay the reservation of %s from %s (no run-time limit ending before then)", d.Behind, d.Since.UTC().Format(time.RFC3339))
 	case CheckWaiting:
 		if !d.Behind.IsZero() {
 			return fmt.Sprintf("queue %s: waiting behind %s", d.Queue, d.Behind)
@@ -186,7 +194,7 @@ func (d Decision) Message() string {
 // quota refusal: no new node admits the group.
 func (d Decision) WaitsForRoom() bool {
 	switch d.Check {
-	case CheckPlacement:
+	case CheckPlacement, CheckReservation:
 		return !d.Admitted
 	case CheckCapability, CheckCluster:
 		return !d.Admitted && d.ClusterBound

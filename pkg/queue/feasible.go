@@ -1,5 +1,7 @@
 package queue
 
+import "time"
+
 // Placement is the optional placement check (CheckPlacement, checkPlacement):
 // whether a group's members can be placed together on the nodes, not only in
 // the cluster's aggregate. The aggregate checks cannot see fragmentation:
@@ -27,6 +29,27 @@ type Placement interface {
 	// placed even on empty nodes (then nothing is reserved for it, and its
 	// queue is not held either).
 	Reserve(g Group) bool
+}
+
+// Planner is an optional extension of Placement: admission over time
+// (pkg/plan). A Placement that is also a Planner keeps reservations for the
+// groups that cannot start now, and its Check refuses a group (fit < want)
+// whose start now would delay one of them. A reservation holds room from
+// its start on; a group whose run-time limit ends before that start may use
+// it now (backfill).
+type Planner interface {
+	// Hold plans a reservation for g, refused for room now (a check that
+	// more room would cure, or CheckReservation): the earliest time at
+	// which its members fit together, given when running pods end. Later
+	// checks of the pass, and of later passes until g is admitted or no
+	// longer held, refuse what would delay it. The pass calls it for at
+	// most Options.ReservationsPerQueue groups of each queue, in queue
+	// order; the Planner may bound the total.
+	Hold(g Group)
+	// Delayed reports whether the last Check(g, PlanNone) refused g only
+	// because starting it now would delay a reservation: which one (the
+	// earliest such) and when that reservation starts.
+	Delayed(g Group) (reservation Key, start time.Time, delayed bool)
 }
 
 // Plan is the eviction plan whose room the placement check may count for a

@@ -62,7 +62,17 @@ type Options struct {
 	// or Cluster.PlansWaiting), since a plan's victims are the youngest pods
 	// above their share.
 	Lend bool
+	// ReservationsPerQueue is how many groups of each queue, refused for
+	// room, a Placement that is also a Planner holds reservations for in a
+	// pass (Planner.Hold), in queue order; 0 means
+	// DefaultReservationsPerQueue, negative means none (admission decides
+	// for this instant only).
+	ReservationsPerQueue int
 }
+
+// DefaultReservationsPerQueue: the head of each queue is reserved for, as
+// Slurm's backfill reserves for the job at the head by default.
+const DefaultReservationsPerQueue = 1
 
 // Validate reports an unusable option.
 func (o Options) Validate() error {
@@ -79,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StarvationThreshold == 0 {
 		o.StarvationThreshold = DefaultStarvationThreshold
+	}
+	if o.ReservationsPerQueue == 0 {
+		o.ReservationsPerQueue = DefaultReservationsPerQueue
 	}
 	switch {
 	case o.Lookahead == 0:

@@ -112,6 +112,7 @@ type pqueue struct {
 	skip     []*entry // refused groups waiting to go back into the heap
 	done     bool
 	wants    bool // a group within its share was refused for room (lend.go)
+	holds    int  // reservations asked for this pass (Planner.Hold)
 }
 
 // Pending holds the groups waiting for admission, per queue, ordered by

@@ -35,6 +35,13 @@ type Args struct {
 	// false: on the quality benchmark's traces loans gained no utilization
 	// and lost 2-6x the work to evictions (docs/quality.md).
 	LendIdleRoom *bool `json:"lendIdleRoom,omitempty"`
+	// ReservationsPerQueue: how many groups of each queue that cannot
+	// start now (refused for room) get a reservation, the earliest time
+	// their members fit given the run-time limits of running pods; later
+	// work starts now only where it delays none (backfill). 0 turns
+	// reservations off. Default 1 (the head), at most
+	// MaxReservationsPerQueue.
+	ReservationsPerQueue *int32 `json:"reservationsPerQueue,omitempty"`
 }
 
 // Defaults for Args.
@@ -42,6 +49,11 @@ const (
 	DefaultOvercommitFactor           = 1.2
 	DefaultStarvationThresholdSeconds = 300
 	DefaultAdmissionPeriodSeconds     = 2
+	DefaultReservationsPerQueue       = 1
+	// MaxReservationsPerQueue bounds reservationsPerQueue: each costs a
+	// search over the running pods' ends in every pass, and a pass plans
+	// at most 64 in all.
+	MaxReservationsPerQueue = 16
 )
 
 // SetDefaults fills unset fields.
@@ -73,6 +85,10 @@ func (a *Args) SetDefaults() {
 		v := int64(DefaultAdmissionPeriodSeconds)
 		a.AdmissionPeriodSeconds = &v
 	}
+	if a.ReservationsPerQueue == nil {
+		v := int32(DefaultReservationsPerQueue)
+		a.ReservationsPerQueue = &v
+	}
 }
 
 // Validate checks defaulted args; each error names its field.
@@ -87,19 +103,23 @@ func (a *Args) Validate() error {
 	if v := *a.AdmissionPeriodSeconds; v <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("admissionPeriodSeconds"), v, "must be greater than 0"))
 	}
+	if v := *a.ReservationsPerQueue; v < 0 || v > MaxReservationsPerQueue {
+		errs = append(errs, field.Invalid(field.NewPath("reservationsPerQueue"), v, "must be between 0 and 16"))
+	}
 	return errs.ToAggregate()
 }
 
 // Options converts defaulted args for the cache.
 func (a *Args) Options() cache.AdmissionOptions {
 	return cache.AdmissionOptions{
-		DefaultQueue:        a.DefaultQueue,
-		AdmitSingletons:     *a.AdmitSingletons,
-		OvercommitFactor:    *a.OvercommitFactor,
-		StarvationThreshold: starvation(*a.StarvationThresholdSeconds),
-		Period:              time.Duration(*a.AdmissionPeriodSeconds) * time.Second,
-		CheckResourceQuota:  *a.CheckResourceQuota,
-		LendIdleRoom:        *a.LendIdleRoom,
+		DefaultQueue:         a.DefaultQueue,
+		AdmitSingletons:      *a.AdmitSingletons,
+		OvercommitFactor:     *a.OvercommitFactor,
+		StarvationThreshold:  starvation(*a.StarvationThresholdSeconds),
+		Period:               time.Duration(*a.AdmissionPeriodSeconds) * time.Second,
+		CheckResourceQuota:   *a.CheckResourceQuota,
+		LendIdleRoom:         *a.LendIdleRoom,
+		ReservationsPerQueue: reservations(*a.ReservationsPerQueue),
 	}
 }
 
@@ -110,4 +130,13 @@ func starvation(seconds int64) time.Duration {
 		return -1
 	}
 	return time.Duration(seconds) * time.Second
+}
+
+// reservations converts the arg as starvation does: 0 is "off" for users
+// and "the default" for pkg/queue.
+func reservations(n int32) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }

@@ -13,6 +13,8 @@ func TestNewRejectsBadArgs(t *testing.T) {
 		{Name: "overcommit below 1", Raw: `{"overcommitFactor": 0.9}`, Field: "overcommitFactor"},
 		{Name: "negative starvation threshold", Raw: `{"starvationThresholdSeconds": -1}`, Field: "starvationThresholdSeconds"},
 		{Name: "zero admission period", Raw: `{"admissionPeriodSeconds": 0}`, Field: "admissionPeriodSeconds"},
+		{Name: "negative reservations", Raw: `{"reservationsPerQueue": -1}`, Field: "reservationsPerQueue"},
+		{Name: "too many reservations", Raw: `{"reservationsPerQueue": 17}`, Field: "reservationsPerQueue"},
 		{Name: "misspelt field", Raw: `{"defaultQeue": "x"}`, Field: "defaultQeue"},
 	})
 }
@@ -24,7 +26,7 @@ func TestArgsDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	want := cache.AdmissionOptions{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
-		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true}
+		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true, ReservationsPerQueue: 1}
 	if got := a.Options(); got != want {
 		t.Fatalf("Options() = %+v, want %+v", got, want)
 	}
@@ -39,5 +41,11 @@ func TestArgsDefaults(t *testing.T) {
 	c.SetDefaults()
 	if !c.Options().LendIdleRoom {
 		t.Errorf("lendIdleRoom true should turn lending on")
+	}
+	none := int32(0)
+	d := Args{ReservationsPerQueue: &none}
+	d.SetDefaults()
+	if got := d.Options().ReservationsPerQueue; got >= 0 {
+		t.Errorf("reservationsPerQueue 0 should turn reservations off (negative), got %d", got)
 	}
 }

@@ -1,0 +1,267 @@
+package cache
+
+// Admission over time (pkg/plan): when bound pods with a run-time limit
+// give their room back, and the reservations a pass makes for the groups
+// that cannot start now. The pass's placement check (feasible.go) refuses
+// what would delay a reservation; the reservations are kept from pass to
+// pass so that a later pass refuses the same before it reaches their heads.
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/plan"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
+)
+
+// maxReservations bounds a pass's reservations in all, whatever the number
+// of queues: each costs a search over the release timeline, and the ones
+// far down would be planned again before they start anyway.
+const maxReservations = 64
+
+// podEnd is a bound pod with a run-time limit: where it holds what, and
+// when it gives it back at the latest (Unix seconds).
+type podEnd struct {
+	node  string
+	req   resources.List
+	start time.Time
+	end   int64
+}
+
+// trackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
+// it is gone or finished): only bound pods with a limit are kept, so a
+// cluster of pods without limits pays one map lookup per event. The start
+// is the pod's status.startTime, else when it was first seen bound. O(1).
+func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
+	old, had := a.ends[pod.UID]
+	if acct == nil || !acct.bound {
+		if had {
+			delete(a.ends, pod.UID)
+		}
+		return
+	}
+	lim, _ := runlimit.Of(pod, nil) // an invalid annotation is reported where the pod is admitted
+	if !lim.Bounded() {
+		if had {
+			delete(a.ends, pod.UID)
+		}
+		return
+	}
+	var start time.Time
+	switch {
+	case pod.Status.StartTime != nil:
+		start = pod.Status.StartTime.Time
+	case had:
+		start = old.start
+	default:
+		start = time.Now()
+	}
+	if a.ends == nil {
+		a.ends = map[types.UID]podEnd{}
+	}
+	a.ends[pod.UID] = podEnd{node: acct.node, req: acct.req, start: start, end: runlimit.EndOf(start, lim)}
+}
+
+// timed is one reservation as kept between passes and shown to users.
+type timed struct {
+	key        queue.Key
+	start, end int64 // Unix seconds; end is plan.Unbounded without a limit
+	nodes      []string
+	guaranteed bool
+}
+
+// timePlan is a pass's plan over time. It is built on the pass's first
+// Hold, or on its first Check when the last pass kept reservations, from
+// the working room at that moment and the ends of bound pods; room taken
+// earlier in the pass has no end it knows, so it counts as never coming
+// back (later starts, never earlier ones).
+type timePlan struct {
+	now   int64
+	built bool
+	p     *plan.Plan
+	held  []timed
+	// renewed says which of held a Hold of this pass asked for; the others
+	// were carried from the last pass and end with it.
+	renewed map[queue.Key]bool
+
+	// What the last plain Check found for the plan (Commit, Delayed).
+	jobKey   queue.Key
+	job      plan.Job
+	jobSteps []placement.Step
+	delayed  bool
+	delayBy  timed
+}
+
+// resetTime readies the time plan for a pass at now.
+func (pp *passPlacement) resetTime(now time.Time) {
+	tp := &pp.tp
+	tp.now, tp.built, tp.p = now.Unix(), false, nil
+	tp.held = tp.held[:0]
+	clear(tp.renewed)
+	tp.jobKey, tp.delayed = queue.Key{}, false
+}
+
+// buildPlan lays out the release timeline on the working room and plans
+// again, first, the reservations the last pass kept. O(E log E) for E
+// bound pods with a limit.
+func (pp *passPlacement) buildPlan() {
+	tp := &pp.tp
+	tp.built = true
+	r := pp.Free.R
+	allocs := make([]plan.Alloc, 0, len(pp.c.adm.ends))
+	for _, e := range pp.c.adm.ends {
+		i, ok := pp.Index[e.node]
+		if !ok {
+			continue
+		}
+		req := make([]int64, r)
+		for k, v := range e.req {
+			if j, ok := pp.ResourceIndex[k]; ok {
+				req[j] = v
+			}
+		}
+		allocs = append(allocs, plan.Alloc{Node: int32(i), Request: req, End: runlimit.Expected(e.end, tp.now)})
+	}
+	free := slices.Clone(pp.Free.Free)
+	for i := range len(pp.Names) {
+		if pp.Free.Blocked != nil && pp.Free.Blocked[i] {
+			clear(free[i*r : (i+1)*r]) // a starving head's node: no one else's
+		}
+	}
+	tp.p = plan.New(plan.NewTimeline(r, free, allocs), tp.now, maxReservations)
+	for _, t := range pp.c.feasible.timed {
+		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted {
+			pp.reserve(t.key)
+		}
+	}
+	pp.classKey = queue.Key{} // reserve used the class scratch
+}
+
+// Hold implements queue.Planner.
+func (pp *passPlacement) Hold(g queue.Group) {
+	tp := &pp.tp
+	if !tp.built {
+		pp.buildPlan()
+	}
+	if tp.renewed == nil {
+		tp.renewed = map[queue.Key]bool{}
+	}
+	tp.renewed[g.Key] = true
+	if !slices.ContainsFunc(tp.held, func(t timed) bool { return t.key == g.Key }) {
+		pp.reserve(g.Key)
+	}
+}
+
+// reserve plans key's reservation and records it.
+func (pp *passPlacement) reserve(key queue.Key) {
+	classes, want := pp.unitClasses(key)
+	if want == 0 {
+		return
+	}
+	res, err := pp.tp.p.Reserve(plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)})
+	if err != nil {
+		return
+	}
+	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed}
+	for _, s := range res.Steps {
+		if n := pp.Names[s.Node]; !slices.Contains(t.nodes, n) {
+			t.nodes = append(t.nodes, n)
+		}
+	}
+	pp.tp.held = append(pp.tp.held, t)
+}
+
+// limitOf is key's run-time limit in seconds for the plan, 0 without one:
+// a singleton's pod's, or the longest of a gang's unfinished members'
+// (unbounded when one has none, or when none exists yet). O(members).
+func (pp *passPlacement) limitOf(key queue.Key) int64 {
+	u := pp.c.adm.units[key]
+	if u == nil {
+		return 0
+	}
+	var l runlimit.Limit
+	if u.gang == nil {
+		l, _ = runlimit.Of(u.pod, nil)
+	} else {
+		lims := make([]runlimit.Limit, 0, len(u.gang.members))
+		for _, m := range u.gang.members {
+			if m.pod != nil && !m.state.Phase.Terminal() {
+				ml, _ := runlimit.Of(m.pod, nil)
+				lims = append(lims, ml)
+			}
+		}
+		l = runlimit.Gang(lims)
+	}
+	if !l.Bounded() {
+		return 0
+	}
+	return l.Hold()
+}
+
+// backfills reports whether g, whose classes fit the working room now,
+// may start now without delaying a reservation of the pass; when not, it
+// records the earliest reservation it would delay (Delayed). A group the
+// pass reserves for itself is not held back by its own reservation.
+func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) bool {
+	tp := &pp.tp
+	tp.jobKey, tp.delayed = g.Key, false
+	if !tp.built || len(tp.held) == 0 || slices.ContainsFunc(tp.held, func(t timed) bool { return t.key == g.Key }) {
+		tp.jobKey = queue.Key{}
+		return true
+	}
+	tp.job = plan.Job{Classes: classes, Limit: pp.limitOf(g.Key)}
+	steps, ok := tp.p.CanBackfill(tp.job)
+	if ok {
+		tp.job.Classes = slices.Clone(classes) // the pass's scratch changes before Commit
+		tp.jobSteps = append(tp.jobSteps[:0], steps...)
+		return true
+	}
+	tp.jobKey, tp.delayed, tp.delayBy = queue.Key{}, true, timed{}
+	end := plan.Unbounded
+	if tp.job.Limit > 0 {
+		end = tp.now + tp.job.Limit
+	}
+	for _, t := range tp.held {
+		if t.start < end && (tp.delayBy.key.IsZero() || t.start < tp.delayBy.start) {
+			tp.delayBy = t
+		}
+	}
+	return false
+}
+
+// commitJob takes, in the plan, the room of g's last backfill check.
+func (pp *passPlacement) commitJob(g queue.Group) {
+	tp := &pp.tp
+	if tp.jobKey != g.Key {
+		return
+	}
+	tp.p.Commit(tp.job, tp.jobSteps)
+	tp.jobKey = queue.Key{}
+}
+
+// Delayed implements queue.Planner.
+func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
+	tp := &pp.tp
+	if !tp.delayed || pp.lastKey != g.Key {
+		return queue.Key{}, time.Time{}, false
+	}
+	return tp.delayBy.key, time.Unix(tp.delayBy.start, 0), true
+}
+
+// finishTime keeps the reservations this pass asked for, of groups still
+// waiting, for the next pass and for users.
+func (pp *passPlacement) finishTime() {
+	f := &pp.c.feasible
+	f.timed = f.timed[:0]
+	for _, t := range pp.tp.held {
+		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted && pp.tp.renewed[t.key] {
+			f.timed = append(f.timed, t)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
+)
+
+func limit(seconds int) podOpt { return annotated(runlimit.Annotation, fmt.Sprint(seconds)) }
+
+func runningSince(t time.Time) podOpt {
+	return func(p *v1.Pod) { p.Status.StartTime = &metav1.Time{Time: t} }
+}
+
+// reservationsFixture: three 4-cpu nodes; n0 runs a 4-cpu pod until t0+100,
+// n1 one until t0+300, n2 is empty. Gang train (two 4-cpu members, the
+// oldest group) fits only once n0 is empty, at t0+100, on n0 and n2.
+func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queue) (*Cache, []*v1.Pod) {
+	c, _, _ := newAdmissionCache(t, opts, append([]*qapi.Queue{mkQueue("default")}, more...)...)
+	for i := range 3 {
+		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
+	}
+	podEvent(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
+	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(300), runningSince(t0)))
+	addPG(c, mkPG("ns", "train", 2))
+	var train []*v1.Pod
+	for i := range 2 {
+		p := memberOf("ns", fmt.Sprint("train", i), "train", cpu("4"))
+		train = append(train, p)
+		podEvent(c, p)
+	}
+	return c, train
+}
+
+// The head that cannot start now gets a reservation at the earliest time
+// its members fit, on named nodes; an unbounded job may not take that room
+// now, and says why.
+func TestReservationRefusesUnbounded(t *testing.T) {
+	c, train := reservationsFixture(t, singletons)
+	endless := single("ns", "endless", cpu("4"), createdAt(t0.Add(2*time.Second)))
+	podEvent(c, endless)
+	pass(c, t0.Add(10*time.Second))
+
+	if ok, msg := c.Admitted(train[0]); ok || !strings.Contains(msg, "exceeds remaining capability") {
+		t.Errorf("train: Admitted = %v %q, want refused for room", ok, msg)
+	}
+	res := c.feasible.timed
+	if len(res) != 1 || res[0].key != queue.GroupUnit("ns", "train") {
+		t.Fatalf("reservations %+v, want one for the train gang", res)
+	}
+	if got, want := res[0].start, t0.Unix()+100; got != want {
+		t.Errorf("reservation starts at t0%+d, want t0+100 (when run0 ends)", got-t0.Unix())
+	}
+	if nodes := slices.Sorted(slices.Values(res[0].nodes)); !slices.Equal(nodes, []string{"n0", "n2"}) {
+		t.Errorf("reserved nodes %v, want [n0 n2]", nodes)
+	}
+	if !res[0].guaranteed {
+		t.Errorf("reservation not guaranteed, though every pod it waits for declares a limit")
+	}
+	ok, msg := c.Admitted(endless)
+	if ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
+		t.Errorf("endless: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
+	}
+}
+
+// A job whose limit ends before the reservation starts may use its room
+// now (backfill); one that ends after it may not.
+func TestBackfillEndsBeforeReservation(t *testing.T) {
+	for _, tc := range []struct {
+		limit int
+		ok    bool
+	}{{60, true}, {89, true}, {91, false}, {600, false}} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			c, _ := reservationsFixture(t, singletons)
+			job := single("ns", "job", cpu("4"), limit(tc.limit), createdAt(t0.Add(time.Second)))
+			podEvent(c, job)
+			pass(c, t0.Add(10*time.Second)) // the reservation starts at t0+100
+			if ok, msg := c.Admitted(job); ok != tc.ok {
+				t.Errorf("a job of %d s at t0+10: Admitted = %v %q, want %v", tc.limit, ok, msg, tc.ok)
+			}
+		})
+	}
+}
+
+// Without reservations (ReservationsPerQueue < 0) admission decides for
+// this instant: the unbounded pod takes the room the gang will need.
+func TestReservationsOff(t *testing.T) {
+	opts := singletons
+	opts.ReservationsPerQueue = -1
+	c, _ := reservationsFixture(t, opts)
+	endless := single("ns", "endless", cpu("4"), createdAt(t0.Add(2*time.Second)))
+	podEvent(c, endless)
+	pass(c, t0.Add(10*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, endless)
+	if len(c.feasible.timed) != 0 {
+		t.Errorf("reservations %+v with reservations off", c.feasible.timed)
+	}
+}
+
+// A reservation holds from pass to pass: in the next pass a pod of another
+// queue, visited before the gang's queue, is refused too.
+func TestReservationHoldsAcrossPasses(t *testing.T) {
+	c, _ := reservationsFixture(t, singletons, mkQueue("urgent", queuePriority(10)))
+	pass(c, t0.Add(10*time.Second))
+	if len(c.feasible.timed) != 1 {
+		t.Fatalf("reservations %+v after the first pass, want train's", c.feasible.timed)
+	}
+	endless := single("ns", "endless", cpu("4"), inQueue("urgent"), createdAt(t0.Add(2*time.Second)))
+	podEvent(c, endless)
+	pass(c, t0.Add(20*time.Second))
+	if ok, msg := c.Admitted(endless); ok || !strings.Contains(msg, "delay the reservation") {
+		t.Errorf("endless in the next pass: Admitted = %v %q, want refused", ok, msg)
+	}
+}
+
+// When the room comes back the gang starts, and its reservation ends.
+func TestReservationEndsWithAdmission(t *testing.T) {
+	c, train := reservationsFixture(t, singletons)
+	pass(c, t0.Add(10*time.Second))
+	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
+	pass(c, t0.Add(100*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, train...)
+	if len(c.feasible.timed) != 0 {
+		t.Errorf("reservations %+v after the gang was admitted", c.feasible.timed)
+	}
+}
