@@ -98,6 +98,11 @@ type JobRow struct {
 	// 0 when it is not there (admitted, short of members, or further back
 	// than the published head).
 	Position int `json:"position,omitempty"`
+	// ExpectedStart is when the job's reservation starts (its PodGroup's
+	// expected-start annotation, RFC 3339), empty without one.
+	ExpectedStart string `json:"expectedStart,omitempty"`
+	// ETA is ExpectedStart from now, as "in 2m" (or "now" once it is due).
+	ETA string `json:"eta,omitempty"`
 	// Verdict is why the job waits, as "Reason: message": the PodGroup's
 	// verdict annotation, else a waiting pod's PodScheduled=False
 	// condition, else the newest Event.
@@ -218,6 +223,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		}
 		if m.bound < int(pg.Spec.MinMember) && phase != string(v1alpha1.PodGroupRunning) && phase != string(v1alpha1.PodGroupFinished) {
 			row.Waiting = since(pg.CreationTimestamp.Time, now)
+			row.ExpectedStart, row.ETA = eta(pg.Annotations[qapi.ExpectedStartAnnotation], now)
 		}
 		rows = append(rows, row)
 	}
@@ -326,6 +332,19 @@ func since(t, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
+// eta reads an expected-start annotation: the value if it is a time, and
+// how far from now ("in 5m", "now" once due); empty otherwise.
+func eta(v string, now time.Time) (string, string) {
+	at, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return "", ""
+	}
+	if !at.After(now) {
+		return v, "now"
+	}
+	return v, "in " + duration.HumanDuration(at.Sub(now))
+}
+
 func printJobs(w io.Writer, rows []JobRow, format string) error {
 	if rows == nil {
 		rows = []JobRow{}
@@ -334,7 +353,7 @@ func printJobs(w io.Writer, rows []JobRow, format string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tKIND\tQUEUE\tPOSITION\tPHASE\tBOUND/MIN\tMEMBERS\tADMITTED\tWAITING\tVERDICT")
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tKIND\tQUEUE\tPOSITION\tPHASE\tBOUND/MIN\tMEMBERS\tADMITTED\tWAITING\tETA\tVERDICT")
 	for _, r := range rows {
 		// A singleton's admission is in its Events only.
 		admitted := "-"
@@ -345,8 +364,8 @@ func printJobs(w io.Writer, rows []JobRow, format string) error {
 		if r.Position > 0 {
 			position = fmt.Sprint(r.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Kind, r.Queue, position, r.Phase,
-			r.Bound, r.MinMember, r.Members, admitted, dash(r.Waiting), dash(r.Verdict))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", r.Namespace, r.Name, r.Kind, r.Queue, position, r.Phase,
+			r.Bound, r.MinMember, r.Members, admitted, dash(r.Waiting), dash(r.ETA), dash(r.Verdict))
 	}
 	return tw.Flush()
 }

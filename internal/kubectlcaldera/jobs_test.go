@@ -53,7 +53,7 @@ func TestJobRows(t *testing.T) {
 	const sched = "caldera-scheduler"
 	pgs := []v1alpha1.PodGroup{
 		pg("ml", "train", 2, map[string]string{qapi.QueueLabel: "team-a"}, map[string]string{qapi.AdmittedAtAnnotation: "2026-12-02T12:00:05Z"}, v1alpha1.PodGroupRunning),
-		pg("ml", "big", 4, nil, nil, ""),
+		pg("ml", "big", 4, nil, map[string]string{qapi.ExpectedStartAnnotation: "2026-12-02T12:05:30Z"}, ""),
 	}
 	pods := []corev1.Pod{
 		pod("ml", "train-0", "train", "n1", sched, corev1.PodRunning, nil),
@@ -75,6 +75,7 @@ func TestJobRows(t *testing.T) {
 	rows := JobRows(pgs, pods, events, map[string]string{"ml": "ns-q"}, []string{sched}, "default", t0.Add(90*time.Second))
 	want := []JobRow{
 		{Namespace: "ml", Name: "big", Kind: "PodGroup", Queue: "team-b", Phase: "Pending", MinMember: 4, Members: 2, Waiting: "90s",
+			ExpectedStart: "2026-12-02T12:05:30Z", ETA: "in 4m",
 			Verdict: "NotAdmitted: queue team-b: cpu request 4 exceeds remaining capability 2"},
 		{Namespace: "ml", Name: "solo", Kind: "Pod", Queue: "ns-q", Phase: "Pending", MinMember: 1, Members: 1, Waiting: "90s",
 			Verdict: "NotAdmitted: queue ns-q: cpu request 1 exceeds remaining deserved share 0"},
@@ -92,7 +93,7 @@ func TestJobRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[1], "0/4") || !strings.Contains(lines[3], "2026-12-02T12:00:05Z") {
+	if len(lines) != 4 || !strings.Contains(lines[1], "0/4") || !strings.Contains(lines[1], "in 4m") || !strings.Contains(lines[3], "2026-12-02T12:00:05Z") {
 		t.Errorf("table:\n%s", out.String())
 	}
 	out.Reset()

@@ -437,13 +437,15 @@ func (c *Cache) noticePendingLocked(now time.Time) {
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers && !overdue {
 			continue
 		}
-		c.noteLocked(u, false, d.Check, verdictStage(d), decisionMessage(u, d), now)
+		c.noteLocked(u, false, d.Check, a.verdictStage(u, d), a.decisionMessage(u, d), now)
 	}
 }
 
-// verdictStage is what a refusal's verdict says apart from its numbers.
-func verdictStage(d queue.Decision) string {
-	return fmt.Sprint(d.Check, "/", d.Queue, "/", d.Resource, "/", d.Permanent)
+// verdictStage is what a refusal's verdict says apart from its numbers:
+// a new or moved reservation is news too, told at once.
+func (a *admissionState) verdictStage(u *unit, d queue.Decision) string {
+	t, _ := a.feas.reservationOf(u.key)
+	return fmt.Sprint(d.Check, "/", d.Queue, "/", d.Resource, "/", d.Permanent, "/", t.start)
 }
 
 // Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is
@@ -484,7 +486,7 @@ func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
 		return true, "", u
 	}
 	if d, ok := a.pending.Decision(uk); ok {
-		return false, decisionMessage(u, d), u
+		return false, a.decisionMessage(u, d), u
 	}
 	return false, "waiting for admission", u
 }

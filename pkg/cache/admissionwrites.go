@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -123,6 +124,10 @@ func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (sta
 		return status.Admission{}, false
 	}
 	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.pod, AwaitingRoom: !n.admitted && u.waitsForRoom()}
+	if t, ok := a.feas.reservationOf(key); ok && !n.admitted {
+		at := time.Unix(t.start, 0)
+		w.ExpectedStart = &at
+	}
 	if g := u.gang; g != nil {
 		k := g.key.named()
 		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, g.obj.Source.Dialect, types.UID(g.obj.Source.UID), g.profileLocked()

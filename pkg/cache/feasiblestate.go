@@ -20,7 +20,9 @@ type feasibleState struct {
 	// timed are the reservations over time the last pass made
 	// (timeplan.go), in the order it made them.
 	timed []timed
-	pass  passPlacement
+	// timedBy indexes timed by unit.
+	timedBy map[queue.Key]int
+	pass    passPlacement
 	// memos keep pending gangs' placement classes between passes.
 	memos map[queue.Key]*classMemo
 }

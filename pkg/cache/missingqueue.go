@@ -65,12 +65,15 @@ func (c *Cache) refoldLocked(name string) {
 
 // decisionMessage renders d for u, naming the queue u asked for when it
 // was folded into MissingQueue.
-func decisionMessage(u *unit, d queue.Decision) string {
+func (a *admissionState) decisionMessage(u *unit, d queue.Decision) string {
 	if d.Queue == MissingQueue && u.asked != "" {
 		d.Queue = u.asked
 	}
 	if d.Check == queue.CheckMembers && u.gang != nil && u.gang.overdueWhy != "" {
 		return u.gang.overdueWhy
+	}
+	if t, ok := a.feas.reservationOf(u.key); ok && !d.Admitted {
+		return d.Message() + "; " + t.String()
 	}
 	return d.Message()
 }

@@ -104,7 +104,7 @@ func (a *admissionState) awaitingRoomLocked(u *unit) (bool, string) {
 	if !ok || d.Check == queue.CheckNone {
 		d = *u.roomVerdict
 	}
-	return true, "waiting for room: " + decisionMessage(u, d)
+	return true, "waiting for room: " + a.decisionMessage(u, d)
 }
 
 // unitOfLocked returns pod's admission unit, nil without admission or

@@ -7,7 +7,9 @@ package cache
 // pass so that a later pass refuses the same before it reaches their heads.
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -259,9 +261,29 @@ func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
 func (pp *passPlacement) finishTime() {
 	f := &pp.c.feasible
 	f.timed = f.timed[:0]
+	clear(f.timedBy)
 	for _, t := range pp.tp.held {
 		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted && pp.tp.renewed[t.key] {
+			if f.timedBy == nil {
+				f.timedBy = map[queue.Key]int{}
+			}
+			f.timedBy[t.key] = len(f.timed)
 			f.timed = append(f.timed, t)
 		}
 	}
+}
+
+// reservationOf returns the reservation the last pass kept for unit key.
+// O(1).
+func (f *feasibleState) reservationOf(key queue.Key) (timed, bool) {
+	i, ok := f.timedBy[key]
+	if !ok {
+		return timed{}, false
+	}
+	return f.timed[i], true
+}
+
+// String says when and where the reservation starts, as verdicts show it.
+func (t timed) String() string {
+	return fmt.Sprintf("reserved from %s on %s", time.Unix(t.start, 0).UTC().Format(time.RFC3339), strings.Join(t.nodes, ", "))
 }

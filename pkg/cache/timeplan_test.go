@@ -70,6 +70,25 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Errorf("endless: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
 	}
+	// The gang is told when and where it will start, in its verdict and
+	// in the expected start its PodGroup gets.
+	at := t0.Add(100 * time.Second)
+	if _, msg := c.Admitted(train[0]); !strings.HasSuffix(msg, "; reserved from "+at.UTC().Format(time.RFC3339)+" on n2, n0") &&
+		!strings.HasSuffix(msg, "; reserved from "+at.UTC().Format(time.RFC3339)+" on n0, n2") {
+		t.Errorf("train's verdict %q does not say when and where it is reserved", msg)
+	}
+	c.mu.Lock()
+	c.noticePendingLocked(t0.Add(10 * time.Second))
+	c.mu.Unlock()
+	var eta *time.Time
+	for _, w := range c.AdmissionWrites() {
+		if w.PodGroup != nil && w.PodGroup.Name == "train" {
+			eta = w.ExpectedStart
+		}
+	}
+	if eta == nil || !eta.Equal(at) {
+		t.Errorf("train's write has expected start %v, want %v", eta, at)
+	}
 }
 
 // A job whose limit ends before the reservation starts may use its room

@@ -71,7 +71,7 @@ func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 	case u.admitted:
 		v.Message = "admitted to queue " + v.Queue
 	case ok:
-		v.Message = decisionMessage(u, d)
+		v.Message = a.decisionMessage(u, d)
 		if d.Check != queue.CheckNone {
 			v.Check = d.Check.String()
 		}

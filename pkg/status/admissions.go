@@ -101,6 +101,15 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	} else if pg.annotations[qapi.VerdictAnnotation] != a.Message {
 		ann[qapi.VerdictAnnotation] = a.Message
 	}
+	eta := ""
+	if a.ExpectedStart != nil && !a.Admitted {
+		eta = a.ExpectedStart.UTC().Format(time.RFC3339)
+	}
+	if old, ok := pg.annotations[qapi.ExpectedStartAnnotation]; eta == "" && ok {
+		ann[qapi.ExpectedStartAnnotation] = nil
+	} else if eta != "" && old != eta {
+		ann[qapi.ExpectedStartAnnotation] = eta
+	}
 	if len(ann) == 0 {
 		return
 	}

@@ -97,6 +97,9 @@ type Admission struct {
 	// admitted); nothing else is written.
 	ClearNomination bool
 	Message         string
+	// ExpectedStart is when a refused gang's reservation starts, nil
+	// without one (ExpectedStartAnnotation).
+	ExpectedStart *time.Time
 	// Profile reports a gang's Events; a singleton's are its pod's profile's.
 	Profile string
 }

@@ -272,6 +272,7 @@ func TestWriteAdmissions(t *testing.T) {
 	single := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "pod-s", ResourceVersion: "7"}, Spec: v1.PodSpec{SchedulerName: "caldera"}}
 	k := gKey
 	annotated := map[string]string{qapi.AdmittedAtAnnotation: "2026-01-01T00:00:00Z"}
+	eta := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
 		pg      *v1alpha1.PodGroup // in the state's lister and the API
@@ -282,6 +283,8 @@ func TestWriteAdmissions(t *testing.T) {
 		settled bool
 		// verdict is the PodGroup's verdict annotation after (with pg).
 		verdict string
+		// eta is its expected-start annotation after (with pg).
+		eta string
 	}{{
 		name:    "an admitted gang gets its Event and the admitted-at annotation",
 		pg:      mkPG("u1", nil),
@@ -300,6 +303,28 @@ func TestWriteAdmissions(t *testing.T) {
 		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionCapability: queue q: cpu request 3 exceeds remaining capability 2"},
 		patches: []string{"podgroups "},
 		verdict: "queue q: cpu request 3 exceeds remaining capability 2",
+	}, {
+		name: "a refused gang with a reservation gets its expected start",
+		pg:   mkPG("u1", nil),
+		write: Admission{PodGroup: &k, UID: "u1", Check: queue.CheckPlacement, ExpectedStart: &eta,
+			Message: "members not placeable: 1/2 fit on the free nodes; reserved from 2026-12-05T07:00:00Z on n0, n2"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionPlacement: members not placeable: 1/2 fit on the free nodes; reserved from 2026-12-05T07:00:00Z on n0, n2"},
+		patches: []string{"podgroups "},
+		verdict: "members not placeable: 1/2 fit on the free nodes; reserved from 2026-12-05T07:00:00Z on n0, n2",
+		eta:     "2026-12-05T07:00:00Z",
+	}, {
+		name:    "a reservation that ends takes the expected start out",
+		pg:      mkPG("u1", map[string]string{qapi.VerdictAnnotation: "queue q: closed", qapi.ExpectedStartAnnotation: "2026-12-05T07:00:00Z"}),
+		write:   Admission{PodGroup: &k, UID: "u1", Check: queue.CheckQueueClosed, Message: "queue q: closed"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionQueueClosed: queue q: closed"},
+		patches: []string{"podgroups "},
+		verdict: "queue q: closed",
+	}, {
+		name:    "admission takes the expected start out",
+		pg:      mkPG("u1", map[string]string{qapi.ExpectedStartAnnotation: "2026-12-05T07:00:00Z"}),
+		write:   Admission{PodGroup: &k, UID: "u1", Admitted: true, Message: "admitted to queue q", ExpectedStart: &eta},
+		events:  []string{"PodGroup ns/g Normal Admitted Admission: admitted to queue q"},
+		patches: []string{"podgroups "},
 	}, {
 		name:    "the same verdict is not written again",
 		pg:      mkPG("u1", map[string]string{qapi.VerdictAnnotation: "queue q: closed"}),
@@ -383,6 +408,9 @@ func TestWriteAdmissions(t *testing.T) {
 			}
 			if v, ok := got.Annotations[qapi.VerdictAnnotation]; v != tc.verdict || ok != (tc.verdict != "") {
 				t.Errorf("verdict annotation %q (present %v), want %q", v, ok, tc.verdict)
+			}
+			if v, ok := got.Annotations[qapi.ExpectedStartAnnotation]; v != tc.eta || ok != (tc.eta != "") {
+				t.Errorf("expected-start annotation %q (present %v), want %q", v, ok, tc.eta)
 			}
 		})
 	}

@@ -28,6 +28,12 @@ const (
 	// scheduler-plugins' PodGroup status has no conditions, and Events
 	// expire.
 	VerdictAnnotation = GroupName + "/verdict"
+
+	// ExpectedStartAnnotation is written by the scheduler on a waiting
+	// PodGroup that holds a reservation: when its members are planned to
+	// start (RFC 3339), given the run-time limits of the pods it waits
+	// for. Removed at admission, or when the reservation ends.
+	ExpectedStartAnnotation = GroupName + "/expected-start"
 )
 
 // DefaultQueueName is the queue used when no QueueLabel applies, unless the
