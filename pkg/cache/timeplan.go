@@ -76,6 +76,10 @@ type timed struct {
 	start, end int64 // Unix seconds; end is plan.Unbounded without a limit
 	nodes      []string
 	guaranteed bool
+	// need is what its members take on each of nodes (same order), and
+	// released what the pods running there when it was planned give back
+	// by its start.
+	need, released []resources.List
 }
 
 // timePlan is a pass's plan over time. It is built on the pass's first
@@ -172,8 +176,16 @@ func (pp *passPlacement) reserve(key queue.Key) {
 	}
 	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed}
 	for _, s := range res.Steps {
-		if n := pp.Names[s.Node]; !slices.Contains(t.nodes, n) {
-			t.nodes = append(t.nodes, n)
+		n := pp.Names[s.Node]
+		i := slices.Index(t.nodes, n)
+		if i < 0 {
+			i = len(t.nodes)
+			t.nodes, t.need = append(t.nodes, n), append(t.need, resources.List{})
+		}
+		for j, v := range classes[s.Class].Request {
+			if v != 0 {
+				t.need[i][pp.Resources[j]] += v
+			}
 		}
 	}
 	pp.tp.held = append(pp.tp.held, t)
@@ -269,6 +281,34 @@ func (pp *passPlacement) finishTime() {
 			}
 			f.timedBy[t.key] = len(f.timed)
 			f.timed = append(f.timed, t)
+		}
+	}
+	pp.releasedByStarts()
+}
+
+// releasedByStarts fills each kept reservation's released amounts: what
+// bound pods on its nodes give back by its start. One scan of the pods
+// with a limit, in passes that keep a reservation only.
+func (pp *passPlacement) releasedByStarts() {
+	f := &pp.c.feasible
+	if len(f.timed) == 0 {
+		return
+	}
+	type at struct{ t, n int }
+	where := map[string][]at{}
+	for ti := range f.timed {
+		t := &f.timed[ti]
+		t.released = make([]resources.List, len(t.nodes))
+		for ni, n := range t.nodes {
+			t.released[ni] = resources.List{}
+			where[n] = append(where[n], at{ti, ni})
+		}
+	}
+	for _, e := range pp.c.adm.ends {
+		for _, w := range where[e.node] {
+			if t := &f.timed[w.t]; e.end <= t.start {
+				t.released[w.n].Add(e.req)
+			}
 		}
 	}
 }

@@ -152,3 +152,35 @@ func TestReservationEndsWithAdmission(t *testing.T) {
 		t.Errorf("reservations %+v after the gang was admitted", c.feasible.timed)
 	}
 }
+
+// The Filter's view: a pod that would outlast the reservation sees the
+// room held on its nodes, and what running pods free there by its start;
+// the gang's own members and a pod that ends first see nothing.
+func TestReservedRoom(t *testing.T) {
+	c, train := reservationsFixture(t, singletons)
+	pass(c, t0.Add(10*time.Second))
+	now := t0.Add(10 * time.Second)
+	start := t0.Add(100 * time.Second)
+
+	endless := single("ns", "endless", cpu("4"))
+	got := c.ReservedRoom(endless, now)
+	if len(got) != 2 {
+		t.Fatalf("ReservedRoom(endless) = %+v, want holds on n0 and n2", got)
+	}
+	for node, released := range map[string]int64{"n0": 4000, "n2": 0} {
+		hs := got[node]
+		if len(hs) != 1 || !hs[0].Start.Equal(start) || hs[0].Reservation != "pg:ns/train" ||
+			cpuOf(hs[0].Need) != 4000 || cpuOf(hs[0].ReleasedBy) != released {
+			t.Errorf("holds on %s = %+v, want train's 4 cpu from t0+100, %d m released by then", node, hs, released)
+		}
+	}
+	if got := c.ReservedRoom(train[1], now); got != nil {
+		t.Errorf("ReservedRoom(a member of train) = %+v, want nothing: its own reservation", got)
+	}
+	if got := c.ReservedRoom(single("ns", "short", cpu("4"), limit(60)), now); got != nil {
+		t.Errorf("ReservedRoom(a pod ending at t0+70) = %+v, want nothing", got)
+	}
+	if got := c.ReservedRoom(single("ns", "late", cpu("4"), limit(60)), t0.Add(50*time.Second)); len(got) != 2 {
+		t.Errorf("ReservedRoom(a pod ending at t0+110) = %+v, want the holds", got)
+	}
+}
