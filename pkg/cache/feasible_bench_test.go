@@ -73,3 +73,50 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmissionPassReservations is a pass that plans over time, at the
+// size the planning has to hold: 1,000 nodes of 64 cpu, each running 50
+// pods of 1 cpu that end by their limits (50,000 releases, spread over an
+// hour), and 10,000 pending groups in 100 queues: gangs of four 16-cpu
+// members that fit no node now (14 cpu free each), so every queue's head
+// is reserved for (64 in all, the pass's bound), and behind each a 4-cpu
+// pod without a limit, which fits now but would delay them.
+func BenchmarkAdmissionPassReservations(b *testing.B) {
+	queues := make([]*qapi.Queue, 100)
+	for i := range queues {
+		queues[i] = mkQueue(fmt.Sprint("q", i))
+	}
+	opts := singletons
+	opts.StarvationThreshold = -1
+	c, _, _ := newAdmissionCache(b, opts, queues...)
+	for i := range 1000 {
+		n := fmt.Sprintf("n%04d", i)
+		c.onNode(logger, mkNode(n, "64"))
+		for k := range 50 {
+			c.onAnyPod(mkPod("sys", fmt.Sprint("r", n, "-", k), "", cpu("1"), boundTo(n), runningSince(t0),
+				limit(60+(i*50+k)%3600)), false)
+		}
+	}
+	for g := range 5_000 {
+		name := fmt.Sprint("g", g)
+		q := fmt.Sprint("q", g%100)
+		at := t0.Add(time.Duration(g) * time.Millisecond)
+		addPG(c, mkPG("ns", name, 4, pgQueue(q), pgCreatedAt(at)))
+		for m := range 4 {
+			p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu("16"))
+			add(c, p)
+			c.onAnyPod(p, false)
+		}
+		c.onAnyPod(single("ns", fmt.Sprint("s", g), cpu("4"), inQueue(q), createdAt(at.Add(time.Microsecond))), false)
+	}
+	now := t0.Add(10 * time.Second)
+	pass(c, now)
+	if n := len(c.feasible.timed); n != maxReservations {
+		b.Fatalf("%d reservations, want %d", n, maxReservations)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.AdmissionPass(logger, now)
+	}
+}

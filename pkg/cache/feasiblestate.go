@@ -22,6 +22,8 @@ type feasibleState struct {
 	timed []timed
 	// timedBy indexes timed by unit.
 	timedBy map[queue.Key]int
+	// releases is the timeline of bound pods' ends the plans read.
+	releases releases
 	pass    passPlacement
 	// memos keep pending gangs' placement classes between passes.
 	memos map[queue.Key]*classMemo

@@ -45,6 +45,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
 	if acct == nil || !acct.bound {
 		if had {
 			delete(a.ends, pod.UID)
+			a.feas.releases.dirty(pod.UID)
 		}
 		return
 	}
@@ -52,6 +53,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
 	if !lim.Bounded() {
 		if had {
 			delete(a.ends, pod.UID)
+			a.feas.releases.dirty(pod.UID)
 		}
 		return
 	}
@@ -67,7 +69,11 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
 	if a.ends == nil {
 		a.ends = map[types.UID]podEnd{}
 	}
-	a.ends[pod.UID] = podEnd{node: acct.node, req: acct.req, start: start, end: runlimit.EndOf(start, lim)}
+	e := podEnd{node: acct.node, req: acct.req, start: start, end: runlimit.EndOf(start, lim)}
+	if !had || old.node != e.node || old.end != e.end || !old.req.Equal(e.req) {
+		a.feas.releases.dirty(pod.UID)
+	}
+	a.ends[pod.UID] = e
 }
 
 // timed is one reservation as kept between passes and shown to users.
@@ -107,40 +113,32 @@ type timePlan struct {
 // resetTime readies the time plan for a pass at now.
 func (pp *passPlacement) resetTime(now time.Time) {
 	tp := &pp.tp
-	tp.now, tp.built, tp.p = now.Unix(), false, nil
+	tp.now, tp.built = now.Unix(), false
 	tp.held = tp.held[:0]
 	clear(tp.renewed)
 	tp.jobKey, tp.delayed = queue.Key{}, false
 }
 
-// buildPlan lays out the release timeline on the working room and plans
-// again, first, the reservations the last pass kept. O(E log E) for E
-// bound pods with a limit.
+// buildPlan brings the release timeline up to date with the working room
+// and plans again, first, the reservations the last pass kept. O(changed
+// pods with a limit x log E + nodes x resources), plus the reservations.
 func (pp *passPlacement) buildPlan() {
 	tp := &pp.tp
 	tp.built = true
+	tl := pp.c.feasible.releases.timeline(pp, pp.c.adm.ends)
 	r := pp.Free.R
-	allocs := make([]plan.Alloc, 0, len(pp.c.adm.ends))
-	for _, e := range pp.c.adm.ends {
-		i, ok := pp.Index[e.node]
-		if !ok {
-			continue
-		}
-		req := make([]int64, r)
-		for k, v := range e.req {
-			if j, ok := pp.ResourceIndex[k]; ok {
-				req[j] = v
-			}
-		}
-		allocs = append(allocs, plan.Alloc{Node: int32(i), Request: req, End: runlimit.Expected(e.end, tp.now)})
-	}
-	free := slices.Clone(pp.Free.Free)
 	for i := range len(pp.Names) {
+		row := pp.Free.Free[i*r : (i+1)*r]
 		if pp.Free.Blocked != nil && pp.Free.Blocked[i] {
-			clear(free[i*r : (i+1)*r]) // a starving head's node: no one else's
+			row = nil // a starving head's node: no one else's
 		}
+		tl.SetFree(i, row)
 	}
-	tp.p = plan.New(plan.NewTimeline(r, free, allocs), tp.now, maxReservations)
+	if tp.p == nil {
+		tp.p = plan.New(tl, tp.now, maxReservations)
+	} else {
+		tp.p.Reset(tl, tp.now, maxReservations)
+	}
 	for _, t := range pp.c.feasible.timed {
 		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted {
 			pp.reserve(t.key)

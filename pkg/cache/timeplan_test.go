@@ -184,3 +184,23 @@ func TestReservedRoom(t *testing.T) {
 		t.Errorf("ReservedRoom(a pod ending at t0+110) = %+v, want the holds", got)
 	}
 }
+
+// The timeline is kept from pass to pass: a running pod whose limit is
+// shortened moves the reservation earlier in the next pass, as a timeline
+// built afresh would.
+func TestReservationFollowsChangedEnds(t *testing.T) {
+	c, _ := reservationsFixture(t, singletons)
+	pass(c, t0.Add(10*time.Second))
+	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
+		t.Fatalf("reservations %+v, want train's from t0+100", got)
+	}
+	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(50), runningSince(t0)))
+	pass(c, t0.Add(20*time.Second))
+	got := c.feasible.timed
+	if len(got) != 1 || got[0].start != t0.Unix()+50 {
+		t.Fatalf("reservations %+v after run1's limit became 50 s, want train's from t0+50", got)
+	}
+	if nodes := slices.Sorted(slices.Values(got[0].nodes)); !slices.Equal(nodes, []string{"n1", "n2"}) {
+		t.Errorf("reserved nodes %v, want [n1 n2]", nodes)
+	}
+}

@@ -33,6 +33,8 @@ type Pass struct {
 	Resources     []string
 	ResourceIndex map[string]int
 	ResourceGen   uint64
+	// NodeGen counts changes of Names, as ResourceGen does of Resources.
+	NodeGen uint64
 	// Free is the working room: each node's allocatable less what its
 	// bound pods request, per resource.
 	Free placement.Room
@@ -102,6 +104,7 @@ func (p *Pass) indexResources(total resources.List) {
 }
 
 func (p *Pass) indexNodes() {
+	p.NodeGen++
 	p.Names = p.Names[:0]
 	for name, n := range p.rooms.nodes {
 		if n.Obj != nil {
