@@ -57,6 +57,10 @@ const (
 	// profileLend is Caldera with lendIdleRoom on, on request: the
 	// measurement behind lending's default (off).
 	profileLend = "caldera-lend"
+	// profileInstant is Caldera with reservationsPerQueue 0, on request:
+	// admission decides for this instant only, as before reservations and
+	// backfill, the measurement behind their default (on).
+	profileInstant = "caldera-instant"
 )
 
 // starvationThresholdSeconds is the shipped configuration's
@@ -121,6 +125,8 @@ func upstreamEnv() []harness.EnvOption {
 func profiles() []profile {
 	lend := calderaProfile(profileLend, map[string]any{"lendIdleRoom": true})
 	lend.onRequest = true
+	instant := calderaProfile(profileInstant, map[string]any{"reservationsPerQueue": 0})
+	instant.onRequest = true
 	return []profile{
 		{
 			name: profileDefault, schedulerName: "default-scheduler", gang: gangNone,
@@ -137,5 +143,6 @@ func profiles() []profile {
 			},
 		},
 		lend,
+		instant,
 	}
 }

@@ -23,7 +23,7 @@ var (
 	flagCompression = flag.Float64("quality.compression", 4, "trace time per wall second: arrivals and run times are divided by it")
 	flagDrainEnd    = flag.Duration("quality.drain-end", 25*time.Minute, "trace time at which a run stops; jobs unfinished then count as deadlocked")
 	flagStall       = flag.Duration("quality.stall", time.Minute, "wall time without a bind, completion or eviction, with no job running, after which a run stops as deadlocked")
-	flagProfiles    = flag.String("quality.profiles", "", "comma-separated profiles (default all: default,caldera,upstream-gang, and external with -quality.external; caldera-lend, Caldera with lendIdleRoom on, only when named)")
+	flagProfiles    = flag.String("quality.profiles", "", "comma-separated profiles (default all: default,caldera,upstream-gang, and external with -quality.external; caldera-lend, Caldera with lendIdleRoom on, and caldera-instant, Caldera with reservationsPerQueue 0, only when named)")
 
 	// External mode: any scheduler, started by a command, on the same trace.
 	flagExternal     = flag.String("quality.external", "", "external mode: a bash command starting the scheduler ({kubeconfig}: the cluster's kubeconfig; {config}: -quality.external-config rewritten to reach the cluster); its run is the profile -quality.external-name, after the in-process ones")

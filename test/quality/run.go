@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 	"github.com/caldera-sched/caldera/test/quality/score"
 	"github.com/caldera-sched/caldera/test/quality/trace"
@@ -58,7 +60,12 @@ type options struct {
 // pods succeed together, its run time after the last of them is bound (a
 // gang's work progresses only when every member runs); an evicted pod is
 // created again under a new name, as a Job controller would, and its job's
-// run starts over once all its pods are bound again.
+// run starts over once all its pods are bound again. A job's declared
+// limit (trace.Job.Limit) is on its pods as runlimit.Annotation, compressed
+// like its run time and never below it. Nothing enforces it, as nothing
+// enforces the annotation in a cluster; a limit counts from the pod's
+// start, so a gang member bound before the last one holds its room past an
+// exact (1x) limit by that spread, as it would in a cluster.
 type runner struct {
 	env   *harness.Env
 	p     profile
@@ -406,9 +413,30 @@ func (r *runner) podFor(js *jobState, name string) *v1.Pod {
 	if j.Size > 1 && r.p.gang == gangUpstream {
 		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(j.Name())}
 	}
-	run := time.Duration(float64(j.Run) / r.opts.compression).Round(time.Millisecond)
-	pod.Annotations = map[string]string{runTimeAnnotation: run.String()}
+	pod.Annotations = map[string]string{runTimeAnnotation: scaledRun(j.Run, r.opts.compression).String()}
+	// Every profile gets the limit, so that the pods are the same for all;
+	// only Caldera reads it.
+	if lim := scaledLimitSeconds(j.Limit, r.opts.compression); lim > 0 {
+		pod.Annotations[runlimit.Annotation] = strconv.FormatInt(lim, 10)
+	}
 	return pod
+}
+
+// scaledRun is a job's run time in wall time: divided by the compression,
+// to the millisecond.
+func scaledRun(run time.Duration, compression float64) time.Duration {
+	return time.Duration(float64(run) / compression).Round(time.Millisecond)
+}
+
+// scaledLimitSeconds is a job's declared limit in wall time, as the
+// annotation's whole seconds: divided by the compression like the run time,
+// and rounded up, so that it never falls below the scaled run time (a
+// trace's limit is at or above its run). 0: no limit.
+func scaledLimitSeconds(limit time.Duration, compression float64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(limit.Seconds() / compression))
 }
 
 // submit creates each job at its (compressed) arrival time.
