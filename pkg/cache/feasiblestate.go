@@ -24,7 +24,7 @@ type feasibleState struct {
 	timedBy map[queue.Key]int
 	// releases is the timeline of bound pods' ends the plans read.
 	releases releases
-	pass    passPlacement
+	pass     passPlacement
 	// memos keep pending gangs' placement classes between passes.
 	memos map[queue.Key]*classMemo
 }
