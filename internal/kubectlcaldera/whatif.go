@@ -132,7 +132,7 @@ type PathStep struct {
 
 // admissionChecks are the pass's checks in order (pkg/queue's Check),
 // named as AdmissionView.Check names them.
-var admissionChecks = []string{"Members", "Queue", "Capability", "Fairness", "Cluster", "ResourceQuota", "Placement", "Reserved"}
+var admissionChecks = []string{"Members", "Queue", "Capability", "Fairness", "Cluster", "ResourceQuota", "Placement", "Reservation", "Reserved"}
 
 // WhatIf runs what-if for the job in wo.file against the cluster cs reads.
 func WhatIf(ctx context.Context, cs clientSet, ns string, wo whatIfOptions) (WhatIfResult, error) {

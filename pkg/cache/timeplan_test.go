@@ -89,6 +89,9 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if eta == nil || !eta.Equal(at) {
 		t.Errorf("train's write has expected start %v, want %v", eta, at)
 	}
+	if v, _ := c.AdmissionOf(train[0]); v.ExpectedStart == nil || !v.ExpectedStart.Equal(at) || len(v.ReservedNodes) != 2 {
+		t.Errorf("what-if's view of train: expected start %v on %v, want %v on two nodes", v.ExpectedStart, v.ReservedNodes, at)
+	}
 }
 
 // A job whose limit ends before the reservation starts may use its room

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"slices"
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -30,6 +33,11 @@ type AdmissionView struct {
 	// Request is the unit's minimum request (the gang's minimum, or the
 	// pod's request), in the cache's units (milli-units for cpu).
 	Request resources.List `json:"request,omitempty"`
+	// ExpectedStart and ReservedNodes are the unit's reservation, when the
+	// pass holds one for it: when and where its members are planned to
+	// start.
+	ExpectedStart *time.Time `json:"expectedStart,omitempty"`
+	ReservedNodes []string   `json:"reservedNodes,omitempty"`
 }
 
 // AdmissionOf returns the admission view of pod's unit, false when the
@@ -77,6 +85,10 @@ func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 		}
 	default:
 		v.Message = "waiting for admission"
+	}
+	if t, ok := a.feas.reservationOf(uk); ok && !u.admitted {
+		at := time.Unix(t.start, 0).UTC()
+		v.ExpectedStart, v.ReservedNodes = &at, slices.Clone(t.nodes)
 	}
 	return v, true
 }
