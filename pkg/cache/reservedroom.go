@@ -46,7 +46,7 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 	if len(f.timed) == 0 || !c.adm.on() {
 		return nil
 	}
-	own := c.ownUnitLocked(pod)
+	own := ownUnit(pod)
 	end := runlimit.Unbounded
 	if l, _ := runlimit.Of(pod, nil); l.Bounded() {
 		end = now.Unix() + l.Hold()
@@ -70,9 +70,9 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 	return out
 }
 
-// ownUnitLocked is the admission unit pod belongs to: its gang's, or its
-// own as a singleton.
-func (c *Cache) ownUnitLocked(pod *v1.Pod) queue.Key {
+// ownUnit is the admission unit pod belongs to: its gang's, or its own
+// as a singleton.
+func ownUnit(pod *v1.Pod) queue.Key {
 	if key, member := GroupKeyOf(pod); member {
 		return gangUnitKey(key)
 	}
