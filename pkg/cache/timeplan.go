@@ -244,6 +244,14 @@ func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) boo
 			tp.delayBy = t
 		}
 	}
+	if tp.delayBy.key.IsZero() {
+		// No reservation starts before it ends: the plan refused it for
+		// room it does not model (a starving group's own reserved nodes,
+		// which the plan keeps from everyone), which the placement check
+		// has already allowed.
+		tp.delayed = false
+		return true
+	}
 	return false
 }
 
