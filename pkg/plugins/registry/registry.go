@@ -26,6 +26,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
+	"github.com/caldera-sched/caldera/pkg/plugins/reservation"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -147,5 +148,6 @@ func options(p *cache.Provider, keep func(fwk.Handle)) []app.Option {
 		app.WithPlugin(reclaim.Name, with(reclaim.New)),
 		app.WithPlugin(placement.Name, with(placement.New)),
 		app.WithPlugin(binder.Name, with(binder.New)),
+		app.WithPlugin(reservation.Name, with(reservation.New)),
 	}
 }

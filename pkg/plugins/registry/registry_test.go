@@ -23,6 +23,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/queuesort"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
+	"github.com/caldera-sched/caldera/pkg/plugins/reservation"
 )
 
 // registryOf is the plugin registry kube-scheduler builds from p's options.
@@ -40,7 +41,7 @@ func registryOf(t *testing.T, p *Plugins) frameworkruntime.Registry {
 // Every Caldera plugin is registered under its Name, once.
 func TestOptionsRegisterEveryPlugin(t *testing.T) {
 	reg := registryOf(t, New())
-	want := []string{binder.Name, enqueue.Name, gang.Name, placement.Name, queuesort.Name, reclaim.Name}
+	want := []string{binder.Name, enqueue.Name, gang.Name, placement.Name, queuesort.Name, reclaim.Name, reservation.Name}
 	var got []string
 	for name := range reg {
 		got = append(got, name)
