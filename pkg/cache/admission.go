@@ -247,6 +247,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
 	act := map[string]*v1.Pod{}
+	pl.retryHeldOut(act)
 	// Each admission is logged at V(2), as the scheduler logs each bind:
 	// when a group was let in, and on what (a reclaim plan, lent room),
 	// is what explains the evictions that may follow it.

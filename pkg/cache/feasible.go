@@ -52,6 +52,8 @@ type passPlacement struct {
 
 	// tp is the pass's plan over time (timeplan.go).
 	tp timePlan
+	// roomReturned: the pass ended or postponed a reservation.
+	roomReturned bool
 }
 
 // placementLocked prepares the placement check for a pass: the nodes' free
@@ -98,9 +100,12 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		if u.pod == nil || u.pod.Spec.NodeName != "" {
 			return
 		}
-		if placed, _ := pp.placer.Place(&pp.Free, []placement.Class{pp.ClassOf(u.pod, u.request, 1)}); placed == 0 && u.failedFit {
+		cl := []placement.Class{pp.ClassOf(u.pod, u.request, 1)}
+		placed, steps := pp.placer.Place(&pp.Free, cl)
+		if placed == 0 && u.failedFit {
 			pp.unplaceable = append(pp.unplaceable, u)
 		}
+		pp.noteInflight(u.key, cl, steps)
 		return
 	}
 	g := u.gang
@@ -112,11 +117,14 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		}
 		if n := m.node(); n != "" {
 			if i, ok := index[n]; ok && need > 0 {
+				req := make([]int64, r)
 				for k, v := range m.request {
 					if j, ok := pp.ResourceIndex[k]; ok {
 						pp.Free.Free[i*r+j] -= v
+						req[j] = v
 					}
 				}
+				pp.tp.inflight = append(pp.tp.inflight, inflightRoom{u.key, int32(i), req})
 				need--
 			}
 			continue
@@ -128,7 +136,8 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
 	pp.classKey = queue.Key{}
-	pp.placer.Place(&pp.Free, pp.classes)
+	_, steps := pp.placer.Place(&pp.Free, pp.classes)
+	pp.noteInflight(u.key, pp.classes, steps)
 }
 
 // membersClasses appends the classes of the need smallest of members.

@@ -102,6 +102,13 @@ type timePlan struct {
 	// were carried from the last pass and end with it.
 	renewed map[queue.Key]bool
 
+	// inflight is the room admitted, unplaced units take in the working
+	// room (placeInflight); temp are the releases buildPlan added for
+	// those with a limit, taken out of the long-lived timeline again by
+	// finishTime.
+	inflight []inflightRoom
+	temp     []plan.Alloc
+
 	// What the last plain Check found for the plan (Commit, Delayed).
 	jobKey   queue.Key
 	job      plan.Job
@@ -114,6 +121,7 @@ type timePlan struct {
 func (pp *passPlacement) resetTime(now time.Time) {
 	tp := &pp.tp
 	tp.now, tp.built = now.Unix(), false
+	tp.inflight, tp.temp = tp.inflight[:0], tp.temp[:0]
 	tp.held = tp.held[:0]
 	clear(tp.renewed)
 	tp.jobKey, tp.delayed = queue.Key{}, false
@@ -134,6 +142,7 @@ func (pp *passPlacement) buildPlan() {
 		}
 		tl.SetFree(i, row)
 	}
+	pp.addInflight(tl)
 	if tp.p == nil {
 		tp.p = plan.New(tl, tp.now, maxReservations)
 	} else {
@@ -145,6 +154,49 @@ func (pp *passPlacement) buildPlan() {
 		}
 	}
 	pp.classKey = queue.Key{} // reserve used the class scratch
+}
+
+// inflightRoom is what an admitted, unplaced unit takes on a node.
+type inflightRoom struct {
+	key  queue.Key
+	node int32
+	req  []int64
+}
+
+// noteInflight records where placeInflight put an admitted unit's members.
+func (pp *passPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
+	for _, s := range steps {
+		pp.tp.inflight = append(pp.tp.inflight, inflightRoom{key, s.Node, classes[s.Class].Request})
+	}
+}
+
+// addInflight gives the admitted, unplaced units with a limit their end
+// in tl: they start about now and end by now + limit. Without it a
+// backfilled job's room, taken but not yet bound, would never come back
+// as far as the next pass knew, and the reservation it was let in around
+// would move past it.
+func (pp *passPlacement) addInflight(tl *plan.Timeline) {
+	tp := &pp.tp
+	r := pp.Free.R
+	limits := map[queue.Key]int64{}
+	for _, f := range tp.inflight {
+		lim, ok := limits[f.key]
+		if !ok {
+			lim = pp.limitOf(f.key)
+			limits[f.key] = lim
+		}
+		if lim <= 0 || (pp.Free.Blocked != nil && pp.Free.Blocked[f.node]) {
+			continue
+		}
+		row := slices.Clone(pp.Free.Free[int(f.node)*r : (int(f.node)+1)*r])
+		for j, v := range f.req {
+			row[j] += v
+		}
+		tl.SetFree(int(f.node), row) // Add takes it out again, with its release
+		a := plan.Alloc{Node: f.node, Request: f.req, End: tp.now + lim}
+		tl.Add(a)
+		tp.temp = append(tp.temp, a)
+	}
 }
 
 // Hold implements queue.Planner.
@@ -278,6 +330,14 @@ func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
 // waiting, for the next pass and for users.
 func (pp *passPlacement) finishTime() {
 	f := &pp.c.feasible
+	for _, a := range pp.tp.temp {
+		f.releases.tl.Remove(a)
+	}
+	pp.tp.temp = pp.tp.temp[:0]
+	before := make(map[queue.Key]int64, len(f.timed))
+	for _, t := range f.timed {
+		before[t.key] = t.start
+	}
 	f.timed = f.timed[:0]
 	clear(f.timedBy)
 	for _, t := range pp.tp.held {
@@ -290,6 +350,28 @@ func (pp *passPlacement) finishTime() {
 		}
 	}
 	pp.releasedByStarts()
+	// Room a reservation no longer holds (it ended, or starts later) is
+	// no cluster event: the pods the Filter kept out of it would wait
+	// for the next pod deletion or the scheduler's periodic flush.
+	pp.roomReturned = false
+	for key, start := range before {
+		if t, ok := f.reservationOf(key); !ok || t.start > start {
+			pp.roomReturned = true
+			break
+		}
+	}
+}
+
+// retryHeldOut adds to act the waiting pods of admitted units when the
+// pass gave reserved room back: the CalderaReservation Filter may have
+// kept them out of it. O(admitted units still placing).
+func (pp *passPlacement) retryHeldOut(act map[string]*v1.Pod) {
+	if !pp.roomReturned {
+		return
+	}
+	for _, u := range pp.c.feasible.inflight {
+		pp.c.adm.unitPendingPodsLocked(u, act)
+	}
 }
 
 // releasedByStarts fills each kept reservation's released amounts: what

@@ -24,8 +24,8 @@ func runningSince(t time.Time) podOpt {
 // reservationsFixture: three 4-cpu nodes; n0 runs a 4-cpu pod until t0+100,
 // n1 one until t0+300, n2 is empty. Gang train (two 4-cpu members, the
 // oldest group) fits only once n0 is empty, at t0+100, on n0 and n2.
-func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queue) (*Cache, []*v1.Pod) {
-	c, _, _ := newAdmissionCache(t, opts, append([]*qapi.Queue{mkQueue("default")}, more...)...)
+func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queue) (*Cache, []*v1.Pod, *fakeHandle) {
+	c, h, _ := newAdmissionCache(t, opts, append([]*qapi.Queue{mkQueue("default")}, more...)...)
 	for i := range 3 {
 		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
 	}
@@ -38,14 +38,14 @@ func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queu
 		train = append(train, p)
 		podEvent(c, p)
 	}
-	return c, train
+	return c, train, h
 }
 
 // The head that cannot start now gets a reservation at the earliest time
 // its members fit, on named nodes; an unbounded job may not take that room
 // now, and says why.
 func TestReservationRefusesUnbounded(t *testing.T) {
-	c, train := reservationsFixture(t, singletons)
+	c, train, _ := reservationsFixture(t, singletons)
 	endless := single("ns", "endless", cpu("4"), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, endless)
 	pass(c, t0.Add(10*time.Second))
@@ -102,7 +102,7 @@ func TestBackfillEndsBeforeReservation(t *testing.T) {
 		ok    bool
 	}{{60, true}, {89, true}, {91, false}, {600, false}} {
 		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
-			c, _ := reservationsFixture(t, singletons)
+			c, _, _ := reservationsFixture(t, singletons)
 			job := single("ns", "job", cpu("4"), limit(tc.limit), createdAt(t0.Add(time.Second)))
 			podEvent(c, job)
 			pass(c, t0.Add(10*time.Second)) // the reservation starts at t0+100
@@ -118,7 +118,7 @@ func TestBackfillEndsBeforeReservation(t *testing.T) {
 func TestReservationsOff(t *testing.T) {
 	opts := singletons
 	opts.ReservationsPerQueue = -1
-	c, _ := reservationsFixture(t, opts)
+	c, _, _ := reservationsFixture(t, opts)
 	endless := single("ns", "endless", cpu("4"), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, endless)
 	pass(c, t0.Add(10*time.Second))
@@ -131,7 +131,7 @@ func TestReservationsOff(t *testing.T) {
 // A reservation holds from pass to pass: in the next pass a pod of another
 // queue, visited before the gang's queue, is refused too.
 func TestReservationHoldsAcrossPasses(t *testing.T) {
-	c, _ := reservationsFixture(t, singletons, mkQueue("urgent", queuePriority(10)))
+	c, _, _ := reservationsFixture(t, singletons, mkQueue("urgent", queuePriority(10)))
 	pass(c, t0.Add(10*time.Second))
 	if len(c.feasible.timed) != 1 {
 		t.Fatalf("reservations %+v after the first pass, want train's", c.feasible.timed)
@@ -146,7 +146,7 @@ func TestReservationHoldsAcrossPasses(t *testing.T) {
 
 // When the room comes back the gang starts, and its reservation ends.
 func TestReservationEndsWithAdmission(t *testing.T) {
-	c, train := reservationsFixture(t, singletons)
+	c, train, _ := reservationsFixture(t, singletons)
 	pass(c, t0.Add(10*time.Second))
 	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	pass(c, t0.Add(100*time.Second))
@@ -160,7 +160,7 @@ func TestReservationEndsWithAdmission(t *testing.T) {
 // room held on its nodes, and what running pods free there by its start;
 // the gang's own members and a pod that ends first see nothing.
 func TestReservedRoom(t *testing.T) {
-	c, train := reservationsFixture(t, singletons)
+	c, train, _ := reservationsFixture(t, singletons)
 	pass(c, t0.Add(10*time.Second))
 	now := t0.Add(10 * time.Second)
 	start := t0.Add(100 * time.Second)
@@ -192,7 +192,7 @@ func TestReservedRoom(t *testing.T) {
 // shortened moves the reservation earlier in the next pass, as a timeline
 // built afresh would.
 func TestReservationFollowsChangedEnds(t *testing.T) {
-	c, _ := reservationsFixture(t, singletons)
+	c, _, _ := reservationsFixture(t, singletons)
 	pass(c, t0.Add(10*time.Second))
 	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
 		t.Fatalf("reservations %+v, want train's from t0+100", got)
@@ -205,5 +205,46 @@ func TestReservationFollowsChangedEnds(t *testing.T) {
 	}
 	if nodes := slices.Sorted(slices.Values(got[0].nodes)); !slices.Equal(nodes, []string{"n1", "n2"}) {
 		t.Errorf("reserved nodes %v, want [n1 n2]", nodes)
+	}
+}
+
+// Room a reservation gives back is no cluster event, so the pass itself
+// sends the admitted pods still waiting for a node back to a scheduling
+// cycle: the Filter may have kept them out of that room.
+func TestEndedReservationRetriesAdmittedPods(t *testing.T) {
+	c, train, h := reservationsFixture(t, singletons)
+	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
+	podEvent(c, short)
+	pass(c, t0.Add(10*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, short)
+	activatedPods(h)
+	pass(c, t0.Add(11*time.Second))
+	if got := activatedPods(h); len(got) != 0 {
+		t.Errorf("activated %v while the reservation holds", got)
+	}
+	delPG(c, mkPG("ns", "train", 2))
+	for _, p := range train {
+		podDelete(c, p)
+	}
+	activatedPods(h)
+	pass(c, t0.Add(12*time.Second))
+	if got := activatedPods(h); !slices.Contains(got, "ns/short") {
+		t.Errorf("activated %v when train's reservation ended, want the admitted ns/short", got)
+	}
+}
+
+// A backfilled job admitted but not yet bound holds its room only until
+// its limit ends: the next pass keeps the reservation it was let in
+// around where it was, rather than moving it past a room it thinks is
+// never freed.
+func TestBackfillKeepsTheReservationNextPass(t *testing.T) {
+	c, _, _ := reservationsFixture(t, singletons)
+	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
+	podEvent(c, short)
+	pass(c, t0.Add(10*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, short)
+	pass(c, t0.Add(11*time.Second))
+	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
+		t.Errorf("reservations %+v in the pass after the backfill, want train's from t0+100 still", got)
 	}
 }
