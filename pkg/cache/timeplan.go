@@ -108,6 +108,9 @@ type timePlan struct {
 	// finishTime.
 	inflight []inflightRoom
 	temp     []plan.Alloc
+	// probed: limitedInflight says whether an admitted, unplaced unit
+	// has a limit (mayPlan).
+	probed, limitedInflight bool
 
 	// What the last plain Check found for the plan (Commit, Delayed).
 	jobKey   queue.Key
@@ -122,6 +125,7 @@ func (pp *passPlacement) resetTime(now time.Time) {
 	tp := &pp.tp
 	tp.now, tp.built = now.Unix(), false
 	tp.inflight, tp.temp = tp.inflight[:0], tp.temp[:0]
+	tp.probed, tp.limitedInflight = false, false
 	tp.held = tp.held[:0]
 	clear(tp.renewed)
 	tp.jobKey, tp.delayed = queue.Key{}, false
@@ -199,9 +203,33 @@ func (pp *passPlacement) addInflight(tl *plan.Timeline) {
 	}
 }
 
+// mayPlan says whether a reservation can exist in this pass: some room
+// must come back at a known time, from a bound pod or an admitted unit
+// with a limit. Without one no group that fails to fit now ever fits, and
+// a cluster whose jobs declare no limits pays nothing for planning.
+func (pp *passPlacement) mayPlan() bool {
+	tp := &pp.tp
+	if tp.built || len(pp.c.adm.ends) > 0 {
+		return true
+	}
+	if !tp.probed {
+		tp.probed = true
+		for _, f := range tp.inflight {
+			if pp.limitOf(f.key) > 0 {
+				tp.limitedInflight = true
+				break
+			}
+		}
+	}
+	return tp.limitedInflight
+}
+
 // Hold implements queue.Planner.
 func (pp *passPlacement) Hold(g queue.Group) {
 	tp := &pp.tp
+	if !pp.mayPlan() {
+		return
+	}
 	if !tp.built {
 		pp.buildPlan()
 	}
