@@ -45,8 +45,10 @@ func New() *cobra.Command {
 		Use: "caldera-scheduler",
 		Long: `caldera-scheduler is kube-scheduler with Caldera's batch plugins compiled in:
 queue admission (CalderaEnqueue), queue fairness (CalderaQueueSort), gang
-scheduling (CalderaGang), cross-queue reclaim (CalderaReclaim) and gang
-placement (CalderaGangPlacement). It takes every kube-scheduler flag; enable the
+scheduling (CalderaGang), cross-queue reclaim (CalderaReclaim), gang
+placement (CalderaGangPlacement), bounded binding (CalderaBinder) and room
+held for reservations (CalderaReservation). It takes every kube-scheduler
+flag; enable the
 plugins in a profile of the KubeSchedulerConfiguration given with --config.`,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			// Feature gates must be set before RunE.
