@@ -103,3 +103,36 @@ func getPod(t *testing.T, env *harness.Env, ns, name string) *v1.Pod {
 	}
 	return p
 }
+
+// TestReservedRoomKeptFromPlacement: admission lets a long job in because
+// room no reservation needs is free, and kube-scheduler, packing pods
+// (MostAllocated), would still put it on the fuller node whose room the
+// reservation needs; the CalderaReservation Filter keeps it off that node.
+func TestReservedRoomKeptFromPlacement(t *testing.T) {
+	env := harness.Start(t)
+	ns := env.Namespace(t)
+	nodes := env.AddNodes(t, 3, "4", "16Gi")
+	env.StartScheduler(t)
+
+	// n0 and n1 run jobs that end within 30 s, n1's taking half the node;
+	// n2 is empty. The gang of two 4-cpu members is reserved on n0 and n1.
+	running := func(name string, node *v1.Node, cpu string) {
+		p := limited(harness.Pod(ns, name).CPU(cpu).Obj(), 30)
+		p.Spec.NodeName = node.Name
+		env.CreatePod(t, p)
+		env.SetPodPhase(t, ns, name, v1.PodRunning)
+	}
+	running("r0", nodes[0], "4")
+	running("r1", nodes[1], "2")
+	env.CreatePodGroup(t, harness.PodGroup(ns, "train", 2))
+	env.CreatePods(t, harness.Members(ns, "train", 2, "4")...)
+	waitExpectedStart(t, env, ns, "train")
+
+	// A 2-cpu job of ten minutes fits n1 now (the fuller node, which
+	// packing prefers) and n2; only n2 leaves the reservation whole.
+	env.CreatePod(t, limited(harness.Pod(ns, "long").CPU("2").Obj(), 600))
+	bound := env.WaitBound(t, ns, timeout, "long")
+	if got, want := bound["long"], nodes[2].Name; got != want {
+		t.Errorf("long bound to %s, want %s: the rest of the room is reserved for train", got, want)
+	}
+}
