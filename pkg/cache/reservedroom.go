@@ -48,7 +48,11 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 	}
 	own := ownUnit(pod)
 	end := runlimit.Unbounded
-	if l, _ := runlimit.Of(pod, nil); l.Bounded() {
+	var group map[string]string
+	if key, member := GroupKeyOf(pod); member {
+		group = groupAnnotations(c.groups[key])
+	}
+	if l, _ := runlimit.Of(pod, group); l.Bounded() {
 		end = now.Unix() + l.Hold()
 	}
 	var out map[string][]NodeHold

@@ -38,9 +38,10 @@ type podEnd struct {
 
 // trackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
 // it is gone or finished): only bound pods with a limit are kept, so a
-// cluster of pods without limits pays one map lookup per event. The start
+// cluster of pods without limits pays one map lookup per event. group are
+// the annotations of the pod's PodGroup (nil without one). The start
 // is the pod's status.startTime, else when it was first seen bound. O(1).
-func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
+func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[string]string) {
 	old, had := a.ends[pod.UID]
 	if acct == nil || !acct.bound {
 		if had {
@@ -49,7 +50,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct) {
 		}
 		return
 	}
-	lim, _ := runlimit.Of(pod, nil) // an invalid annotation is reported where the pod is admitted
+	lim, _ := runlimit.Of(pod, group) // an invalid annotation is ignored, as if absent
 	if !lim.Bounded() {
 		if had {
 			delete(a.ends, pod.UID)
@@ -271,7 +272,9 @@ func (pp *passPlacement) reserve(key queue.Key) {
 
 // limitOf is key's run-time limit in seconds for the plan, 0 without one:
 // a singleton's pod's, or the longest of a gang's unfinished members'
-// (unbounded when one has none, or when none exists yet). O(members).
+// (unbounded when one has none), or, for a gang none of whose members exist
+// yet (Volcano's), its PodGroup's. Members read their PodGroup's
+// annotation too. O(members).
 func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	u := pp.c.adm.units[key]
 	if u == nil {
@@ -280,11 +283,13 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	var l runlimit.Limit
 	if u.gang == nil {
 		l, _ = runlimit.Of(u.pod, nil)
+	} else if len(u.gang.members) == 0 {
+		l, _ = runlimit.Of(nil, groupAnnotations(u.gang))
 	} else {
 		lims := make([]runlimit.Limit, 0, len(u.gang.members))
 		for _, m := range u.gang.members {
 			if m.pod != nil && !m.state.Phase.Terminal() {
-				ml, _ := runlimit.Of(m.pod, nil)
+				ml, _ := runlimit.Of(m.pod, groupAnnotations(u.gang))
 				lims = append(lims, ml)
 			}
 		}
@@ -442,4 +447,12 @@ func (f *feasibleState) reservationOf(key queue.Key) (timed, bool) {
 // String says when and where the reservation starts, as verdicts show it.
 func (t timed) String() string {
 	return fmt.Sprintf("reserved from %s on %s", time.Unix(t.start, 0).UTC().Format(time.RFC3339), strings.Join(t.nodes, ", "))
+}
+
+// groupAnnotations are g's PodGroup's annotations, nil without one.
+func groupAnnotations(g *group) map[string]string {
+	if g == nil || g.obj == nil {
+		return nil
+	}
+	return g.obj.Annotations
 }

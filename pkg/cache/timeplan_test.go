@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
@@ -246,5 +248,33 @@ func TestBackfillKeepsTheReservationNextPass(t *testing.T) {
 	pass(c, t0.Add(11*time.Second))
 	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
 		t.Errorf("reservations %+v in the pass after the backfill, want train's from t0+100 still", got)
+	}
+}
+
+// A limit on the PodGroup counts for every member: a one-member gang whose
+// PodGroup says 60 s backfills around the reservation, one without waits.
+func TestPodGroupLimitBackfills(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ann   map[string]string
+		admit bool
+	}{
+		{"PodGroup limit of 60 s", map[string]string{runlimit.Annotation: "60"}, true},
+		{"no limit", nil, false},
+		{"an invalid limit, ignored", map[string]string{runlimit.Annotation: "1m"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := reservationsFixture(t, singletons)
+			addPG(c, mkPG("ns", "job", 1, func(pg *v1alpha1.PodGroup) {
+				pg.Annotations = tc.ann
+				pg.CreationTimestamp = metav1.NewTime(t0)
+			}))
+			p := memberOf("ns", "job-0", "job", cpu("4"))
+			podEvent(c, p)
+			pass(c, t0.Add(10*time.Second))
+			if ok, msg := c.Admitted(p); ok != tc.admit {
+				t.Errorf("Admitted = %v %q, want %v", ok, msg, tc.admit)
+			}
+		})
 	}
 }

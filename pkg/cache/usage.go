@@ -185,7 +185,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	}
 	singleton := c.singletonOfLocked(pod, labelled, old)
 	if deleted || finished {
-		a.trackEndLocked(pod, nil)
+		a.trackEndLocked(pod, nil, nil)
 		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
 			if u := a.units[podUnitKey(pod)]; u != nil {
@@ -223,7 +223,11 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	if acct.bound {
 		c.holdLocked(acct)
 	}
-	a.trackEndLocked(pod, acct)
+	var group map[string]string
+	if labelled && acct.bound {
+		group = groupAnnotations(c.groups[gk])
+	}
+	a.trackEndLocked(pod, acct, group)
 	return act
 }
 

@@ -76,6 +76,10 @@ type Spec struct {
 	// member left is done, not about to begin.
 	Started bool
 	Rules   Rules
+	// Annotations are the object's, shared with the informer's copy and
+	// never written: what Caldera reads from them besides the spec is a
+	// run-time limit (pkg/runlimit's annotation, for every member).
+	Annotations map[string]string
 }
 
 // Key is the namespace/name of the group, for logs and messages.

@@ -34,9 +34,10 @@ func Spec(in *v1alpha1.PodGroup) *groupspec.Spec {
 			Namespace: in.Namespace, Name: in.Name, UID: string(in.UID),
 			ResourceVersion: in.ResourceVersion, Created: in.CreationTimestamp.Time,
 		},
-		Gang:     gang.Spec{MinMember: in.Spec.MinMember, ScheduleTimeoutSeconds: in.Spec.ScheduleTimeoutSeconds},
-		Queue:    in.Labels[qapi.QueueLabel],
-		Admitted: qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
+		Gang:        gang.Spec{MinMember: in.Spec.MinMember, ScheduleTimeoutSeconds: in.Spec.ScheduleTimeoutSeconds},
+		Queue:       in.Labels[qapi.QueueLabel],
+		Admitted:    qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
+		Annotations: in.Annotations,
 	}
 	if in.Spec.MinResources != nil {
 		out.Gang.MinResources = convert.Resources(in.Spec.MinResources)

@@ -65,6 +65,7 @@ func Spec(in *sched.PodGroup) *groupspec.Spec {
 		Queue:             in.Labels[qapi.QueueLabel],
 		PriorityClassName: in.Spec.PriorityClassName,
 		Admitted:          qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
+		Annotations:       in.Annotations,
 	}
 	if d := in.Spec.DisruptionMode; d != nil && d.All != nil {
 		out.Rules.DisruptAll = true

@@ -108,6 +108,7 @@ func Spec(in *vc.PodGroup) *groupspec.Spec {
 		Admitted:          admittedPhase(in.Status.Phase) || qapi.AdmittedSince(in.Annotations, in.CreationTimestamp.Time),
 		Started:           started(in.Status.Phase),
 		Rules:             groupspec.Rules{MembersAfterAdmission: true},
+		Annotations:       in.Annotations,
 	}
 	if q := in.Labels[qapi.QueueLabel]; q != "" {
 		out.Queue = q

@@ -173,7 +173,9 @@ func readState(cs fwk.CycleState) (*state, error) {
 // filtered again in the pod's own cycle, so a reservation made after the
 // pod was signed still holds.
 func (pl *Reservation) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	l, _ := runlimit.Of(pod, nil) // as ReservedRoom reads it
+	// The pod's own limit; its PodGroup's, which ReservedRoom reads too,
+	// is the same for every pod of the group, which Group() separates.
+	l, _ := runlimit.Of(pod, nil)
 	out := []fwk.SignFragment{{Key: Name + ".RunLimit()", Value: l.Hold()}}
 	if key, member := cache.GroupKeyOf(pod); member {
 		out = append(out, fwk.SignFragment{Key: Name + ".Group()", Value: key.String()})
