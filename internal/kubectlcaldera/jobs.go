@@ -194,15 +194,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		if !slices.Contains(schedulers, p.Spec.SchedulerName) {
 			continue
 		}
-		row := JobRow{Namespace: p.Namespace, Name: p.Name, Kind: "Pod", MinMember: 1, Members: 1,
-			Queue: firstNonEmpty(p.Labels[qapi.QueueLabel], nsQueue[p.Namespace], defaultQueue),
-			Phase: string(p.Status.Phase), Verdict: firstNonEmpty(heldBy(p), latest[p.UID])}
-		if p.Spec.NodeName != "" {
-			row.Bound = 1
-		} else {
-			row.Waiting = since(p.CreationTimestamp.Time, now)
-		}
-		rows = append(rows, row)
+		rows = append(rows, singletonRow(p, latest[p.UID], firstNonEmpty(p.Labels[qapi.QueueLabel], nsQueue[p.Namespace], defaultQueue), now))
 	}
 	for i := range pgs {
 		pg := &pgs[i]
@@ -237,6 +229,19 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		return strings.Compare(a.Kind, b.Kind)
 	})
 	return rows
+}
+
+// singletonRow is the row of a pod outside any gang, in queue, whose newest
+// Event says event.
+func singletonRow(p *corev1.Pod, event, queue string, now time.Time) JobRow {
+	row := JobRow{Namespace: p.Namespace, Name: p.Name, Kind: "Pod", MinMember: 1, Members: 1,
+		Queue: queue, Phase: string(p.Status.Phase), Verdict: firstNonEmpty(heldBy(p), event)}
+	if p.Spec.NodeName != "" {
+		row.Bound = 1
+	} else {
+		row.Waiting = since(p.CreationTimestamp.Time, now)
+	}
+	return row
 }
 
 // SetPositions fills each row's Position from its queue's published head
