@@ -72,6 +72,9 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Errorf("endless: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
 	}
+	if waits, msg := c.AwaitingRoom(endless); !waits || !strings.HasPrefix(msg, "waiting for room: starting now would delay") {
+		t.Errorf("endless: AwaitingRoom = %v %q, want the delay once after 'waiting for room: '", waits, msg)
+	}
 	// The gang is told when and where it will start, in its verdict and
 	// in the expected start its PodGroup gets.
 	at := t0.Add(100 * time.Second)

@@ -175,7 +175,7 @@ func (d Decision) Message() string {
 	case CheckReserved:
 		return fmt.Sprintf("queue %s is reserved for %s, at its head since %s", d.Queue, d.Behind, d.Since.UTC().Format(time.RFC3339))
 	case CheckReservation:
-		return fmt.Sprintf("waiting for room: starting now would delay the reservation of %s from %s (no run-time limit ending before then)", d.Behind, d.Since.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("starting now would delay the reservation of %s from %s (no run-time limit ending before then)", d.Behind, d.Since.UTC().Format(time.RFC3339))
 	case CheckWaiting:
 		if !d.Behind.IsZero() {
 			return fmt.Sprintf("queue %s: waiting behind %s", d.Queue, d.Behind)

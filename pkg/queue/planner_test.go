@@ -226,10 +226,15 @@ func TestDecisionReservation(t *testing.T) {
 		t.Errorf("Decision.Check = %v, want Reservation", d.Check)
 	}
 	msg := d.Message()
-	for _, part := range []string{"waiting for room", "pg:ns/head", "2030-01-01T01:30:00Z"} {
+	for _, part := range []string{"delay the reservation", "pg:ns/head", "2030-01-01T01:30:00Z"} {
 		if !strings.Contains(msg, part) {
 			t.Errorf("Message() = %q, want it to mention %q", msg, part)
 		}
+	}
+	// A refusal for room is told as "waiting for room: " + Message() by
+	// the cache; the message must not say it again.
+	if strings.Contains(msg, "waiting for room") {
+		t.Errorf("Message() = %q says 'waiting for room', which its verdict prefixes", msg)
 	}
 	if !d.WaitsForRoom() {
 		t.Error("WaitsForRoom() = false, want true: more room cures a delay")
