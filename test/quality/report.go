@@ -96,6 +96,8 @@ func markdown(rep Report) string {
 		b.WriteString("\n")
 	}
 
+	b.WriteString(etaTable(rep.Results))
+
 	b.WriteString("\nShare error while contended: mean |allocated - deserved| in cores (and over deserved), deserved by pkg/queue.Divide on each sample's demand\n\n| profile |")
 	for _, q := range p.Queues {
 		fmt.Fprintf(&b, " %s (w%d) |", q.Name, q.Weight)
@@ -109,6 +111,27 @@ func markdown(rep Report) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(targets(rep))
+	return b.String()
+}
+
+// etaTable compares starts with the first expected start (ETA) each gang
+// was given, for the profiles that give one.
+func etaTable(results []score.Result) string {
+	var b strings.Builder
+	for _, r := range results {
+		e := r.ETA
+		if e.Jobs == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nStart vs first ETA: gangs given an expected start (the PodGroup's expected-start annotation, first value seen) while waiting; " +
+				"lateness = start (last pod bound) - first ETA, trace seconds (negative: early); a job never started counts with the run's end; " +
+				"on time: started no later than first ETA + 1 wall second\n\n")
+			b.WriteString("| profile | jobs with ETA | never started | lateness p10 | p50 | p90 | max | on time (ETA + 1 wall s) |\n|---|---|---|---|---|---|---|---|\n")
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d (%.1f%%, within %.0f s) |\n",
+			r.Profile, e.Jobs, e.NeverStarted, e.P10, e.P50, e.P90, e.Max, e.OnTime, 100*e.OnTimeShare, e.Tolerance)
+	}
 	return b.String()
 }
 

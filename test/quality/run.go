@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	pgapi "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
@@ -75,6 +77,7 @@ type runner struct {
 
 	mu        sync.Mutex
 	jobs      []*jobState
+	groups    map[string]*jobState // gangs, by namespace/name
 	pods      map[string]*podState // by namespace/name
 	evictions int
 	// evictionLog: when each eviction happened, and in which queue.
@@ -104,6 +107,9 @@ type jobState struct {
 	epoch                  int
 	recreated              int
 	evicted                int
+	// firstETA is the first expected start (qapi.ExpectedStartAnnotation)
+	// seen on its PodGroup; zero: none yet.
+	firstETA time.Time
 }
 
 type podState struct {
@@ -156,9 +162,13 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 		}
 	}
 
-	r := &runner{env: env, p: p, tr: tr, opts: opts, pods: map[string]*podState{}}
+	r := &runner{env: env, p: p, tr: tr, opts: opts, pods: map[string]*podState{}, groups: map[string]*jobState{}}
 	for _, j := range tr.Jobs {
-		r.jobs = append(r.jobs, &jobState{job: j, ns: j.Queue, live: map[string]*podState{}})
+		js := &jobState{job: j, ns: j.Queue, live: map[string]*podState{}}
+		r.jobs = append(r.jobs, js)
+		if j.Size > 1 {
+			r.groups[js.ns+"/"+j.Name()] = js
+		}
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -185,6 +195,9 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 			Arrival: js.job.Arrival.Seconds(), Start: r.traceSeconds(js.firstStart), End: r.traceSeconds(js.end),
 			Evicted: js.evicted, PartialSeconds: js.maxPartial.Seconds() * opts.compression,
 		})
+		if !js.firstETA.IsZero() {
+			out.Jobs[len(out.Jobs)-1].FirstETA = ptr.To(r.traceSeconds(js.firstETA))
+		}
 	}
 	out.Samples = r.samples
 	out.PartialNodeSeconds = r.partialNS
@@ -220,7 +233,8 @@ func setupTenants(ctx context.Context, env *harness.Env, p profile, tr trace.Tra
 	return nil
 }
 
-// watch follows the trace's pods: binds and deletions.
+// watch follows the trace's pods (binds and deletions) and, for Caldera's
+// gangs, their PodGroups' expected starts.
 func (r *runner) watch(ctx context.Context) error {
 	f := informers.NewSharedInformerFactoryWithOptions(r.env.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = jobLabel
@@ -245,7 +259,49 @@ func (r *runner) watch(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return errors.New("pod informer did not sync")
 	}
+	if r.p.gang != gangCaldera {
+		return nil
+	}
+	// Caldera's PodGroups: the first expected start each gang is given.
+	pgf := pginformers.NewSharedInformerFactory(r.env.PGClient, 0)
+	pgInf := pgf.Scheduling().V1alpha1().PodGroups().Informer()
+	onGroup := func(obj any) {
+		if pg, ok := obj.(*pgapi.PodGroup); ok {
+			r.onGroup(pg)
+		}
+	}
+	if _, err := pgInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onGroup,
+		UpdateFunc: func(_, obj any) { onGroup(obj) },
+	}); err != nil {
+		return err
+	}
+	pgf.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pgInf.HasSynced) {
+		return errors.New("PodGroup informer did not sync")
+	}
 	return nil
+}
+
+// onGroup records the first expected start written on a gang's PodGroup
+// while the gang waits.
+func (r *runner) onGroup(pg *pgapi.PodGroup) {
+	v, ok := pg.Annotations[qapi.ExpectedStartAnnotation]
+	if !ok {
+		return
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		r.fail(fmt.Errorf("PodGroup %s/%s: %s %q: %w", pg.Namespace, pg.Name, qapi.ExpectedStartAnnotation, v, err))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	js := r.groups[pg.Namespace+"/"+pg.Name]
+	if js == nil || !js.firstETA.IsZero() || !js.firstStart.IsZero() {
+		return
+	}
+	js.firstETA = at
 }
 
 func (r *runner) onPod(pod *v1.Pod) {

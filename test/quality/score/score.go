@@ -38,6 +38,11 @@ type Job struct {
 	// PartialSeconds is the longest time some but not all of its pods
 	// were bound (0 for single pods).
 	PartialSeconds float64
+	// FirstETA is the first expected start the scheduler wrote on its
+	// PodGroup (qapi.ExpectedStartAnnotation, whole wall seconds) while
+	// it waited, in trace seconds; nil if it never had one (single pods,
+	// other profiles).
+	FirstETA *float64 `json:",omitempty"`
 }
 
 // Sample is the cluster's state at one instant of a run.
@@ -150,8 +155,11 @@ type Result struct {
 	// FreshSeconds: those cost a bind and an eviction, nearly no work.
 	EvictedWork  float64
 	EvictedFresh int
-	End          float64
-	Error        string `json:",omitempty"`
+	// ETA compares each job's start with the first expected start it was
+	// given.
+	ETA   ETAScore
+	End   float64
+	Error string `json:",omitempty"`
 }
 
 // Score computes a run's Result; queues are the trace's tenants.
@@ -164,7 +172,58 @@ func Score(run Run, queues []trace.Queue) Result {
 	scoreSamples(&r, run, queues)
 	scoreJobs(&r, run)
 	scoreEvictions(&r, run, queues)
+	r.ETA = ScoreETA(run.Jobs, run.End, run.Compression)
 	return r
+}
+
+// ETAScore is how the starts of the jobs that were given an expected start
+// compare with the first one they were given. Lateness is start - first
+// ETA in trace seconds (negative: early); a job that never started counts
+// with the run's end as its start, a lower bound.
+type ETAScore struct {
+	// Jobs counts the jobs given an ETA; NeverStarted those of them that
+	// never started.
+	Jobs, NeverStarted int
+	// Lateness percentiles (nearest rank) and maximum.
+	P10, P50, P90, Max float64
+	// Tolerance is one wall second in trace seconds (the annotation has
+	// whole seconds); OnTime counts the jobs started no later than first
+	// ETA + Tolerance (never one that never started), OnTimeShare is
+	// OnTime over Jobs.
+	Tolerance   float64
+	OnTime      int
+	OnTimeShare float64
+}
+
+// ScoreETA scores jobs' starts against their first ETA; end is the run's
+// end, compression its trace seconds per wall second.
+func ScoreETA(jobs []Job, end, compression float64) ETAScore {
+	s := ETAScore{Tolerance: compression}
+	var late []float64
+	for _, j := range jobs {
+		if j.FirstETA == nil {
+			continue
+		}
+		start := j.Start
+		if start < 0 {
+			start = end
+			s.NeverStarted++
+		}
+		l := start - *j.FirstETA
+		late = append(late, l)
+		if j.Start >= 0 && l <= s.Tolerance {
+			s.OnTime++
+		}
+	}
+	s.Jobs = len(late)
+	if s.Jobs == 0 {
+		return s
+	}
+	slices.Sort(late)
+	s.P10, s.P50, s.P90 = Percentile(late, 10), Percentile(late, 50), Percentile(late, 90)
+	s.Max = late[len(late)-1]
+	s.OnTimeShare = float64(s.OnTime) / float64(s.Jobs)
+	return s
 }
 
 func specsOf(queues []trace.Queue, capacity int64) []queue.Spec {

@@ -100,3 +100,40 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+func TestScoreETA(t *testing.T) {
+	eta := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name string
+		jobs []Job
+		want ETAScore
+	}{
+		{name: "none", jobs: []Job{{Start: 5}, {Start: -1}}, want: ETAScore{Tolerance: 4}},
+		{
+			// Lateness -10, 0, 4 (within one wall second = 4 s), 5, and
+			// 100 - 50 = 50 for the one never started (the run's end).
+			name: "mixed",
+			jobs: []Job{
+				{Start: 10, FirstETA: eta(20)},
+				{Start: 30, FirstETA: eta(30)},
+				{Start: 34, FirstETA: eta(30)},
+				{Start: 35, FirstETA: eta(30)},
+				{Start: -1, FirstETA: eta(50)},
+				{Start: 7}, // no ETA: not counted
+			},
+			want: ETAScore{Jobs: 5, NeverStarted: 1, P10: -10, P50: 4, P90: 50, Max: 50, Tolerance: 4, OnTime: 3, OnTimeShare: 0.6},
+		},
+		{
+			// Started before the run's end yet after its ETA: late.
+			name: "late",
+			jobs: []Job{{Start: 90, FirstETA: eta(10)}},
+			want: ETAScore{Jobs: 1, P10: 80, P50: 80, P90: 80, Max: 80, Tolerance: 4},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScoreETA(tc.jobs, 100, 4); got != tc.want {
+				t.Errorf("ScoreETA = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
