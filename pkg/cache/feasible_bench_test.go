@@ -25,13 +25,7 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 		foreign string // what the pod on each node requests
 	}{{"fragmented", "2"}, {"fragmented-cold", "2"}, {"full", "4"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			queues := make([]*qapi.Queue, 100)
-			for i := range queues {
-				queues[i] = mkQueue(fmt.Sprint("q", i))
-			}
-			opts := singletons
-			opts.StarvationThreshold = -1
-			c, _, _ := newAdmissionCache(b, opts, queues...)
+			c := hundredQueues(b)
 			for i := range 1000 {
 				n := fmt.Sprintf("n%04d", i)
 				c.onNode(logger, mkNode(n, "4"))
@@ -82,13 +76,7 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 // is reserved for (64 in all, the pass's bound), and behind each a 4-cpu
 // pod without a limit, which fits now but would delay them.
 func BenchmarkAdmissionPassReservations(b *testing.B) {
-	queues := make([]*qapi.Queue, 100)
-	for i := range queues {
-		queues[i] = mkQueue(fmt.Sprint("q", i))
-	}
-	opts := singletons
-	opts.StarvationThreshold = -1
-	c, _, _ := newAdmissionCache(b, opts, queues...)
+	c := hundredQueues(b)
 	for i := range 1000 {
 		n := fmt.Sprintf("n%04d", i)
 		c.onNode(logger, mkNode(n, "64"))
@@ -119,4 +107,17 @@ func BenchmarkAdmissionPassReservations(b *testing.B) {
 	for b.Loop() {
 		c.AdmissionPass(logger, now)
 	}
+}
+
+// hundredQueues is a cache with singletons admitted, queues q0..q99 and
+// the starvation guard off, as the pass benchmarks start from.
+func hundredQueues(b *testing.B) *Cache {
+	queues := make([]*qapi.Queue, 100)
+	for i := range queues {
+		queues[i] = mkQueue(fmt.Sprint("q", i))
+	}
+	opts := singletons
+	opts.StarvationThreshold = -1
+	c, _, _ := newAdmissionCache(b, opts, queues...)
+	return c
 }

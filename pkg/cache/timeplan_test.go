@@ -218,10 +218,7 @@ func TestReservationFollowsChangedEnds(t *testing.T) {
 // cycle: the Filter may have kept them out of that room.
 func TestEndedReservationRetriesAdmittedPods(t *testing.T) {
 	c, train, h := reservationsFixture(t, singletons)
-	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
-	podEvent(c, short)
-	pass(c, t0.Add(10*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, short)
+	backfillShort(t, c)
 	activatedPods(h)
 	pass(c, t0.Add(11*time.Second))
 	if got := activatedPods(h); len(got) != 0 {
@@ -244,10 +241,7 @@ func TestEndedReservationRetriesAdmittedPods(t *testing.T) {
 // never freed.
 func TestBackfillKeepsTheReservationNextPass(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
-	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
-	podEvent(c, short)
-	pass(c, t0.Add(10*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, short)
+	backfillShort(t, c)
 	pass(c, t0.Add(11*time.Second))
 	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
 		t.Errorf("reservations %+v in the pass after the backfill, want train's from t0+100 still", got)
@@ -280,4 +274,14 @@ func TestPodGroupLimitBackfills(t *testing.T) {
 			}
 		})
 	}
+}
+
+// backfillShort admits, at t0+10, a 4-cpu job of 60 s into the fixture's
+// reserved room (it ends before the reservation's t0+100), unbound.
+func backfillShort(t *testing.T, c *Cache) {
+	t.Helper()
+	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
+	podEvent(c, short)
+	pass(c, t0.Add(10*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, short)
 }
