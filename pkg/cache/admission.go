@@ -94,6 +94,9 @@ type admissionState struct {
 	deficitRefused map[queue.Key]struct{}
 	// ends holds the bound pods with a run-time limit (timeplan.go).
 	ends map[types.UID]podEnd
+	// jobDeadlines are the Jobs' activeDeadlineSeconds, by Job UID, of
+	// the Jobs that set one (jobdeadline.go).
+	jobDeadlines map[types.UID]int64
 	// freeRoomOnly holds the units admission counts no eviction room for
 	// until their freeRoomUntil, or until a bound pod leaves.
 	freeRoomOnly map[queue.Key]struct{}

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"sync/atomic"
+
 	"github.com/caldera-sched/caldera/pkg/noderoom"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
@@ -22,6 +24,10 @@ type feasibleState struct {
 	timed []timed
 	// timedBy indexes timed by unit.
 	timedBy map[queue.Key]int
+	// anyTimed says whether timed is not empty, for ReservedRoom to answer
+	// most pods without the cache's lock: it is asked in every
+	// scheduling cycle, and most cycles run while nothing is reserved.
+	anyTimed atomic.Bool
 	// releases is the timeline of bound pods' ends the plans read.
 	releases releases
 	pass     passPlacement

@@ -40,9 +40,12 @@ type NodeHold struct {
 // (most pods, and every pod while no group holds a reservation). O(held
 // nodes).
 func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
+	f := &c.feasible
+	if !f.anyTimed.Load() {
+		return nil
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	f := &c.feasible
 	if len(f.timed) == 0 || !c.adm.on() {
 		return nil
 	}
@@ -52,7 +55,7 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 	if key, member := GroupKeyOf(pod); member {
 		group = groupAnnotations(c.groups[key])
 	}
-	if l, _ := runlimit.Of(pod, group); l.Bounded() {
+	if l, _ := c.adm.limitOfPod(pod, group); l.Bounded() {
 		end = now.Unix() + l.Hold()
 	}
 	var out map[string][]NodeHold

@@ -50,7 +50,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 		}
 		return
 	}
-	lim, _ := runlimit.Of(pod, group) // an invalid annotation is ignored, as if absent
+	lim, _ := a.limitOfPod(pod, group) // an invalid annotation is ignored, as if absent (told by noticeRunLimitLocked)
 	if !lim.Bounded() {
 		if had {
 			delete(a.ends, pod.UID)
@@ -280,16 +280,17 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	if u == nil {
 		return 0
 	}
+	a := pp.c.adm
 	var l runlimit.Limit
 	if u.gang == nil {
-		l, _ = runlimit.Of(u.pod, nil)
+		l, _ = a.limitOfPod(u.pod, nil)
 	} else if len(u.gang.members) == 0 {
 		l, _ = runlimit.Of(nil, groupAnnotations(u.gang))
 	} else {
 		lims := make([]runlimit.Limit, 0, len(u.gang.members))
 		for _, m := range u.gang.members {
 			if m.pod != nil && !m.state.Phase.Terminal() {
-				ml, _ := runlimit.Of(m.pod, groupAnnotations(u.gang))
+				ml, _ := a.limitOfPod(m.pod, groupAnnotations(u.gang))
 				lims = append(lims, ml)
 			}
 		}
@@ -382,6 +383,7 @@ func (pp *passPlacement) finishTime() {
 			f.timed = append(f.timed, t)
 		}
 	}
+	f.anyTimed.Store(len(f.timed) > 0)
 	pp.releasedByStarts()
 	// Room a reservation no longer holds (it ended, or starts later) is
 	// no cluster event: the pods the Filter kept out of it would wait

@@ -224,9 +224,10 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 		c.holdLocked(acct)
 	}
 	var group map[string]string
-	if labelled && acct.bound {
+	if labelled {
 		group = groupAnnotations(c.groups[gk])
 	}
+	c.noticeRunLimitLocked(pod, group)
 	a.trackEndLocked(pod, acct, group)
 	return act
 }

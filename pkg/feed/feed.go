@@ -79,7 +79,7 @@ func Wire(ctx context.Context, h fwk.Handle, c *cache.Cache, adapters ...dialect
 	for _, wire := range []func(context.Context) error{
 		f.wirePods, f.wireNodes, f.wireFinished,
 		func(ctx context.Context) error { return f.wireJoinedFinished(ctx, readsByName) },
-		f.wireAdmission,
+		f.wireAdmission, f.wireJobDeadlines,
 	} {
 		if err := wire(ctx); err != nil {
 			return nil, err
@@ -337,6 +337,39 @@ func (f *Feed) wireAdmission(ctx context.Context) error {
 		factory.Start(ctx.Done())
 		return waitSynced(ctx, "Queues (is the Queue CRD, scheduling.caldera.dev/v1alpha1, installed and readable?)", qreg)
 	})
+}
+
+// wireJobDeadlines feeds the cache the run-time limits Jobs declare
+// (spec.activeDeadlineSeconds, which their pods do not carry) when
+// admission is on: from an informer of our own, slimmed to identity and
+// deadline, so the scheduler's factory does not keep whole Jobs.
+func (f *Feed) wireJobDeadlines(ctx context.Context) error {
+	if !f.c.Admitting() {
+		return nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0, informers.WithTransform(cache.SlimJob))
+	reg, err := factory.Batch().V1().Jobs().Informer().AddEventHandler(clientcache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { applyJob(f.c, obj) },
+		UpdateFunc: func(_, obj any) { applyJob(f.c, obj) },
+		DeleteFunc: func(obj any) {
+			if job := objectOf[*batchv1.Job](obj); job != nil {
+				f.c.DeleteJob(job)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return f.setUp("Job deadlines", func(ctx context.Context, _ klog.Logger) error {
+		factory.Start(ctx.Done())
+		return waitSynced(ctx, "Jobs (can the scheduler list and watch batch/v1 jobs?)", reg)
+	})
+}
+
+func applyJob(c *cache.Cache, obj any) {
+	if job := objectOf[*batchv1.Job](obj); job != nil {
+		c.ApplyJob(job)
+	}
 }
 
 func applyQueue(c *cache.Cache, obj any) {

@@ -275,6 +275,7 @@ var rarelyUsed = map[string]string{
 	"list podgroups.scheduling.x-k8s.io": "informers fall back to LIST without watch-list",
 	"list queues.scheduling.caldera.dev": "informers fall back to LIST without watch-list",
 	"list resourcequotas.":               "informers fall back to LIST without watch-list",
+	"list jobs.batch":                    "informers fall back to LIST without watch-list",
 	// The events library patches an Event that repeats within its series
 	// window; whether one repeats in this short run depends on timing.
 	"patch events.events.k8s.io": "a repeated Event becomes a series, which is patched",
