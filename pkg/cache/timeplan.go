@@ -226,10 +226,10 @@ func (pp *passPlacement) mayPlan() bool {
 }
 
 // Hold implements queue.Planner.
-func (pp *passPlacement) Hold(g queue.Group) {
+func (pp *passPlacement) Hold(g queue.Group) bool {
 	tp := &pp.tp
 	if !pp.mayPlan() {
-		return
+		return false
 	}
 	if !tp.built {
 		pp.buildPlan()
@@ -238,9 +238,11 @@ func (pp *passPlacement) Hold(g queue.Group) {
 		tp.renewed = map[queue.Key]bool{}
 	}
 	tp.renewed[g.Key] = true
-	if !slices.ContainsFunc(tp.held, func(t timed) bool { return t.key == g.Key }) {
+	isG := func(t timed) bool { return t.key == g.Key }
+	if !slices.ContainsFunc(tp.held, isG) {
 		pp.reserve(g.Key)
 	}
+	return slices.ContainsFunc(tp.held, isG)
 }
 
 // reserve plans key's reservation and records it.

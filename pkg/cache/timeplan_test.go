@@ -285,3 +285,26 @@ func backfillShort(t *testing.T, c *Cache) {
 	pass(c, t0.Add(10*time.Second))
 	wantAdmitted(t, c, admission{true, ""}, short)
 }
+
+// Past the starvation threshold, a head with a reservation over time is
+// guarded by that reservation alone: its queue is not stopped, so a job of
+// its own queue that ends before the reservation starts still runs now,
+// and one that would not is refused for delaying it.
+func TestStarvingHeadGuardedByItsReservation(t *testing.T) {
+	opts := singletons
+	opts.StarvationThreshold = time.Second
+	c, train, _ := reservationsFixture(t, opts)
+	pass(c, t0.Add(5*time.Second)) // train heads the queue from here
+	long := single("ns", "long", cpu("4"), limit(600), createdAt(t0.Add(time.Second)))
+	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(2*time.Second)))
+	podEvent(c, short)
+	podEvent(c, long)
+	pass(c, t0.Add(10*time.Second)) // train has waited past the threshold
+	if ok, _ := c.Admitted(train[0]); ok {
+		t.Fatal("train admitted, want it waiting for its reservation")
+	}
+	wantAdmitted(t, c, admission{true, ""}, short)
+	if ok, msg := c.Admitted(long); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
+		t.Errorf("long: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
+	}
+}

@@ -373,10 +373,8 @@ func (p *Pending) attempt(q *pqueue) bool {
 			e.where = skipped
 			q.skip = append(q.skip, e)
 		}
-		if v == transient {
-			p.hold(q, e, d)
-		}
-		if v == transient && head && p.guardHead(q, e, d.Check) {
+		reserved := v == transient && p.hold(q, e, d)
+		if v == transient && head && p.guardHead(q, e, d.Check, reserved) {
 			return false
 		}
 		if q.refused > q.budget {
@@ -392,27 +390,31 @@ func (p *Pending) attempt(q *pqueue) bool {
 // for room in q (a refusal more room would cure), while q has reservations
 // left in this pass (Options.ReservationsPerQueue). Groups refused for their
 // queue's share or capability hold nothing: room would not start them.
-func (p *Pending) hold(q *pqueue, e *entry, d Decision) {
+func (p *Pending) hold(q *pqueue, e *entry, d Decision) (reserved bool) {
 	ps := &p.pass
 	pn, ok := ps.o.Placement.(Planner)
 	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForRoom() {
-		return
+		return false
 	}
 	q.holds++
-	pn.Hold(e.g)
+	return pn.Hold(e.g)
 }
 
 // guardHead makes e, refused for room at the head of q, q's head: its
 // starvation clock starts when it is new there. Once it has waited
 // StarvationThreshold, the guard reserves q for it (CheckReserved) and
-// guardHead reports true: q admits nothing more in the pass.
-func (p *Pending) guardHead(q *pqueue, e *entry, check Check) bool {
+// guardHead reports true: q admits nothing more in the pass. reserved says
+// whether e holds a reservation over time (Planner.Hold): that reservation
+// is its guard, since nothing that would delay its start is admitted, from
+// any queue; the guard then neither stops q (work behind e that ends in
+// time still starts) nor holds empty nodes.
+func (p *Pending) guardHead(q *pqueue, e *entry, check Check, reserved bool) bool {
 	ps := &p.pass
 	q.ahead = e
 	if q.headKey != e.g.Key {
 		q.headKey, q.headSince = e.g.Key, ps.now
 	}
-	if th := ps.o.StarvationThreshold; th < 0 || ps.now.Sub(q.headSince) < th {
+	if th := ps.o.StarvationThreshold; th < 0 || ps.now.Sub(q.headSince) < th || reserved {
 		return false
 	}
 	// A head refused only because its members cannot be placed reserves

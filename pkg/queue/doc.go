@@ -143,12 +143,17 @@
 // becomes the head (a higher-priority group arriving overtakes it; a group
 // ahead of it being admitted or deleted hands it the head with a new clock).
 // The guard reserves the queue, not the cluster: other queues keep admitting.
-// Except for a head refused by the placement check: its queue is reserved
-// only when Placement.Reserve can place it on the cluster's empty nodes, and
-// then the nodes it needs are held for it too (nothing new, from any queue,
-// is admitted onto them) until it is admitted or its clock restarts. Before
-// that point a gang refused by the placement check holds nothing and work
-// behind it that fits is admitted (backfill).
+// A head that holds a reservation over time (Planner.Hold: when its
+// members fit together, given the run-time limits of what runs) needs no
+// guard: nothing that would delay its start is admitted, from any queue,
+// so its queue is not stopped and work behind it that ends in time starts
+// (backfill). The guard is for heads without one (what they wait for
+// declares no limit). A head refused by the placement check is then
+// guarded only when Placement.Reserve can place it on the cluster's empty
+// nodes, and the nodes it needs are held for it too (nothing new, from any
+// queue, is admitted onto them) until it is admitted or its clock
+// restarts. Before the threshold such a gang holds nothing and work behind
+// it that fits is admitted.
 //
 // # Driving it from a cache
 //

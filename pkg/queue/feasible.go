@@ -44,8 +44,12 @@ type Planner interface {
 	// checks of the pass, and of later passes until g is admitted or no
 	// longer held, refuse what would delay it. The pass calls it for at
 	// most Options.ReservationsPerQueue groups of each queue, in queue
-	// order; the Planner may bound the total.
-	Hold(g Group)
+	// order; the Planner may bound the total. It reports whether g holds
+	// a reservation now: the starvation guard then holds g's room through
+	// it (later work may still use that room if it ends before g starts)
+	// instead of keeping the empty nodes Placement.Reserve finds from
+	// everyone.
+	Hold(g Group) bool
 	// Delayed reports whether the last Check(g, PlanNone) refused g only
 	// because starting it now would delay a reservation: which one (the
 	// earliest such) and when that reservation starts.

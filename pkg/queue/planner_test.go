@@ -2,6 +2,7 @@ package queue
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,14 @@ type fakePlanner struct {
 	delayed map[string]string
 	start   time.Time
 	held    []string
+	// reserves are the groups Hold finds a reservation for.
+	reserves map[string]bool
 }
 
-func (f *fakePlanner) Hold(g Group) { f.held = append(f.held, short(g.Key)) }
+func (f *fakePlanner) Hold(g Group) bool {
+	f.held = append(f.held, short(g.Key))
+	return f.reserves[short(g.Key)]
+}
 
 func (f *fakePlanner) Delayed(g Group) (Key, time.Time, bool) {
 	r, ok := f.delayed[short(g.Key)]
@@ -241,5 +247,47 @@ func TestDecisionReservation(t *testing.T) {
 	}
 	if d.Admitted = true; d.WaitsForRoom() {
 		t.Error("an admitted decision waits for nothing")
+	}
+}
+
+// A starving head that holds a reservation over time is guarded by that
+// reservation alone: its queue is not stopped (q/1, which the planner lets
+// start, is admitted) and no empty nodes are held for it
+// (Placement.Reserve is not asked). Without a reservation the guard stops
+// the queue and holds empty nodes, as before.
+func TestAdmitStarvingHeadGuardedByReservation(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		reserves     bool
+		wantAdmitted []string
+		wantReserved []string
+	}{
+		{"held over time", true, []string{"q/1"}, nil},
+		{"no reservation over time", false, nil, []string{"q/0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanner([]string{"q/0"}, nil)
+			f.reservable = map[string]bool{"q/0": true}
+			f.reserves = map[string]bool{"q/0": tc.reserves}
+			w := world{
+				specs:  []Spec{{Name: "q", Weight: 1}},
+				total:  cores(16),
+				groups: []Group{grp("q/0", "q", 0, cores(1))},
+				opts:   Options{Placement: f, StarvationThreshold: time.Minute},
+			}
+			p, _, _ := w.run()
+			p.Set(grp("q/1", "q", 1, cores(1)))
+			res, _ := w.pass(p, t0.Add(2*time.Minute))
+			if got := admittedKeys(res); !slices.Equal(got, tc.wantAdmitted) {
+				t.Errorf("admitted %v, want %v", got, tc.wantAdmitted)
+			}
+			stopped := len(res.Queues) == 1 && res.Queues[0].Stop.Check == CheckReserved
+			if stopped != (tc.wantAdmitted == nil) {
+				t.Errorf("queues %+v: reserved for the head = %v, want %v", res.Queues, stopped, tc.wantAdmitted == nil)
+			}
+			if !reflect.DeepEqual(f.reserved, tc.wantReserved) {
+				t.Errorf("Placement.Reserve held empty nodes for %v, want %v", f.reserved, tc.wantReserved)
+			}
+		})
 	}
 }
