@@ -41,6 +41,9 @@ type AdmissionOptions struct {
 	// groups of each queue refused for room get a reservation over time
 	// (timeplan.go); negative for none, 0 for the default.
 	ReservationsPerQueue int
+	// EvictOverruns: a pod past a run-time limit it declared by annotation
+	// is evicted when a reservation that needs its room is due (overrun.go).
+	EvictOverruns bool
 }
 
 // admissionState is the cache's queue side; guarded by Cache.mu.
@@ -236,6 +239,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	a := c.adm
 	c.returnShortLocked(now)
 	c.returnOverdueLocked(now)
+	overruns := c.overrunsLocked(now) // evicted below, once the lock is let go
 	c.adm.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
@@ -283,6 +287,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
 	}
 	c.activate(logger, act)
+	c.evictOverruns(logger, overruns)
 }
 
 // admittedEntry is one admission of a pass, logged after the lock is let go.

@@ -25,6 +25,11 @@ type Eviction struct {
 	Mode  reclaim.Mode
 	// Queue is the preemptor's queue, VictimQueue the victim's.
 	Queue, VictimQueue string
+	// Overrun says why a pod past its run-time limit is evicted for a
+	// reservation (overrun.go), "" for a reclaim or preemption plan's
+	// victim. Such an eviction's Preemptor names the reservation, not a
+	// pod, and its Group is "": no gang's plan waits for it.
+	Overrun string
 }
 
 // abandonAfter bounds how long the book keeps an eviction the Executor never
@@ -47,6 +52,9 @@ type evictionBook struct {
 	// the pod itself outside any gang: planKeyOf), how many and the nodes
 	// its plan freed for its members.
 	gangs map[string]*gangPlan
+	// overrun is what the admission pass keeps to find the pods that
+	// overran their run-time limit into a reservation (overrun.go).
+	overrun overrunState
 }
 
 // gangPlan is a gang's plan while its victims leave.
@@ -80,6 +88,11 @@ type startedEntry struct {
 func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.startEvictionsLocked(evs, now)
+}
+
+// startEvictionsLocked is StartEvictions under the cache's lock.
+func (c *Cache) startEvictionsLocked(evs []Eviction, now time.Time) bool {
 	b := &c.evictions
 	b.sweepLocked(now)
 	for _, e := range evs {

@@ -42,6 +42,14 @@ type Args struct {
 	// reservations off. Default 1 (the head), at most
 	// MaxReservationsPerQueue.
 	ReservationsPerQueue *int32 `json:"reservationsPerQueue,omitempty"`
+	// EvictOverruns: when a reservation's start has come and a pod on its
+	// nodes is still running past a run-time limit it declared by
+	// annotation (scheduling.caldera.dev/max-run-seconds, on the pod or
+	// its PodGroup), the pod is evicted, as few as free the reservation's
+	// room, longest overdue first. Default true: the reservation was
+	// planned on that promise, and without the eviction it waits for as
+	// long as the pod runs.
+	EvictOverruns *bool `json:"evictOverruns,omitempty"`
 }
 
 // Defaults for Args.
@@ -89,6 +97,10 @@ func (a *Args) SetDefaults() {
 		v := int32(DefaultReservationsPerQueue)
 		a.ReservationsPerQueue = &v
 	}
+	if a.EvictOverruns == nil {
+		t := true
+		a.EvictOverruns = &t
+	}
 }
 
 // Validate checks defaulted args; each error names its field.
@@ -120,6 +132,7 @@ func (a *Args) Options() cache.AdmissionOptions {
 		CheckResourceQuota:   *a.CheckResourceQuota,
 		LendIdleRoom:         *a.LendIdleRoom,
 		ReservationsPerQueue: reservations(*a.ReservationsPerQueue),
+		EvictOverruns:        *a.EvictOverruns,
 	}
 }
 

@@ -26,7 +26,8 @@ func TestArgsDefaults(t *testing.T) {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	want := cache.AdmissionOptions{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
-		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true, ReservationsPerQueue: 1}
+		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true, ReservationsPerQueue: 1,
+		EvictOverruns: true}
 	if got := a.Options(); got != want {
 		t.Fatalf("Options() = %+v, want %+v", got, want)
 	}
@@ -47,5 +48,11 @@ func TestArgsDefaults(t *testing.T) {
 	d.SetDefaults()
 	if got := d.Options().ReservationsPerQueue; got >= 0 {
 		t.Errorf("reservationsPerQueue 0 should turn reservations off (negative), got %d", got)
+	}
+	no := false
+	e := Args{EvictOverruns: &no}
+	e.SetDefaults()
+	if e.Options().EvictOverruns {
+		t.Errorf("evictOverruns false should turn overrun evictions off")
 	}
 }

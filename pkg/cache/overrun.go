@@ -1,0 +1,442 @@
+package cache
+
+// A run-time limit declared by annotation (scheduling.caldera.dev/max-run-
+// seconds, on the pod or on its PodGroup) is a promise: unlike
+// activeDeadlineSeconds, which the kubelet enforces, nothing stops a pod
+// that runs past it. Reservations (timeplan.go) are planned on those
+// promises: a reservation starts when the pods on its nodes have ended by
+// their limits, and later work is let into its room only if it promises to
+// end first (backfill). A pod that breaks its promise still holds the room
+// at the reservation's start; the plan expects it back at any moment, and
+// the reservation would move later pass by pass for as long as it runs.
+//
+// So when a reservation's start has come (the start the last pass kept is
+// not after now) and its group is still not admitted, the pass evicts pods
+// on the reservation's nodes that are past a limit they declared by
+// annotation: on each node as few as free the room the reservation needs
+// there, longest overdue first.
+//
+//   - Any such pod of Caldera's queues on those nodes, not only one let in
+//     as backfill: the reservation's start was planned on the promised end
+//     of every pod there, those that ran before it was made as much as
+//     those let in around it. The rule needs no memory of how a pod was
+//     admitted, so it holds across a restart and is the same on every
+//     replica.
+//   - Past the limit that counts (limitOfPod: the smallest wins) and that
+//     limit an annotation's. A pod past an activeDeadlineSeconds, its own
+//     or its Job's, is the kubelet's or the Job controller's to stop: its
+//     room counts as leaving, as does that of pods already terminating or
+//     being evicted.
+//     Pods Caldera did not admit through a queue (other schedulers' pods,
+//     singletons while admitSingletons is off) are never evicted: their
+//     room counts as held.
+//   - Nothing is evicted for a reservation unless every one of its nodes
+//     then has the room it needs: an eviction that starts no one is not
+//     made.
+//
+// The evictions go the way CalderaReclaim's victims go (upstream's
+// preemption Executor): the DisruptionTarget condition, then a DELETE that
+// honours the pod's grace period, with Events on the pod, its PodGroup and
+// the reserved group. They are in the eviction book (evictions.go) until
+// the pod leaves, so neither a later pass nor a reclaim plan counts the
+// room twice. Only the replica that schedules evicts.
+//
+// Cost: nothing while no reservation is kept; per pass that keeps one,
+// O(pods whose end changed since the last pass); per due reservation,
+// O(pods with a limit on its nodes). The per-node index of the pods with a
+// limit is built (one walk of them) when a reservation first comes due and
+// kept from pass to pass by the release timeline's marks (releases.go).
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/caldera-sched/caldera/pkg/groupspec"
+	"github.com/caldera-sched/caldera/pkg/plan"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
+	"github.com/caldera-sched/caldera/pkg/status"
+)
+
+// ReasonOverranRunLimit is the reason of the Events about a pod evicted for
+// running past its run-time limit into a reservation.
+const ReasonOverranRunLimit = "OverranRunLimit"
+
+// overrunTimeout bounds the API calls of one eviction.
+const overrunTimeout = 10 * time.Second
+
+// overrunState is what the pass keeps between passes to find the pods that
+// overran into a reservation; guarded by Cache.mu.
+type overrunState struct {
+	// byNode indexes admissionState.ends by node, and nodeOf records each
+	// indexed pod's node. Nil until a reservation comes due; then kept by
+	// the marks synced, the release timeline, takes of changed ends.
+	byNode map[string]map[types.UID]struct{}
+	nodeOf map[types.UID]string
+	synced *plan.Timeline
+	// since is, per kept reservation, the earliest start it was given:
+	// what its evictions' messages name.
+	since map[queue.Key]int64
+}
+
+// overrunEviction is one eviction a pass chose, made once the cache's lock
+// is let go.
+type overrunEviction struct {
+	pod       *v1.Pod
+	preemptor types.UID // the reservation's key in the eviction book
+	msg       string
+	// victimGroup is the pod's PodGroup (nil for none); reserved is the
+	// reservation's PodGroup (or pod), named by reservedBy's recorder.
+	victimGroup *groupspec.Source
+	reserved    runtime.Object
+	reservedBy  string
+}
+
+// overrunCandidate is a pod past an annotation's limit on a reserved node.
+type overrunCandidate struct {
+	pod   *v1.Pod
+	acct  *podAcct
+	group *group
+	lim   runlimit.Limit
+	end   int64 // by the annotation, Unix seconds
+}
+
+// overrunsLocked chooses, at the start of a pass at now, the pods to evict
+// for the kept reservations that are due, and records them in the eviction
+// book; evictOverruns evicts them. O(pods whose end changed) per pass that
+// keeps a reservation, plus O(pods with a limit on the nodes) per due
+// reservation.
+func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
+	a, f, o := c.adm, &c.feasible, &c.evictions.overrun
+	if !a.opts.EvictOverruns || len(f.timed) == 0 {
+		*o = overrunState{}
+		return nil
+	}
+	o.follow(&f.releases, a.ends)
+	o.noteStarts(f)
+	if c.lead != nil {
+		if _, leading := c.lead.Leading(time.Now()); !leading {
+			return nil
+		}
+	}
+	var out []overrunEviction
+	var claimed map[string]resources.List
+	for _, t := range f.timed {
+		u := a.units[t.key]
+		if t.start > now.Unix() || u == nil || u.admitted {
+			continue
+		}
+		o.build(&f.releases, a.ends)
+		if claimed == nil {
+			claimed = map[string]resources.List{}
+		}
+		out = append(out, c.overrunVictimsLocked(t, u, now, claimed)...)
+	}
+	return out
+}
+
+// overrunVictimsLocked chooses the evictions that give due reservation t,
+// of unit u, the room it needs on every one of its nodes beyond what the
+// reservations before it in this pass claimed there, records them and adds
+// its need to claimed; none when some node would still lack room.
+func (c *Cache) overrunVictimsLocked(t timed, u *unit, now time.Time, claimed map[string]resources.List) []overrunEviction {
+	o := &c.evictions.overrun
+	var chosen []overrunCandidate
+	for i, n := range t.nodes {
+		node := c.feasible.rooms.Node(n)
+		if node == nil || node.Obj == nil {
+			return nil
+		}
+		need := t.need[i].Clone().Add(claimed[n])
+		free := node.Alloc.Clone().Sub(node.Used)
+		var cands []overrunCandidate
+		for uid := range o.byNode[n] {
+			cand, leaving, ok := c.overdueLocked(uid, n, now.Unix())
+			switch {
+			case leaving:
+				free.Add(c.adm.ends[uid].req)
+			case ok:
+				cands = append(cands, cand)
+			}
+		}
+		short := need.Less(free)
+		if short.IsZero() {
+			continue
+		}
+		slices.SortFunc(cands, func(x, y overrunCandidate) int {
+			if d := cmp.Compare(x.end, y.end); d != 0 {
+				return d // longest overdue first
+			}
+			return strings.Compare(x.pod.Namespace+"/"+x.pod.Name, y.pod.Namespace+"/"+y.pod.Name)
+		})
+		for _, cd := range cands {
+			if !helps(short, cd.acct.req) {
+				continue
+			}
+			chosen = append(chosen, cd)
+			free.Add(cd.acct.req)
+			if short = need.Less(free); short.IsZero() {
+				break
+			}
+		}
+		if !short.IsZero() {
+			return nil
+		}
+	}
+	for i, n := range t.nodes {
+		claimed[n] = claimed[n].Add(t.need[i])
+	}
+	slices.SortStableFunc(chosen, func(x, y overrunCandidate) int { return cmp.Compare(x.end, y.end) })
+	return c.startOverrunsLocked(t, u, chosen, now)
+}
+
+// overdueLocked says what the pod uid, indexed on node, is to a due
+// reservation at now: leaving (terminating, being evicted, or past a
+// deadline someone enforces), a candidate (a pod of Caldera's queues past
+// the limit its annotation declares), or neither (it holds its room).
+func (c *Cache) overdueLocked(uid types.UID, node string, now int64) (cand overrunCandidate, leaving, ok bool) {
+	a := c.adm
+	e, tracked := a.ends[uid]
+	if !tracked || e.node != node {
+		return cand, false, false
+	}
+	if c.evictions.entries[uid] != nil {
+		return cand, true, false
+	}
+	acct := a.pods[uid]
+	if acct == nil || !acct.bound || acct.queue == "" {
+		return cand, false, false // not Caldera's to judge: it holds its room
+	}
+	pod, g := c.podOfLocked(uid, acct)
+	switch {
+	case pod == nil:
+		return cand, false, false
+	case pod.DeletionTimestamp != nil:
+		return cand, true, false
+	case e.end > now:
+		return cand, false, false
+	}
+	lim, _ := a.limitOfPod(pod, groupAnnotations(g))
+	if lim.Source != runlimit.PodAnnotation && lim.Source != runlimit.GroupAnnotation {
+		return cand, true, false // a deadline: the kubelet or the Job controller stops the pod
+	}
+	end := runlimit.EndOf(e.start, lim)
+	if end > now {
+		return cand, false, false // not past it (the end tracked was older)
+	}
+	return overrunCandidate{pod: pod, acct: acct, group: g, lim: lim, end: end}, false, true
+}
+
+// podOfLocked is the pod uid accounted as acct, as the cache last saw it,
+// with its gang (nil for a singleton); nil when the cache keeps no copy (a
+// pod in no unit).
+func (c *Cache) podOfLocked(uid types.UID, acct *podAcct) (*v1.Pod, *group) {
+	switch {
+	case acct.unit.IsZero():
+		return nil, nil
+	case acct.unit.Kind == queue.KindGroup:
+		g := c.groups[GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}]
+		if g == nil || g.members[uid] == nil {
+			return nil, nil
+		}
+		return g.members[uid].pod, g
+	}
+	if u := c.adm.units[acct.unit]; u != nil && u.pod != nil && u.pod.UID == uid {
+		return u.pod, nil
+	}
+	return nil, nil
+}
+
+// helps reports whether req frees some of what short lacks.
+func helps(short, req resources.List) bool {
+	for k, v := range short {
+		if v > 0 && req[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startOverrunsLocked records the evictions of chosen for reservation t, of
+// unit u, in the eviction book and returns them.
+func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate, now time.Time) []overrunEviction {
+	if len(chosen) == 0 {
+		return nil
+	}
+	o := &c.evictions.overrun
+	pre := types.UID("overrun:" + t.key.String())
+	from := t.start
+	if s, ok := o.since[t.key]; ok && s < from {
+		from = s
+	}
+	since := time.Unix(from, 0).UTC().Format(time.RFC3339)
+	var reserved runtime.Object
+	var reservedBy string
+	if u.gang != nil && u.gang.obj != nil {
+		reserved, reservedBy = status.GroupRef(u.gang.obj.Source), u.gang.profileLocked()
+	} else if u.pod != nil {
+		reserved, reservedBy = u.pod, u.pod.Spec.SchedulerName
+	}
+	out := make([]overrunEviction, 0, len(chosen))
+	evs := make([]Eviction, 0, len(chosen))
+	for _, cd := range chosen {
+		msg := fmt.Sprintf("ran %ds past its run-time limit of %ds (%s %s) into the reservation of %s from %s",
+			now.Unix()-cd.end, cd.lim.Seconds, cd.lim.Source, runlimit.Annotation, t.key, since)
+		e := overrunEviction{pod: cd.pod, preemptor: pre, msg: msg, reserved: reserved, reservedBy: reservedBy}
+		if cd.group != nil && cd.group.obj != nil {
+			src := cd.group.obj.Source
+			e.victimGroup = &src
+		}
+		out = append(out, e)
+		evs = append(evs, Eviction{Victim: cd.pod.UID, Preemptor: pre, PreemptorName: t.key.String(),
+			Queue: u.queue, VictimQueue: cd.acct.queue, Overrun: msg})
+	}
+	// The book's clock is the wall clock, as its other users' (the pass's
+	// now is the same outside tests). None of chosen is in the book
+	// (overdueLocked), so this records them all.
+	c.startEvictionsLocked(evs, time.Now())
+	return out
+}
+
+// evictOverruns makes the evictions a pass chose, without the cache's lock:
+// the DisruptionTarget condition and a DELETE, as upstream's preemption
+// Executor makes them, then the Events. A failed eviction leaves the book,
+// so the next pass may choose the pod again.
+func (c *Cache) evictOverruns(logger klog.Logger, evs []overrunEviction) {
+	for _, e := range evs {
+		p := e.pod
+		ctx, cancel := context.WithTimeout(context.Background(), overrunTimeout)
+		err := c.evictOverrun(ctx, e)
+		cancel()
+		if _, ok := c.FinishEviction(e.preemptor, p.UID, err); !ok || err != nil {
+			logger.V(2).Info("Could not evict a pod past its run-time limit", "pod", klog.KObj(p), "err", err)
+			continue
+		}
+		logger.V(2).Info("Evicted a pod past its run-time limit", "pod", klog.KObj(p), "why", e.msg)
+		rec := c.Recorder(p.Spec.SchedulerName).WithLogger(logger)
+		rec.Eventf(p, nil, v1.EventTypeWarning, ReasonOverranRunLimit, "Evicting", "%s", e.msg)
+		if e.victimGroup != nil {
+			rec.Eventf(status.GroupRef(*e.victimGroup), nil, v1.EventTypeWarning, ReasonOverranRunLimit, "Evicting", "%s/%s: %s", p.Namespace, p.Name, e.msg)
+		}
+		if e.reserved != nil {
+			c.Recorder(e.reservedBy).WithLogger(logger).Eventf(e.reserved, nil, v1.EventTypeNormal, ReasonOverranRunLimit, "Evicting", "%s/%s: %s", p.Namespace, p.Name, e.msg)
+		}
+	}
+}
+
+// evictOverrun gives e's pod the DisruptionTarget condition and deletes it
+// (with its grace period, and only that pod: not one of the same name made
+// since). A pod already gone is no error.
+func (c *Cache) evictOverrun(ctx context.Context, e overrunEviction) error {
+	p := e.pod
+	cs := c.handle.ClientSet()
+	st := p.Status.DeepCopy()
+	if apipod.UpdatePodCondition(st, &v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&p.Status, p.Generation, v1.DisruptionTarget),
+		Status:             v1.ConditionTrue,
+		Reason:             v1.PodReasonPreemptionByScheduler,
+		Message:            p.Spec.SchedulerName + ": " + e.msg,
+	}) {
+		if err := schedutil.PatchPodStatus(ctx, cs, p.Name, p.Namespace, &p.Status, st); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// follow applies to the index the ends changed since the last pass: the
+// release timeline marks them until its next pass that plans takes them.
+// An index built for another timeline, or for none, is dropped: marks were
+// taken, or never made, without it. O(pods whose end changed).
+func (o *overrunState) follow(r *releases, ends map[types.UID]podEnd) {
+	if o.byNode == nil {
+		return
+	}
+	if r.tl == nil || r.tl != o.synced {
+		o.byNode, o.nodeOf, o.synced = nil, nil, nil
+		return
+	}
+	for uid := range r.changed {
+		o.put(uid, ends)
+	}
+}
+
+// build indexes every pod with a limit by node, unless the index is kept
+// already. O(pods with a limit), once per due episode at most.
+func (o *overrunState) build(r *releases, ends map[types.UID]podEnd) {
+	if o.byNode != nil {
+		return
+	}
+	o.byNode = map[string]map[types.UID]struct{}{}
+	o.nodeOf = make(map[types.UID]string, len(ends))
+	o.synced = r.tl
+	for uid := range ends {
+		o.put(uid, ends)
+	}
+}
+
+// put indexes uid where ends has it now, or nowhere. O(1).
+func (o *overrunState) put(uid types.UID, ends map[types.UID]podEnd) {
+	e, ok := ends[uid]
+	if old, had := o.nodeOf[uid]; had {
+		if ok && e.node == old {
+			return
+		}
+		delete(o.byNode[old], uid)
+		if len(o.byNode[old]) == 0 {
+			delete(o.byNode, old)
+		}
+		delete(o.nodeOf, uid)
+	}
+	if !ok {
+		return
+	}
+	set := o.byNode[e.node]
+	if set == nil {
+		set = map[types.UID]struct{}{}
+		o.byNode[e.node] = set
+	}
+	set[uid] = struct{}{}
+	o.nodeOf[uid] = e.node
+}
+
+// noteStarts keeps, for each of f's kept reservations, the earliest start
+// it was given, and forgets the reservations no longer kept.
+// O(reservations).
+func (o *overrunState) noteStarts(f *feasibleState) {
+	if o.since == nil {
+		o.since = map[queue.Key]int64{}
+	}
+	for _, t := range f.timed {
+		if s, ok := o.since[t.key]; !ok || t.start < s {
+			o.since[t.key] = t.start
+		}
+	}
+	for k := range o.since {
+		if _, ok := f.timedBy[k]; !ok {
+			delete(o.since, k)
+		}
+	}
+}
