@@ -239,7 +239,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	a := c.adm
 	c.returnShortLocked(now)
 	c.returnOverdueLocked(now)
-	overruns := c.overrunsLocked(now) // evicted below, once the lock is let go
+	c.queueOverrunsLocked(c.overrunsLocked(now))
 	c.adm.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
@@ -287,7 +287,6 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
 	}
 	c.activate(logger, act)
-	c.evictOverruns(logger, overruns)
 }
 
 // admittedEntry is one admission of a pass, logged after the lock is let go.

@@ -34,10 +34,10 @@ package cache
 //     then has the room it needs: an eviction that starts no one is not
 //     made.
 //
-// The evictions go the way CalderaReclaim's victims go (upstream's
-// preemption Executor): the DisruptionTarget condition, then a DELETE that
-// honours the pod's grace period, with Events on the pod, its PodGroup and
-// the reserved group. They are in the eviction book (evictions.go) until
+// The status writer makes the evictions (status.EvictOverruns), the way
+// CalderaReclaim's victims go (upstream's preemption Executor): the
+// DisruptionTarget condition, then a DELETE that honours the pod's grace
+// period, with Events on the pod, its PodGroup and the reserved group. They are in the eviction book (evictions.go) until
 // the pod leaves, so neither a later pass nor a reclaim plan counts the
 // room twice. Only the replica that schedules evicts.
 //
@@ -49,20 +49,14 @@ package cache
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
-	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/plan"
@@ -74,10 +68,7 @@ import (
 
 // ReasonOverranRunLimit is the reason of the Events about a pod evicted for
 // running past its run-time limit into a reservation.
-const ReasonOverranRunLimit = "OverranRunLimit"
-
-// overrunTimeout bounds the API calls of one eviction.
-const overrunTimeout = 10 * time.Second
+const ReasonOverranRunLimit = status.ReasonOverranRunLimit
 
 // overrunState is what the pass keeps between passes to find the pods that
 // overran into a reservation; guarded by Cache.mu.
@@ -91,10 +82,14 @@ type overrunState struct {
 	// since is, per kept reservation, the earliest start it was given:
 	// what its evictions' messages name.
 	since map[queue.Key]int64
+	// queued are the evictions chosen and not yet handed to the status
+	// writer; preemptor is the eviction book's key of each handed out.
+	queued    []status.OverrunEviction
+	preemptor map[types.UID]types.UID
 }
 
-// overrunEviction is one eviction a pass chose, made once the cache's lock
-// is let go.
+// overrunEviction is one eviction a pass chose, for the status writer to
+// make (OverrunEvictions).
 type overrunEviction struct {
 	pod       *v1.Pod
 	preemptor types.UID // the reservation's key in the eviction book
@@ -117,7 +112,7 @@ type overrunCandidate struct {
 
 // overrunsLocked chooses, at the start of a pass at now, the pods to evict
 // for the kept reservations that are due, and records them in the eviction
-// book; evictOverruns evicts them. O(pods whose end changed) per pass that
+// book; the status writer evicts them (OverrunEvictions). O(pods whose end changed) per pass that
 // keeps a reservation, plus O(pods with a limit on the nodes) per due
 // reservation.
 func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
@@ -312,58 +307,47 @@ func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate,
 	return out
 }
 
-// evictOverruns makes the evictions a pass chose, without the cache's lock:
-// the DisruptionTarget condition and a DELETE, as upstream's preemption
-// Executor makes them, then the Events. A failed eviction leaves the book,
-// so the next pass may choose the pod again.
-func (c *Cache) evictOverruns(logger klog.Logger, evs []overrunEviction) {
+// queueOverrunsLocked hands evs to the status writer (OverrunEvictions):
+// the cache makes no API call. O(len(evs)).
+func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
+	o := &c.evictions.overrun
 	for _, e := range evs {
-		p := e.pod
-		ctx, cancel := context.WithTimeout(context.Background(), overrunTimeout)
-		err := c.evictOverrun(ctx, e)
-		cancel()
-		if _, ok := c.FinishEviction(e.preemptor, p.UID, err); !ok || err != nil {
-			logger.V(2).Info("Could not evict a pod past its run-time limit", "pod", klog.KObj(p), "err", err)
-			continue
-		}
-		logger.V(2).Info("Evicted a pod past its run-time limit", "pod", klog.KObj(p), "why", e.msg)
-		rec := c.Recorder(p.Spec.SchedulerName).WithLogger(logger)
-		rec.Eventf(p, nil, v1.EventTypeWarning, ReasonOverranRunLimit, "Evicting", "%s", e.msg)
+		se := status.OverrunEviction{Pod: e.pod, Message: e.msg, Reserved: e.reserved, ReservedBy: e.reservedBy}
 		if e.victimGroup != nil {
-			rec.Eventf(status.GroupRef(*e.victimGroup), nil, v1.EventTypeWarning, ReasonOverranRunLimit, "Evicting", "%s/%s: %s", p.Namespace, p.Name, e.msg)
+			se.VictimGroup = status.GroupRef(*e.victimGroup)
 		}
-		if e.reserved != nil {
-			c.Recorder(e.reservedBy).WithLogger(logger).Eventf(e.reserved, nil, v1.EventTypeNormal, ReasonOverranRunLimit, "Evicting", "%s/%s: %s", p.Namespace, p.Name, e.msg)
+		if o.preemptor == nil {
+			o.preemptor = map[types.UID]types.UID{}
 		}
+		o.preemptor[e.pod.UID] = e.preemptor
+		o.queued = append(o.queued, se)
 	}
 }
 
-// evictOverrun gives e's pod the DisruptionTarget condition and deletes it
-// (with its grace period, and only that pod: not one of the same name made
-// since). A pod already gone is no error.
-func (c *Cache) evictOverrun(ctx context.Context, e overrunEviction) error {
-	p := e.pod
-	cs := c.handle.ClientSet()
-	st := p.Status.DeepCopy()
-	if apipod.UpdatePodCondition(st, &v1.PodCondition{
-		Type:               v1.DisruptionTarget,
-		ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&p.Status, p.Generation, v1.DisruptionTarget),
-		Status:             v1.ConditionTrue,
-		Reason:             v1.PodReasonPreemptionByScheduler,
-		Message:            p.Spec.SchedulerName + ": " + e.msg,
-	}) {
-		if err := schedutil.PatchPodStatus(ctx, cs, p.Name, p.Namespace, &p.Status, st); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
+// OverrunEvictions implements status.Source: the evictions passes chose
+// since the last call, in the order chosen.
+func (c *Cache) OverrunEvictions() []status.OverrunEviction {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := &c.evictions.overrun
+	out := o.queued
+	o.queued = nil
+	return out
+}
+
+// FinishOverrun implements status.Source: a made eviction stays in the
+// eviction book until its pod leaves; a failed one leaves it, so a later
+// pass may choose the pod again.
+func (c *Cache) FinishOverrun(e status.OverrunEviction, err error) bool {
+	c.mu.Lock()
+	pre, ok := c.evictions.overrun.preemptor[e.Pod.UID]
+	delete(c.evictions.overrun.preemptor, e.Pod.UID)
+	c.mu.Unlock()
+	if !ok {
+		return false
 	}
-	err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	_, ok = c.FinishEviction(pre, e.Pod.UID, err)
+	return ok
 }
 
 // follow applies to the index the ends changed since the last pass: the

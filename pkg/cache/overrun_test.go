@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func TestOverrunEvictions(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, train, h := reservationsFixture(t, tc.opts)
-			pass(c, t0.Add(10*time.Second))
+			evictionPass(c, h, t0.Add(10*time.Second))
 			if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok || res.start != t0.Unix()+100 {
 				t.Fatalf("train's reservation %+v, want one from t0+100", res)
 			}
@@ -201,14 +202,14 @@ func TestOverrunEvictions(t *testing.T) {
 
 			// Before the reservation's start nothing goes, though the
 			// pods are past their limits already.
-			pass(c, t0.Add(80*time.Second))
+			evictionPass(c, h, t0.Add(80*time.Second))
 			if got := deletedPods(cs); len(got) != 0 {
 				t.Fatalf("evicted %v at t0+80, before train's reservation starts", got)
 			}
 			if tc.run0Ends {
 				podDelete(c, fixtureRun0())
 			}
-			pass(c, t0.Add(130*time.Second))
+			evictionPass(c, h, t0.Add(130*time.Second))
 			if got := deletedPods(cs); !slices.Equal(got, tc.evicted) {
 				t.Errorf("evicted %v at t0+130, want %v", got, tc.evicted)
 			}
@@ -234,7 +235,7 @@ func TestOverrunEvictions(t *testing.T) {
 				return
 			}
 			// In flight until it leaves: the next pass evicts no more.
-			pass(c, t0.Add(131*time.Second))
+			evictionPass(c, h, t0.Add(131*time.Second))
 			if got := deletedPods(cs); len(got) != len(tc.evicted) {
 				t.Errorf("evicted %v by t0+131, want only %v: the first evictions are in flight", got, tc.evicted)
 			}
@@ -244,7 +245,7 @@ func TestOverrunEvictions(t *testing.T) {
 				podDelete(c, p)
 			}
 			podDelete(c, fixtureRun0())
-			pass(c, t0.Add(132*time.Second))
+			evictionPass(c, h, t0.Add(132*time.Second))
 			wantAdmitted(t, c, admission{true, ""}, train...)
 		})
 	}
@@ -265,11 +266,11 @@ func TestOverrunEvictsLongestOverdueOnly(t *testing.T) {
 	podEvent(c, g)
 	cs := fake.NewSimpleClientset(a, b)
 	h.cs = cs
-	pass(c, t0.Add(10*time.Second))
+	evictionPass(c, h, t0.Add(10*time.Second))
 	if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "g")); !ok || res.start != t0.Unix()+20 {
 		t.Fatalf("g's reservation %+v, want one from t0+20", res)
 	}
-	pass(c, t0.Add(60*time.Second)) // a is 40 s past its limit, b 20 s
+	evictionPass(c, h, t0.Add(60*time.Second)) // a is 40 s past its limit, b 20 s
 	if got := deletedPods(cs); !slices.Equal(got, []string{"ns/a"}) {
 		t.Errorf("evicted %v, want [ns/a]: the longest overdue, and enough", got)
 	}
@@ -279,7 +280,7 @@ func TestOverrunEvictsLongestOverdueOnly(t *testing.T) {
 // replica that schedules evicts.
 func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 	c, _, h := reservationsFixture(t, overruns)
-	pass(c, t0.Add(10*time.Second))
+	evictionPass(c, h, t0.Add(10*time.Second))
 	short := single("ns", "short", cpu("4"), limit(60), boundTo("n2"), runningSince(t0.Add(10*time.Second)))
 	podEvent(c, short)
 	podDelete(c, fixtureRun0())
@@ -296,13 +297,13 @@ func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 	lead := status.NewLeadership()
 	lead.Follow(&leaderelection.LeaderElectionConfig{Lock: meLock{}, RenewDeadline: time.Hour})
 	c.lead = lead
-	pass(c, t0.Add(130*time.Second))
+	evictionPass(c, h, t0.Add(130*time.Second))
 	if n := len(deleteActions(cs)); n != 0 {
 		t.Fatalf("a standby made %d delete calls", n)
 	}
 	c.lead = nil // no leader election: it schedules
 
-	pass(c, t0.Add(131*time.Second))
+	evictionPass(c, h, t0.Add(131*time.Second))
 	if n := len(deleteActions(cs)); n != 1 {
 		t.Fatalf("%d delete calls, want 1", n)
 	}
@@ -310,7 +311,7 @@ func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 		t.Error("a failed eviction is still in flight")
 	}
 	fail = false
-	pass(c, t0.Add(132*time.Second))
+	evictionPass(c, h, t0.Add(132*time.Second))
 	if got := deletedPods(cs); !slices.Equal(got, []string{"ns/short"}) {
 		t.Errorf("after a failed eviction the next pass evicted %v, want [ns/short]", got)
 	}
@@ -463,4 +464,12 @@ func TestOverrunIndexFollowsEnds(t *testing.T) {
 		pass(c, at)
 		check(step.name)
 	}
+}
+
+// evictionPass is an admission pass at now followed by what the status
+// writer does with the evictions it chose (status.EvictOverruns), through
+// h's clientset.
+func evictionPass(c *Cache, h *fakeHandle, now time.Time) {
+	pass(c, now)
+	status.EvictOverruns(context.Background(), h.cs, c)
 }

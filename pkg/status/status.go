@@ -156,6 +156,10 @@ type Source interface {
 	// Recorder returns the Event recorder of the profile named
 	// schedulerName.
 	Recorder(schedulerName string) events.EventRecorderLogger
+	// OverrunEvictions and FinishOverrun: the pods to evict for running
+	// past their run-time limit into a reservation (EvictOverruns).
+	OverrunEvictions() []OverrunEviction
+	FinishOverrun(e OverrunEviction, err error) bool
 }
 
 // Nominator is the scheduler's in-memory nominator (fwk.Handle has it).
@@ -263,6 +267,9 @@ func (w *Writer) Sync(ctx context.Context) {
 	// PodGroups first: a gang asked for by annotation waits for its own.
 	w.CreatePodGroups(ctx)
 	w.PostPodNotices()
+	if w.cl.Pods != nil {
+		EvictOverruns(ctx, w.cl.Pods, w.src)
+	}
 	w.ProtectPods(ctx)
 	// Admissions before the groups' status: taking them out notes the
 	// pending groups' verdicts, which a Volcano PodGroup's status carries,
