@@ -96,6 +96,7 @@ func markdown(rep Report) string {
 		b.WriteString("\n")
 	}
 
+	b.WriteString(evictionTable(rep.Results))
 	b.WriteString(etaTable(rep.Results))
 
 	b.WriteString("\nShare error while contended: mean |allocated - deserved| in cores (and over deserved), deserved by pkg/queue.Divide on each sample's demand\n\n| profile |")
@@ -111,11 +112,39 @@ func markdown(rep Report) string {
 		b.WriteString("\n")
 	}
 	b.WriteString(targets(rep))
+	b.WriteString(planTargets(rep))
+	b.WriteString(evictionPlans(rep))
 	return b.String()
 }
 
-// etaTable compares starts with the first expected start (ETA) each gang
-// was given, for the profiles that give one.
+// evictionTable counts each profile's evictions by cause
+// (score.Eviction.Cause).
+func evictionTable(results []score.Result) string {
+	var b strings.Builder
+	b.WriteString("\nEvictions by cause, from the scheduler's Events: lending (the victim's group was last admitted on lent room), " +
+		"backfill-overrun (the victim started by backfill on a node another group's reservation named, and was evicted for that group, " +
+		"or was evicted past its limit, `OverranRunLimit`), limit-overrun (`OverranRunLimit`: admission evicted the victim, not backfilled, " +
+		"past its annotated limit into a reservation come due), " +
+		"reclaim (CalderaReclaim's `Reclaimed`: the victim's queue above its deserved share, neither of the above), " +
+		"preemption (`Preempted`: a higher-priority group of the same queue), unknown (no Event found). " +
+		"Victims backfilled (bound on a reserved node ahead of its reservation) and victims past their declared limit are counted whatever the cause.\n\n")
+	b.WriteString("| profile | evictions | ")
+	b.WriteString(strings.Join(score.Causes, " | "))
+	b.WriteString(" | victims backfilled | victims past their limit | fresh | work evicted core-s | of a queue not above its share |\n|---|---|")
+	b.WriteString(strings.Repeat("---|", len(score.Causes)+5) + "\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %d |", r.Profile, r.Evictions)
+		for _, c := range score.Causes {
+			fmt.Fprintf(&b, " %d |", r.EvictionCauses[c])
+		}
+		fmt.Fprintf(&b, " %d | %d | %d | %.0f | %d |\n", r.EvictedBackfilled, r.EvictedOverran, r.EvictedFresh, r.EvictedWork, r.EvictionsNotAboveShare)
+	}
+	return b.String()
+}
+
+// etaTable compares starts with the first expected start (ETA) each job
+// was given, for the profiles that give one: all such jobs, and those
+// whose every predecessor declared a limit.
 func etaTable(results []score.Result) string {
 	var b strings.Builder
 	for _, r := range results {
@@ -124,13 +153,18 @@ func etaTable(results []score.Result) string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\nStart vs first ETA: gangs given an expected start (the PodGroup's expected-start annotation, first value seen) while waiting; " +
+			b.WriteString("\nStart vs first ETA: jobs given an expected start while waiting (first value seen: a gang's PodGroup expected-start annotation, " +
+				"a single pod's NotAdmitted verdict \"reserved from T\"); " +
 				"lateness = start (last pod bound) - first ETA, trace seconds (negative: early); a job never started counts with the run's end; " +
-				"on time: started no later than first ETA + 1 wall second\n\n")
-			b.WriteString("| profile | jobs with ETA | never started | lateness p10 | p50 | p90 | max | on time (ETA + 1 wall s) |\n|---|---|---|---|---|---|---|---|\n")
+				"on time: started no later than first ETA + 1 wall second. \"Predecessors limited\": the jobs for which every other job holding room " +
+				"when the first ETA was seen declared a run-time limit\n\n")
+			b.WriteString("| profile | jobs | never started | lateness p10 | p50 | p90 | max | on time | predecessors limited: jobs | p50 | p90 | max | on time |\n" +
+				"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d (%.1f%%, within %.0f s) |\n",
-			r.Profile, e.Jobs, e.NeverStarted, e.P10, e.P50, e.P90, e.Max, e.OnTime, 100*e.OnTimeShare, e.Tolerance)
+		l := e.Limited
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d (%.1f%%) | %d | %.0f | %.0f | %.0f | %d (%.1f%%) |\n",
+			r.Profile, e.Jobs, e.NeverStarted, e.P10, e.P50, e.P90, e.Max, e.OnTime, 100*e.OnTimeShare,
+			l.Jobs, l.P50, l.P90, l.Max, l.OnTime, 100*l.OnTimeShare)
 	}
 	return b.String()
 }
@@ -190,4 +224,201 @@ func makespan(r score.Result) string {
 		return fmt.Sprintf("none (%d unfinished)", r.Unfinished)
 	}
 	return fmt.Sprintf("%.0f s", r.Makespan)
+}
+
+// Issue 34's targets ("plan over time").
+const (
+	planUtilization  = 0.93
+	planMakespan     = 1.2 // x the ideal drain
+	planETAOnTime    = 0.9
+	calderaPrefix    = "caldera"
+	maxPlanRowsShown = 40
+)
+
+// planTargets checks issue 34's targets for every Caldera profile of the
+// run, one column each.
+func planTargets(rep Report) string {
+	var cal []score.Result
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.Profile, calderaPrefix) {
+			cal = append(cal, r)
+		}
+	}
+	if len(cal) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nTargets of issue 34 (plan over time), each Caldera profile\n\n| target |")
+	for _, r := range cal {
+		fmt.Fprintf(&b, " %s |", r.Profile)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cal)) + "\n")
+	// A cell is "yes" or "NO" and what was measured; "n/a" when the
+	// profile does not do what the target measures.
+	row := func(target string, cell func(r score.Result) (string, bool)) {
+		fmt.Fprintf(&b, "| %s |", target)
+		for _, r := range cal {
+			v, ok := cell(r)
+			if strings.HasPrefix(v, "n/a") {
+				fmt.Fprintf(&b, " %s |", v)
+				continue
+			}
+			fmt.Fprintf(&b, " %s %s |", map[bool]string{true: "yes", false: "NO"}[ok], v)
+		}
+		b.WriteString("\n")
+	}
+	row(fmt.Sprintf("utilization >= %.0f%% while demand exceeds capacity", 100*planUtilization), func(r score.Result) (string, bool) {
+		return fmt.Sprintf("%.1f%%", 100*r.ContendedUtilization), r.ContendedUtilization >= planUtilization
+	})
+	ideal := rep.Stats.IdealDrain.Seconds()
+	row(fmt.Sprintf("makespan <= %.1fx ideal drain (%.0f s)", planMakespan, planMakespan*ideal), func(r score.Result) (string, bool) {
+		return makespan(r), r.Unfinished == 0 && r.Makespan <= planMakespan*ideal
+	})
+	for _, c := range trace.SizeClasses {
+		row("wait p95 below every other profile, size "+c, func(r score.Result) (string, bool) {
+			mine := r.ByClass[c].P95
+			var beat []string
+			for _, o := range rep.Results {
+				if o.Profile != r.Profile && o.ByClass[c].P95 <= mine {
+					beat = append(beat, fmt.Sprintf("%s %.0f", o.Profile, o.ByClass[c].P95))
+				}
+			}
+			v := fmt.Sprintf("%.0f s", mine)
+			if len(beat) > 0 {
+				v += " (not below " + strings.Join(beat, ", ") + ")"
+			}
+			return v, len(beat) == 0
+		})
+	}
+	bound := float64(rep.Options.StarvationThresholdSeconds)
+	row(fmt.Sprintf("max wait <= starvation bound (%.0f s)", bound), func(r score.Result) (string, bool) {
+		return fmt.Sprintf("%.0f s", r.MaxWait), r.MaxWait <= bound
+	})
+	row(fmt.Sprintf("started by first ETA in >= %.0f%% (jobs whose predecessors all declared limits)", 100*planETAOnTime), func(r score.Result) (string, bool) {
+		l := r.ETA.Limited
+		if r.ETA.Jobs == 0 {
+			return "n/a: no ETA given", false
+		}
+		return fmt.Sprintf("%d of %d (%.0f%%; all jobs with an ETA: %d of %d)", l.OnTime, l.Jobs, 100*l.OnTimeShare, r.ETA.OnTime, r.ETA.Jobs), l.OnTimeShare >= planETAOnTime
+	})
+	row("0 evictions caused by lending or backfill", func(r score.Result) (string, bool) {
+		n := r.EvictionCauses[score.CauseLending] + r.EvictionCauses[score.CauseBackfill]
+		return fmt.Sprintf("%d (lending %d, backfill-overrun %d; limit-overrun %d)", n, r.EvictionCauses[score.CauseLending],
+			r.EvictionCauses[score.CauseBackfill], r.EvictionCauses[score.CauseOverrun]), n == 0
+	})
+	return b.String()
+}
+
+// evictionPlans lists each profile's evictions by the pod they made room
+// for, in order: who was evicted for whom, when, and why.
+func evictionPlans(rep Report) string {
+	var b strings.Builder
+	for i, run := range rep.Runs {
+		if len(run.EvictionLog) == 0 {
+			continue
+		}
+		jobs := map[int]score.Job{}
+		for _, j := range run.Jobs {
+			jobs[j.ID] = j
+		}
+		rows := evictionRows(run.EvictionLog)
+		fmt.Fprintf(&b, "\nEvictions of %s by the job they made room for (%d evictions, %d preemptors); trace seconds; "+
+			"\"ETA\": the preemptor had been given an expected start (its first, and how its start compares)\n\n", rep.Results[i].Profile, len(run.EvictionLog), len(rows))
+		b.WriteString("| at | for (queue/job, size, arrived, started) | ETA | victims (pods of queue/job: cause) | ran s | past limit |\n|---|---|---|---|---|---|\n")
+		for k, row := range rows {
+			if k == maxPlanRowsShown {
+				fmt.Fprintf(&b, "| ... | %d more in results.json | | | | |\n", len(rows)-k)
+				break
+			}
+			b.WriteString(row.markdown(jobs))
+		}
+	}
+	return b.String()
+}
+
+// evictionRow is the evictions made for one preemptor job.
+type evictionRow struct {
+	job     int // -1: unknown
+	first   float64
+	victims []score.Eviction
+}
+
+// evictionRows groups the log by preemptor job, in the order of their
+// first eviction; evictions without a known preemptor are one row each.
+func evictionRows(log []score.Eviction) []*evictionRow {
+	var rows []*evictionRow
+	by := map[int]*evictionRow{}
+	for _, e := range log {
+		row := by[e.PreemptorJob]
+		if row == nil || e.PreemptorJob < 0 {
+			row = &evictionRow{job: e.PreemptorJob, first: e.T}
+			rows = append(rows, row)
+			if e.PreemptorJob >= 0 {
+				by[e.PreemptorJob] = row
+			}
+		}
+		row.victims = append(row.victims, e)
+	}
+	return rows
+}
+
+func (row *evictionRow) markdown(jobs map[int]score.Job) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %.0f |", row.first)
+	eta := ""
+	if j, ok := jobs[row.job]; ok {
+		fmt.Fprintf(&b, " %s/job-%04d, %d, %.0f, %.0f |", j.Queue, j.ID, j.Size, j.Arrival, j.Start)
+		switch {
+		case j.FirstETA != nil && j.Start >= 0:
+			eta = fmt.Sprintf("%.0f (start %+.0f)", *j.FirstETA, j.Start-*j.FirstETA)
+		case j.FirstETA != nil:
+			eta = fmt.Sprintf("%.0f (never started)", *j.FirstETA)
+		}
+	} else {
+		b.WriteString(" unknown |")
+	}
+	fmt.Fprintf(&b, " %s |", eta)
+	// Victims by job, in order of first appearance.
+	type group struct {
+		queue      string
+		job, n     int
+		causes     map[string]int
+		minR, maxR float64
+		overran    int
+	}
+	var order []*group
+	byJob := map[int]*group{}
+	for _, e := range row.victims {
+		g := byJob[e.Job]
+		if g == nil {
+			g = &group{queue: e.Queue, job: e.Job, causes: map[string]int{}, minR: e.Ran, maxR: e.Ran}
+			byJob[e.Job] = g
+			order = append(order, g)
+		}
+		g.n++
+		g.causes[e.Cause()]++
+		g.minR, g.maxR = min(g.minR, e.Ran), max(g.maxR, e.Ran)
+		if e.Overran() {
+			g.overran++
+		}
+	}
+	var vs, ran, over []string
+	for _, g := range order {
+		var cs []string
+		for _, c := range score.Causes {
+			if n := g.causes[c]; n > 0 {
+				cs = append(cs, fmt.Sprintf("%s %d", c, n))
+			}
+		}
+		vs = append(vs, fmt.Sprintf("%d of %s/job-%04d: %s", g.n, g.queue, g.job, strings.Join(cs, ", ")))
+		lo, hi := fmt.Sprintf("%.0f", g.minR), fmt.Sprintf("%.0f", g.maxR)
+		if lo == hi {
+			ran = append(ran, lo)
+		} else {
+			ran = append(ran, lo+"-"+hi)
+		}
+		over = append(over, fmt.Sprint(g.overran))
+	}
+	fmt.Fprintf(&b, " %s | %s | %s |\n", strings.Join(vs, "; "), strings.Join(ran, "; "), strings.Join(over, "; "))
+	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -80,8 +81,10 @@ type runner struct {
 	groups    map[string]*jobState // gangs, by namespace/name
 	pods      map[string]*podState // by namespace/name
 	evictions int
-	// evictionLog: when each eviction happened, and in which queue.
+	// evictionLog: when each eviction happened, and in which queue;
+	// victims: the same evictions' pods, for attributeEvictions.
 	evictionLog []score.Eviction
+	victims     []victim
 	partialNS   float64 // node-seconds, trace time
 	lastChange  time.Time
 	submitted   int // jobs whose pods are all created
@@ -107,15 +110,19 @@ type jobState struct {
 	epoch                  int
 	recreated              int
 	evicted                int
-	// firstETA is the first expected start (qapi.ExpectedStartAnnotation)
-	// seen on its PodGroup; zero: none yet.
-	firstETA time.Time
+	// firstETA is the first expected start seen: a gang's on its
+	// PodGroup (qapi.ExpectedStartAnnotation), a single pod's in its
+	// NotAdmitted verdict; zero: none yet. predLimited: every other job
+	// holding room then declared a limit.
+	firstETA    time.Time
+	predLimited bool
 }
 
 type podState struct {
 	job       *jobState
 	name      string
 	cpu       int64
+	node      string
 	boundAt   time.Time
 	succeeded bool
 }
@@ -182,6 +189,9 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 	out.Error = r.loop(watchCtx, t)
 	stopWatch()
 	r.explainUnfinished(t)
+	if err := r.attributeEvictions(ctx); err != nil {
+		t.Logf("%s: reading the scheduler's Events for the evictions' causes: %v", p.name, err)
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,6 +207,7 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 		})
 		if !js.firstETA.IsZero() {
 			out.Jobs[len(out.Jobs)-1].FirstETA = ptr.To(r.traceSeconds(js.firstETA))
+			out.Jobs[len(out.Jobs)-1].PredecessorsLimited = js.predLimited
 		}
 	}
 	out.Samples = r.samples
@@ -233,8 +244,9 @@ func setupTenants(ctx context.Context, env *harness.Env, p profile, tr trace.Tra
 	return nil
 }
 
-// watch follows the trace's pods (binds and deletions) and, for Caldera's
-// gangs, their PodGroups' expected starts.
+// watch follows the trace's pods (binds and deletions) and, for Caldera,
+// the expected starts its gangs' PodGroups and its single pods' verdicts
+// give.
 func (r *runner) watch(ctx context.Context) error {
 	f := informers.NewSharedInformerFactoryWithOptions(r.env.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = jobLabel
@@ -280,6 +292,25 @@ func (r *runner) watch(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), pgInf.HasSynced) {
 		return errors.New("PodGroup informer did not sync")
 	}
+	// A single pod has no PodGroup: its expected start is in its
+	// NotAdmitted verdict ("...; reserved from T on nodes"), an Event.
+	ef := informers.NewSharedInformerFactory(r.env.Client, 0)
+	evInf := ef.Events().V1().Events().Informer()
+	onEvent := func(obj any) {
+		if ev, ok := obj.(*eventsv1.Event); ok {
+			r.onEvent(ev)
+		}
+	}
+	if _, err := evInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onEvent,
+		UpdateFunc: func(_, obj any) { onEvent(obj) },
+	}); err != nil {
+		return err
+	}
+	ef.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), evInf.HasSynced) {
+		return errors.New("Event informer did not sync")
+	}
 	return nil
 }
 
@@ -297,11 +328,50 @@ func (r *runner) onGroup(pg *pgapi.PodGroup) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	js := r.groups[pg.Namespace+"/"+pg.Name]
+	r.noteETA(r.groups[pg.Namespace+"/"+pg.Name], at)
+}
+
+// onEvent records the first expected start a single pod is told, in its
+// NotAdmitted verdict.
+func (r *runner) onEvent(ev *eventsv1.Event) {
+	if ev.Reason != reasonNotAdmitted || ev.Regarding.Kind != "Pod" {
+		return
+	}
+	at, _, ok := parseReservation(ev.Note)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ps := r.pods[ev.Regarding.Namespace+"/"+ev.Regarding.Name]; ps != nil && ps.job.job.Size == 1 {
+		r.noteETA(ps.job, at)
+	}
+}
+
+// noteETA records at as js's first expected start, unless it had one or
+// has started; r.mu held.
+func (r *runner) noteETA(js *jobState, at time.Time) {
 	if js == nil || !js.firstETA.IsZero() || !js.firstStart.IsZero() {
 		return
 	}
 	js.firstETA = at
+	js.predLimited = r.predecessorsLimited(js)
+}
+
+// predecessorsLimited says whether every job other than js holding room
+// now (a pod bound and not finished) declared a limit; r.mu held. O(pods).
+func (r *runner) predecessorsLimited(js *jobState) bool {
+	for _, o := range r.jobs {
+		if o == js || o.job.Limit > 0 {
+			continue
+		}
+		for _, ps := range o.live {
+			if !ps.boundAt.IsZero() && !ps.succeeded {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *runner) onPod(pod *v1.Pod) {
@@ -317,6 +387,7 @@ func (r *runner) onPod(pod *v1.Pod) {
 	now := time.Now()
 	r.lastChange = now
 	ps.boundAt = now
+	ps.node = pod.Spec.NodeName
 	js := ps.job
 	js.bound++
 	if js.bound == 1 && js.start.IsZero() {
@@ -417,12 +488,22 @@ func (r *runner) onDelete(pod *v1.Pod) {
 	// second old): a pod lent idle room and reclaimed within that second
 	// was taken from a queue above its share, which a sample taken before
 	// the loan does not show. O(pods) per eviction; evictions are few.
-	e := score.Eviction{T: r.traceSeconds(now), Queue: ps.job.job.Queue, CPU: ps.cpu, Before: r.snapshot(now)}
+	js := ps.job
+	e := score.Eviction{
+		T: r.traceSeconds(now), Queue: js.job.Queue, CPU: ps.cpu, Before: r.snapshot(now),
+		Pod: ps.name, Job: js.job.ID, JobSize: js.job.Size, PreemptorJob: -1,
+		Limit:      float64(scaledLimitSeconds(js.job.Limit, r.opts.compression)) * r.opts.compression,
+		Disruption: disruptionOf(pod),
+	}
 	if !ps.boundAt.IsZero() {
 		e.Ran = now.Sub(ps.boundAt).Seconds() * r.opts.compression
 	}
 	r.evictionLog = append(r.evictionLog, e)
-	js := ps.job
+	unit := ps.name
+	if js.job.Size > 1 {
+		unit = js.job.Name()
+	}
+	r.victims = append(r.victims, victim{pod: ps.name, unit: unit, node: ps.node, bound: ps.boundAt, at: now})
 	js.evicted++
 	delete(js.live, ps.name)
 	if !ps.boundAt.IsZero() {

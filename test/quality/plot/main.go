@@ -1,7 +1,10 @@
 // Command plot draws the quality benchmark's charts (docs/quality.md) from
-// its results.json: utilization over time, each queue's allocated and
-// deserved share over time per profile, and the job wait-time CDF. It is a
-// module of its own so that gonum/plot stays out of Caldera's go.mod.
+// its results.json: utilization over time (every profile with its useful
+// part, and the profiles side by side with the demand), each queue's
+// allocated and deserved share over time per profile, the job wait-time
+// CDF, and the CDF of start - first ETA for the profiles that give ETAs.
+// It is a module of its own so that gonum/plot stays out of Caldera's
+// go.mod.
 //
 //	go -C test/quality/plot run . -in quality-results/results.json -out quality-results
 package main
@@ -13,6 +16,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,15 +29,21 @@ type report struct {
 		Seed  uint64
 		Nodes int
 	}
-	Results []struct {
-		Profile        string
-		T, Utilization []float64
-		Useful         []float64
-		WaitsSorted    []float64
-		Queues         []struct {
-			Name                string
-			Deserved, Allocated []float64
-		}
+	Results []result
+}
+
+type result struct {
+	Profile        string
+	T, Utilization []float64
+	Useful, Demand []float64
+	WaitsSorted    []float64
+	Queues         []struct {
+		Name                string
+		Deserved, Allocated []float64
+	}
+	ETA struct {
+		Tolerance                 float64
+		Lateness, LimitedLateness []float64
 	}
 }
 
@@ -67,7 +77,13 @@ func run(in, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	charts := map[string]*plot.Plot{"utilization.png": utilization(rep), "wait-cdf.png": waitCDF(rep)}
+	charts := map[string]*plot.Plot{
+		"utilization.png": utilization(rep), "wait-cdf.png": waitCDF(rep),
+		"utilization-profiles.png": utilizationProfiles(rep),
+	}
+	if p := etaCDF(rep); p != nil {
+		charts["eta-cdf.png"] = p
+	}
 	for _, r := range rep.Results {
 		charts["shares-"+r.Profile+".png"] = shares(rep, r.Profile)
 	}
@@ -148,6 +164,126 @@ func waitCDF(rep report) *plot.Plot {
 			ys = append(ys, float64(k)/float64(n), float64(k+1)/float64(n))
 		}
 		line(p, r.Profile, xs, ys, palette[i%len(palette)], false)
+	}
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// smoothWindow is the moving average's width, in samples, of the
+// side-by-side utilization chart: 5 samples are 20 trace seconds at the
+// default compression, short against a run and long enough to tell the
+// profiles' lines apart.
+const smoothWindow = 5
+
+// smooth is the trailing moving average of ys over w samples.
+func smooth(ys []float64, w int) []float64 {
+	out := make([]float64, len(ys))
+	var sum float64
+	for i, y := range ys {
+		sum += y
+		if i >= w {
+			sum -= ys[i-w]
+		}
+		out[i] = sum / float64(min(i+1, w))
+	}
+	return out
+}
+
+// utilizationProfiles draws every profile's utilization on one chart,
+// smoothed, with the demand of the first Caldera profile (capped) to show
+// when the cluster is contended: with and without backfill (caldera,
+// caldera-instant) and with lending (caldera-lend) side by side.
+func utilizationProfiles(rep report) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Utilization over time, seed %d, %d nodes (%d-sample moving average); dotted: demand / capacity, capped at 1.5", rep.Params.Seed, rep.Params.Nodes, smoothWindow)
+	p.X.Label.Text = "trace seconds"
+	p.Y.Label.Text = "allocated / allocatable cpu"
+	p.Y.Min, p.Y.Max = 0, 1.5
+	demandDrawn := false
+	for i, r := range rep.Results {
+		c := palette[i%len(palette)]
+		line(p, r.Profile, r.T, smooth(r.Utilization, smoothWindow), c, false)
+		if !demandDrawn && len(r.Demand) > 0 && strings.HasPrefix(r.Profile, "caldera") {
+			d := make([]float64, len(r.Demand))
+			for k, v := range r.Demand {
+				d[k] = min(v, 1.5)
+			}
+			dotted(p, r.Profile+" demand", r.T, d, c)
+			demandDrawn = true
+		}
+	}
+	full := plotter.NewFunction(func(float64) float64 { return 1 })
+	full.Color = color.Gray{Y: 120}
+	full.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(full)
+	p.Legend.Top = false
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func dotted(p *plot.Plot, label string, xs, ys []float64, c color.Color) {
+	pts := make(plotter.XYs, min(len(xs), len(ys)))
+	for i := range pts {
+		pts[i].X, pts[i].Y = xs[i], ys[i]
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return
+	}
+	l.Color = c
+	l.Width = vg.Points(0.8)
+	l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+	p.Add(l)
+	p.Legend.Add(label, l)
+}
+
+// cdf draws sorted values as a step CDF.
+func cdf(p *plot.Plot, label string, sorted []float64, c color.Color, dashed bool) {
+	n := len(sorted)
+	xs, ys := make([]float64, 0, 2*n), make([]float64, 0, 2*n)
+	for k, v := range sorted {
+		xs = append(xs, v, v)
+		ys = append(ys, float64(k)/float64(n), float64(k+1)/float64(n))
+	}
+	line(p, label, xs, ys, c, dashed)
+}
+
+// etaCDF draws, for each profile that gave ETAs, the CDF of start - first
+// ETA over every gang given one (solid) and over those whose predecessors
+// all declared a limit (dashed); nil when no profile gave any.
+func etaCDF(rep report) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = "Start - first ETA (trace s, negative: early), CDF; dashed: jobs whose predecessors all declared limits"
+	p.X.Label.Text = "start - first ETA, trace seconds"
+	p.Y.Label.Text = "fraction of jobs given an ETA"
+	p.Y.Min, p.Y.Max = 0, 1.02
+	drawn := false
+	tol := 0.0
+	for i, r := range rep.Results {
+		e := r.ETA
+		if len(e.Lateness) == 0 {
+			continue
+		}
+		drawn = true
+		tol = e.Tolerance
+		c := palette[i%len(palette)]
+		cdf(p, fmt.Sprintf("%s (%d jobs)", r.Profile, len(e.Lateness)), e.Lateness, c, false)
+		if len(e.LimitedLateness) > 0 {
+			cdf(p, fmt.Sprintf("%s, predecessors limited (%d)", r.Profile, len(e.LimitedLateness)), e.LimitedLateness, c, true)
+		}
+	}
+	if !drawn {
+		return nil
+	}
+	// The on-time line: first ETA + one wall second.
+	on, err := plotter.NewLine(plotter.XYs{{X: tol, Y: 0}, {X: tol, Y: 1.02}})
+	if err == nil {
+		on.Color = color.Gray{Y: 100}
+		on.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(on)
+		p.Legend.Add(fmt.Sprintf("on time: <= ETA + %.0f s", tol), on)
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false

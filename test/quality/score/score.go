@@ -38,11 +38,17 @@ type Job struct {
 	// PartialSeconds is the longest time some but not all of its pods
 	// were bound (0 for single pods).
 	PartialSeconds float64
-	// FirstETA is the first expected start the scheduler wrote on its
-	// PodGroup (qapi.ExpectedStartAnnotation, whole wall seconds) while
-	// it waited, in trace seconds; nil if it never had one (single pods,
-	// other profiles).
+	// FirstETA is the first expected start the scheduler gave it while
+	// it waited, in trace seconds: a gang's on its PodGroup
+	// (qapi.ExpectedStartAnnotation), a single pod's in its NotAdmitted
+	// verdict ("reserved from T"), whole wall seconds either way; nil if
+	// it never had one (other profiles).
 	FirstETA *float64 `json:",omitempty"`
+	// PredecessorsLimited: every job holding room (a pod bound and not
+	// finished) when the first ETA was seen declared a run-time limit, so
+	// that the plan behind the ETA knew when each of them ends. Only with
+	// FirstETA.
+	PredecessorsLimited bool `json:",omitempty"`
 }
 
 // Sample is the cluster's state at one instant of a run.
@@ -93,7 +99,102 @@ type Eviction struct {
 	// Before is the cluster's state just before the eviction, as the run
 	// saw it (pods bound and pending, this one still bound).
 	Before Sample
+	// Pod is the evicted pod's name, Job its trace job's ID and JobSize
+	// that job's size.
+	Pod     string `json:",omitempty"`
+	Job     int
+	JobSize int `json:",omitempty"`
+	// Limit is the pod's declared run-time limit in trace seconds (the
+	// annotation's whole wall seconds times the compression); 0: none.
+	Limit float64 `json:",omitempty"`
+	// Reason is the scheduler's Event on the evicted pod (CalderaReclaim
+	// writes ReasonReclaimed or ReasonPreempted, admission ReasonOverran);
+	// "" when none was found. Preemptor is what it made room for, from the
+	// Event: a pod (namespace/name), or for ReasonOverran the reserved
+	// group (its queue key, "pg:namespace/name"); PreemptorJob is its
+	// trace job (-1: unknown).
+	Reason       string `json:",omitempty"`
+	Preemptor    string `json:",omitempty"`
+	PreemptorJob int
+	// Disruption is the pod's DisruptionTarget condition as it was
+	// deleted ("reason: message"), the scheduler's mark on its victims.
+	Disruption string `json:",omitempty"`
+	// Lent: the last admission of the pod's group (or of the pod, a
+	// group of one) before the eviction was on lent room (its Admitted
+	// Event says so).
+	Lent bool `json:",omitempty"`
+	// Backfilled: the pod was bound, ahead of a reservation of another
+	// group, on a node that reservation names (the reservations are
+	// those the NotAdmitted Events name: "reserved from T on nodes"): it
+	// started by backfill on a reserved node (in the reserved room or
+	// beside it: the Events do not say how much of the node is
+	// reserved). ForReservation: the eviction made room for that
+	// reservation's group: the backfilled pod was still there when the
+	// group came to start.
+	Backfilled     bool `json:",omitempty"`
+	ForReservation bool `json:",omitempty"`
 }
+
+// Event reasons the scheduler writes on its victims: CalderaReclaim's
+// (pkg/plugins/reclaim) across queues and within a queue, and
+// admission's (pkg/cache) for a pod past its annotated run-time limit in
+// the room of a reservation that has come due.
+const (
+	ReasonReclaimed = "Reclaimed"
+	ReasonPreempted = "Preempted"
+	ReasonOverran   = "OverranRunLimit"
+)
+
+// Eviction causes, as the report counts them (Eviction.Cause).
+const (
+	// CauseLending: the victim ran on lent room, which reclaim takes back.
+	CauseLending = "lending"
+	// CauseBackfill: the victim started by backfill on a node reserved
+	// for a group, and was evicted for that group: past its limit
+	// (ReasonOverran), or reclaimed for it.
+	CauseBackfill = "backfill-overrun"
+	// CauseOverrun: the victim, not backfilled, ran past its annotated
+	// limit into a reservation that came due (ReasonOverran).
+	CauseOverrun = "limit-overrun"
+	// CauseReclaim: reclaim took the victim from a queue above its
+	// deserved share, on neither lent nor overrun backfill room.
+	CauseReclaim = "reclaim"
+	// CausePreemption: a higher-priority group of the victim's own queue.
+	CausePreemption = "preemption"
+	// CauseUnknown: no Event found and no other cause applies.
+	CauseUnknown = "unknown"
+)
+
+// Causes are the eviction causes in the report's order.
+var Causes = []string{CauseLending, CauseBackfill, CauseOverrun, CauseReclaim, CausePreemption, CauseUnknown}
+
+// Cause classifies e. Preemption within a queue is a matter of priority,
+// whatever room the victim ran on, and an overrun eviction one of the
+// victim's limit (backfill-overrun when it had started by backfill);
+// otherwise lent room comes first (a loan is taken back by design), then
+// backfill the reserved group took back, then plain reclaim.
+func (e Eviction) Cause() string {
+	switch {
+	case e.Reason == ReasonPreempted:
+		return CausePreemption
+	case e.Reason == ReasonOverran && e.Backfilled:
+		return CauseBackfill
+	case e.Reason == ReasonOverran:
+		return CauseOverrun
+	case e.Lent:
+		return CauseLending
+	case e.Backfilled && e.ForReservation:
+		return CauseBackfill
+	case e.Reason == ReasonReclaimed:
+		return CauseReclaim
+	default:
+		return CauseUnknown
+	}
+}
+
+// Overran says whether the victim had run longer than its declared limit
+// when it was evicted: the plan then counted its room as already back.
+func (e Eviction) Overran() bool { return e.Limit > 0 && e.Ran > e.Limit }
 
 // Waits are wait-time percentiles in trace seconds.
 type Waits struct {
@@ -117,8 +218,9 @@ type QueueScore struct {
 type Result struct {
 	Profile string
 	// T, Utilization: per sample, trace seconds and allocated/capacity;
-	// Useful is the same without partial gangs' CPU.
-	T, Utilization, Useful []float64
+	// Useful is the same without partial gangs' CPU; Demand is allocated
+	// plus pending over capacity (above 1: contended).
+	T, Utilization, Useful, Demand []float64
 	// ContendedUtilization is the mean Utilization over samples where demand
 	// (allocated + pending) is at least the capacity; ContendedSamples counts them.
 	ContendedUtilization, ContendedUseful float64
@@ -155,6 +257,13 @@ type Result struct {
 	// FreshSeconds: those cost a bind and an eviction, nearly no work.
 	EvictedWork  float64
 	EvictedFresh int
+	// EvictionCauses counts evictions by Eviction.Cause (every cause in
+	// Causes present, 0 included); EvictedBackfilled counts victims that
+	// had started by backfill, whatever the cause, and EvictedOverran
+	// those that had run past their declared limit.
+	EvictionCauses    map[string]int
+	EvictedBackfilled int
+	EvictedOverran    int
 	// ETA compares each job's start with the first expected start it was
 	// given.
 	ETA   ETAScore
@@ -181,16 +290,27 @@ func Score(run Run, queues []trace.Queue) Result {
 // ETA in trace seconds (negative: early); a job that never started counts
 // with the run's end as its start, a lower bound.
 type ETAScore struct {
+	// ETAStats are over every job given an ETA.
+	ETAStats
+	// Limited are over the jobs whose every predecessor declared a limit
+	// (Job.PredecessorsLimited): the ETAs the plan could keep.
+	Limited ETAStats
+	// Tolerance is one wall second in trace seconds (the annotation has
+	// whole seconds): a job is on time when it started no later than its
+	// first ETA + Tolerance (never one that never started).
+	Tolerance float64
+	// Lateness and LimitedLateness are the sorted latenesses (the CDFs).
+	Lateness, LimitedLateness []float64 `json:",omitempty"`
+}
+
+// ETAStats summarize latenesses.
+type ETAStats struct {
 	// Jobs counts the jobs given an ETA; NeverStarted those of them that
 	// never started.
 	Jobs, NeverStarted int
 	// Lateness percentiles (nearest rank) and maximum.
 	P10, P50, P90, Max float64
-	// Tolerance is one wall second in trace seconds (the annotation has
-	// whole seconds); OnTime counts the jobs started no later than first
-	// ETA + Tolerance (never one that never started), OnTimeShare is
-	// OnTime over Jobs.
-	Tolerance   float64
+	// OnTime counts the jobs on time, OnTimeShare is OnTime over Jobs.
 	OnTime      int
 	OnTimeShare float64
 }
@@ -199,7 +319,6 @@ type ETAScore struct {
 // end, compression its trace seconds per wall second.
 func ScoreETA(jobs []Job, end, compression float64) ETAScore {
 	s := ETAScore{Tolerance: compression}
-	var late []float64
 	for _, j := range jobs {
 		if j.FirstETA == nil {
 			continue
@@ -207,23 +326,38 @@ func ScoreETA(jobs []Job, end, compression float64) ETAScore {
 		start := j.Start
 		if start < 0 {
 			start = end
-			s.NeverStarted++
 		}
 		l := start - *j.FirstETA
-		late = append(late, l)
-		if j.Start >= 0 && l <= s.Tolerance {
-			s.OnTime++
+		s.Lateness = append(s.Lateness, l)
+		s.ETAStats.add(j.Start >= 0, l, s.Tolerance)
+		if j.PredecessorsLimited {
+			s.LimitedLateness = append(s.LimitedLateness, l)
+			s.Limited.add(j.Start >= 0, l, s.Tolerance)
 		}
 	}
-	s.Jobs = len(late)
+	s.ETAStats.finish(s.Lateness)
+	s.Limited.finish(s.LimitedLateness)
+	return s
+}
+
+func (s *ETAStats) add(started bool, lateness, tolerance float64) {
+	s.Jobs++
+	if !started {
+		s.NeverStarted++
+	} else if lateness <= tolerance {
+		s.OnTime++
+	}
+}
+
+// finish sorts late (every lateness added) and sets the percentiles.
+func (s *ETAStats) finish(late []float64) {
 	if s.Jobs == 0 {
-		return s
+		return
 	}
 	slices.Sort(late)
 	s.P10, s.P50, s.P90 = Percentile(late, 10), Percentile(late, 50), Percentile(late, 90)
 	s.Max = late[len(late)-1]
 	s.OnTimeShare = float64(s.OnTime) / float64(s.Jobs)
-	return s
 }
 
 func specsOf(queues []trace.Queue, capacity int64) []queue.Spec {
@@ -260,6 +394,7 @@ func scoreSamples(r *Result, run Run, queues []trace.Queue) {
 		useful := float64(alloc-s.Partial) / capacity
 		r.Utilization = append(r.Utilization, u)
 		r.Useful = append(r.Useful, useful)
+		r.Demand = append(r.Demand, float64(demand)/capacity)
 		contended := demand >= run.CapacityCPU
 		if contended {
 			r.ContendedSamples++
@@ -364,11 +499,23 @@ func Percentile(sorted []float64, p float64) float64 {
 const FreshSeconds = 4.0
 
 // scoreEvictions judges each logged eviction by its queue's allocated and
-// deserved CPU just before it, and adds up the work evictions lost.
+// deserved CPU just before it, counts them by cause and adds up the work
+// evictions lost.
 func scoreEvictions(r *Result, run Run, queues []trace.Queue) {
 	tree := queue.BuildTree(specsOf(queues, run.CapacityCPU))
 	total := resources.List{resources.CPU: run.CapacityCPU}
+	r.EvictionCauses = make(map[string]int, len(Causes))
+	for _, c := range Causes {
+		r.EvictionCauses[c] = 0
+	}
 	for _, e := range run.EvictionLog {
+		r.EvictionCauses[e.Cause()]++
+		if e.Backfilled {
+			r.EvictedBackfilled++
+		}
+		if e.Overran() {
+			r.EvictedOverran++
+		}
 		shares := queue.Divide(tree, total, usageOf(e.Before, queues))
 		if e.Before.Allocated[e.Queue] <= shares.Deserved(e.Queue)[resources.CPU] {
 			r.EvictionsNotAboveShare++

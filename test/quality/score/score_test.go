@@ -2,6 +2,7 @@ package score
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/caldera-sched/caldera/test/quality/trace"
@@ -46,6 +47,9 @@ func TestScore(t *testing.T) {
 	}
 	if !near(r.Utilization[1], 0.5) {
 		t.Errorf("utilization at 10 s = %v, want 0.5", r.Utilization[1])
+	}
+	if !near(r.Demand[0], 1.5) || !near(r.Demand[1], 0.5) {
+		t.Errorf("demand %v, want [1.5 0.5]", r.Demand)
 	}
 	a, b := r.Queues[0], r.Queues[1]
 	if !near(a.Deserved[0], 4) || !near(b.Deserved[0], 12) || !near(b.Deserved[1], 8) {
@@ -112,28 +116,106 @@ func TestScoreETA(t *testing.T) {
 		{
 			// Lateness -10, 0, 4 (within one wall second = 4 s), 5, and
 			// 100 - 50 = 50 for the one never started (the run's end).
+			// Every predecessor of the first three declared a limit.
 			name: "mixed",
 			jobs: []Job{
-				{Start: 10, FirstETA: eta(20)},
-				{Start: 30, FirstETA: eta(30)},
-				{Start: 34, FirstETA: eta(30)},
+				{Start: 10, FirstETA: eta(20), PredecessorsLimited: true},
+				{Start: 30, FirstETA: eta(30), PredecessorsLimited: true},
+				{Start: 34, FirstETA: eta(30), PredecessorsLimited: true},
 				{Start: 35, FirstETA: eta(30)},
 				{Start: -1, FirstETA: eta(50)},
-				{Start: 7}, // no ETA: not counted
+				{Start: 7, PredecessorsLimited: true}, // no ETA: not counted
 			},
-			want: ETAScore{Jobs: 5, NeverStarted: 1, P10: -10, P50: 4, P90: 50, Max: 50, Tolerance: 4, OnTime: 3, OnTimeShare: 0.6},
+			want: ETAScore{
+				ETAStats:  ETAStats{Jobs: 5, NeverStarted: 1, P10: -10, P50: 4, P90: 50, Max: 50, OnTime: 3, OnTimeShare: 0.6},
+				Limited:   ETAStats{Jobs: 3, P10: -10, P50: 0, P90: 4, Max: 4, OnTime: 3, OnTimeShare: 1},
+				Tolerance: 4, Lateness: []float64{-10, 0, 4, 5, 50}, LimitedLateness: []float64{-10, 0, 4},
+			},
 		},
 		{
-			// Started before the run's end yet after its ETA: late.
+			// Started before the run's end yet after its ETA: late,
+			// with its predecessors' limits known or not.
 			name: "late",
-			jobs: []Job{{Start: 90, FirstETA: eta(10)}},
-			want: ETAScore{Jobs: 1, P10: 80, P50: 80, P90: 80, Max: 80, Tolerance: 4},
+			jobs: []Job{{Start: 90, FirstETA: eta(10), PredecessorsLimited: true}},
+			want: ETAScore{
+				ETAStats:  ETAStats{Jobs: 1, P10: 80, P50: 80, P90: 80, Max: 80},
+				Limited:   ETAStats{Jobs: 1, P10: 80, P50: 80, P90: 80, Max: 80},
+				Tolerance: 4, Lateness: []float64{80}, LimitedLateness: []float64{80},
+			},
+		},
+		{
+			// Never started, its predecessors limited: counted late in
+			// both, with the run's end as its start.
+			name: "never started",
+			jobs: []Job{{Start: -1, FirstETA: eta(96), PredecessorsLimited: true}, {Start: 12, FirstETA: eta(20)}},
+			want: ETAScore{
+				ETAStats:  ETAStats{Jobs: 2, NeverStarted: 1, P10: -8, P50: -8, P90: 4, Max: 4, OnTime: 1, OnTimeShare: 0.5},
+				Limited:   ETAStats{Jobs: 1, NeverStarted: 1, P10: 4, P50: 4, P90: 4, Max: 4},
+				Tolerance: 4, Lateness: []float64{-8, 4}, LimitedLateness: []float64{4},
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ScoreETA(tc.jobs, 100, 4); got != tc.want {
-				t.Errorf("ScoreETA = %+v, want %+v", got, tc.want)
+			if got := ScoreETA(tc.jobs, 100, 4); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ScoreETA =\n%+v\nwant\n%+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestEvictionCause(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		e       Eviction
+		cause   string
+		overran bool
+	}{
+		{name: "plain reclaim", e: Eviction{Reason: ReasonReclaimed, Ran: 10, Limit: 40}, cause: CauseReclaim},
+		{name: "preemption, on lent room", e: Eviction{Reason: ReasonPreempted, Lent: true}, cause: CausePreemption},
+		{name: "lent room taken back", e: Eviction{Reason: ReasonReclaimed, Lent: true, Backfilled: true, ForReservation: true}, cause: CauseLending},
+		{name: "backfill overstayed", e: Eviction{Reason: ReasonReclaimed, Backfilled: true, ForReservation: true, Ran: 50, Limit: 40}, cause: CauseBackfill, overran: true},
+		// Evicted before the reservation it backfilled came due: the
+		// reservation did not need the room yet.
+		{name: "backfilled, evicted early", e: Eviction{Reason: ReasonReclaimed, Backfilled: true}, cause: CauseReclaim},
+		{name: "backfill overstayed, no Event", e: Eviction{Backfilled: true, ForReservation: true}, cause: CauseBackfill},
+		{name: "no Event", e: Eviction{Disruption: "PreemptionByScheduler: x"}, cause: CauseUnknown},
+		// Past its limit into a reservation: the limit's overrun, whatever
+		// room it started on; backfill's when it had backfilled.
+		{name: "overran, lent", e: Eviction{Reason: ReasonOverran, Lent: true, Ran: 50, Limit: 40}, cause: CauseOverrun, overran: true},
+		{name: "overran, backfilled", e: Eviction{Reason: ReasonOverran, Backfilled: true, ForReservation: true, Ran: 50, Limit: 40}, cause: CauseBackfill, overran: true},
+		// No limit never overruns; exactly the limit is not past it.
+		{name: "no limit", e: Eviction{Reason: ReasonReclaimed, Ran: 500}, cause: CauseReclaim},
+		{name: "at its limit", e: Eviction{Reason: ReasonReclaimed, Ran: 40, Limit: 40}, cause: CauseReclaim},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.e.Cause(); got != tc.cause {
+				t.Errorf("Cause() = %q, want %q", got, tc.cause)
+			}
+			if got := tc.e.Overran(); got != tc.overran {
+				t.Errorf("Overran() = %v, want %v", got, tc.overran)
+			}
+		})
+	}
+}
+
+// The causes are counted over the log, every cause present; backfilled
+// and overrun victims whatever their cause.
+func TestScoreEvictionCauses(t *testing.T) {
+	run := Run{CapacityCPU: 8000, EvictionLog: []Eviction{
+		{Reason: ReasonReclaimed, Lent: true, Ran: 60, Limit: 40},
+		{Reason: ReasonReclaimed, Lent: true},
+		{Reason: ReasonReclaimed, Backfilled: true},
+		{Reason: ReasonReclaimed, Backfilled: true, ForReservation: true, Ran: 41, Limit: 40},
+		{Reason: ReasonReclaimed},
+		{Reason: ReasonOverran, Ran: 50, Limit: 40},
+		{},
+	}}
+	r := Score(run, nil)
+	want := map[string]int{CauseLending: 2, CauseBackfill: 1, CauseOverrun: 1, CauseReclaim: 2, CausePreemption: 0, CauseUnknown: 1}
+	if !reflect.DeepEqual(r.EvictionCauses, want) {
+		t.Errorf("causes %v, want %v", r.EvictionCauses, want)
+	}
+	if r.EvictedBackfilled != 2 || r.EvictedOverran != 3 {
+		t.Errorf("%d backfilled, %d overran; want 2 and 3", r.EvictedBackfilled, r.EvictedOverran)
 	}
 }
