@@ -170,32 +170,32 @@ func reservations(evs []schedEvent) []reservation {
 // evicted to make room for that group.
 func attribute(evs []schedEvent, victims []victim) []attribution {
 	res := reservations(evs)
-	// By victim pod: CalderaReclaim's reason and preemptor, and the
-	// preemptor upstream's Event relates.
-	type evicted struct{ reason, preemptor, related string }
-	byPod := map[string]*evicted{}
+	// By victim pod, the Events about its eviction: the scheduler's own
+	// (CalderaReclaim's, or admission's "ran ... past its run-time
+	// limit"), and upstream's, which relates the preemptor. A pod is
+	// evicted once (a recreated pod has a new name), but an Event about
+	// it can also be about another pod's eviction (admission writes one
+	// on the reserved group, a pod when it is a group of one, naming the
+	// victim first): only notes that start as the victim's own count,
+	// the nearest to the eviction first.
+	type cause struct {
+		at                time.Time
+		reason, preemptor string
+	}
+	own := map[string][]cause{}
+	related := map[string]string{}
 	admissions := map[string][]schedEvent{}
 	for _, e := range evs {
 		switch {
 		case e.kind == "Pod" && e.reason == score.ReasonOverran:
-			x := byPod[e.object]
-			if x == nil {
-				x = &evicted{}
-				byPod[e.object] = x
-			}
-			if reserved, ok := overranNote(e.note); ok && x.reason == "" {
-				x.reason, x.preemptor = score.ReasonOverran, reserved
+			if reserved, ok := overranNote(e.note); ok && strings.HasPrefix(e.note, "ran ") {
+				own[e.object] = append(own[e.object], cause{e.at, score.ReasonOverran, reserved})
 			}
 		case e.kind == "Pod" && (e.reason == score.ReasonReclaimed || e.reason == score.ReasonPreempted):
-			x := byPod[e.object]
-			if x == nil {
-				x = &evicted{}
-				byPod[e.object] = x
-			}
-			if reason, pre, ok := calderaNote(e.note); ok && x.reason == "" {
-				x.reason, x.preemptor = reason, pre
-			} else if !ok && x.related == "" {
-				x.related = e.related
+			if reason, pre, ok := calderaNote(e.note); ok {
+				own[e.object] = append(own[e.object], cause{e.at, reason, pre})
+			} else if _, seen := related[e.object]; !seen {
+				related[e.object] = e.related
 			}
 		case e.reason == reasonAdmitted:
 			admissions[e.object] = append(admissions[e.object], e)
@@ -204,11 +204,14 @@ func attribute(evs []schedEvent, victims []victim) []attribution {
 	out := make([]attribution, len(victims))
 	for i, v := range victims {
 		a := &out[i]
-		if x, ok := byPod[v.pod]; ok {
-			a.reason, a.preemptor = x.reason, x.preemptor
-			if a.preemptor == "" {
-				a.preemptor = x.related
+		var best time.Duration = -1
+		for _, c := range own[v.pod] {
+			if d := c.at.Sub(v.at).Abs(); best < 0 || d < best {
+				best, a.reason, a.preemptor = d, c.reason, c.preemptor
 			}
+		}
+		if a.preemptor == "" {
+			a.preemptor = related[v.pod]
 		}
 		for _, e := range admissions[v.unit] {
 			if e.at.After(v.at) {

@@ -80,6 +80,12 @@ func TestAttribute(t *testing.T) {
 		{at: at(89), kind: "Pod", object: "job-0015-0", reason: score.ReasonOverran,
 			note: "ran 3s past its run-time limit of 60s (pod annotation scheduling.caldera.dev/max-run-seconds) into the reservation of pg:a/job-0001 from " + at(100).Format(time.RFC3339)},
 		{at: at(89), kind: "PodGroup", object: "job-0001", reason: score.ReasonOverran, note: "b/job-0015-0: ran 3s past ..."},
+		// A group of one's reservation: the Event on the reserved pod
+		// names another victim, and that pod's own eviction comes later.
+		{at: at(160), kind: "Pod", object: "job-0016-0", reason: score.ReasonOverran,
+			note: "b/job-0017-0: ran 1s past its run-time limit of 9s (pod annotation scheduling.caldera.dev/max-run-seconds) into the reservation of pod:b/job-0016-0 from " + at(160).Format(time.RFC3339)},
+		{at: at(190), kind: "Pod", object: "job-0016-0", related: "a/job-0018-1", reason: score.ReasonPreempted, note: "Preempted by pod 9abc on node n7"},
+		{at: at(190), kind: "Pod", object: "job-0016-0", reason: score.ReasonReclaimed, note: `Reclaimed for a/job-0018-1 of queue "a": queue "b" holds more than its deserved share`},
 	}
 	victims := []victim{
 		// Lent at 12 s, evicted at 50 s.
@@ -106,6 +112,7 @@ func TestAttribute(t *testing.T) {
 		{pod: "job-0013-0", unit: "job-0013-0", node: "n1", bound: at(50), at: at(150)},
 		// Backfilled on n2 at 26 s, evicted past its limit for job-0001.
 		{pod: "job-0015-0", unit: "job-0015-0", node: "n2", bound: at(26), at: at(89)},
+		{pod: "job-0016-0", unit: "job-0016-0", node: "n7", bound: at(170), at: at(190)},
 	}
 	want := []attribution{
 		{reason: score.ReasonReclaimed, preemptor: "a/job-0009-0", lent: true},
@@ -117,6 +124,7 @@ func TestAttribute(t *testing.T) {
 		{preemptor: "d/job-0012-3"},
 		{reason: score.ReasonReclaimed, preemptor: "c/job-0014-0", backfilled: true},
 		{reason: score.ReasonOverran, preemptor: "pg:a/job-0001", backfilled: true, forReservation: true},
+		{reason: score.ReasonReclaimed, preemptor: "a/job-0018-1"},
 	}
 	got := attribute(evs, victims)
 	for i := range want {

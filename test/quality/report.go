@@ -385,6 +385,7 @@ func (row *evictionRow) markdown(jobs map[int]score.Job) string {
 		causes     map[string]int
 		minR, maxR float64
 		overran    int
+		done       int
 	}
 	var order []*group
 	byJob := map[int]*group{}
@@ -401,6 +402,9 @@ func (row *evictionRow) markdown(jobs map[int]score.Job) string {
 		if e.Overran() {
 			g.overran++
 		}
+		if e.Done {
+			g.done++
+		}
 	}
 	var vs, ran, over []string
 	for _, g := range order {
@@ -410,7 +414,11 @@ func (row *evictionRow) markdown(jobs map[int]score.Job) string {
 				cs = append(cs, fmt.Sprintf("%s %d", c, n))
 			}
 		}
-		vs = append(vs, fmt.Sprintf("%d of %s/job-%04d: %s", g.n, g.queue, g.job, strings.Join(cs, ", ")))
+		v := fmt.Sprintf("%d of %s/job-%04d: %s", g.n, g.queue, g.job, strings.Join(cs, ", "))
+		if g.done > 0 {
+			v += fmt.Sprintf(" (%d after its run ended)", g.done)
+		}
+		vs = append(vs, v)
 		lo, hi := fmt.Sprintf("%.0f", g.minR), fmt.Sprintf("%.0f", g.maxR)
 		if lo == hi {
 			ran = append(ran, lo)

@@ -110,6 +110,9 @@ type jobState struct {
 	epoch                  int
 	recreated              int
 	evicted                int
+	// completing: the current run has ended and its pods are being set
+	// Succeeded; an eviction now takes a pod whose work is done.
+	completing bool
 	// firstETA is the first expected start seen: a gang's on its
 	// PodGroup (qapi.ExpectedStartAnnotation), a single pod's in its
 	// NotAdmitted verdict; zero: none yet. predLimited: every other job
@@ -443,12 +446,13 @@ func (r *runner) complete(js *jobState, epoch int) {
 	for _, ps := range js.live {
 		pods = append(pods, ps)
 	}
+	js.completing = true
 	r.mu.Unlock()
 	patch := []byte(`{"status":{"phase":"Succeeded"}}`)
 	for _, ps := range pods {
 		_, err := r.env.Client.CoreV1().Pods(js.ns).Patch(context.Background(), ps.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
-			// Evicted while the run ended: onDelete restarts the job.
+			// Evicted while the run ended: its work was done (onDelete).
 			continue
 		}
 		if err != nil {
@@ -461,6 +465,7 @@ func (r *runner) complete(js *jobState, epoch int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	js.completing = false
 	if js.epoch != epoch {
 		// An eviction cut this run short after all: the job runs again.
 		return
@@ -473,7 +478,10 @@ func (r *runner) complete(js *jobState, epoch int) {
 }
 
 // onDelete: the runner never deletes a pod, so a deletion of an unfinished
-// pod is the scheduler's eviction (reclaim or preemption).
+// pod is the scheduler's eviction (reclaim, preemption, or a pod past its
+// limit). A pod evicted while its job's ended run is being completed had
+// done its work: the job finishes, and the pod is not created again (its
+// gang's other members having succeeded, it could never start alone).
 func (r *runner) onDelete(pod *v1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -498,6 +506,7 @@ func (r *runner) onDelete(pod *v1.Pod) {
 	if !ps.boundAt.IsZero() {
 		e.Ran = now.Sub(ps.boundAt).Seconds() * r.opts.compression
 	}
+	e.Done = js.completing
 	r.evictionLog = append(r.evictionLog, e)
 	unit := ps.name
 	if js.job.Size > 1 {
@@ -505,6 +514,10 @@ func (r *runner) onDelete(pod *v1.Pod) {
 	}
 	r.victims = append(r.victims, victim{pod: ps.name, unit: unit, node: ps.node, bound: ps.boundAt, at: now})
 	js.evicted++
+	if js.completing {
+		ps.succeeded = true // its room is free; complete() finishes the job
+		return
+	}
 	delete(js.live, ps.name)
 	if !ps.boundAt.IsZero() {
 		js.bound--

@@ -133,6 +133,9 @@ type Eviction struct {
 	// group came to start.
 	Backfilled     bool `json:",omitempty"`
 	ForReservation bool `json:",omitempty"`
+	// Done: the pod's job had ended its run and was being completed; the
+	// eviction lost no work (Result.EvictedWork leaves it out).
+	Done bool `json:",omitempty"`
 }
 
 // Event reasons the scheduler writes on its victims: CalderaReclaim's
@@ -252,7 +255,8 @@ type Result struct {
 	// shares are at deserved.
 	EvictionsNotAboveShare int
 	// EvictedWork is the work the evicted pods lost, in core-seconds of
-	// trace time (each pod's CPU times how long it had been bound), and
+	// trace time (each pod's CPU times how long it had been bound, none
+	// for a pod whose job's run had ended: Eviction.Done), and
 	// EvictedFresh counts evictions of pods bound for less than
 	// FreshSeconds: those cost a bind and an eviction, nearly no work.
 	EvictedWork  float64
@@ -520,7 +524,9 @@ func scoreEvictions(r *Result, run Run, queues []trace.Queue) {
 		if e.Before.Allocated[e.Queue] <= shares.Deserved(e.Queue)[resources.CPU] {
 			r.EvictionsNotAboveShare++
 		}
-		r.EvictedWork += float64(e.CPU) / 1000 * e.Ran
+		if !e.Done {
+			r.EvictedWork += float64(e.CPU) / 1000 * e.Ran
+		}
 		if e.Ran < FreshSeconds {
 			r.EvictedFresh++
 		}

@@ -209,13 +209,15 @@ func TestScoreEvictionCauses(t *testing.T) {
 		{Reason: ReasonReclaimed},
 		{Reason: ReasonOverran, Ran: 50, Limit: 40},
 		{},
+		// Its job's run had ended: no work lost.
+		{Reason: ReasonOverran, Ran: 41, Limit: 40, CPU: 2000, Done: true},
 	}}
 	r := Score(run, nil)
-	want := map[string]int{CauseLending: 2, CauseBackfill: 1, CauseOverrun: 1, CauseReclaim: 2, CausePreemption: 0, CauseUnknown: 1}
+	want := map[string]int{CauseLending: 2, CauseBackfill: 1, CauseOverrun: 2, CauseReclaim: 2, CausePreemption: 0, CauseUnknown: 1}
 	if !reflect.DeepEqual(r.EvictionCauses, want) {
 		t.Errorf("causes %v, want %v", r.EvictionCauses, want)
 	}
-	if r.EvictedBackfilled != 2 || r.EvictedOverran != 3 {
-		t.Errorf("%d backfilled, %d overran; want 2 and 3", r.EvictedBackfilled, r.EvictedOverran)
+	if r.EvictedBackfilled != 2 || r.EvictedOverran != 4 || r.EvictedWork != 0 {
+		t.Errorf("%d backfilled, %d overran, %v core-s lost; want 2, 4 and 0", r.EvictedBackfilled, r.EvictedOverran, r.EvictedWork)
 	}
 }
