@@ -91,7 +91,7 @@ func (s *fakeSource) PodGroupsToCreate() []annotation.ToCreate {
 	s.create = nil
 	return c
 }
-func (s *fakeSource) OverrunEvictions() []OverrunEviction          { return nil }
+func (s *fakeSource) OverrunEvictions() []OverrunEviction       { return nil }
 func (s *fakeSource) FinishOverrun(OverrunEviction, error) bool { return false }
 
 func (s *fakeSource) PodNotices() []PodNotice {
