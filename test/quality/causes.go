@@ -236,6 +236,27 @@ func attribute(evs []schedEvent, victims []victim) []attribution {
 	return out
 }
 
+// verdictLogs are, for each job in jobs, the admission Events about it
+// (Admitted, NotAdmitted, and OverranRunLimit on the reserved group), in
+// order, an Event repeated (a series) once: what it was told while it
+// waited, and why its start moved.
+func verdictLogs(evs []schedEvent, jobs map[int]bool) map[int][]schedEvent {
+	out := map[int][]schedEvent{}
+	last := map[string]string{}
+	for _, e := range evs {
+		if e.reason != reasonAdmitted && e.reason != reasonNotAdmitted && e.reason != score.ReasonOverran {
+			continue
+		}
+		id := jobIDOf(e.object)
+		if !jobs[id] || last[e.object] == e.reason+e.note {
+			continue
+		}
+		last[e.object] = e.reason + e.note
+		out[id] = append(out[id], e)
+	}
+	return out
+}
+
 // eventTimes are the instants an Event stands for: when it was first
 // written, and for a series (the same Event again) its last observation.
 func eventTimes(ev *eventsv1.Event) []time.Time {
@@ -292,13 +313,20 @@ func disruptionOf(pod *v1.Pod) string {
 	return ""
 }
 
-// attributeEvictions fills in each logged eviction's cause from the
-// scheduler's Events; r.mu must not be held.
-func (r *runner) attributeEvictions(ctx context.Context) error {
+// readEvents reads the scheduler's Events once the run is over: each
+// logged eviction's cause, and the verdicts of each job given an ETA.
+// r.mu must not be held.
+func (r *runner) readEvents(ctx context.Context) error {
 	r.mu.Lock()
 	victims := slices.Clone(r.victims)
+	withETA := map[int]bool{}
+	for _, js := range r.jobs {
+		if !js.firstETA.IsZero() {
+			withETA[js.job.ID] = true
+		}
+	}
 	r.mu.Unlock()
-	if len(victims) == 0 {
+	if len(victims) == 0 && len(withETA) == 0 {
 		return nil
 	}
 	var namespaces []string
@@ -310,8 +338,14 @@ func (r *runner) attributeEvictions(ctx context.Context) error {
 		return err
 	}
 	got := attribute(evs, victims)
+	verdicts := verdictLogs(evs, withETA)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for id, vs := range verdicts {
+		for _, v := range vs {
+			r.jobs[id].verdicts = append(r.jobs[id].verdicts, score.Verdict{T: r.traceSeconds(v.at), Reason: v.reason, Note: v.note})
+		}
+	}
 	for i, a := range got {
 		e := &r.evictionLog[i]
 		e.Reason, e.Preemptor, e.PreemptorJob = a.reason, a.preemptor, jobIDOf(a.preemptor)

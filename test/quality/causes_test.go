@@ -164,3 +164,34 @@ func TestEvictionRows(t *testing.T) {
 		t.Errorf("rows (preemptor, victims...) %v, want %v", got, want)
 	}
 }
+
+// Each job given an ETA gets its admission Events in order, a repeated
+// one once; other jobs' and other reasons' are left out.
+func TestVerdictLogs(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	evs := []schedEvent{
+		{at: at(1), kind: "PodGroup", object: "job-0001", reason: reasonNotAdmitted, note: "a; reserved from T1 on n1"},
+		{at: at(2), kind: "Pod", object: "job-0002-0", reason: reasonNotAdmitted, note: "b"},
+		{at: at(3), kind: "PodGroup", object: "job-0001", reason: reasonNotAdmitted, note: "a; reserved from T1 on n1"},
+		{at: at(4), kind: "PodGroup", object: "job-0001", reason: score.ReasonOverran, note: "x/job-0009-0: ran 2s past ..."},
+		{at: at(5), kind: "PodGroup", object: "job-0001", reason: "Scheduled", note: "ignored"},
+		{at: at(6), kind: "Pod", object: "job-0003-0-r1", reason: reasonNotAdmitted, note: "c; reserved from T2 on n2"},
+		{at: at(7), kind: "PodGroup", object: "job-0001", reason: reasonNotAdmitted, note: "a; reserved from T3 on n1"},
+		{at: at(8), kind: "PodGroup", object: "job-0001", reason: reasonAdmitted, note: "admitted to queue a"},
+	}
+	got := verdictLogs(evs, map[int]bool{1: true, 3: true})
+	var notes []string
+	for _, e := range got[1] {
+		notes = append(notes, e.reason+": "+e.note)
+	}
+	want := []string{
+		"NotAdmitted: a; reserved from T1 on n1",
+		"OverranRunLimit: x/job-0009-0: ran 2s past ...",
+		"NotAdmitted: a; reserved from T3 on n1",
+		"Admitted: admitted to queue a",
+	}
+	if !reflect.DeepEqual(notes, want) || len(got[3]) != 1 || len(got) != 2 {
+		t.Errorf("job 1: %q, want %q; job 3: %v; jobs %d", notes, want, got[3], len(got))
+	}
+}

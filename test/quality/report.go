@@ -113,6 +113,7 @@ func markdown(rep Report) string {
 	}
 	b.WriteString(targets(rep))
 	b.WriteString(planTargets(rep))
+	b.WriteString(lateJobs(rep))
 	b.WriteString(evictionPlans(rep))
 	return b.String()
 }
@@ -428,5 +429,47 @@ func (row *evictionRow) markdown(jobs map[int]score.Job) string {
 		over = append(over, fmt.Sprint(g.overran))
 	}
 	fmt.Fprintf(&b, " %s | %s | %s |\n", strings.Join(vs, "; "), strings.Join(ran, "; "), strings.Join(over, "; "))
+	return b.String()
+}
+
+// maxVerdictsShown bounds the verdicts shown per late job: the last ones
+// before its start, which say what held it.
+const maxVerdictsShown = 6
+
+// lateJobs lists, for each profile that gives ETAs, the jobs that started
+// later than their first ETA allowed (or never), with the verdicts they
+// were told from then on: why the start moved.
+func lateJobs(rep Report) string {
+	var b strings.Builder
+	for i, run := range rep.Runs {
+		tol := rep.Results[i].ETA.Tolerance
+		var late []score.Job
+		for _, j := range run.Jobs {
+			if j.FirstETA != nil && (j.Start < 0 || j.Start-*j.FirstETA > tol) {
+				late = append(late, j)
+			}
+		}
+		if len(late) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nJobs of %s started later than their first ETA + %.0f s (%d), with what the scheduler told them "+
+			"(their last %d admission Events; trace seconds, wall-clock times in notes)\n\n", rep.Results[i].Profile, tol, len(late), maxVerdictsShown)
+		b.WriteString("| job (size) | predecessors limited | first ETA | start | late s | evicted pods | verdicts |\n|---|---|---|---|---|---|---|\n")
+		for _, j := range late {
+			start, lateness := "never", run.End-*j.FirstETA
+			if j.Start >= 0 {
+				start, lateness = fmt.Sprintf("%.0f", j.Start), j.Start-*j.FirstETA
+			}
+			var vs []string
+			for _, v := range j.Verdicts {
+				vs = append(vs, fmt.Sprintf("%.0f %s: %s", v.T, v.Reason, strings.ReplaceAll(v.Note, "|", "/")))
+			}
+			if len(vs) > maxVerdictsShown {
+				vs = append([]string{fmt.Sprintf("(%d earlier)", len(vs)-maxVerdictsShown)}, vs[len(vs)-maxVerdictsShown:]...)
+			}
+			fmt.Fprintf(&b, "| %s/job-%04d (%d) | %v | %.0f | %s | %.0f | %d | %s |\n", j.Queue, j.ID, j.Size, j.PredecessorsLimited,
+				*j.FirstETA, start, lateness, j.Evicted, strings.Join(vs, "<br>"))
+		}
+	}
 	return b.String()
 }

@@ -119,6 +119,8 @@ type jobState struct {
 	// holding room then declared a limit.
 	firstETA    time.Time
 	predLimited bool
+	// verdicts: what the scheduler told it (readEvents), with an ETA only.
+	verdicts []score.Verdict
 }
 
 type podState struct {
@@ -192,8 +194,8 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 	out.Error = r.loop(watchCtx, t)
 	stopWatch()
 	r.explainUnfinished(t)
-	if err := r.attributeEvictions(ctx); err != nil {
-		t.Logf("%s: reading the scheduler's Events for the evictions' causes: %v", p.name, err)
+	if err := r.readEvents(ctx); err != nil {
+		t.Logf("%s: reading the scheduler's Events (evictions' causes, verdicts): %v", p.name, err)
 	}
 
 	r.mu.Lock()
@@ -211,6 +213,7 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 		if !js.firstETA.IsZero() {
 			out.Jobs[len(out.Jobs)-1].FirstETA = ptr.To(r.traceSeconds(js.firstETA))
 			out.Jobs[len(out.Jobs)-1].PredecessorsLimited = js.predLimited
+			out.Jobs[len(out.Jobs)-1].Verdicts = js.verdicts
 		}
 	}
 	out.Samples = r.samples

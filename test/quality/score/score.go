@@ -49,6 +49,17 @@ type Job struct {
 	// that the plan behind the ETA knew when each of them ends. Only with
 	// FirstETA.
 	PredecessorsLimited bool `json:",omitempty"`
+	// Verdicts, for a job given an ETA, are the admission Events about
+	// it in order (Admitted, NotAdmitted, OverranRunLimit): why its start
+	// moved from its first ETA.
+	Verdicts []Verdict `json:",omitempty"`
+}
+
+// Verdict is one admission Event about a job: when (trace seconds), its
+// reason and its note.
+type Verdict struct {
+	T            float64
+	Reason, Note string
 }
 
 // Sample is the cluster's state at one instant of a run.
