@@ -197,10 +197,10 @@ func smooth(ys []float64, w int) []float64 {
 // caldera-instant) and with lending (caldera-lend) side by side.
 func utilizationProfiles(rep report) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Utilization over time, seed %d, %d nodes (%d-sample moving average); dotted: demand / capacity, capped at 1.5", rep.Params.Seed, rep.Params.Nodes, smoothWindow)
+	p.Title.Text = fmt.Sprintf("Utilization over time, seed %d, %d nodes (%d-sample moving average); dotted: demand / capacity, capped at %.1f", rep.Params.Seed, rep.Params.Nodes, smoothWindow, demandCap)
 	p.X.Label.Text = "trace seconds"
 	p.Y.Label.Text = "allocated / allocatable cpu"
-	p.Y.Min, p.Y.Max = 0, 1.5
+	p.Y.Min, p.Y.Max = 0, 1.6
 	demandDrawn := false
 	for i, r := range rep.Results {
 		c := palette[i%len(palette)]
@@ -208,7 +208,7 @@ func utilizationProfiles(rep report) *plot.Plot {
 		if !demandDrawn && len(r.Demand) > 0 && strings.HasPrefix(r.Profile, "caldera") {
 			d := make([]float64, len(r.Demand))
 			for k, v := range r.Demand {
-				d[k] = min(v, 1.5)
+				d[k] = min(v, demandCap)
 			}
 			dotted(p, r.Profile+" demand", r.T, d, c)
 			demandDrawn = true
@@ -218,10 +218,14 @@ func utilizationProfiles(rep report) *plot.Plot {
 	full.Color = color.Gray{Y: 120}
 	full.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 	p.Add(full)
-	p.Legend.Top = false
+	p.Legend.Top = true // above the capped demand
 	p.Add(plotter.NewGrid())
 	return p
 }
+
+// demandCap caps the demand drawn on the utilization chart: above it the
+// cluster is contended all the same.
+const demandCap = 1.2
 
 func dotted(p *plot.Plot, label string, xs, ys []float64, c color.Color) {
 	pts := make(plotter.XYs, min(len(xs), len(ys)))
