@@ -43,7 +43,7 @@ func newWhatIfCommand(o *options) *cobra.Command {
 		Short: "Would this job be admitted now, and at which position: Caldera's own admission pass on a copy of the cluster",
 		Long: `what-if answers whether a job would be admitted to its queue if it were
 submitted now. It lists the cluster (pods, nodes, namespaces, PodGroups,
-Queues and, when the scheduler checks them, ResourceQuotas), adds the job's
+Queues, Jobs and, when the scheduler checks them, ResourceQuotas), adds the job's
 objects as the API server would hold them (a Job becomes the pods its
 controller creates first; a gang asked for by annotation gets the PodGroup
 the scheduler would create), and runs the scheduler's own cache and one

@@ -289,11 +289,19 @@ func listCluster(ctx context.Context, cs clientSet, quotas bool) (map[string]run
 	nss.TypeMeta = metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}
 	pgs.TypeMeta = metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()}
 	queues.TypeMeta = metav1.TypeMeta{Kind: "QueueList", APIVersion: qapi.SchemeGroupVersion.String()}
+	// Jobs' deadlines are run-time limits of their pods (the feed watches
+	// them): the copy needs the list, or the cache would never start.
+	jobs, err := cs.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	jobs.TypeMeta = metav1.TypeMeta{Kind: "JobList", APIVersion: batchv1.SchemeGroupVersion.String()}
 	lists := map[string]runtime.Object{
-		podsPath:             pods,
-		nodesPath:            nodes,
-		"/api/v1/namespaces": nss,
-		podGroupsPath:        pgs,
+		"/apis/batch/v1/jobs": jobs,
+		podsPath:              pods,
+		nodesPath:             nodes,
+		"/api/v1/namespaces":  nss,
+		podGroupsPath:         pgs,
 		"/apis/" + qapi.SchemeGroupVersion.String() + "/queues": queues,
 	}
 	if quotas {

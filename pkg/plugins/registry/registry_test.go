@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	batchv1 "k8s.io/api/batch/v1"
 	"slices"
 	"testing"
 	"time"
@@ -142,9 +143,10 @@ func objects() map[string]runtime.Object {
 	pg := v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "g"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1}}
 	queue := qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: qapi.DefaultQueueName}}
 	return map[string]runtime.Object{
-		"/api/v1/nodes":      &v1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: []v1.Node{node}},
-		"/api/v1/pods":       &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []v1.Pod{*member()}},
-		"/api/v1/namespaces": &v1.NamespaceList{TypeMeta: metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}},
+		"/api/v1/nodes":       &v1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: []v1.Node{node}},
+		"/api/v1/pods":        &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []v1.Pod{*member()}},
+		"/api/v1/namespaces":  &v1.NamespaceList{TypeMeta: metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}},
+		"/apis/batch/v1/jobs": &batchv1.JobList{TypeMeta: metav1.TypeMeta{Kind: "JobList", APIVersion: "batch/v1"}},
 		"/apis/" + v1alpha1.SchemeGroupVersion.String() + "/podgroups": &v1alpha1.PodGroupList{
 			TypeMeta: metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()}, Items: []v1alpha1.PodGroup{pg}},
 		"/apis/" + qapi.SchemeGroupVersion.String() + "/queues": &qapi.QueueList{
