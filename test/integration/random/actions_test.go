@@ -10,12 +10,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -83,6 +85,7 @@ func (r *run) pods(g groupSpec, owner *metav1.OwnerReference) []*v1.Pod {
 		if g.Gated && i == g.Members-1 {
 			pod.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "random.caldera.dev/held"}}
 		}
+		declareLimit(pod, g, i)
 		out = append(out, pod)
 	}
 	return out
@@ -95,6 +98,15 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 	var g groupSpec
 	if a.Group >= 0 {
 		g = r.sc.Groups[a.Group]
+	}
+	if a.Kind != actKill { // a restart is the run's restarts
+		h := happening{at: time.Now(), kind: string(a.Kind), what: string(a.Kind) + " " + g.Name}
+		if a.Group >= 0 {
+			h.group, h.queue, h.prio = g.Name, g.Queue, g.Priority
+		} else {
+			h.what = r.describeAction(a)
+		}
+		r.happened(h)
 	}
 	switch a.Kind {
 	case actSubmit, actUngate, actMinMember:
@@ -123,6 +135,9 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 		case !g.Singleton:
 			pg := harness.PodGroup(r.ns, g.Name, int32(g.MinMember), harness.PGTimeout(g.Timeout))
 			pg.Labels = map[string]string{qapi.QueueLabel: g.Queue}
+			if g.LimitVia == limitGroupAnnot {
+				pg.Annotations = map[string]string{runlimit.Annotation: fmt.Sprint(g.Limit)}
+			}
 			if _, err := pgs.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 				return err
 			}
@@ -263,11 +278,20 @@ func (r *run) do(ctx context.Context, t *testing.T, a action) error {
 
 // setPhase plays kubelet for one pod: a status update, retried on conflict.
 func (r *run) setPhase(ctx context.Context, name string, phase v1.PodPhase) error {
+	return r.setPhaseOf(ctx, name, "", phase)
+}
+
+// setPhaseOf is setPhase for the pod of that uid only ("" for any): a group
+// submitted again has new pods of the same names.
+func (r *run) setPhaseOf(ctx context.Context, name string, uid types.UID, phase v1.PodPhase) error {
 	pods := r.env.Client.CoreV1().Pods(r.ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
+		}
+		if uid != "" && p.UID != uid || p.DeletionTimestamp != nil || p.Status.Phase == phase {
+			return nil
 		}
 		p.Status.Phase = phase
 		_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})

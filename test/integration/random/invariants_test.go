@@ -65,11 +65,24 @@ type watcher struct {
 	// priority was last seen in it (by the informer, so a preemptor that
 	// arrived and was placed between two checks is not missed).
 	pendingSeen map[string]map[int32]time.Time
+
+	// The reservation checks (reservations_test.go): a track per PodGroup
+	// UID with a reservation, the times earlier reservations were visible,
+	// and when a pending singleton fitted no node (it may hold an
+	// unseen reservation).
+	resv         map[string]*resvTrack
+	suspects     []suspect
+	spans        []span
+	unfitSingles []span
+	unfitOpen    bool
+	// reservingSeen is the last check at which a reservation existed or
+	// may have (liveness_test.go holds no group to "fits, so binds" then).
+	reservingSeen time.Time
 }
 
 // startWatcher starts the pod informer and the check loop; both stop with ctx.
 func startWatcher(ctx context.Context, r *run) (*watcher, <-chan struct{}) {
-	w := &watcher{r: r, gangs: map[string]*gangTrack{}, deletions: map[string]bool{}, pendingSeen: map[string]map[int32]time.Time{}}
+	w := &watcher{r: r, gangs: map[string]*gangTrack{}, deletions: map[string]bool{}, pendingSeen: map[string]map[int32]time.Time{}, resv: map[string]*resvTrack{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.env.Client, 0, informers.WithNamespace(r.ns))
 	inf := factory.Core().V1().Pods().Informer()
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -78,10 +91,19 @@ func startWatcher(ctx context.Context, r *run) (*watcher, <-chan struct{}) {
 			old, cur := oldObj.(*v1.Pod), newObj.(*v1.Pod)
 			w.seePending(old)
 			if old.Spec.NodeName == "" && cur.Spec.NodeName != "" {
+				now := time.Now()
 				w.mu.Lock()
-				w.lastBind = time.Now()
+				w.lastBind = now
 				w.mu.Unlock()
+				r.mu.Lock()
+				r.binds = append(r.binds, happening{at: now, group: cur.Labels[groupLabel], node: cur.Spec.NodeName, what: cur.Name + " -> " + cur.Spec.NodeName})
+				r.mu.Unlock()
 				r.trace.logf("  bound %s -> %s", cur.Name, cur.Spec.NodeName)
+				r.runner.bound(ctx, cur, now)
+			}
+			if !finished(old) && finished(cur) && cur.Spec.NodeName != "" {
+				r.runner.finished(cur.UID, time.Now())
+				r.happened(happening{at: time.Now(), kind: hFreed, group: cur.Labels[groupLabel], queue: queueOf(cur), prio: prioOf(cur), what: cur.Name + " " + strings.ToLower(string(cur.Status.Phase))})
 			}
 			if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
 				w.deleted(cur)
@@ -138,10 +160,18 @@ func (w *watcher) deleted(p *v1.Pod) {
 		return
 	}
 	w.deletions[string(p.UID)] = true
+	now := time.Now()
+	w.r.runner.finished(p.UID, now)
+	h := happening{at: now, kind: hFreed, group: p.Labels[groupLabel], queue: queueOf(p), prio: prioOf(p), what: p.Name + " deleted"}
 	if w.r.generatorDeleted(p) {
+		if p.Spec.NodeName != "" && !finished(p) {
+			w.r.happened(h)
+		}
 		return
 	}
-	w.evictions = append(w.evictions, eviction{pod: p, at: time.Now(), under: w.allUnderSince})
+	h.kind, h.what = hEvicted, p.Name+" evicted"
+	w.r.happened(h)
+	w.evictions = append(w.evictions, eviction{pod: p, at: now, under: w.allUnderSince})
 	w.r.trace.logf("  evicted %s (queue %s, priority %d, node %q)", p.Name, queueOf(p), prioOf(p), p.Spec.NodeName)
 }
 
@@ -290,6 +320,69 @@ func (w *watcher) check(ctx context.Context) {
 		w.allUnderSince = now
 	}
 	w.last, w.lastViews = s, views
+
+	w.r.runner.noteOverruns(now)
+	w.checkReservations(s, now)
+	unfit := false
+	for _, g := range s.Groups {
+		if mayReserve(s, g) {
+			unfit = true
+		}
+	}
+	switch {
+	case unfit && w.unfitOpen:
+		w.unfitSingles[len(w.unfitSingles)-1].to = now
+	case unfit:
+		w.unfitSingles = append(w.unfitSingles, span{from: now, to: now})
+	}
+	w.unfitOpen = unfit
+	reserving := unfit && w.r.runner.boundAlive()
+	for _, pg := range s.PGs {
+		if !pg.ETA.IsZero() {
+			reserving = true
+		}
+	}
+	if reserving {
+		w.reservingSeen = now
+	}
+}
+
+// lastReserving is the last check at which a reservation existed or may
+// have.
+func (w *watcher) lastReserving() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reservingSeen
+}
+
+// mayReserve says whether singleton g may hold a reservation the harness
+// cannot see (a singleton has no PodGroup to carry one): it is pending,
+// fits no node's free room now, and fits one once the pods with a limit
+// there have ended.
+func mayReserve(s *snapshot, g *groupState) bool {
+	if g.Gang || g.count((*podState).pending) == 0 {
+		return false
+	}
+	cpu := g.memberCPU()
+	if fitsNodes(s, g, 1, cpu) {
+		return false
+	}
+	forever := map[string]int64{}
+	for _, p := range s.Pods {
+		if p.alive() && !p.Bounded {
+			forever[p.Node] += p.CPU
+		}
+	}
+	for _, n := range s.Nodes {
+		if matches(g.selector(), n) && n.Alloc-forever[n.Name] >= cpu {
+			return true
+		}
+	}
+	return false
+}
+
+func finished(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 }
 
 // preemptible says whether the victim's queue had a pending pod of higher

@@ -3,6 +3,7 @@ package random_test
 import (
 	"slices"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,6 +14,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
 // groupLabel names the generator's group of every pod it creates (gang or
@@ -35,6 +37,9 @@ type podState struct {
 	Terminating bool   // deletionTimestamp set: on its way out
 	Gated       bool   // has scheduling gates: not offered to the scheduler yet
 	Selector    map[string]string
+	// Bounded: the pod has a run-time limit as the scheduler reads it
+	// (pkg/runlimit, with its PodGroup's annotation).
+	Bounded bool
 }
 
 // alive is a bound pod that still holds its node's room.
@@ -84,6 +89,18 @@ type snapshot struct {
 	Groups map[string]*groupState
 	Pods   []*podState
 	Queues []qapi.Queue
+	PGs    []pgView // sorted by name
+}
+
+// pgView is what the reservation checks read of a PodGroup: the scheduler's
+// annotations.
+type pgView struct {
+	Name, UID string
+	// ETA is the expected-start annotation, zero without one (or when it
+	// does not parse).
+	ETA      time.Time
+	Admitted bool // the admitted-at annotation is set
+	Verdict  string
 }
 
 // newSnapshot builds the model. Nodes are limited to names (the seed's own);
@@ -100,7 +117,14 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 		byName[n.Name] = ns
 	}
 	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
+	groupAnn := map[string]map[string]string{}
 	for _, pg := range pgs {
+		groupAnn[pg.Name] = pg.Annotations
+		v := pgView{Name: pg.Name, UID: string(pg.UID), Admitted: pg.Annotations[qapi.AdmittedAtAnnotation] != "", Verdict: pg.Annotations[qapi.VerdictAnnotation]}
+		if at, err := time.Parse(time.RFC3339, pg.Annotations[qapi.ExpectedStartAnnotation]); err == nil {
+			v.ETA = at
+		}
+		s.PGs = append(s.PGs, v)
 		uid := string(pg.UID)
 		if pg.Labels[qapi.ManagedByLabel] == qapi.ManagedByCaldera && len(pg.OwnerReferences) > 0 {
 			uid = string(pg.OwnerReferences[0].UID)
@@ -110,6 +134,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 			Timeout: ptrOr(pg.Spec.ScheduleTimeoutSeconds, 60), Queue: pg.Labels[qapi.QueueLabel],
 		}
 	}
+	sort.Slice(s.PGs, func(i, j int) bool { return s.PGs[i].Name < s.PGs[j].Name })
 	for _, p := range pods {
 		if p.Labels[groupLabel] == "" {
 			continue
@@ -131,6 +156,12 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 		for _, c := range p.Spec.Containers {
 			ps.CPU += c.Resources.Requests.Cpu().MilliValue()
 		}
+		var ann map[string]string
+		if inGroup {
+			ann = groupAnn[key.Name]
+		}
+		lim, _ := runlimit.Of(p, ann)
+		ps.Bounded = lim.Bounded()
 		if p.Spec.Priority != nil {
 			ps.Priority = *p.Spec.Priority
 		}

@@ -70,6 +70,12 @@ type run struct {
 	// name; goneOwners those the generator deleted (collectGarbage).
 	owners     map[string]types.UID
 	goneOwners map[types.UID]bool
+	// happenings are the actions and the room coming back, binds the
+	// bindings, in the order seen (reservations_test.go).
+	happenings []happening
+	binds      []happening
+
+	runner *runner // the kubelet stand-in for bounded pods
 }
 
 // schedulerOptions configure the scheduler process the scenario runs
@@ -88,6 +94,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 		env: env, sc: sc, trace: newTrace(), nodeNames: map[string]bool{},
 		delUIDs: map[string]bool{}, owners: map[string]types.UID{}, goneOwners: map[types.UID]bool{},
 	}
+	r.runner = newRunner(r)
 	r.trace.logf("scenario %s", sc.describe())
 	r.ns = env.Namespace(t)
 	for i, n := range sc.Nodes {
@@ -115,6 +122,7 @@ func playSeed(t *testing.T, env *harness.Env, seed uint64) {
 	r.checkRecount(ctx, t)
 	cancel()
 	<-watchDone
+	w.finishReservations()
 
 	final, err := w.snapshot(context.Background())
 	state := ""

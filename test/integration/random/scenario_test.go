@@ -21,6 +21,11 @@ const (
 	// follow it. Together with start-up and the checks this keeps a seed to
 	// roughly 60-90 s.
 	timeline = 30 * time.Second
+	// minLimit and maxLimit bound a declared run-time limit, in seconds: on
+	// the scale of the timeline, so that reservations wait for ends that
+	// come within a seed, and backfill is sometimes possible and sometimes
+	// not.
+	minLimit, maxLimit = 8, 40
 )
 
 // nodeSpec is one node to create.
@@ -60,7 +65,33 @@ type groupSpec struct {
 	// ownerReference to a ConfigMap the harness creates per submission,
 	// not the pod-group label; no hand-written PodGroup.
 	Annotated bool
+	// Limit is the group's declared run-time limit in whole seconds (0:
+	// unbounded), declared as LimitVia says (docs/runlimits.md); every
+	// source the harness writes holds the room for exactly Limit seconds
+	// (its pods have no termination grace). Run is how long each bounded
+	// member runs once bound: the kubelet stand-in (runner_test.go) sets
+	// it Succeeded then, always before its limit, since a limit is a
+	// promise. A member without a limit of its own (limitPartial's last)
+	// runs until an action ends it.
+	Limit    int
+	LimitVia limitSource
+	Run      time.Duration
 }
+
+// limitSource is where a bounded group declares its limit.
+type limitSource string
+
+const (
+	limitNone          limitSource = ""
+	limitGroupAnnot    limitSource = "pg-annotation"       // max-run-seconds on the hand-written PodGroup
+	limitPodAnnot      limitSource = "pod-annotation"      // max-run-seconds on every member
+	limitDeadline      limitSource = "deadline"            // spec.activeDeadlineSeconds on every member
+	limitDeadlineLoose limitSource = "annotation<deadline" // both: the annotation Limit, the deadline 10 s more (the smallest wins)
+	// limitPartial: the pod annotation on every member but the last, which
+	// has none, so the gang has no limit for the plan (a gang's limit is
+	// its longest member's), while its other members' ends are known.
+	limitPartial limitSource = "all-but-one"
+)
 
 // actionKind says what an action does.
 type actionKind string
@@ -204,6 +235,10 @@ func Generate(seed uint64) *scenario {
 	// its own: the main stream, and so every scenario drawn before this
 	// choice existed, is unchanged but for that choice.
 	annot := rand.New(rand.NewPCG(seed, 0x616e6e6f74)) // "annot"
+	// Run-time limits come from a stream of their own too, drawn the same
+	// way for every group whatever it is, so a seed's other choices are
+	// the same as before limits existed.
+	limits := rand.New(rand.NewPCG(seed, 0x6c696d6974)) // "limit"
 
 	maxCPU := s.maxNodeCPU()
 	ng := 14 + rng.IntN(12)
@@ -247,6 +282,7 @@ func Generate(seed uint64) *scenario {
 		if !g.Singleton && annot.IntN(4) == 0 {
 			g.Annotated = true
 		}
+		g.drawLimit(limits)
 		s.Groups = append(s.Groups, g)
 		at := time.Duration(rng.Int64N(int64(timeline * 2 / 3)))
 		s.Actions = append(s.Actions, action{At: at, Kind: actSubmit, Group: i})
@@ -305,6 +341,55 @@ func (s *scenario) describe() string {
 	return out
 }
 
+// drawLimit gives about three groups in four a run-time limit of
+// minLimit-maxLimit s, declared the ways users write it, and a run time of
+// 55-85% of it (at least 1.2 s short of it: overrunMargin). It draws the
+// same four numbers for every group.
+func (g *groupSpec) drawLimit(rng *rand.Rand) {
+	bounded := rng.IntN(4) < 3
+	limit := minLimit + rng.IntN(maxLimit-minLimit+1)
+	frac := 0.55 + 0.3*rng.Float64()
+	via := rng.IntN(8)
+	if !bounded {
+		return
+	}
+	g.Limit = limit
+	g.Run = time.Duration(frac * float64(limit) * float64(time.Second)).Round(time.Millisecond)
+	switch {
+	case g.Singleton:
+		g.LimitVia = []limitSource{limitPodAnnot, limitDeadline, limitDeadlineLoose}[via%3]
+	case g.Annotated:
+		// Its PodGroup is the scheduler's: the limit is on the pods.
+		g.LimitVia = []limitSource{limitPodAnnot, limitPodAnnot, limitDeadline, limitDeadline, limitDeadlineLoose, limitDeadlineLoose, limitPartial, limitPodAnnot}[via]
+	default:
+		g.LimitVia = []limitSource{limitGroupAnnot, limitGroupAnnot, limitPodAnnot, limitDeadline, limitDeadlineLoose, limitPartial, limitGroupAnnot, limitPodAnnot}[via]
+	}
+	if g.LimitVia == limitPartial && g.Members == 1 {
+		g.LimitVia = limitPodAnnot
+	}
+}
+
+// memberLimit is member i's own limit in seconds, 0 for none.
+func (g groupSpec) memberLimit(i int) int {
+	if g.LimitVia == limitPartial && i == g.Members-1 {
+		return 0
+	}
+	return g.Limit
+}
+
+// gangLimit is the limit the plan gives the group: its longest member's,
+// none when a member has none.
+func (g groupSpec) gangLimit() int {
+	if g.LimitVia == limitPartial {
+		return 0
+	}
+	return g.Limit
+}
+
 func (g groupSpec) String() string {
-	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v gated=%v annotated=%v", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector, g.Gated, g.Annotated)
+	lim := "none"
+	if g.Limit > 0 {
+		lim = fmt.Sprintf("%ds(%s) run=%v", g.Limit, g.LimitVia, g.Run)
+	}
+	return fmt.Sprintf("%s q=%s %d/%d x %dcpu prio=%d timeout=%ds sel=%v gated=%v annotated=%v limit=%s", g.Name, g.Queue, g.MinMember, g.Members, g.CPU, g.Priority, g.Timeout, g.Selector, g.Gated, g.Annotated, lim)
 }

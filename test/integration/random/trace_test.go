@@ -33,6 +33,9 @@ func newTrace() *trace {
 
 func (tr *trace) since() time.Duration { return time.Since(tr.start).Round(time.Millisecond) }
 
+// at is t as the trace shows it: the time since the scheduler was ready.
+func (tr *trace) at(t time.Time) time.Duration { return t.Sub(tr.start).Round(time.Millisecond) }
+
 // logf appends one line to the trace.
 func (tr *trace) logf(format string, args ...any) {
 	line := fmt.Sprintf("%8v  %s", tr.since(), fmt.Sprintf(format, args...))
