@@ -306,12 +306,15 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 
 // backfills reports whether g, whose classes fit the working room now,
 // may start now without delaying a reservation of the pass; when not, it
-// records the earliest reservation it would delay (Delayed). A group the
-// pass reserves for itself is not held back by its own reservation.
+// records the earliest reservation it would delay (Delayed). A group whose
+// own reservation starts now starts on it. One reserved for later is a
+// backfill like any other: the reservations planned after its own were
+// placed around its later start, and taking room now, before they were
+// placed, can push the ones before it back.
 func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) bool {
 	tp := &pp.tp
 	tp.jobKey, tp.delayed = g.Key, false
-	if !tp.built || len(tp.held) == 0 || slices.ContainsFunc(tp.held, func(t timed) bool { return t.key == g.Key }) {
+	if !tp.built || len(tp.held) == 0 || pp.startsOnReservation(g.Key) {
 		tp.jobKey = queue.Key{}
 		return true
 	}
@@ -328,19 +331,28 @@ func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) boo
 		end = tp.now + tp.job.Limit
 	}
 	for _, t := range tp.held {
-		if t.start < end && (tp.delayBy.key.IsZero() || t.start < tp.delayBy.start) {
+		if t.key != g.Key && t.start < end && (tp.delayBy.key.IsZero() || t.start < tp.delayBy.start) {
 			tp.delayBy = t
 		}
 	}
 	if tp.delayBy.key.IsZero() {
-		// No reservation starts before it ends: the plan refused it for
-		// room it does not model (a starving group's own reserved nodes,
-		// which the plan keeps from everyone), which the placement check
-		// has already allowed.
+		// No other reservation starts before it ends: the plan refused it
+		// for its own later reservation's room, or for room it does not
+		// model (a starving group's own reserved nodes, which the plan
+		// keeps from everyone), which the placement check has already
+		// allowed.
 		tp.delayed = false
 		return true
 	}
 	return false
+}
+
+// startsOnReservation reports whether key holds a reservation of this pass
+// that starts now.
+func (pp *passPlacement) startsOnReservation(key queue.Key) bool {
+	tp := &pp.tp
+	i := slices.IndexFunc(tp.held, func(t timed) bool { return t.key == key })
+	return i >= 0 && tp.held[i].start <= tp.now
 }
 
 // commitJob takes, in the plan, the room of g's last backfill check.

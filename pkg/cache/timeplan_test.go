@@ -308,3 +308,33 @@ func TestStarvingHeadGuardedByItsReservation(t *testing.T) {
 		t.Errorf("long: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
 	}
 }
+
+// A group holding a reservation for later is not let in now for holding
+// it: starting early it must still delay no one else's reservation. Here
+// job (600 s, behind train in its queue, which reserves for two) is
+// reserved for t0+300 on n1, after train's t0+100 on n0 and n2; n2 is free
+// now, but job there would still run at t0+100 and push train back.
+func TestOwnLaterReservationIsNoBackfill(t *testing.T) {
+	opts := singletons
+	opts.ReservationsPerQueue = 2
+	c, train, _ := reservationsFixture(t, opts)
+	job := single("ns", "job", cpu("4"), limit(600), createdAt(t0.Add(time.Second)))
+	podEvent(c, job)
+	pass(c, t0.Add(10*time.Second))
+	if ok, msg := c.Admitted(job); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
+		t.Fatalf("job in the first pass: Admitted = %v %q, want refused for train's reservation", ok, msg)
+	}
+	if _, ok := c.feasible.reservationOf(queue.PodUnit("ns", "job")); !ok {
+		t.Fatalf("job holds no reservation after the first pass; reservations %+v", c.feasible.timed)
+	}
+	pass(c, t0.Add(20*time.Second))
+	if ok, msg := c.Admitted(job); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
+		t.Errorf("job in the next pass: Admitted = %v %q, want refused: it would delay train", ok, msg)
+	}
+	if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok || res.start != t0.Unix()+100 {
+		t.Errorf("train's reservation %+v (kept %v), want it still from t0+100", res, ok)
+	}
+	if ok, _ := c.Admitted(train[0]); ok {
+		t.Errorf("train admitted at t0+20, before its room comes back")
+	}
+}
