@@ -26,15 +26,39 @@ type requestInterner struct {
 	// scratch and scratchQ are podRequest's working lists.
 	scratch  resources.List
 	scratchQ v1.ResourceList
+	// memoPod is the pod one ApplyPod takes (nil outside it), and memoReq
+	// its request once summed: a gang member's record and its account both
+	// ask for it, and a restart takes every bound member through both.
+	memoPod *v1.Pod
+	memoReq resources.List
 }
 
+// remember makes podRequest sum pod's request once until forget: the
+// caller holds the pod unchanged in between (one ApplyPod, under the lock).
+func (in *requestInterner) remember(pod *v1.Pod) { in.memoPod, in.memoReq = pod, nil }
+
+// forget ends remember, so that no pod object is kept beyond its event.
+func (in *requestInterner) forget() { in.memoPod, in.memoReq = nil, nil }
+
 // podRequest is convert.PodRequest(pod), shared, and old itself when the
-// request did not change (a bind, a status update). The common shape
+// request did not change (a bind, a status update); the remembered pod's
+// is summed once (remember).
+func (in *requestInterner) podRequest(pod *v1.Pod, old resources.List) resources.List {
+	if pod != in.memoPod {
+		return in.sum(pod, old)
+	}
+	if in.memoReq == nil {
+		in.memoReq = in.sum(pod, old)
+	}
+	return in.memoReq
+}
+
+// sum is podRequest without the memo. The common shape
 // (containers only, no init containers, overhead or pod-level resources)
 // is summed into scratch lists and compared, without the allocations of
 // resourcehelper.PodRequests: a restart takes every bound pod through
-// here, gang members twice (their account and their member).
-func (in *requestInterner) podRequest(pod *v1.Pod, old resources.List) resources.List {
+// here.
+func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 	spec := &pod.Spec
 	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
 		return in.intern(convert.PodRequest(pod))

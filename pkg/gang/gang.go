@@ -138,16 +138,23 @@ func (s Spec) Validate() error {
 // reports whether the PodGroup object is known; when it is, spec is its spec and
 // c the group's counts. The message says what the pod waits for.
 func Enqueueable(groupKey string, exists bool, spec Spec, c Counts) (bool, string) {
+	if CanEnqueue(exists, spec, c) {
+		return true, ""
+	}
 	if !exists {
 		return false, "waiting for PodGroup " + groupKey
 	}
 	if err := spec.Validate(); err != nil {
 		return false, "PodGroup " + groupKey + " is invalid: " + err.Error()
 	}
-	if int32(c.Reachable()) < spec.MinMember {
-		return false, waitingForMembers(spec, c)
-	}
-	return true, ""
+	return false, waitingForMembers(spec, c)
+}
+
+// CanEnqueue is Enqueueable's answer without its message, which costs an
+// allocation: the cache asks on every member event (a restart, once per
+// bound member) and keeps only the answer.
+func CanEnqueue(exists bool, spec Spec, c Counts) bool {
+	return exists && spec.Validate() == nil && int32(c.Reachable()) >= spec.MinMember
 }
 
 // waitingForMembers says how many of minMember members may reach Permit,

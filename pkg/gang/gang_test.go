@@ -218,6 +218,9 @@ func TestEnqueueable(t *testing.T) {
 			if ok != tt.wantOK || msg != tt.wantMsg {
 				t.Errorf("Enqueueable() = (%v, %q), want (%v, %q)", ok, msg, tt.wantOK, tt.wantMsg)
 			}
+			if got := CanEnqueue(tt.exists, tt.spec, tt.c); got != tt.wantOK {
+				t.Errorf("CanEnqueue() = %v, want %v", got, tt.wantOK)
+			}
 		})
 	}
 }
