@@ -22,8 +22,9 @@ func mkJob(name string, deadline *int64) *batchv1.Job {
 }
 
 // A Job's activeDeadlineSeconds is its pods' limit, though they do not
-// carry it: a pod of a Job of 60 s backfills around the reservation at
-// t0+100, one of a Job of 600 s, or of a Job without a deadline, waits;
+// carry it: a pod of a Job of 59 s (with its 30 s grace, and bound in
+// the second after the pass at t0+10, it ends by t0+100) backfills around
+// the reservation at t0+100, one of a Job of 600 s, or of a Job without a deadline, waits;
 // a deadline taken back (ApplyJob without one, DeleteJob) is no limit.
 func TestJobDeadlineBackfills(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,7 +33,7 @@ func TestJobDeadlineBackfills(t *testing.T) {
 		forget   func(c *Cache, j *batchv1.Job)
 		admit    bool
 	}{
-		{name: "deadline 60 s", deadline: ptr.To[int64](60), admit: true},
+		{name: "deadline 59 s", deadline: ptr.To[int64](59), admit: true},
 		{name: "deadline 600 s", deadline: ptr.To[int64](600)},
 		{name: "no deadline"},
 		{name: "deadline removed", deadline: ptr.To[int64](60), forget: func(c *Cache, j *batchv1.Job) {

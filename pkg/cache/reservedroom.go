@@ -56,7 +56,7 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 		group = groupAnnotations(c.groups[key])
 	}
 	if l, _ := c.adm.limitOfPod(pod, group); l.Bounded() {
-		end = now.Unix() + l.Hold()
+		end = runlimit.EndOf(now, l) // it starts after now: rounded up, as the kubelet counts
 	}
 	var out map[string][]NodeHold
 	for _, t := range f.timed {

@@ -276,7 +276,11 @@ func (pp *passPlacement) reserve(key queue.Key) {
 // a singleton's pod's, or the longest of a gang's unfinished members'
 // (unbounded when one has none), or, for a gang none of whose members exist
 // yet (Volcano's), its PodGroup's. Members read their PodGroup's
-// annotation too. O(members).
+// annotation too. It is one second longer than the limit: what the plan
+// starts at second t binds after the pass, within t at the earliest, and
+// the kubelet counts the limit from that start rounded up (runlimit.EndOf);
+// a job let in to end by a reservation's start must end by it once bound.
+// O(members).
 func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	u := pp.c.adm.units[key]
 	if u == nil {
@@ -301,7 +305,7 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	if !l.Bounded() {
 		return 0
 	}
-	return l.Hold()
+	return l.Hold() + 1
 }
 
 // backfills reports whether g, whose classes fit the working room now,

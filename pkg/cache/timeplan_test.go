@@ -338,3 +338,37 @@ func TestOwnLaterReservationIsNoBackfill(t *testing.T) {
 		t.Errorf("train admitted at t0+20, before its room comes back")
 	}
 }
+
+// A backfilled job starts some time into the second it was admitted in,
+// and the kubelet counts its limit from that start rounded up: planned to
+// end by the reservation's start, it must still end by then once bound.
+// At t0+10.5 a 90 s job would end at t0+101 (bound at t0+10.7), a second
+// into train's reservation from t0+100; an 89 s one ends in time.
+func TestBackfillEndsByReservationOnceBound(t *testing.T) {
+	for _, tc := range []struct {
+		limit int
+		ok    bool
+	}{{89, true}, {90, false}} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			c, _, _ := reservationsFixture(t, singletons)
+			job := single("ns", "job", cpu("4"), limit(tc.limit), createdAt(t0.Add(time.Second)))
+			podEvent(c, job)
+			pass(c, t0.Add(10500*time.Millisecond))
+			ok, msg := c.Admitted(job)
+			if ok != tc.ok {
+				t.Errorf("a job of %d s at t0+10.5: Admitted = %v %q, want %v", tc.limit, ok, msg, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			bound := job.DeepCopy()
+			boundTo("n2")(bound)
+			runningSince(t0.Add(10700 * time.Millisecond))(bound)
+			podEvent(c, bound)
+			pass(c, t0.Add(12*time.Second))
+			if res, kept := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !kept || res.start != t0.Unix()+100 {
+				t.Errorf("train's reservation after the job bound: %+v (kept %v), want it still from t0+100", res, kept)
+			}
+		})
+	}
+}
