@@ -66,6 +66,16 @@ import (
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
+// overrunGrace is how far past its limit a pod must be to be evicted as
+// an overrun: a pod that ends at its limit is seen finishing a moment
+// later (the kubelet's status report, then the informer), and evicting it
+// meanwhile would count a finished job as a broken promise. It delays a
+// due reservation by as much when an overrun does happen.
+const overrunGrace = 5 * time.Second
+
+// graceSeconds is overrunGrace in the plan's whole seconds.
+const graceSeconds = int64(overrunGrace / time.Second)
+
 // ReasonOverranRunLimit is the reason of the Events about a pod evicted for
 // running past its run-time limit into a reservation.
 const ReasonOverranRunLimit = status.ReasonOverranRunLimit
@@ -222,7 +232,7 @@ func (c *Cache) overdueLocked(uid types.UID, node string, now int64) (cand overr
 		return cand, false, false
 	case pod.DeletionTimestamp != nil:
 		return cand, true, false
-	case e.end > now:
+	case e.end+graceSeconds > now:
 		return cand, false, false
 	}
 	lim, _ := a.limitOfPod(pod, groupAnnotations(g))
@@ -230,7 +240,7 @@ func (c *Cache) overdueLocked(uid types.UID, node string, now int64) (cand overr
 		return cand, true, false // a deadline: the kubelet or the Job controller stops the pod
 	}
 	end := runlimit.EndOf(e.start, lim)
-	if end > now {
+	if end+graceSeconds > now {
 		return cand, false, false // not past it (the end tracked was older)
 	}
 	return overrunCandidate{pod: pod, acct: acct, group: g, lim: lim, end: end}, false, true

@@ -473,3 +473,23 @@ func evictionPass(c *Cache, h *fakeHandle, now time.Time) {
 	pass(c, now)
 	status.EvictOverruns(context.Background(), h.cs, c)
 }
+
+// A pod that ends at its limit is seen finishing a moment later (the
+// kubelet's status report, the informer): within overrunGrace past its
+// limit it is not evicted as an overrun, after it it is. run0 (100 s from
+// t0) holds n0 at train's start, t0+100.
+func TestOverrunGrace(t *testing.T) {
+	c, _, h := reservationsFixture(t, overruns)
+	evictionPass(c, h, t0.Add(10*time.Second))
+	cs := fake.NewSimpleClientset(podObjects([]*v1.Pod{fixtureRun0()})...)
+	h.cs = cs
+	at := t0.Add(100*time.Second + overrunGrace - time.Second)
+	evictionPass(c, h, at)
+	if got := deletedPods(cs); len(got) != 0 {
+		t.Fatalf("evicted %v %v past run0's limit, within the grace", got, at.Sub(t0.Add(100*time.Second)))
+	}
+	evictionPass(c, h, t0.Add(100*time.Second+overrunGrace))
+	if got := deletedPods(cs); !slices.Equal(got, []string{"ns/run0"}) {
+		t.Errorf("evicted %v at the grace's end, want [ns/run0]", got)
+	}
+}
