@@ -102,6 +102,7 @@ type overrunState struct {
 // make (OverrunEvictions).
 type overrunEviction struct {
 	pod       *v1.Pod
+	queue     string    // the pod's queue, for the eviction counter
 	preemptor types.UID // the reservation's key in the eviction book
 	msg       string
 	// victimGroup is the pod's PodGroup (nil for none); reserved is the
@@ -301,7 +302,7 @@ func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate,
 	for _, cd := range chosen {
 		msg := fmt.Sprintf("ran %ds past its run-time limit of %ds (%s %s) into the reservation of %s from %s",
 			now.Unix()-cd.end, cd.lim.Seconds, cd.lim.Source, runlimit.Annotation, t.key, since)
-		e := overrunEviction{pod: cd.pod, preemptor: pre, msg: msg, reserved: reserved, reservedBy: reservedBy}
+		e := overrunEviction{pod: cd.pod, queue: cd.acct.queue, preemptor: pre, msg: msg, reserved: reserved, reservedBy: reservedBy}
 		if cd.group != nil && cd.group.obj != nil {
 			src := cd.group.obj.Source
 			e.victimGroup = &src
@@ -322,7 +323,7 @@ func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate,
 func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
 	o := &c.evictions.overrun
 	for _, e := range evs {
-		se := status.OverrunEviction{Pod: e.pod, Message: e.msg, Reserved: e.reserved, ReservedBy: e.reservedBy}
+		se := status.OverrunEviction{Pod: e.pod, Queue: e.queue, Message: e.msg, Reserved: e.reserved, ReservedBy: e.reservedBy}
 		if e.victimGroup != nil {
 			se.VictimGroup = status.GroupRef(*e.victimGroup)
 		}

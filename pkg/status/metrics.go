@@ -30,6 +30,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 
+	overrunEvictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "caldera",
+		Name:           "overrun_evictions_total",
+		Help:           "Pods evicted for running past the run-time limit they declared by annotation into a reservation whose start has come, by the pod's queue.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+
 	registerOnce sync.Once
 )
 
@@ -40,7 +47,7 @@ var (
 // appears with it.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(writeErrors)
+		legacyregistry.MustRegister(writeErrors, overrunEvictions)
 		for _, o := range []string{WritePodGroupStatus, WritePodGroupAnnotation, WriteQueueStatus, WritePodNomination, WritePodCondition, WriteCreatePodGroup, WriteProtectPod} {
 			writeErrors.WithLabelValues(o)
 		}

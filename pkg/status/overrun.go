@@ -27,6 +27,8 @@ const overrunTimeout = 10 * time.Second
 // start has come.
 type OverrunEviction struct {
 	Pod *v1.Pod
+	// Queue is the pod's queue, the label of caldera_overrun_evictions_total.
+	Queue string
 	// Message says what the pod overran and whose reservation it holds.
 	Message string
 	// VictimGroup is the pod's PodGroup, nil without one; Reserved is the
@@ -63,6 +65,7 @@ func EvictOverruns(ctx context.Context, cs kubernetes.Interface, src OverrunSour
 			continue
 		}
 		logger.V(2).Info("Evicted a pod past its run-time limit", "pod", klog.KObj(p), "why", e.Message)
+		overrunEvictions.WithLabelValues(e.Queue).Inc()
 		rec := src.Recorder(p.Spec.SchedulerName).WithLogger(logger)
 		rec.Eventf(p, nil, v1.EventTypeWarning, ReasonOverranRunLimit, "Evicting", "%s", e.Message)
 		if e.VictimGroup != nil {
