@@ -322,7 +322,13 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	if plan == queue.PlanNone && !pp.tp.built && len(pp.c.feasible.timed) > 0 {
 		pp.buildPlan() // before the classes: it uses their scratch
 	}
-	pp.tp.delayed = false
+	// A group whose members fit the free room now, refused only for
+	// delaying a reservation, gets nothing from a plan's room: the plan
+	// search finds no victims for a group that fits without evictions, so
+	// an admission on it would be released at once, and its placement here
+	// would take the same reserved room.
+	vetoed := plan != queue.PlanNone && pp.tp.vetoed == g.Key
+	pp.tp.delayed, pp.tp.vetoed = false, queue.Key{}
 	classes, want := pp.unitClasses(g.Key)
 	pp.lastKey, pp.lastOK = g.Key, false
 	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
@@ -330,6 +336,10 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 		pp.lastSteps = pp.lastSteps[:0]
 		pp.lastOK = true
 		return 0, 0
+	}
+	if vetoed {
+		pp.lastSteps = pp.lastSteps[:0]
+		return 0, want
 	}
 	own := pp.unblockOwn(g.Key)
 	room := &pp.Free

@@ -119,6 +119,9 @@ type timePlan struct {
 	jobSteps []placement.Step
 	delayed  bool
 	delayBy  timed
+	// vetoed is the group the last plain Check found room for now and
+	// refused for delaying a reservation: no plan's room helps it.
+	vetoed queue.Key
 }
 
 // resetTime readies the time plan for a pass at now.
@@ -129,7 +132,7 @@ func (pp *passPlacement) resetTime(now time.Time) {
 	tp.probed, tp.limitedInflight = false, false
 	tp.held = tp.held[:0]
 	clear(tp.renewed)
-	tp.jobKey, tp.delayed = queue.Key{}, false
+	tp.jobKey, tp.delayed, tp.vetoed = queue.Key{}, false, queue.Key{}
 }
 
 // buildPlan brings the release timeline up to date with the working room
@@ -348,6 +351,7 @@ func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) boo
 		tp.delayed = false
 		return true
 	}
+	tp.vetoed = g.Key
 	return false
 }
 

@@ -372,3 +372,24 @@ func TestBackfillEndsByReservationOnceBound(t *testing.T) {
 		})
 	}
 }
+
+// A group whose members fit the free room now, refused only because it
+// would delay a reservation, is not admitted on a preemption plan's room
+// either: CalderaReclaim finds no victims for a group that fits without
+// evictions, so the admission would be released at once. job (priority
+// 10, unbounded) comes before train in their queue; run0 and run1 are
+// lower-priority pods of the same queue that preemption could take.
+func TestDelayedGroupNotAdmittedOnPlan(t *testing.T) {
+	c, _, _ := reservationsFixture(t, singletons)
+	c.EnableEvictions(false, true)
+	pass(c, t0.Add(10*time.Second))
+	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+		t.Fatalf("train holds no reservation after the first pass")
+	}
+	job := single("ns", "job", cpu("4"), priority(10), createdAt(t0.Add(11*time.Second)))
+	podEvent(c, job)
+	pass(c, t0.Add(12*time.Second))
+	if ok, msg := c.Admitted(job); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
+		t.Errorf("job: Admitted = %v %q, want refused for train's reservation (on any room)", ok, msg)
+	}
+}
