@@ -153,3 +153,35 @@ func BenchmarkRestartApplyPod(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pod")
 }
+
+// BenchmarkRestartList is a restart as W5 makes it, whole: the PodGroups
+// listed first, then 20,000 bound, running pods through ApplyPod (half of
+// them members of gangs of 8 that were admitted before the restart) on a
+// cache whose gang members are not yet listed, then MembersListed.
+// Reported per pod.
+func BenchmarkRestartList(b *testing.B) {
+	const n, gangSize = 20_000, 8
+	pods := make([]*v1.Pod, n)
+	for i := range pods {
+		opts := []podOpt{ours, inQueue("q0"), boundTo(fmt.Sprint("n", i%500)), phase(v1.PodRunning)}
+		if i%2 == 0 {
+			pods[i] = mkPod("ns", fmt.Sprint("s", i), "", opts...)
+		} else {
+			pods[i] = mkPod("ns", fmt.Sprint("m", i), fmt.Sprint("g", i/(2*gangSize)), opts...)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c := newListingCache(b, singletons, mkQueue("q0"))
+		for g := range n / (2 * gangSize) {
+			addPG(c, mkPG("ns", fmt.Sprint("g", g), gangSize, admittedAt, pgQueue("q0")))
+		}
+		b.StartTimer()
+		for _, p := range pods {
+			c.ApplyPod(logger, nil, p)
+		}
+		c.MembersListed(logger)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pod")
+}

@@ -318,7 +318,9 @@ func (c *Cache) membersListed(logger klog.Logger) {
 	c.membersSynced.fire()
 	act := map[string]*v1.Pod{}
 	for _, g := range c.groups {
-		c.dirty[g.key] = struct{}{}
+		// The members listed joined without it (joinLocked); what it
+		// would activate is activated below.
+		c.refreshLocked(g)
 		if g.enqueueable {
 			maps.Copy(act, g.pendingPodsLocked())
 		}

@@ -129,6 +129,15 @@ func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (
 		if finished {
 			delete(g.finishing, pod.UID) // it was finishing, not deleted
 		}
+		if !c.membersSynced.fired() {
+			// The scheduler's first list (a restart: every bound member):
+			// membersListed refreshes each group once, with all its members
+			// in, rather than at each of them (its unit synced, its minimum
+			// summed again). Until then nothing reads what a refresh
+			// updates: PreEnqueue, the admission loop and the status writer
+			// wait for membersListed, which activates what it must.
+			return nil
+		}
 		act = c.refreshLocked(g)
 		if act == nil && (!known || prevKey != key) && g.enqueueable && !m.state.Placed() && !m.state.Phase.Terminal() {
 			// The scheduling queue gets the pod from another handler of the
