@@ -7,6 +7,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // maxInterned bounds the table of shared requests: past it, a request of a
@@ -31,6 +32,10 @@ type requestInterner struct {
 	// ask for it, and a restart takes every bound member through both.
 	memoPod *v1.Pod
 	memoReq resources.List
+	// last is the list intern returned last: a restart lists a job's pods
+	// one after another, and they mostly ask alike, so most lists are
+	// matched without building their key.
+	last resources.List
 }
 
 // remember makes podRequest sum pod's request once until forget: the
@@ -66,22 +71,26 @@ func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 	if in.scratch == nil {
 		in.scratch, in.scratchQ = resources.List{}, v1.ResourceList{}
 	}
-	// Summed as Quantities and converted once, as convert.Resources(PodRequests)
-	// does, so rounding of fractional amounts is the same.
-	clear(in.scratchQ)
-	for i := range spec.Containers {
-		for name, q := range spec.Containers[i].Resources.Requests {
-			sum := in.scratchQ[name]
-			sum.Add(q)
-			in.scratchQ[name] = sum
-		}
-	}
 	clear(in.scratch)
-	for name, q := range in.scratchQ {
-		if name == v1.ResourceCPU {
-			in.scratch[resources.CPU] = q.MilliValue()
-		} else {
-			in.scratch[string(name)] = q.Value()
+	if len(spec.Containers) == 1 {
+		// One container (most pods): its requests are the sum.
+		for name, q := range spec.Containers[0].Resources.Requests {
+			setQuantity(in.scratch, name, q)
+		}
+	} else {
+		// Summed as Quantities and converted once, as
+		// convert.Resources(PodRequests) does, so rounding of fractional
+		// amounts is the same.
+		clear(in.scratchQ)
+		for i := range spec.Containers {
+			for name, q := range spec.Containers[i].Resources.Requests {
+				sum := in.scratchQ[name]
+				sum.Add(q)
+				in.scratchQ[name] = sum
+			}
+		}
+		for name, q := range in.scratchQ {
+			setQuantity(in.scratch, name, q)
 		}
 	}
 	if old != nil && old.Equal(in.scratch) {
@@ -90,9 +99,41 @@ func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 	return in.intern(in.scratch)
 }
 
+// setQuantity sets resource name of l to q, as convert.Resources does.
+func setQuantity(l resources.List, name v1.ResourceName, q resource.Quantity) {
+	if name == v1.ResourceCPU {
+		l[resources.CPU] = q.MilliValue()
+	} else {
+		l[string(name)] = q.Value()
+	}
+}
+
 // intern returns a list equal to l that may be shared; l itself is not kept.
 // O(len(l) log len(l)); allocation-free when the shape is already known.
 func (in *requestInterner) intern(l resources.List) resources.List {
+	if sameEntries(in.last, l) {
+		return in.last
+	}
+	in.last = in.lookup(l)
+	return in.last
+}
+
+// sameEntries reports whether a and b hold the same resources (a zero
+// amount included) with the same amounts; a nil a matches nothing.
+func sameEntries(a, b resources.List) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for name, v := range b {
+		if w, ok := a[name]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup is intern by the list's key in the table.
+func (in *requestInterner) lookup(l resources.List) resources.List {
 	in.names = in.names[:0]
 	for name := range l {
 		in.names = append(in.names, name)

@@ -1,0 +1,52 @@
+package cache
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// A list interned right after an equal-looking one with a resource more at
+// zero keeps that resource: the match on the last list is on entries, not
+// on amounts alone.
+func TestInternLastKeepsZeroEntries(t *testing.T) {
+	var in requestInterner
+	in.intern(resources.List{resources.CPU: 1000})
+	got := in.intern(resources.List{resources.CPU: 1000, "nvidia.com/gpu": 0})
+	if _, ok := got["nvidia.com/gpu"]; !ok || len(got) != 2 {
+		t.Errorf("intern = %v, want cpu and a zero gpu", got)
+	}
+	if again := in.intern(resources.List{resources.CPU: 1000}); len(again) != 1 {
+		t.Errorf("intern = %v, want cpu alone", again)
+	}
+}
+
+// podRequest sums what convert.PodRequest sums, for one container and for
+// several; a pod remembered is summed once, and after forget a pod object
+// changed in place is summed again.
+func TestPodRequestRemembered(t *testing.T) {
+	var in requestInterner
+	one := mkPod("ns", "one", "", cpu("1500m"))
+	two := mkPod("ns", "two", "", cpu("250m"))
+	two.Spec.Containers = append(two.Spec.Containers, *two.Spec.Containers[0].DeepCopy())
+	two.Spec.Containers[1].Resources.Requests[v1.ResourceCPU] = resource.MustParse("0.3333")
+	for _, p := range []*v1.Pod{one, two} {
+		if got, want := in.podRequest(p, nil), convert.PodRequest(p); !got.Equal(want) || len(got) != len(want) {
+			t.Errorf("podRequest(%s) = %v, want %v", p.Name, got, want)
+		}
+	}
+	in.remember(one)
+	first := in.podRequest(one, nil)
+	one.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
+	if got := in.podRequest(one, nil); got[resources.CPU] != 1500 || !got.Equal(first) {
+		t.Errorf("remembered podRequest = %v, want the first sum %v", got, first)
+	}
+	in.forget()
+	if got := in.podRequest(one, first); got[resources.CPU] != 3000 {
+		t.Errorf("podRequest after forget = %v, want cpu 3000", got)
+	}
+}
