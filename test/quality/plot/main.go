@@ -96,7 +96,17 @@ func run(in, out string) error {
 	return nil
 }
 
+// line draws ys over xs, solid or dashed.
 func line(p *plot.Plot, label string, xs, ys []float64, c color.Color, dashed bool) {
+	var dashes []vg.Length
+	if dashed {
+		dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	styled(p, label, xs, ys, c, vg.Points(1.2), dashes)
+}
+
+// styled draws ys over xs with the given width and dashes (nil: solid).
+func styled(p *plot.Plot, label string, xs, ys []float64, c color.Color, width vg.Length, dashes []vg.Length) {
 	pts := make(plotter.XYs, min(len(xs), len(ys)))
 	for i := range pts {
 		pts[i].X, pts[i].Y = xs[i], ys[i]
@@ -106,10 +116,8 @@ func line(p *plot.Plot, label string, xs, ys []float64, c color.Color, dashed bo
 		return
 	}
 	l.Color = c
-	l.Width = vg.Points(1.2)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	}
+	l.Width = width
+	l.Dashes = dashes
 	p.Add(l)
 	p.Legend.Add(label, l)
 }
@@ -227,20 +235,10 @@ func utilizationProfiles(rep report) *plot.Plot {
 // cluster is contended all the same.
 const demandCap = 1.2
 
+// dotted draws ys over xs thin and dotted, for the demand under a
+// profile's utilization.
 func dotted(p *plot.Plot, label string, xs, ys []float64, c color.Color) {
-	pts := make(plotter.XYs, min(len(xs), len(ys)))
-	for i := range pts {
-		pts[i].X, pts[i].Y = xs[i], ys[i]
-	}
-	l, err := plotter.NewLine(pts)
-	if err != nil {
-		return
-	}
-	l.Color = c
-	l.Width = vg.Points(0.8)
-	l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-	p.Add(l)
-	p.Legend.Add(label, l)
+	styled(p, label, xs, ys, c, vg.Points(0.8), []vg.Length{vg.Points(1), vg.Points(2)})
 }
 
 // cdf draws sorted values as a step CDF.
