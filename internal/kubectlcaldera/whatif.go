@@ -47,7 +47,10 @@ Queues, Jobs and, when the scheduler checks them, ResourceQuotas), adds the job'
 objects as the API server would hold them (a Job becomes the pods its
 controller creates first; a gang asked for by annotation gets the PodGroup
 the scheduler would create), and runs the scheduler's own cache and one
-admission pass on that copy, in this process. Nothing is written to the
+admission pass on that copy, in this process. The reservations the live
+scheduler published (PodGroups' expected starts) are planned first, by
+start, as its next pass plans the ones it keeps: the job may take their
+room only if it ends before they start. Nothing is written to the
 cluster. The job file holds Pods, Jobs and PodGroups (scheduling.x-k8s.io).
 
 --config reads the scheduler's KubeSchedulerConfiguration for the profiles
@@ -103,6 +106,9 @@ type WhatIfResult struct {
 	// Ignored are the file's objects that schedule nothing themselves
 	// (Kind/name): Services, ConfigMaps, other operators' resources.
 	Ignored []string `json:"ignored,omitempty"`
+	// Reservations are the live plan's reservations the pass was held
+	// to, and those it left out.
+	Reservations []LiveReservation `json:"reservations,omitempty"`
 }
 
 // WhatIfUnit is one unit of the job: a gang, or a pod outside any gang.
@@ -185,10 +191,17 @@ func predict(ctx context.Context, lists map[string]runtime.Object, job jobObject
 	if err := addAnnotatedGangs(ctx, c, srv, lists, job, now); err != nil {
 		return res, err
 	}
+	// The live scheduler's pass plans the reservations it kept first; a
+	// fresh cache kept none, so it is given those the scheduler published.
+	seeds, live := liveReservations(lists, job)
+	skipped := c.SeedReservations(seeds)
 	before := dumpOf(c)
 	c.AdmissionPass(klog.FromContext(ctx), now)
 	after := dumpOf(c)
-	return readUnits(c, before, after, lists, job, s, now)
+	settleLive(live, skipped, c.Reservations())
+	res, err = readUnits(c, before, after, lists, job, s, now)
+	res.Reservations = live
+	return res, err
 }
 
 // startWhatIfCache runs the scheduler's cache, with the scheduler's
@@ -416,16 +429,10 @@ func printWhatIf(w io.Writer, r WhatIfResult, format string, explain bool) error
 	if len(r.Ignored) > 0 {
 		fmt.Fprintf(w, "\nNot scheduled themselves, left out: %s\n", strings.Join(r.Ignored, ", "))
 	}
-	for _, u := range r.Units {
-		switch {
-		case u.Plan == nil:
-		case u.Plan.Action == "":
-			fmt.Fprintf(w, "\n%s: no eviction plan can be made now: %s\n", u.Unit, u.Plan.Why)
-		default:
-			fmt.Fprintf(w, "\n%s needs a %s plan: evicts %d pods (%s); members go to %s\n", u.Unit, u.Plan.Action,
-				len(u.Plan.Victims), strings.Join(u.Plan.Victims, ", "), strings.Join(u.Plan.Nodes, ", "))
-		}
+	if err := printLive(w, r.Reservations); err != nil {
+		return err
 	}
+	printPlans(w, r.Units)
 	if !explain {
 		return nil
 	}
@@ -449,6 +456,20 @@ func printWhatIf(w io.Writer, r WhatIfResult, format string, explain bool) error
 		return tw.Flush()
 	}
 	return nil
+}
+
+// printPlans shows the eviction plan each unit admitted on one needs.
+func printPlans(w io.Writer, units []WhatIfUnit) {
+	for _, u := range units {
+		switch {
+		case u.Plan == nil:
+		case u.Plan.Action == "":
+			fmt.Fprintf(w, "\n%s: no eviction plan can be made now: %s\n", u.Unit, u.Plan.Why)
+		default:
+			fmt.Fprintf(w, "\n%s needs a %s plan: evicts %d pods (%s); members go to %s\n", u.Unit, u.Plan.Action,
+				len(u.Plan.Victims), strings.Join(u.Plan.Victims, ", "), strings.Join(u.Plan.Nodes, ", "))
+		}
+	}
 }
 
 // listString renders a resource list in the cache's units as users read it.

@@ -3,11 +3,13 @@ package kubectl_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/caldera-sched/caldera/internal/kubectlcaldera"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
 	"github.com/caldera-sched/caldera/pkg/status"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -82,7 +85,7 @@ func (j gangJob) file(t *testing.T) string {
 
 // whatIf runs what-if for job as a user would, against the scheduler's own
 // configuration file, and checks that the exit status agrees with the answer.
-func whatIf(t *testing.T, env *harness.Env, sched *harness.Scheduler, ns string, job gangJob) kubectlcaldera.WhatIfUnit {
+func whatIf(t *testing.T, env *harness.Env, sched *harness.Scheduler, ns string, job gangJob) kubectlcaldera.WhatIfResult {
 	t.Helper()
 	out, err := run(t, env, "what-if", "-f", job.file(t), "-n", ns, "--config", sched.ConfigFile, "-o", "json")
 	if err != nil && !errors.Is(err, kubectlcaldera.ErrWouldNotStart) {
@@ -100,18 +103,18 @@ func whatIf(t *testing.T, env *harness.Env, sched *harness.Scheduler, ns string,
 	}
 	table, _ := run(t, env, "what-if", "-f", job.file(t), "-n", ns, "--config", sched.ConfigFile, "--explain")
 	t.Logf("what-if --explain:\n%s", table)
-	return r.Units[0]
+	return r
 }
 
 // waitVerdict waits until every pod of job waits for admission with
 // want as its PodScheduled message: what the scheduler decided.
-// A refusal for want of room (the cluster or placement checks) is told by
+// A refusal for want of room (the cluster, placement or reservation checks) is told by
 // the scheduler's cycles, as Unschedulable for autoscalers; any other by
 // Caldera's WaitingForAdmission.
 func waitVerdict(t *testing.T, env *harness.Env, job gangJob, check, want string) {
 	t.Helper()
 	reason := status.ReasonWaitingForAdmission
-	if check == "Cluster" || check == "Placement" {
+	if check == "Cluster" || check == "Placement" || check == "Reservation" {
 		reason, want = v1.PodReasonUnschedulable, "waiting for room: "+want
 	}
 	for _, p := range job.pods {
@@ -149,6 +152,9 @@ func TestWhatIf(t *testing.T) {
 		// noPlan: admitted on a plan's room that no plan frees: the
 		// scheduler then reports that no eviction helps, and the job waits.
 		noPlan bool
+		// live asserts the live plan's reservations what-if reports
+		// (nil: there are none).
+		live func(t *testing.T, env *harness.Env, ns string, r kubectlcaldera.WhatIfResult)
 	}{{
 		name: "admitted now",
 		setup: func(t *testing.T, env *harness.Env, ns string) gangJob {
@@ -256,6 +262,35 @@ func TestWhatIf(t *testing.T) {
 				t.Errorf("what-if: %+v, want refused: 0/1 members placeable", u)
 			}
 		},
+	}, {
+		// The live scheduler keeps train (queue low) reserved from r0's
+		// end on n0 and n2; an unbounded pod of urgent, a queue a pass
+		// visits before low, fits n2 now but would hold it past then.
+		// A fresh pass would place it before reaching train: what-if
+		// plans the live reservation first, as the scheduler does.
+		name:  "delays a live reservation",
+		setup: reservedBehindLimits,
+		check: func(t *testing.T, u kubectlcaldera.WhatIfUnit) {
+			if u.Admitted || u.Check != "Reservation" || !strings.Contains(u.Message, "starting now would delay the reservation of pg:") {
+				t.Errorf("what-if: %+v, want refused for delaying train's reservation", u)
+			}
+		},
+		live: func(t *testing.T, env *harness.Env, ns string, r kubectlcaldera.WhatIfResult) {
+			// The scheduler's plan as it published it: what-if was held
+			// to it, and planned it the same.
+			at := expectedStart(t, env, ns, "train")
+			if len(r.Reservations) != 1 {
+				t.Fatalf("what-if's live reservations %+v, want train's", r.Reservations)
+			}
+			lr := r.Reservations[0]
+			if lr.Unit != "pg:"+ns+"/train" || !lr.Honoured || !lr.LiveStart.Equal(at) || len(lr.LiveNodes) != 2 ||
+				lr.Start == nil || !lr.Start.Equal(at) || !slices.Equal(slices.Sorted(slices.Values(lr.Nodes)), slices.Sorted(slices.Values(lr.LiveNodes))) {
+				t.Errorf("what-if's live reservation %+v (start %v), want train's honoured, from %v on the nodes the scheduler named", lr, lr.Start, at)
+			}
+			if msg := r.Units[0].Message; !strings.Contains(msg, "pg:"+ns+"/train from "+at.UTC().Format(time.RFC3339)) {
+				t.Errorf("what-if's verdict %q does not name train's reservation from %v", msg, at)
+			}
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,8 +298,14 @@ func TestWhatIf(t *testing.T) {
 			sched := env.StartScheduler(t)
 			ns := env.Namespace(t)
 			job := tc.setup(t, env, ns)
-			u := whatIf(t, env, sched, ns, job)
+			r := whatIf(t, env, sched, ns, job)
+			u := r.Units[0]
 			tc.check(t, u)
+			if tc.live != nil {
+				tc.live(t, env, ns, r)
+			} else if len(r.Reservations) != 0 {
+				t.Errorf("what-if reports live reservations %+v where the scheduler holds none", r.Reservations)
+			}
 			if u.Admitted != tc.admitted {
 				t.Fatalf("what-if admitted %v, want %v", u.Admitted, tc.admitted)
 			}
@@ -344,4 +385,44 @@ func checkVictims(t *testing.T, env *harness.Env, ns string, before map[string]b
 	if !slices.Equal(gone, want) {
 		t.Errorf("the scheduler evicted %v; what-if named %v", gone, want)
 	}
+}
+
+// reservedBehindLimits: three 4-cpu nodes; n0 and n1 run pods of queue low
+// that declare 600 s and 1200 s (max-run-seconds), n2 is empty. Gang train
+// (low, two 4-cpu members) fits nowhere now and is reserved from r0's end
+// on n0 and n2; it waits until the scheduler has published that. The job
+// is a one-pod gang without a limit in urgent (priority 10): it fits n2.
+func reservedBehindLimits(t *testing.T, env *harness.Env, ns string) gangJob {
+	nodes := env.AddNodes(t, 3, "4", "16Gi")
+	env.CreateQueue(t, "low", qapi.QueueSpec{Weight: 1})
+	env.CreateQueue(t, "urgent", qapi.QueueSpec{Weight: 1, Priority: 10})
+	for i, seconds := range []int{600, 1200} {
+		name := fmt.Sprint("r", i)
+		p := harness.Pod(ns, name).CPU("4").Labels(map[string]string{qapi.QueueLabel: "low"}).Obj()
+		p.Annotations = map[string]string{runlimit.Annotation: fmt.Sprint(seconds)}
+		p.Spec.NodeName = nodes[i].Name
+		env.CreatePod(t, p)
+		env.SetPodPhase(t, ns, name, v1.PodRunning)
+	}
+	newGang(ns, "train", "low", 2, "4", 0).submit(t, env)
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		pg, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), "train", metav1.GetOptions{})
+		return err == nil && pg.Annotations[qapi.ExpectedStartAnnotation] != "", err
+	}, "train's expected start")
+	return newGang(ns, "endless", "urgent", 1, "4", 0)
+}
+
+// expectedStart is PodGroup ns/name's expected start, as the scheduler
+// published it.
+func expectedStart(t *testing.T, env *harness.Env, ns, name string) time.Time {
+	t.Helper()
+	pg, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339, pg.Annotations[qapi.ExpectedStartAnnotation])
+	if err != nil {
+		t.Fatalf("PodGroup %s/%s: expected start: %v", ns, name, err)
+	}
+	return at
 }
