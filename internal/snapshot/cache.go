@@ -51,19 +51,24 @@ func StartCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (*cache.C
 	}
 	factory := scheduler.NewInformerFactory(cs, 0, nil)
 	h := Handle(o.Name, cfg, cs, factory)
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
+	p := cache.NewProvider(status.AlwaysLeading())
+	c, err := p.Get(ctx, h)
 	if err != nil {
 		return nil, err
 	}
+	// What the scheduler's plugins would hand the Provider; feed.Wire
+	// applies it.
 	if o.Admission != nil {
 		for _, prof := range o.Profiles {
-			if err := c.EnableAdmission(prof, *o.Admission); err != nil {
+			if err := p.EnableAdmission(prof, *o.Admission); err != nil {
 				return nil, err
 			}
 		}
 	}
-	c.EnableEvictions(o.Reclaim, o.Preempt)
-	f, err := feed.Wire(ctx, h, c, schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader())
+	if err := p.EnableEvictions(o.Name, o.Reclaim, o.Preempt); err != nil {
+		return nil, err
+	}
+	f, err := feed.Wire(ctx, h, p, schedplugins.NewReader(), volcano.NewReader(), upstream.NewReader())
 	if err != nil {
 		return nil, err
 	}

@@ -122,29 +122,6 @@ func (a *admissionState) on() bool { return a != nil }
 
 func (a *admissionState) ours(p *v1.Pod) bool { return a.profiles[p.Spec.SchedulerName] }
 
-// EnableAdmission turns on queue admission for the profile named profile
-// (CalderaEnqueue's factory calls it). The first call installs the
-// admission state; what feeds it (Queues, namespaces, every pod, quotas)
-// is wired by pkg/feed once every plugin is built, and the command runs
-// the AdmissionLoop. Later calls (other profiles) must pass the same
-// options.
-func (c *Cache) EnableAdmission(profile string, opts AdmissionOptions) error {
-	if c.Sealed() {
-		return fmt.Errorf("queue admission for profile %s set up after the cache started: plugins are built before Start", profile)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a := c.adm; a != nil {
-		if a.opts != opts {
-			return fmt.Errorf("admission options %+v conflict with %+v set by another profile: give every profile the same CalderaEnqueue args", opts, a.opts)
-		}
-		a.profiles[profile] = true
-		return nil
-	}
-	c.installAdmissionLocked(newAdmissionState(profile, opts))
-	return nil
-}
-
 // ChecksResourceQuota reports whether admission reads namespaces'
 // ResourceQuotas (AdmissionOptions.CheckResourceQuota), so that the feed
 // wires them.
@@ -154,12 +131,16 @@ func (c *Cache) ChecksResourceQuota() bool {
 	return c.adm.on() && c.adm.opts.CheckResourceQuota
 }
 
-// newAdmissionState returns an empty admission state for profile, without
+// newAdmissionState returns an empty admission state for profiles, without
 // informers or goroutines.
-func newAdmissionState(profile string, opts AdmissionOptions) *admissionState {
+func newAdmissionState(opts AdmissionOptions, profiles ...string) *admissionState {
+	ours := make(map[string]bool, len(profiles))
+	for _, p := range profiles {
+		ours[p] = true
+	}
 	return &admissionState{
 		opts:     opts,
-		profiles: map[string]bool{profile: true},
+		profiles: ours,
 		queues:   map[string]*qapi.Queue{},
 		tree:     queue.BuildTree(nil),
 		nsQueue:  map[string]string{},

@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -113,21 +112,24 @@ type Cache struct {
 	// admission pass first saw them so (zero until one has).
 	short map[queue.Key]time.Time
 
-	// adm is the queue-admission side, nil until CalderaEnqueue enables it.
+	// adm is the queue-admission side, nil unless a profile's
+	// CalderaEnqueue enabled it (Provider.EnableAdmission; set by Seal).
 	adm *admissionState
 	// feasible is per-node free room and reservations for admission's
 	// placement check (package noderoom, feasiblestate.go, feasible.go).
 	feasible feasibleState
 	// reclaim and preempt: CalderaReclaim runs these actions, so admission
 	// may count what they can take back (from queues above their deserved
-	// share; from lower priorities of the group's own queue).
+	// share; from lower priorities of the group's own queue). Set once, by
+	// Provider.Seal (Provider.EnableEvictions).
 	reclaim, preempt bool
 
 	// evictions are the reclaim evictions in flight, for every profile.
 	evictions evictionBook
 
 	// reservingProfiles are the profiles whose CalderaGang records
-	// reservations (Reserve, Permit), by name.
+	// reservations (Reserve, Permit), by name; set once, by
+	// Provider.Seal, before the cache is fed.
 	reservingProfiles map[string]bool
 
 	// queueSeen is set once the scheduling queue has run PreEnqueue: from
@@ -137,13 +139,6 @@ type Cache struct {
 	// metrics remembers the label series this cache published (metrics.go).
 	metrics metricsState
 
-	// sealed: every plugin is built and the cache is fed (Seal).
-	sealed atomic.Bool
-	// configMu guards the settings plugins' factories make (EnableStatus).
-	configMu sync.Mutex
-
-	reconcilerOn   bool
-	reconcilerOpts ReconcilerOptions
 	// lead decides when status is written (NewProvider).
 	lead *status.Leadership
 	// requests shares equal request lists among pods; guarded by mu.
@@ -151,20 +146,9 @@ type Cache struct {
 	// bindSlots bound the binding calls in flight (CalderaBinder).
 	bindSlots Slots
 
-	// recorders are the profiles' Event recorders, by scheduler name: an
-	// Event about a pod is reported by its own profile (reportingController
-	// is the profile's name), not by whichever profile built the cache.
-	recordersMu sync.RWMutex
-	recorders   map[string]events.EventRecorderLogger
-	// fallbackRecorder is the first Caldera profile's recorder: the cache
-	// may have been built by a plain profile's queue sort, whose name must
-	// not report Caldera's Events.
-	fallbackRecorder events.EventRecorderLogger
-
-	// profiles holds every profile that built a Caldera plugin, by name:
-	// true when it built one other than the queue sort. Guarded by mu;
-	// written while kube-scheduler builds its profiles, read by SortInfo.
-	profiles map[string]bool
+	// profiles are the profiles that built the cache: which are plain,
+	// and their Event recorders (profiles.go). Not guarded by mu.
+	profiles profileBook
 }
 
 // profileLocked is the scheduler name of one of g's members ("" with none):
@@ -344,14 +328,6 @@ func (c *Cache) membersListed(logger klog.Logger) {
 func (c *Cache) MembersListed(logger klog.Logger) {
 	c.membersOnce.Do(func() { c.membersListed(logger) })
 }
-
-// Seal says every plugin is built: the cache is being fed, and settings
-// that plugins' factories make (EnableAdmission) are refused from now on,
-// since nothing would wire what they need.
-func (c *Cache) Seal() { c.sealed.Store(true) }
-
-// Sealed reports whether Seal was called.
-func (c *Cache) Sealed() bool { return c.sealed.Load() }
 
 // MembersSynced is done once WaitForMembers has let gang pods through.
 func (c *Cache) MembersSynced() cache.DoneChecker { return c.membersSynced }

@@ -20,7 +20,7 @@ import (
 // once the room has left the queue the members pass.
 func TestCapabilityDeficitAtPlacement(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	c.onNode(logger, mkNode("n1", "8"))
 	var low []*v1.Pod
@@ -69,7 +69,7 @@ func TestCapabilityDeficitAtPlacement(t *testing.T) {
 // is released back to its queue's pending units when no plan frees the room.
 func TestCapabilityDeficitSingleton(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	c.onNode(logger, mkNode("n1", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("8"), boundTo("n0"), phase(v1.PodRunning)))
@@ -108,7 +108,7 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 // fails on node room held its queue's room for good.
 func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
 	free := single("ns", "free", inQueue("q"), cpu("2"), priority(1000))
@@ -136,7 +136,7 @@ func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 // binding and deletion. A count left behind would stop lending for good.
 func TestPlanWaitingBook(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
 	want := func(step string, n int) {

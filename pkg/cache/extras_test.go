@@ -222,7 +222,7 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 		t.Run(fmt.Sprintf("preemption %v", preempt), func(t *testing.T) {
 			c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
 			if preempt {
-				c.EnableEvictions(false, true)
+				enableEvictions(c, false, true)
 			}
 			c.onNode(logger, mkNode("n1", "16"))
 			podEvent(c, single("ns", "low", inQueue("a"), cpu("4"), boundTo("n1"), phase(v1.PodRunning)))

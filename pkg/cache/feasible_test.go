@@ -246,7 +246,7 @@ func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
 // harness, seed 4).
 func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"), mkQueue("other"))
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	c.onNode(logger, mkNode("n0", "8"))
 	c.onNode(logger, mkNode("n1", "8"))
 	podEvent(c, single("ns", "high", inQueue("q"), cpu("4"), priority(1000), boundTo("n0")))
@@ -267,7 +267,7 @@ func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 // victim's other pods run was never admitted.
 func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
-	c.EnableEvictions(true, false)
+	enableEvictions(c, true, false)
 	c.onNode(logger, mkNode("n0", "4"))
 	n1 := mkNode("n1", "4")
 	n1.Labels = map[string]string{"zone": "a"}
@@ -288,7 +288,7 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	// queues can have (16 less the 6 the pod outside holds), and only 2 of
 	// the 8 it holds on n1 are reclaimable; n0 has 2 free.
 	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("hog"))
-	c2.EnableEvictions(true, false)
+	enableEvictions(c2, true, false)
 	c2.onNode(logger, mkNode("n0", "8"))
 	c2.onNode(logger, mkNode("n1", "8"))
 	podEvent(c2, mkPod("ns", "outside", "", cpu("6"), boundTo("n0")))
@@ -307,7 +307,7 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 // there once 6 of the victim's 12 cpu are reclaimed was never admitted.
 func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
-	c.EnableEvictions(true, false)
+	enableEvictions(c, true, false)
 	c.onNode(logger, mkNode("n0", "4"))
 	c.onNode(logger, mkNode("n1", "16"))
 	podEvent(c, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n0")))
@@ -327,7 +327,7 @@ func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 // neither), are not both admitted.
 func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("q2"))
-	c.EnableEvictions(true, false)
+	enableEvictions(c, true, false)
 	c.onNode(logger, mkNode("n0", "4"))
 	c.onNode(logger, mkNode("n1", "4"))
 	c.onNode(logger, mkNode("n2", "2"))
@@ -349,7 +349,7 @@ func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 	// The same within one gang: its two 3-cpu members cannot both draw on
 	// the 4 cpu of excess.
 	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q", weight(3)))
-	c2.EnableEvictions(true, false)
+	enableEvictions(c2, true, false)
 	c2.onNode(logger, mkNode("n0", "4"))
 	c2.onNode(logger, mkNode("n1", "4"))
 	c2.onNode(logger, mkNode("n2", "2"))
@@ -373,7 +373,7 @@ func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 // can have, a deserves 30 and b 20, so b is admitted on reclaiming 20.
 func TestAdmissionShareExcludesPodsOutsideQueues(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
-	c.EnableEvictions(true, false)
+	enableEvictions(c, true, false)
 	for i := range 10 {
 		n := fmt.Sprint("n", i)
 		c.onNode(logger, mkNode(n, "10"))

@@ -21,11 +21,11 @@ import (
 // Caldera's batch pods, so that no batch backlog delays DaemonSet,
 // control-plane or default-scheduler pods.
 //
-// A pod of a plain profile (NoteProfile) has Plain set, its own priority in
-// Priority and nothing else (its queue fields are zero and unused):
-// QueueSort orders two plain pods as PrioritySort does, by priority and
-// then the time they entered the scheduling queue, which only the queue
-// knows.
+// A pod of a plain profile (Provider.NoteProfile) has Plain set, its own
+// priority in Priority and nothing else (its queue fields are zero and
+// unused): QueueSort orders two plain pods as PrioritySort does, by
+// priority and then the time they entered the scheduling queue, which
+// only the queue knows.
 type SortInfo struct {
 	// Plain: the pod's scheduler is a profile that built no Caldera plugin
 	// but the queue sort, whatever the pod's labels say.
@@ -42,11 +42,12 @@ type SortInfo struct {
 
 // SortInfo returns the ordering key of pod without allocating.
 func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if caldera, known := c.profiles[pod.Spec.SchedulerName]; known && !caldera {
+	// The profile book takes no lock: a plain pod takes none at all.
+	if c.profiles.plain(pod.Spec.SchedulerName) {
 		return SortInfo{Plain: true, Priority: podPriority(pod)}
 	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	// After the plain check: a plain pod's group does not matter.
 	acct := c.adm.accountLocked(pod.UID)
 	key, ok := groupOfAccounted(pod, acct)

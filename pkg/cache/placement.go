@@ -26,7 +26,7 @@ func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
 // the scheduler (assumed, waiting in Permit, binding), one entry per
 // member; finished members hold none. These are the members the
 // scheduler's snapshot has on nodes, provided every profile that places
-// them records reservations (see TrackReservations). O(gang).
+// them records reservations (see Provider.TrackReservations). O(gang).
 func (c *Cache) GangPlacement(pod *v1.Pod, dst []string) (minMember, active int, nodes []string, ok bool) {
 	key, labelled := GroupKeyOf(pod)
 	if !labelled {
@@ -44,23 +44,4 @@ func (c *Cache) GangPlacement(pod *v1.Pod, dst []string) (minMember, active int,
 		}
 	}
 	return int(g.spec.MinMember), g.counts.Active, dst, true
-}
-
-// TrackReservations records that profile's CalderaGang reports the nodes
-// the scheduler reserves for members (Reserve, Permit, Unreserve).
-func (c *Cache) TrackReservations(profile string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.reservingProfiles == nil {
-		c.reservingProfiles = map[string]bool{}
-	}
-	c.reservingProfiles[profile] = true
-}
-
-// TracksReservations says whether profile reports reservations: without
-// that, GangPlacement misses the members the profile has assumed. O(1).
-func (c *Cache) TracksReservations(profile string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.reservingProfiles[profile]
 }

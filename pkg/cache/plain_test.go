@@ -20,12 +20,12 @@ func scheduledBy(name string) podOpt { return func(p *v1.Pod) { p.Spec.Scheduler
 // before.
 func TestSortInfoPlainProfiles(t *testing.T) {
 	c, _ := newTestCache(t)
-	c.NoteProfile("default-scheduler", false)
-	c.NoteProfile("default-scheduler", false) // one call per profile and plugin
-	c.NoteProfile("caldera-scheduler", false) // the queue sort first,
-	c.NoteProfile("caldera-scheduler", true)  // then CalderaEnqueue
-	c.NoteProfile("caldera-spread", true)     // CalderaBinder first,
-	c.NoteProfile("caldera-spread", false)    // then the queue sort
+	c.profiles.note("default-scheduler", false)
+	c.profiles.note("default-scheduler", false) // one call per profile and plugin
+	c.profiles.note("caldera-scheduler", false) // the queue sort first,
+	c.profiles.note("caldera-scheduler", true)  // then CalderaEnqueue
+	c.profiles.note("caldera-spread", true)     // CalderaBinder first,
+	c.profiles.note("caldera-spread", false)    // then the queue sort
 
 	member := mkPod("ns", "m", "g", priority(100), scheduledBy("caldera-scheduler"))
 	addAll(c, member)
@@ -58,9 +58,9 @@ func TestEventsNotReportedByAPlainProfile(t *testing.T) {
 	plain, batch := newFakeHandle(), newFakeHandle()
 	plain.profile, batch.profile = "default-scheduler", "batch"
 	c := newEmpty(t.Context(), plain)
-	c.NoteProfile("default-scheduler", false)
-	c.addProfile(batch)
-	c.NoteProfile("batch", true)
+	c.profiles.note("default-scheduler", false)
+	c.profiles.addRecorder(batch)
+	c.profiles.note("batch", true)
 
 	notice := gang.Notice{Reason: "Unschedulable", Message: "m", Warning: true}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other"}, Spec: v1.PodSpec{SchedulerName: "default-scheduler"}}
@@ -83,7 +83,7 @@ func TestEventsNotReportedByAPlainProfile(t *testing.T) {
 // Caldera's pods only.
 func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.NoteProfile("default-scheduler", false)
+	c.profiles.note("default-scheduler", false)
 	c.onNode(logger, mkNode("n1", "16"))
 	ours := mkPod("ns", "s", "", boundTo("n1"), scheduledBy(testProfile))
 	c.onAnyPod(ours, false)

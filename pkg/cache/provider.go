@@ -1,8 +1,8 @@
 package cache
 
-// The Provider that hands the one cache to every plugin, and what the cache
-// records about the profiles that built it (Event recorders, plain
-// profiles).
+// The Provider that hands the one cache to every plugin, and records for
+// it the profiles that built it (Event recorders, plain profiles: the
+// cache's profileBook) and what they ask of it (settings.go).
 
 import (
 	"context"
@@ -26,6 +26,9 @@ type Provider struct {
 	lead  *status.Leadership
 	// ready holds the cache once created, for Cache (read without the once).
 	ready atomic.Pointer[Cache]
+	// settings are what the profiles' plugins asked of the cache, applied
+	// to it once, by Seal.
+	settings settingsBook
 }
 
 // NewProvider returns a Provider whose cache is created on first use and
@@ -48,8 +51,8 @@ func NewProvider(lead *status.Leadership) *Provider {
 func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.create(ctx, h)
 	if p.err == nil {
-		p.cache.addProfile(h)
-		p.cache.NoteProfile(h.ProfileName(), true)
+		p.cache.profiles.addRecorder(h)
+		p.cache.profiles.note(h.ProfileName(), true)
 	}
 	return p.cache, p.err
 }
@@ -64,8 +67,8 @@ func (p *Provider) Get(ctx context.Context, h fwk.Handle) (*Cache, error) {
 func (p *Provider) GetForGang(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.create(ctx, h)
 	if p.err == nil {
-		p.cache.addProfile(h)
-		p.cache.NoteProfile(h.ProfileName(), false)
+		p.cache.profiles.addRecorder(h)
+		p.cache.profiles.note(h.ProfileName(), false)
 	}
 	return p.cache, p.err
 }
@@ -74,11 +77,11 @@ func (p *Provider) GetForGang(ctx context.Context, h fwk.Handle) (*Cache, error)
 // QueueSort plugin for every profile, so a profile that is not Caldera's
 // (such as a default-scheduler profile beside Caldera's) builds it too; a
 // profile that builds no other Caldera plugin is noted as plain
-// (Cache.NoteProfile), and its pods are ordered as PrioritySort orders them.
+// (Provider.NoteProfile), and its pods are ordered as PrioritySort orders them.
 func (p *Provider) GetForQueueSort(ctx context.Context, h fwk.Handle) (*Cache, error) {
 	p.create(ctx, h)
 	if p.err == nil {
-		p.cache.NoteProfile(h.ProfileName(), false)
+		p.cache.profiles.note(h.ProfileName(), false)
 	}
 	return p.cache, p.err
 }
@@ -97,32 +100,13 @@ func (p *Provider) create(ctx context.Context, h fwk.Handle) {
 func (p *Provider) Cache() *Cache { return p.ready.Load() }
 
 // NoteProfile records that the profile named name built a Caldera plugin;
-// caldera says whether that plugin is one other than CalderaQueueSort. A
-// profile every call of which says false is plain: its pods are ordered as
-// upstream's PrioritySort orders them (SortInfo.Plain). A profile stays
-// Caldera's once any call said true, whatever order its plugins are built in.
-func (c *Cache) NoteProfile(name string, caldera bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.profiles == nil {
-		c.profiles = map[string]bool{}
-	}
-	c.profiles[name] = c.profiles[name] || caldera
-}
-
-// addProfile records h's profile's Event recorder; every plugin of every
-// profile passes through Provider.Get.
-func (c *Cache) addProfile(h fwk.Handle) {
-	c.recordersMu.Lock()
-	defer c.recordersMu.Unlock()
-	if c.recorders == nil {
-		c.recorders = map[string]events.EventRecorderLogger{}
-	}
-	if _, ok := c.recorders[h.ProfileName()]; !ok {
-		c.recorders[h.ProfileName()] = h.EventRecorder()
-	}
-	if c.fallbackRecorder == nil {
-		c.fallbackRecorder = h.EventRecorder()
+// caldera says whether that plugin is one other than CalderaQueueSort (see
+// profileBook.note). The Get methods note their handle's profile; tests
+// that build no plugin note profiles here. It does nothing before a plugin
+// has created the cache.
+func (p *Provider) NoteProfile(name string, caldera bool) {
+	if c := p.Cache(); c != nil {
+		c.profiles.note(name, caldera)
 	}
 }
 
@@ -130,14 +114,8 @@ func (c *Cache) addProfile(h fwk.Handle) {
 // named schedulerName, else that of the first Caldera profile built (for a
 // pod of no Caldera profile, or a PodGroup with no member yet).
 func (c *Cache) Recorder(schedulerName string) events.EventRecorderLogger {
-	c.recordersMu.RLock()
-	r := c.recorders[schedulerName]
-	if r == nil {
-		r = c.fallbackRecorder
+	if r := c.profiles.recorder(schedulerName); r != nil {
+		return r
 	}
-	c.recordersMu.RUnlock()
-	if r == nil {
-		return c.handle.EventRecorder()
-	}
-	return r
+	return c.handle.EventRecorder()
 }

@@ -58,9 +58,9 @@ func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
 	if opts.DefaultQueue == "" {
 		opts.DefaultQueue = qapi.DefaultQueueName
 	}
-	if err := c.EnableAdmission(testProfile, opts); err != nil {
-		panic(err)
-	}
+	c.mu.Lock()
+	c.installAdmissionLocked(newAdmissionState(opts, testProfile))
+	c.mu.Unlock()
 	wiringOf(c).queues = qc
 }
 

@@ -14,18 +14,6 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// EnableEvictions tells admission which eviction actions run. With reclaim,
-// a group within its queue's deserved share is admitted even when the
-// cluster is full of what other queues hold above theirs; with preempt, a
-// group is admitted into room its queue's lower-priority pods hold. Either
-// way the evictions will free the room.
-func (c *Cache) EnableEvictions(reclaim, preempt bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reclaim = c.reclaim || reclaim
-	c.preempt = c.preempt || preempt
-}
-
 // ReclaimInput fills what the cache knows for reclaim.Decide: the preemptor
 // (pod's group, queue, priority and the requests of the members that still
 // need a node, pod first), the running pods (each tagged with its group and

@@ -16,7 +16,7 @@ func BenchmarkReclaimInput(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			c, _, _ := newAdmissionCache(b, singletons, mkQueue("q"))
-			c.EnableEvictions(false, true)
+			enableEvictions(c, false, true)
 			var running []*v1.Pod
 			for n := range nodes {
 				node := fmt.Sprint("n", n)

@@ -19,9 +19,9 @@ func TestEventsReportedByTheirProfile(t *testing.T) {
 	a, b := newFakeHandle(), newFakeHandle()
 	a.profile, b.profile = "batch-a", "batch-b"
 	c := newEmpty(t.Context(), a)
-	c.addProfile(a)
-	c.addProfile(b)
-	c.addProfile(b) // every plugin of a profile passes through Get
+	c.profiles.addRecorder(a)
+	c.profiles.addRecorder(b)
+	c.profiles.addRecorder(b) // every plugin of a profile passes through Get
 
 	pod := func(name, sched string) *v1.Pod {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PodSpec{SchedulerName: sched}}

@@ -17,33 +17,6 @@ type ReconcilerOptions struct {
 	SyncPeriod time.Duration
 }
 
-// EnableStatus asks for the status writer (pkg/status), which the command
-// starts after the cache (StatusOptions), once per cache. Every profile's
-// plugin calls it; a profile that asks for a different period is a
-// configuration error, since one process writes status one way.
-func (c *Cache) EnableStatus(opts ReconcilerOptions) error {
-	c.configMu.Lock()
-	defer c.configMu.Unlock()
-	switch {
-	case c.reconcilerOn && c.reconcilerOpts != opts:
-		return fmt.Errorf("status reconciler sync period %v conflicts with %v set by another profile: give every profile the same statusSyncPeriodSeconds", opts.SyncPeriod, c.reconcilerOpts.SyncPeriod)
-	case c.reconcilerOn:
-		return nil
-	case c.Sealed():
-		return fmt.Errorf("the status reconciler set up after the cache started: plugins are built before Start")
-	}
-	c.reconcilerOn, c.reconcilerOpts = true, opts
-	return nil
-}
-
-// StatusOptions returns what EnableStatus recorded, and whether a profile
-// asked for status at all.
-func (c *Cache) StatusOptions() (ReconcilerOptions, bool) {
-	c.configMu.Lock()
-	defer c.configMu.Unlock()
-	return c.reconcilerOpts, c.reconcilerOn
-}
-
 // MarkAllGroupsDirty implements status.Source.
 func (c *Cache) MarkAllGroupsDirty() {
 	c.mu.Lock()

@@ -381,7 +381,7 @@ func TestBackfillEndsByReservationOnceBound(t *testing.T) {
 // lower-priority pods of the same queue that preemption could take.
 func TestDelayedGroupNotAdmittedOnPlan(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
-	c.EnableEvictions(false, true)
+	enableEvictions(c, false, true)
 	pass(c, t0.Add(10*time.Second))
 	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
 		t.Fatalf("train holds no reservation after the first pass")

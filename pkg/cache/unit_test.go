@@ -176,7 +176,7 @@ func TestLoweredMinMemberAllowsWaitingMembers(t *testing.T) {
 // bound members of any scheduler do.
 func TestUnreachableMembersDoNotCount(t *testing.T) {
 	c, h := newTestCache(t)
-	c.TrackReservations("caldera")
+	trackReservations(c, "caldera")
 	c.onNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 3))
 	mine := func(p *v1.Pod) { p.Spec.SchedulerName = "caldera" }

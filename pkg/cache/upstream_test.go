@@ -77,7 +77,7 @@ func TestUpstreamMembership(t *testing.T) {
 func TestUpstreamDisruptionModeReachesReclaim(t *testing.T) {
 	for _, all := range []bool{false, true} {
 		c, _, _ := newAdmissionCache(t, singletons, mkQueue("rich"), mkQueue("starved"))
-		c.EnableEvictions(true, false)
+		enableEvictions(c, true, false)
 		c.onNode(logger, mkNode("n0", "4"))
 		rich := mkUpstreamPG("ns", "r", 2, "rich")
 		if all {

@@ -205,7 +205,7 @@ func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
 // given again overdueGrace later.
 func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.TrackReservations(testProfile) // the one profile that places gangs
+	trackReservations(c, testProfile) // the one profile that places gangs
 	c.onNode(logger, mkNode("n1", "16"))
 	lost, small := mkVolcanoPG("ns", "lost", 2, "q", "4"), mkVolcanoPG("ns", "small", 1, "q", "2")
 	small.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))

@@ -59,12 +59,17 @@ type step struct {
 	run  func(ctx context.Context, logger klog.Logger) error
 }
 
-// Wire wires c to h's informers and to informers of its own, and runs
-// every adapter's Watch. It starts nothing (Start does) and seals c: a
-// plugin built after it would not be fed. Call it once every plugin is
-// built, before the scheduler's informers start.
-func Wire(ctx context.Context, h fwk.Handle, c *cache.Cache, adapters ...dialect.Adapter) (*Feed, error) {
-	c.Seal()
+// Wire has p apply its profiles' settings to its cache (Provider.Seal:
+// a plugin built after it is refused, since it would not be fed), then
+// wires that cache to h's informers and to informers of its own, as the
+// settings ask (queue admission's), and runs every adapter's Watch. It
+// starts nothing (Start does). Call it once every plugin is built, before
+// the scheduler's informers start.
+func Wire(ctx context.Context, h fwk.Handle, p *cache.Provider, adapters ...dialect.Adapter) (*Feed, error) {
+	c, err := p.Seal()
+	if err != nil {
+		return nil, err
+	}
 	f := &Feed{c: c, h: h}
 	cfg := status.CRDConfig(h.KubeConfig())
 	for _, a := range adapters {

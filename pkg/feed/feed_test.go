@@ -40,7 +40,7 @@ func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) map[string]runtime.Object {
 
 // fed starts a cache fed by real informers through Wire, against a fake
 // API server serving pgs and pods, and waits until it has the members.
-func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *snapshot.Server) {
+func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *cache.Provider, *snapshot.Server) {
 	t.Helper()
 	srv, err := snapshot.Start(lists(pgs, pods))
 	if err != nil {
@@ -55,11 +55,12 @@ func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, 
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	h := snapshot.Handle("feed", cfg, cs, factory)
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
+	p := cache.NewProvider(status.AlwaysLeading())
+	c, err := p.Get(ctx, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := feed.Wire(ctx, h, c, schedplugins.NewReader())
+	f, err := feed.Wire(ctx, h, p, schedplugins.NewReader())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, 
 	if !f.WaitForMembers(syncCtx) {
 		t.Fatal("gang members were not listed within a minute")
 	}
-	return c, srv
+	return c, p, srv
 }
 
 // groups renders the groups of a cache dump.
@@ -92,7 +93,7 @@ func groups(t *testing.T, c *cache.Cache) string {
 // relisted objects holds.
 func TestFeedConvergesThroughARelist(t *testing.T) {
 	pgs, pods := cachetest.Gangs("ns", 2, 3) // g0 and g1, pods g0-p0 ... g1-p2
-	c, srv := fed(t, pgs, pods)
+	c, _, srv := fed(t, pgs, pods)
 	if got, want := groups(t, c), groups(t, cachetest.NewForTest(t, pgs, pods)); got != want {
 		t.Fatalf("fed by informers the cache holds\n%s\nfed directly\n%s", got, want)
 	}
@@ -127,8 +128,8 @@ func TestFeedConvergesThroughARelist(t *testing.T) {
 // A plugin built after the feed is wired is refused: nothing would feed
 // what it asks for.
 func TestWireSealsTheCache(t *testing.T) {
-	c, _ := fed(t, nil, nil)
-	if err := c.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+	_, p, _ := fed(t, nil, nil)
+	if err := p.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
 		t.Errorf("admission enabled after the feed was wired")
 	}
 }

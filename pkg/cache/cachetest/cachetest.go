@@ -90,11 +90,12 @@ func NewUnstarted(tb testing.TB) (*cache.Cache, *Feeder) {
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}
-	c, err := cache.NewProvider(status.AlwaysLeading()).Get(ctx, h)
+	p := cache.NewProvider(status.AlwaysLeading())
+	c, err := p.Get(ctx, h)
 	if err != nil {
 		tb.Fatalf("cachetest: %v", err)
 	}
-	return c, &Feeder{tb: tb, c: c, cs: cs, logger: klog.Background()}
+	return c, &Feeder{tb: tb, c: c, p: p, cs: cs, logger: klog.Background()}
 }
 
 // noQueue is the pod activator of a handle with no scheduling queue.
@@ -119,6 +120,7 @@ var _ fwk.PodActivator = noQueue{}
 type Feeder struct {
 	tb      testing.TB
 	c       *cache.Cache
+	p       *cache.Provider
 	cs      *fake.Clientset
 	logger  klog.Logger
 	started bool
@@ -130,7 +132,8 @@ type Feeder struct {
 }
 
 // Start does, once, what the command and then the scheduler do: it seals
-// the cache (no plugin factory may set anything up afterwards), delivers
+// the cache (Provider.Seal: the settings handed to Provider are applied,
+// and no plugin factory may set anything up afterwards), delivers
 // the initial lists in the order the real start does (PodGroups and
 // finished members first, then the scheduler's pods), and says the gang
 // members are listed (cache.MembersListed, as feed.WaitForMembers does).
@@ -140,7 +143,9 @@ func (f *Feeder) Start(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) {
 		f.tb.Fatalf("cachetest: Feeder.Start called twice")
 	}
 	f.started = true
-	f.c.Seal()
+	if _, err := f.p.Seal(); err != nil {
+		f.tb.Fatalf("cachetest: %v", err)
+	}
 	f.groups = map[string]*v1alpha1.PodGroup{}
 	f.unfinished = map[string]*v1.Pod{}
 	f.finished = [2]map[string]*v1.Pod{{}, {}}
@@ -187,6 +192,11 @@ func (f *Feeder) RelistPods(pods []*v1.Pod) {
 	f.relistFinished(pods)
 	f.relistUnfinished(pods)
 }
+
+// Provider returns the Provider that built the cache, as plugin factories
+// get it: a test hands it the settings a plugin's factory would (queue
+// admission, reservations, plain profiles) before Start applies them.
+func (f *Feeder) Provider() *cache.Provider { return f.p }
 
 // Requests returns how many requests the cache's handle's clientset has
 // received: the cache is fed without the API, so any is the cache's own.

@@ -42,10 +42,11 @@ func TestNewForTest(t *testing.T) {
 func TestGetStartsNothingUntilStart(t *testing.T) {
 	pgs, pods := cachetest.Gangs("ns", 2, 3)
 	c, f := cachetest.NewUnstarted(t)
-	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: time.Second}); err != nil {
+	p := f.Provider()
+	if err := p.EnableStatus(cachetest.Profile, cache.ReconcilerOptions{SyncPeriod: time.Second}); err != nil {
 		t.Fatalf("EnableStatus before Start: %v", err)
 	}
-	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: 2 * time.Second}); err == nil {
+	if err := p.EnableStatus("other", cache.ReconcilerOptions{SyncPeriod: 2 * time.Second}); err == nil {
 		t.Errorf("EnableStatus with another profile's period: no error")
 	}
 	if n := f.Requests(); n != 0 {
@@ -66,10 +67,10 @@ func TestGetStartsNothingUntilStart(t *testing.T) {
 	if n := f.Requests(); n != 0 {
 		t.Errorf("the cache sent the API server %d requests while fed", n)
 	}
-	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: 3 * time.Second}); err == nil {
-		t.Errorf("EnableStatus after Start (another period): no error")
+	if err := p.EnableStatus("late", cache.ReconcilerOptions{SyncPeriod: time.Second}); err == nil {
+		t.Errorf("EnableStatus after Start: no error")
 	}
-	if err := c.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+	if err := p.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
 		t.Errorf("EnableAdmission after Start: no error, but nothing would start it")
 	}
 }

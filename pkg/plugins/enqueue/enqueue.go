@@ -52,7 +52,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
-	if err := c.EnableAdmission(h.ProfileName(), a.Options()); err != nil {
+	if err := p.EnableAdmission(h.ProfileName(), a.Options()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Enqueue{cache: c}, nil

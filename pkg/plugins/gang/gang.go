@@ -80,8 +80,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	}
 	// This plugin's Reserve and Permit tell the cache where the profile's
 	// members are assumed; CalderaGangPlacement relies on that per profile.
-	c.TrackReservations(h.ProfileName())
-	if err := c.EnableStatus(cache.ReconcilerOptions{SyncPeriod: seconds(a.StatusSyncPeriodSeconds)}); err != nil {
+	if err := p.TrackReservations(h.ProfileName()); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := p.EnableStatus(h.ProfileName(), cache.ReconcilerOptions{SyncPeriod: seconds(a.StatusSyncPeriodSeconds)}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Gang{

@@ -29,12 +29,25 @@ const stateKey fwk.StateKey = Name + "/prescore"
 // Placement scores nodes for gang members; other pods are skipped (a
 // neutral score).
 type Placement struct {
-	handle  fwk.Handle
-	cache   *cache.Cache
-	profile string
-	keys    []string
-	w       policy.Weights
+	handle fwk.Handle
+	cache  *cache.Cache
+	// reservations says which profiles' CalderaGang reports reservations
+	// (the Provider, which every profile's factory has told by the time a
+	// pod is scored).
+	reservations reservations
+	profile      string
+	keys         []string
+	w            policy.Weights
 }
+
+// reservations is what the plugin asks the Provider.
+type reservations interface {
+	// TracksReservations says whether profile's CalderaGang reports the
+	// nodes the scheduler reserves for members.
+	TracksReservations(profile string) bool
+}
+
+var _ reservations = (*cache.Provider)(nil)
 
 var (
 	_ fwk.PreScorePlugin = &Placement{}
@@ -52,7 +65,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
-	return &Placement{handle: h, cache: c, profile: h.ProfileName(), keys: a.TopologyKeys, w: policy.Weights{Packing: *a.PackingStrength}}, nil
+	return &Placement{handle: h, cache: c, reservations: p, profile: h.ProfileName(), keys: a.TopologyKeys, w: policy.Weights{Packing: *a.PackingStrength}}, nil
 }
 
 // Name returns the plugin name.
@@ -103,7 +116,7 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	scan := !pl.cache.TracksReservations(pl.profile)
+	scan := !pl.reservations.TracksReservations(pl.profile)
 	var minMember, active int
 	var placedOn []string
 	if scan {

@@ -117,12 +117,11 @@ func TestPreScoreCountsPlacedSiblings(t *testing.T) {
 		nodes = append(nodes, mkNode(i))
 	}
 	onNodes := []*v1.Pod{pods[0], pods[1], reserved, waiting, pods[7], pods[8], pods[9]}
-	c.TrackReservations("batch")
 	// Both ways of counting must agree: from the cache's members (a profile
 	// whose CalderaGang reports reservations) and from the snapshot's pods.
 	for _, profile := range []string{"batch", "untracked"} {
 		t.Run(profile, func(t *testing.T) {
-			pl := &Placement{handle: snapshotHandle{snap: internalcache.NewSnapshot(onNodes, nodes)}, cache: c,
+			pl := &Placement{handle: snapshotHandle{snap: internalcache.NewSnapshot(onNodes, nodes)}, cache: c, reservations: tracked("batch"),
 				profile: profile, keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
 			got, remaining := preScore(t, pl, pods[5])
 			if want := map[string]int{"n1": 2, "n2": 1, "n3": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -139,7 +138,7 @@ func TestPreScoreCountsPlacedSiblings(t *testing.T) {
 	onNodes = []*v1.Pod{pods[0], pods[1], reserved, pods[7], pods[8], pods[9]}
 	for _, profile := range []string{"batch", "untracked"} {
 		t.Run(profile+"/after-unreserve", func(t *testing.T) {
-			pl := &Placement{handle: snapshotHandle{snap: internalcache.NewSnapshot(onNodes, nodes)}, cache: c,
+			pl := &Placement{handle: snapshotHandle{snap: internalcache.NewSnapshot(onNodes, nodes)}, cache: c, reservations: tracked("batch"),
 				profile: profile, keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
 			if got, _ := preScore(t, pl, pods[5]); fmt.Sprint(got) != fmt.Sprint(map[string]int{"n1": 2, "n2": 1}) {
 				t.Errorf("siblings per node = %v, want map[n1:2 n2:1]", got)
@@ -196,7 +195,6 @@ func BenchmarkPreScore(b *testing.B) {
 	}
 	first := mkMember("ns", "first-0", "first", "")
 	c, _ := cachetest.New(b, append(pgs, mkPG("ns", "first", size)), append(pods, first))
-	c.TrackReservations("batch")
 	snap := internalcache.NewSnapshot(bound, ns)
 	ctx := context.Background()
 	// scan: siblings counted over the snapshot's pods, as before the cache
@@ -210,7 +208,7 @@ func BenchmarkPreScore(b *testing.B) {
 	}{{"scan", "untracked", pods[placedN]}, {"cache", "batch", pods[placedN]}, {"first-member", "batch", first}} {
 		pod := bc.pod
 		b.Run(bc.name, func(b *testing.B) {
-			pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: bc.profile,
+			pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, reservations: tracked("batch"), profile: bc.profile,
 				keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -222,7 +220,7 @@ func BenchmarkPreScore(b *testing.B) {
 	}
 	// Score of every node for the placed gang's member, per op.
 	b.Run("score-all-nodes", func(b *testing.B) {
-		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: "batch",
+		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, reservations: tracked("batch"), profile: "batch",
 			keys: []string{rackKey, zoneKey}, w: policy.Weights{Packing: 0.5}}
 		cs := framework.NewCycleState()
 		if st := pl.PreScore(ctx, cs, pods[placedN], nil); !st.IsSuccess() {
@@ -289,7 +287,6 @@ func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
 	filler := mkMember("ns", "filler", "", "n3") // room taken on one node
 	filler.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("60")
 	c, _ := cachetest.New(t, []*v1alpha1.PodGroup{mkPG("ns", "g", 6)}, append(pods, filler))
-	c.TrackReservations("batch")
 	keys := []string{rackKey, zoneKey}
 	w := policy.Weights{Packing: 0.5}
 	onNodes := []*v1.Pod{filler}
@@ -300,7 +297,7 @@ func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
 			onNodes = append(onNodes, p)
 		}
 		snap := internalcache.NewSnapshot(onNodes, nodes)
-		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, profile: "batch", keys: keys, w: w}
+		pl := &Placement{handle: snapshotHandle{snap: snap}, cache: c, reservations: tracked("batch"), profile: "batch", keys: keys, w: w}
 		pod := pods[len(pods)-1]
 		cs := framework.NewCycleState()
 		if st := pl.PreScore(context.Background(), cs, pod, nil); !st.IsSuccess() {
@@ -334,3 +331,9 @@ func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
 		}
 	}
 }
+
+// tracked is a Provider whose one profile named by it reports
+// reservations (its CalderaGang was built).
+type tracked string
+
+func (t tracked) TracksReservations(profile string) bool { return profile == string(t) }

@@ -45,8 +45,8 @@ func plainPod(name string, prio *int32, created time.Time, labels map[string]str
 // creation times, ties included.
 func TestLessPlainIsPrioritySort(t *testing.T) {
 	pgs, members := cachetest.Gangs("ns", 2, 2)
-	c := cachetest.NewForTest(t, pgs, members)
-	c.NoteProfile(defaultProfile, false)
+	c, f := cachetest.New(t, pgs, members)
+	f.Provider().NoteProfile(defaultProfile, false)
 	q := &QueueSort{cache: c}
 	ref := &upstream.PrioritySort{}
 
@@ -166,8 +166,8 @@ func TestLessStrictWeakOrder(t *testing.T) {
 // Caldera's, allocates nothing, as over Caldera's pods.
 func TestLessPlainDoesNotAllocate(t *testing.T) {
 	pgs, pods := cachetest.Gangs("ns", 2, 3)
-	c := cachetest.NewForTest(t, pgs, pods)
-	c.NoteProfile(defaultProfile, false)
+	c, f := cachetest.New(t, pgs, pods)
+	f.Provider().NoteProfile(defaultProfile, false)
 	q := &QueueSort{cache: c}
 	member := queued(t, pods[0])
 	a := queuedAt(t, plainPod("a", ptr(1), t0, nil), t0)

@@ -157,9 +157,9 @@ func TestLessSystemGangWhole(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sys", UID: "ns-pg-sys", CreationTimestamp: metav1.NewTime(t0)},
 		Spec:       v1alpha1.PodGroupSpec{MinMember: 2},
 	}
-	c := cachetest.NewForTest(t, []*v1alpha1.PodGroup{pg}, members)
-	c.NoteProfile("caldera-scheduler", true)
-	c.NoteProfile("default-scheduler", false)
+	c, f := cachetest.New(t, []*v1alpha1.PodGroup{pg}, members)
+	f.Provider().NoteProfile("caldera-scheduler", true)
+	f.Provider().NoteProfile("default-scheduler", false)
 	q := &QueueSort{cache: c}
 
 	web := sysEntry(t, "web", "default-scheduler", 1000, t0)

@@ -9,6 +9,7 @@ package reclaim
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -107,7 +108,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	if err != nil {
 		return nil, err
 	}
-	c.EnableEvictions(*a.EnableReclaim, *a.EnablePreemption)
+	if err := p.EnableEvictions(h.ProfileName(), *a.EnableReclaim, *a.EnablePreemption); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	registerMetrics()
 	pl := &Reclaim{
 		handle: h,

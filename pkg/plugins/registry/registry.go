@@ -84,17 +84,18 @@ func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig
 // Call it after app.Setup, which builds the plugins, and before app.Run; an
 // error (a missing CRD, say) is a start-up failure.
 func (p *Plugins) Start(ctx context.Context) error {
-	c := p.provider.Cache()
-	if c == nil {
+	if p.provider.Cache() == nil {
 		return nil // no Caldera plugin in any profile
 	}
 	p.mu.Lock()
 	h := p.handle
 	p.mu.Unlock()
-	f, err := feed.Wire(ctx, h, c, p.podGroups, p.volcano, p.upstream)
+	// Wire applies what the profiles asked for to the cache (Seal).
+	f, err := feed.Wire(ctx, h, p.provider, p.podGroups, p.volcano, p.upstream)
 	if err != nil {
 		return err
 	}
+	c := p.provider.Cache()
 	if err := f.Start(ctx); err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (p *Plugins) Start(ctx context.Context) error {
 	if cl.Volcano != nil {
 		go status.EnsureVolcanoQueue(ctx, cl.Volcano)
 	}
-	if opts, ok := c.StatusOptions(); ok {
+	if opts, ok := p.provider.StatusOptions(); ok {
 		go status.New(c, cl).Run(ctx, opts.SyncPeriod, p.lead)
 	}
 	return nil

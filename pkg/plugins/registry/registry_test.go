@@ -4,6 +4,7 @@ import (
 	"context"
 	batchv1 "k8s.io/api/batch/v1"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -120,6 +122,59 @@ func TestPluginsShareOneCacheFedAtStart(t *testing.T) {
 	late := snapshot.Handle("late", cfg, cs, factory)
 	if _, err := reg[enqueue.Name](ctx, nil, late); err == nil {
 		t.Errorf("CalderaEnqueue built after Start was accepted; nothing would feed it")
+	}
+}
+
+// Profiles that give a plugin whose settings the cache shares the same
+// args are built; a profile that gives others is refused at start-up, the
+// error naming the plugin, both profiles and both values. CalderaReclaim's
+// eviction kinds are refused too rather than merged: one admission pass
+// counts on the evictions for every profile's gangs.
+func TestProfilesThatDisagreeAreRefused(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"} // never dialled: factories build no client
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	raw := func(js string) runtime.Object {
+		return &runtime.Unknown{Raw: []byte(js), ContentType: runtime.ContentTypeJSON}
+	}
+	for _, tc := range []struct {
+		name, plugin string
+		a, b         string
+		// want are the refusal's parts; none: b's profile is built.
+		want []string
+	}{
+		{"reclaim alike", reclaim.Name, `{"minVictimRuntimeSeconds": 5}`, `{}`, nil},
+		{"reclaim differs", reclaim.Name, `{}`, `{"enableReclaim": false}`,
+			[]string{"CalderaReclaim: enableReclaim and enablePreemption: profiles disagree", "profile b asks for enableReclaim=false enablePreemption=true", "profile a for enableReclaim=true enablePreemption=true"}},
+		{"preemption differs", reclaim.Name, `{"enablePreemption": false}`, `{}`,
+			[]string{"profile b asks for enableReclaim=true enablePreemption=true", "profile a for enableReclaim=true enablePreemption=false"}},
+		{"status period alike", gang.Name, `{"statusSyncPeriodSeconds": 3}`, `{"statusSyncPeriodSeconds": 3}`, nil},
+		{"status period differs", gang.Name, `{}`, `{"statusSyncPeriodSeconds": 3}`,
+			[]string{"CalderaGang: statusSyncPeriodSeconds: profiles disagree", "profile b asks for {SyncPeriod:3s}", "profile a for {SyncPeriod:1s}"}},
+		{"admission differs", enqueue.Name, `{}`, `{"defaultQueue": "other"}`,
+			[]string{"CalderaEnqueue: args: profiles disagree", "profile b asks for {DefaultQueue:other", "profile a for {DefaultQueue:default"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := registryOf(t, New())
+			if _, err := reg[tc.plugin](t.Context(), raw(tc.a), snapshot.Handle("a", cfg, cs, factory)); err != nil {
+				t.Fatalf("profile a: %v", err)
+			}
+			_, err := reg[tc.plugin](t.Context(), raw(tc.b), snapshot.Handle("b", cfg, cs, factory))
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("profile b, asking alike: %v", err)
+			case tc.want != nil && err == nil:
+				t.Fatalf("profile b, asking otherwise: built, want refused")
+			}
+			for _, part := range tc.want {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("error %q lacks %q", err, part)
+				}
+			}
+		})
 	}
 }
 

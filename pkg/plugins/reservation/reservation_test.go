@@ -94,7 +94,12 @@ func newFixture(t *testing.T) *fixture {
 
 	c, f := cachetest.NewUnstarted(t)
 	opts := cache.AdmissionOptions{DefaultQueue: qapi.DefaultQueueName, AdmitSingletons: true, StarvationThreshold: -1}
-	if err := c.EnableAdmission(cachetest.Profile, opts); err != nil {
+	if err := f.Provider().EnableAdmission(cachetest.Profile, opts); err != nil {
+		t.Fatal(err)
+	}
+	// Sealed as the command seals it before the feed delivers anything;
+	// Start's own Seal then applies nothing more.
+	if _, err := f.Provider().Seal(); err != nil {
 		t.Fatal(err)
 	}
 	c.ApplyQueue(&qapi.Queue{ObjectMeta: metav1.ObjectMeta{Name: qapi.DefaultQueueName}, Spec: qapi.QueueSpec{Weight: 1}})
