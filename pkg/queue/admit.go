@@ -388,21 +388,12 @@ func (p *Pending) attempt(q *pqueue) bool {
 
 // hold asks a Placement that is also a Planner to reserve for e, refused
 // for room in q (a refusal more room would cure), while q has reservations
-// left in this pass (Options.ReservationsPerQueue), or when e has waited
-// StarvationThreshold since it was created: the guard's promise that a
-// group waits no longer than that before something is held for it, kept
-// for a group behind its queue's head too, by its own reservation. Groups
-// refused for their queue's share or capability hold nothing: room would
-// not start them. The plan bounds the reservations in all.
+// left in this pass (Options.ReservationsPerQueue). Groups refused for their
+// queue's share or capability hold nothing: room would not start them.
 func (p *Pending) hold(q *pqueue, e *entry, d Decision) (reserved bool) {
 	ps := &p.pass
 	pn, ok := ps.o.Placement.(Planner)
-	if !ok || ps.o.ReservationsPerQueue < 0 || !d.WaitsForRoom() {
-		return false
-	}
-	th := ps.o.StarvationThreshold
-	starved := th >= 0 && ps.now.Sub(e.g.Created) >= th
-	if q.holds >= ps.o.ReservationsPerQueue && !starved {
+	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForRoom() {
 		return false
 	}
 	q.holds++

@@ -291,39 +291,3 @@ func TestAdmitStarvingHeadGuardedByReservation(t *testing.T) {
 		})
 	}
 }
-
-// A group that has waited StarvationThreshold is reserved for though its
-// queue's reservations are used up by the groups ahead of it: the
-// starvation guard's promise, kept by a reservation rather than by
-// stopping the queue. Groups not yet starved still count against
-// ReservationsPerQueue, and reservations off (negative) reserve none.
-func TestAdmitPlannerHoldsStarved(t *testing.T) {
-	old := func(key string, i int) Group {
-		g := grp(key, "a", 0, cores(1))
-		g.Created = t0.Add(-10*time.Minute + time.Duration(i)*time.Second)
-		return g
-	}
-	groups := []Group{old("a/0", 0), old("a/1", 1), grp("a/2", "a", 2, cores(1)), old("a/3", 3)}
-	for _, tc := range []struct {
-		name      string
-		threshold time.Duration
-		rpq       int
-		want      []string
-	}{
-		{name: "starved beyond the count", threshold: 5 * time.Minute, want: []string{"a/0", "a/1", "a/3"}},
-		{name: "none starved yet", threshold: time.Hour, want: []string{"a/0"}},
-		{name: "guard off", threshold: -1, want: []string{"a/0"}},
-		{name: "reservations off", threshold: 5 * time.Minute, rpq: -1, want: []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newPlanner([]string{"a/0", "a/1", "a/2", "a/3"}, nil)
-			f.reserves = map[string]bool{"a/0": true, "a/1": true, "a/2": true, "a/3": true}
-			w := world{specs: []Spec{{Name: "a", Weight: 1}}, total: cores(16), groups: groups,
-				opts: Options{ReservationsPerQueue: tc.rpq, StarvationThreshold: tc.threshold, Placement: f}}
-			w.run()
-			if got := f.held; !reflect.DeepEqual(got, tc.want) && (len(got) > 0 || len(tc.want) > 0) {
-				t.Errorf("held %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
