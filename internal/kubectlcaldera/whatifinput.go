@@ -43,6 +43,8 @@ type schedulerSettings struct {
 	admission        cache.AdmissionOptions
 	profiles         []string
 	reclaim, preempt bool
+	// reclaimSet: a profile enabling CalderaReclaim was read.
+	reclaimSet bool
 	// minRuntime is CalderaReclaim's minVictimRuntimeSeconds.
 	minRuntime time.Duration
 }
@@ -74,6 +76,9 @@ func loadSettings(file string) (schedulerSettings, error) {
 	}
 	first := true
 	for _, p := range cfg.Profiles {
+		if err := s.addReclaim(p); err != nil {
+			return s, err
+		}
 		if !enabled(p.Plugins, enqueue.Name) {
 			continue
 		}
@@ -87,20 +92,32 @@ func loadSettings(file string) (schedulerSettings, error) {
 			return s, fmt.Errorf("profile %s: CalderaEnqueue args differ from another profile's", p.SchedulerName)
 		}
 		s.profiles = append(s.profiles, p.SchedulerName)
-		if enabled(p.Plugins, reclaim.Name) {
-			var ra reclaim.Args
-			if err := args.Load(reclaim.Name, pluginArgs(p, reclaim.Name), &ra); err != nil {
-				return s, fmt.Errorf("profile %s: %w", p.SchedulerName, err)
-			}
-			s.reclaim = s.reclaim || *ra.EnableReclaim
-			s.preempt = s.preempt || *ra.EnablePreemption
-			s.minRuntime = max(s.minRuntime, time.Duration(*ra.MinVictimRuntimeSeconds)*time.Second)
-		}
 	}
 	if first {
 		return s, fmt.Errorf("%s: no profile enables %s: nothing is admitted through queues", file, enqueue.Name)
 	}
 	return s, nil
+}
+
+// addReclaim takes profile p's CalderaReclaim args, if it enables it. The
+// scheduler refuses profiles that disagree on enableReclaim and
+// enablePreemption (one admission pass counts eviction room for all), so
+// what-if does too; minVictimRuntimeSeconds may differ (each profile's
+// plugin applies its own), and the longest is the copy's.
+func (s *schedulerSettings) addReclaim(p config.KubeSchedulerProfile) error {
+	if !enabled(p.Plugins, reclaim.Name) {
+		return nil
+	}
+	var ra reclaim.Args
+	if err := args.Load(reclaim.Name, pluginArgs(p, reclaim.Name), &ra); err != nil {
+		return fmt.Errorf("profile %s: %w", p.SchedulerName, err)
+	}
+	if s.reclaimSet && (s.reclaim != *ra.EnableReclaim || s.preempt != *ra.EnablePreemption) {
+		return fmt.Errorf("profile %s: CalderaReclaim's enableReclaim and enablePreemption differ from another profile's", p.SchedulerName)
+	}
+	s.reclaimSet, s.reclaim, s.preempt = true, *ra.EnableReclaim, *ra.EnablePreemption
+	s.minRuntime = max(s.minRuntime, time.Duration(*ra.MinVictimRuntimeSeconds)*time.Second)
+	return nil
 }
 
 // enabled says whether plugins enable name at any extension point.

@@ -1,6 +1,8 @@
 package kubectlcaldera
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +96,51 @@ spec:
 			}
 			if strings.Join(job.ignored, ",") != tc.ignored {
 				t.Errorf("ignored %v, want %s", job.ignored, tc.ignored)
+			}
+		})
+	}
+}
+
+// what-if reads the scheduler's configuration as the scheduler does:
+// profiles that disagree on CalderaReclaim's eviction kinds are refused
+// (one admission pass counts eviction room for every profile), while a
+// different minVictimRuntimeSeconds is each profile's own.
+func TestLoadSettingsReclaim(t *testing.T) {
+	profile := func(name, reclaimArgs string) string {
+		return `- schedulerName: ` + name + `
+  plugins:
+    multiPoint:
+      enabled: [{name: CalderaEnqueue}, {name: CalderaReclaim}]
+  pluginConfig:
+  - name: CalderaReclaim
+    args: {` + reclaimArgs + `}
+`
+	}
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+	for _, tc := range []struct {
+		name, cfg, err string
+		minRuntime     time.Duration
+	}{
+		{name: "same kinds", cfg: profile("a", "enableReclaim: true, minVictimRuntimeSeconds: 10") + profile("b", "enableReclaim: true, minVictimRuntimeSeconds: 30"),
+			minRuntime: 30 * time.Second},
+		{name: "kinds differ", cfg: profile("a", "enableReclaim: true") + profile("b", "enableReclaim: false"),
+			err: "profile b: CalderaReclaim's enableReclaim and enablePreemption differ"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(file, []byte(head+tc.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := loadSettings(file)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("loadSettings: %v, want an error containing %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatalf("loadSettings: %v", err)
+			case !s.reclaim || s.minRuntime != tc.minRuntime || len(s.profiles) != 2:
+				t.Errorf("settings %+v, want reclaim on, minRuntime %v, two profiles", s, tc.minRuntime)
 			}
 		})
 	}
