@@ -227,10 +227,17 @@ func (w *fakeWaitingPod) calls() (allowed, rejected []string) {
 // newTestCache builds a Cache the way newCache does, minus the informers and
 // clients: events are delivered by calling the handlers directly.
 func newTestCache(tb testing.TB) (*Cache, *fakeHandle) {
+	c, h := newUnlistedCache(tb)
+	c.membersSynced.fire() // as if the scheduler's pod informer had listed
+	return c, h
+}
+
+// newUnlistedCache is newTestCache before the scheduler's pod informer has
+// listed the gang members, as a restart finds it.
+func newUnlistedCache(tb testing.TB) (*Cache, *fakeHandle) {
 	h := newFakeHandle()
 	c := newEmpty(context.Background(), h)
 	c.queueSeen.Store(true) // as if the scheduling queue were running
-	c.membersSynced.fire()  // and the scheduler's pod informer had listed
 	tb.Cleanup(func() {
 		// Backoff timers use the wall clock; the tests never wait for them.
 		c.mu.Lock()

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -17,17 +16,7 @@ import (
 // scheduler's pod informer has not yet listed the gang members
 // (MembersListed not called).
 func newListingCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue) *Cache {
-	c := newEmpty(context.Background(), newFakeHandle())
-	c.queueSeen.Store(true)
-	tb.Cleanup(func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, g := range c.groups {
-			if g.backoffTimer != nil {
-				g.backoffTimer.Stop()
-			}
-		}
-	})
+	c, _ := newUnlistedCache(tb)
 	enableAdmission(c, opts, qfake.NewSimpleClientset())
 	for _, q := range queues {
 		c.onQueue(q, false)
