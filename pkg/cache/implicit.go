@@ -41,16 +41,16 @@ func implicitMember(pod *v1.Pod) bool {
 func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) (ownerChanged bool) {
 	ownerChanged, p := c.implicit.Add(g.key.named(), pod, g.obj != nil)
 	if p.Reason != "" {
-		c.noticeLocked(pod, p)
+		c.notices.note(pod, p)
 	}
 	return ownerChanged
 }
 
-// implicitLeftoverLocked reports whether pod, terminating, is left over
-// from a deleted controller object of the name whose gang by annotation
-// the group key is (annotation.Book.Leftover). O(1).
-func (c *Cache) implicitLeftoverLocked(key GroupKey, pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil && implicitMember(pod) && c.implicit.Leftover(key.named(), pod)
+// implicitLeftover reports whether pod, terminating, is left over from a
+// deleted controller object of the name whose gang by annotation the
+// group key is, as book records it (annotation.Book.Leftover). O(1).
+func implicitLeftover(book *annotation.Book, key GroupKey, pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil && implicitMember(pod) && book.Leftover(key.named(), pod)
 }
 
 // dropImplicitLeftoversLocked takes out of g the terminating members of
@@ -58,37 +58,22 @@ func (c *Cache) implicitLeftoverLocked(key GroupKey, pod *v1.Pod) bool {
 // once per change of controller.
 func (c *Cache) dropImplicitLeftoversLocked(g *group) {
 	for uid, m := range g.members {
-		if m.implicit && m.pod != nil && c.implicitLeftoverLocked(g.key, m.pod) {
+		if m.implicit && m.pod != nil && implicitLeftover(&c.implicit, g.key, m.pod) {
 			c.removeMemberLocked(g.key, uid)
 		}
 	}
 }
 
-// noticeLocked queues a Warning Event about pod, unless it was told
-// already. Finished pods are not told: they have run.
+// noticeLocked queues a Warning Event about pod (podNotices.note). The
+// caller holds the cache's lock.
 func (c *Cache) noticeLocked(pod *v1.Pod, p annotation.Problem) {
-	b := &c.notices
-	if phaseOf(pod).Terminal() {
-		return
-	}
-	if _, told := b.noticed[pod.UID]; told {
-		return
-	}
-	if b.noticed == nil {
-		b.noticed = map[types.UID]struct{}{}
-		b.queued = map[types.UID]status.PodNotice{}
-	}
-	b.noticed[pod.UID] = struct{}{}
-	b.queued[pod.UID] = status.PodNotice{Pod: pod, Reason: p.Reason, Message: p.Message}
+	c.notices.note(pod, p)
 }
 
-// forgetNoticeLocked forgets what was told to a deleted pod.
+// forgetNoticeLocked forgets what was told to a deleted pod. The caller
+// holds the cache's lock.
 func (c *Cache) forgetNoticeLocked(uid types.UID) {
-	if c.notices.noticed == nil {
-		return
-	}
-	delete(c.notices.noticed, uid)
-	delete(c.notices.queued, uid)
+	c.notices.forget(uid)
 }
 
 // PodGroupsToCreate implements status.Source: the gangs asked for by
@@ -103,13 +88,45 @@ func (c *Cache) PodGroupsToCreate() []annotation.ToCreate {
 func (c *Cache) PodNotices() []status.PodNotice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.notices.queued) == 0 {
+	return c.notices.take()
+}
+
+// note queues a Warning Event about pod, unless it was told already.
+// Finished pods are not told: they have run. O(1).
+func (b *podNotices) note(pod *v1.Pod, p annotation.Problem) {
+	if phaseOf(pod).Terminal() {
+		return
+	}
+	if _, told := b.noticed[pod.UID]; told {
+		return
+	}
+	if b.noticed == nil {
+		b.noticed = map[types.UID]struct{}{}
+		b.queued = map[types.UID]status.PodNotice{}
+	}
+	b.noticed[pod.UID] = struct{}{}
+	b.queued[pod.UID] = status.PodNotice{Pod: pod, Reason: p.Reason, Message: p.Message}
+}
+
+// forget drops what was told to pod uid, and what is still to tell it.
+func (b *podNotices) forget(uid types.UID) {
+	if b.noticed == nil {
+		return
+	}
+	delete(b.noticed, uid)
+	delete(b.queued, uid)
+}
+
+// take returns the Events queued since the last call and forgets them;
+// the pods stay told. O(Events).
+func (b *podNotices) take() []status.PodNotice {
+	if len(b.queued) == 0 {
 		return nil
 	}
-	out := make([]status.PodNotice, 0, len(c.notices.queued))
-	for uid, n := range c.notices.queued {
+	out := make([]status.PodNotice, 0, len(b.queued))
+	for uid, n := range b.queued {
 		out = append(out, n)
-		delete(c.notices.queued, uid)
+		delete(b.queued, uid)
 	}
 	return out
 }

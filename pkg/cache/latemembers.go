@@ -55,9 +55,9 @@ func leftover(g *group, pod *v1.Pod) bool {
 }
 
 // leftoverLocked is leftover for the group of key, or, for a gang by
-// annotation, implicitLeftoverLocked.
+// annotation, implicitLeftover.
 func (c *Cache) leftoverLocked(key GroupKey, pod *v1.Pod) bool {
-	return leftover(c.groups[key], pod) || c.implicitLeftoverLocked(key, pod)
+	return leftover(c.groups[key], pod) || implicitLeftover(&c.implicit, key, pod)
 }
 
 // dropLeftoversLocked takes the leftover pods out of g, whose PodGroup just

@@ -66,19 +66,26 @@ func (b *protectBook) take(limit int) []*v1.Pod {
 	return out
 }
 
-// noteProtectLocked notes pod, a member of g as m records it, for the
-// writer when it is owed protection (disruption.Owed), and forgets it
-// otherwise. O(1).
-func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
+// owes notes pod, a member of g as m records it, when it is owed
+// protection (disruption.Owed), and forgets it otherwise; synced says
+// whether the initial list is in (fresh members are handed out first).
+// O(1).
+func (b *protectBook) owes(g *group, m *member, pod *v1.Pod, synced *onceSignal) {
 	owed := disruption.Owed(disruption.Member{
 		Bound: m.state.Assigned, Finished: m.state.Phase.Terminal(),
 		MinMember: g.spec.MinMember, Annotations: pod.Annotations,
 	})
 	if !owed {
-		c.protect.forget(pod.UID)
+		b.forget(pod.UID)
 		return
 	}
-	c.protect.note(pod, c.membersSynced.fired())
+	b.note(pod, synced.fired())
+}
+
+// noteProtectLocked notes pod, a member of g, for the writer when it is
+// owed protection (protectBook.owes). The caller holds the cache's lock.
+func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
+	c.protect.owes(g, m, pod, c.membersSynced)
 }
 
 // PodsToProtect implements status.Source: at most limit of the bound gang
