@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 )
 
@@ -80,20 +81,139 @@ type startedEntry struct {
 	entry *evictionEntry
 }
 
-// StartEvictions records the evictions of one plan, all or none: when
-// another preemptor's eviction of one of the victims is still in flight,
-// nothing is recorded and it returns false, so two plans never evict the
-// same pod. A victim the cache no longer accounts has left already and is
-// recorded as gone. O(victims) plus the stale entries it forgets.
-func (c *Cache) StartEvictions(evs []Eviction, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.startEvictionsLocked(evs, now)
+// Evictions is the eviction book as the plugins use it: every method takes
+// the cache's lock, so profiles running in parallel see one book. Take it
+// with Cache.Evictions; the zero value is not usable.
+type Evictions struct {
+	c *Cache
 }
 
-// startEvictionsLocked is StartEvictions under the cache's lock.
-func (c *Cache) startEvictionsLocked(evs []Eviction, now time.Time) bool {
-	b := &c.evictions
+// Evictions returns the book of the evictions in flight, shared by every
+// profile (reclaim and preemption plans, and overruns).
+func (c *Cache) Evictions() Evictions { return Evictions{c: c} }
+
+// Start records the evictions of one plan, all or none: when another
+// preemptor's eviction of one of the victims is still in flight, nothing
+// is recorded and it returns false, so two plans never evict the same pod.
+// A victim the cache no longer accounts has left already and is recorded
+// as gone. O(victims) plus the stale entries it forgets.
+func (e Evictions) Start(evs []Eviction, now time.Time) bool {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	return e.c.evictions.start(evs, now, accountedPods(e.c.adm))
+}
+
+// InFlight returns which of pods some plan, of any profile, is evicting.
+// O(pods).
+func (e Evictions) InFlight(pods []*v1.Pod) map[types.UID]bool {
+	e.c.mu.RLock()
+	defer e.c.mu.RUnlock()
+	return e.c.evictions.inFlight(pods)
+}
+
+// Abandon forgets preemptor's evictions of victims when its plan is not
+// carried out; another preemptor's entries stay. O(victims).
+func (e Evictions) Abandon(preemptor types.UID, victims []types.UID) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	e.c.evictions.abandon(preemptor, victims)
+}
+
+// Finish records the outcome of preemptor's eviction call for victim and
+// returns the eviction, for its Events, with the PodGroup victim belongs
+// to (nil for none that exists), for the Event on it; ok is false when the
+// book holds no such eviction. A failed eviction is forgotten at once, so
+// the pod may be chosen again; a made one stays until the pod leaves. O(1).
+func (e Evictions) Finish(preemptor types.UID, victim *v1.Pod, err error) (ev Eviction, victimGroup *groupspec.Source, ok bool) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	if ev, ok = e.c.evictions.finish(preemptor, victim.UID, err); !ok {
+		return ev, nil, false
+	}
+	return ev, groupSourceOf(e.c.groups, victim), true
+}
+
+// HoldForGang records the nodes the plan of pod's gang (group) freed for
+// its members (pod -> node), so that a member tried while the victims
+// still leave is nominated to its node instead of planning again; nothing
+// is recorded when the gang has no evictions in flight. It returns the
+// members among nodes' keys as the cache last saw them, for nominating
+// them now. O(members).
+func (e Evictions) HoldForGang(pod *v1.Pod, group string, nodes map[types.UID]string) map[types.UID]*v1.Pod {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	e.c.evictions.hold(group, nodes)
+	key, ok := GroupKeyOf(pod)
+	g := e.c.groups[key]
+	if !ok || g == nil {
+		return nil
+	}
+	out := make(map[types.UID]*v1.Pod, len(nodes))
+	for uid := range nodes {
+		if m := g.members[uid]; m != nil && m.pod != nil {
+			out[uid] = m.pod
+		}
+	}
+	return out
+}
+
+// GangPlan says whether pod's gang (or pod, outside any gang) has a plan
+// whose evictions are still in flight, and the node that plan freed for
+// pod ("" when it counted pod among none of its members). A preemptor
+// outside any gang is not planned for again either: a plan that freed room
+// under its queue's capability may have evicted on other nodes than the
+// one it is nominated to, where upstream's check for terminating victims
+// does not look. O(1).
+func (e Evictions) GangPlan(pod *v1.Pod) (node string, inFlight bool) {
+	var pk string
+	if key, ok := GroupKeyOf(pod); ok {
+		pk = gangUnitKey(key).String()
+	} else {
+		pk = planKeyOf("", pod.UID)
+	}
+	e.c.mu.RLock()
+	defer e.c.mu.RUnlock()
+	return e.c.evictions.plan(pk, pod.UID)
+}
+
+// accountedPods is what the book asks of the admission side: the pods it
+// accounts, nil (none) while admission is off.
+func accountedPods(a *admissionState) map[types.UID]*podAcct {
+	if a == nil {
+		return nil
+	}
+	return a.pods
+}
+
+// groupSourceOf names the PodGroup pod belongs to, of whatever dialect, or
+// nil when it belongs to none that exists. O(1).
+func groupSourceOf(groups map[GroupKey]*group, pod *v1.Pod) *groupspec.Source {
+	key, ok := GroupKeyOf(pod)
+	if !ok {
+		return nil
+	}
+	if g := groups[key]; g != nil && g.obj != nil {
+		src := g.obj.Source
+		return &src
+	}
+	return nil
+}
+
+// evictionLeftLocked is called when a pod leaves (deleted, or finished):
+// its eviction, if any, is over. The caller holds the cache's lock.
+func (c *Cache) evictionLeftLocked(uid types.UID, now time.Time) {
+	c.evictions.podLeft(uid, now)
+}
+
+// gangPlanLocked: the gang has evictions in flight. The caller holds the
+// cache's lock.
+func (c *Cache) gangPlanLocked(key GroupKey) bool {
+	return c.evictions.gangs[gangUnitKey(key).String()] != nil
+}
+
+// start records evs, all or none (Evictions.Start); a victim pods does not
+// account has left already. O(victims) plus the stale entries it forgets.
+func (b *evictionBook) start(evs []Eviction, now time.Time, pods map[types.UID]*podAcct) bool {
 	b.sweepLocked(now)
 	for _, e := range evs {
 		if old := b.entries[e.Victim]; old != nil && old.Preemptor != e.Preemptor {
@@ -118,65 +238,72 @@ func (c *Cache) startEvictionsLocked(evs []Eviction, now time.Time) bool {
 		}
 		gp.victims++
 		b.started = append(b.started, startedEntry{at: now, entry: entry})
-		if c.adm == nil || c.adm.pods[e.Victim] == nil {
+		if pods[e.Victim] == nil {
 			b.leftLocked(e.Victim, now)
 		}
 	}
 	return true
 }
 
-// EvictionsInFlight returns which of pods some plan, of any profile, is
-// evicting. O(pods).
-func (c *Cache) EvictionsInFlight(pods []*v1.Pod) map[types.UID]bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+// inFlight returns which of pods the book holds. O(pods).
+func (b *evictionBook) inFlight(pods []*v1.Pod) map[types.UID]bool {
 	out := map[types.UID]bool{}
-	if len(c.evictions.entries) == 0 {
+	if len(b.entries) == 0 {
 		return out
 	}
 	for _, p := range pods {
-		if c.evictions.entries[p.UID] != nil {
+		if b.entries[p.UID] != nil {
 			out[p.UID] = true
 		}
 	}
 	return out
 }
 
-// AbandonEvictions forgets preemptor's evictions of victims when its plan
-// is not carried out; another preemptor's entries stay. O(victims).
-func (c *Cache) AbandonEvictions(preemptor types.UID, victims []types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// abandon forgets preemptor's entries for victims. O(victims).
+func (b *evictionBook) abandon(preemptor types.UID, victims []types.UID) {
 	for _, uid := range victims {
-		if e := c.evictions.entries[uid]; e != nil && e.Preemptor == preemptor {
-			c.evictions.dropLocked(uid)
+		if e := b.entries[uid]; e != nil && e.Preemptor == preemptor {
+			b.dropLocked(uid)
 		}
 	}
 }
 
-// FinishEviction records the outcome of preemptor's eviction call for
-// victim and returns the eviction, for its Events; ok is false when the
-// book holds no such eviction. A failed eviction is forgotten at once, so
-// the pod may be chosen again; a made one stays until the pod leaves. O(1).
-func (c *Cache) FinishEviction(preemptor, victim types.UID, err error) (Eviction, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.evictions.entries[victim]
+// finish records the outcome of preemptor's eviction call for victim
+// (Evictions.Finish). O(1).
+func (b *evictionBook) finish(preemptor, victim types.UID, err error) (Eviction, bool) {
+	e := b.entries[victim]
 	if e == nil || e.Preemptor != preemptor {
 		return Eviction{}, false
 	}
 	if err != nil || e.gone {
-		c.evictions.dropLocked(victim)
+		b.dropLocked(victim)
 	} else {
 		e.done = true
 	}
 	return e.Eviction, true
 }
 
-// evictionLeftLocked is called when a pod leaves (deleted, or finished):
-// its eviction, if any, is over. O(1) plus the stale entries it forgets.
-func (c *Cache) evictionLeftLocked(uid types.UID, now time.Time) {
-	b := &c.evictions
+// hold records the nodes group's plan freed for its members, when it has
+// one in flight. O(1).
+func (b *evictionBook) hold(group string, nodes map[types.UID]string) {
+	if gp := b.gangs[group]; gp != nil {
+		gp.nodes = nodes
+	}
+}
+
+// plan is the plan in flight for the preemptor of plan key pk, and the
+// node it freed for member uid. O(1).
+func (b *evictionBook) plan(pk string, uid types.UID) (node string, inFlight bool) {
+	gp := b.gangs[pk]
+	if gp == nil {
+		return "", false
+	}
+	return gp.nodes[uid], true
+}
+
+// podLeft: pod uid left (deleted, or finished), so its eviction, if any,
+// is over. O(1) plus the stale entries it forgets.
+func (b *evictionBook) podLeft(uid types.UID, now time.Time) {
 	if len(b.entries) == 0 {
 		return
 	}
@@ -240,44 +367,4 @@ func (b *evictionBook) victimDoneLocked(e *evictionEntry) {
 			delete(b.gangs, key)
 		}
 	}
-}
-
-// HoldForGang records the nodes a gang's plan freed for its members (pod
-// -> node), so that a member tried while the victims still leave is
-// nominated to its node instead of planning again. It does nothing when
-// the gang has no evictions in flight. O(members).
-func (c *Cache) HoldForGang(group string, nodes map[types.UID]string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gp := c.evictions.gangs[group]; gp != nil {
-		gp.nodes = nodes
-	}
-}
-
-// GangPlanInFlight says whether pod's gang (or pod, outside any gang) has a
-// plan whose evictions are still in flight, and the node that plan freed
-// for pod ("" when it counted pod among none of its members). A preemptor
-// outside any gang is not planned for again either: a plan that freed room
-// under its queue's capability may have evicted on other nodes than the
-// one it is nominated to, where upstream's check for terminating victims
-// does not look. O(1).
-func (c *Cache) GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool) {
-	var pk string
-	if key, ok := GroupKeyOf(pod); ok {
-		pk = gangUnitKey(key).String()
-	} else {
-		pk = planKeyOf("", pod.UID)
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	gp := c.evictions.gangs[pk]
-	if gp == nil {
-		return "", false
-	}
-	return gp.nodes[pod.UID], true
-}
-
-// gangPlanLocked: the gang has evictions in flight.
-func (c *Cache) gangPlanLocked(key GroupKey) bool {
-	return c.evictions.gangs[gangUnitKey(key).String()] != nil
 }

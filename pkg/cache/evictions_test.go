@@ -22,7 +22,7 @@ func evictionsOf(preemptor types.UID, victims ...*v1.Pod) []Eviction {
 
 func wantInFlight(t *testing.T, c *Cache, pods []*v1.Pod, want ...*v1.Pod) {
 	t.Helper()
-	got := c.EvictionsInFlight(pods)
+	got := c.Evictions().InFlight(pods)
 	if len(got) != len(want) {
 		t.Errorf("in flight: %v, want %d pods", got, len(want))
 	}
@@ -38,32 +38,32 @@ func TestEvictionBookLifecycle(t *testing.T) {
 	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
 
-	if !c.StartEvictions(evictionsOf("pre-a", v1_, v2), now) {
-		t.Fatal("StartEvictions for pre-a refused on an empty book")
+	if !c.Evictions().Start(evictionsOf("pre-a", v1_, v2), now) {
+		t.Fatal("Start for pre-a refused on an empty book")
 	}
 	wantInFlight(t, c, all, v1_, v2)
 
 	// Another preemptor may not take v2 while pre-a evicts it, and gets
 	// none of its other victims either.
-	if c.StartEvictions(evictionsOf("pre-b", v3, v2), now) {
-		t.Error("StartEvictions for pre-b took v2, which pre-a is evicting")
+	if c.Evictions().Start(evictionsOf("pre-b", v3, v2), now) {
+		t.Error("Start for pre-b took v2, which pre-a is evicting")
 	}
 	wantInFlight(t, c, all, v1_, v2)
 	// Nor may it finish or abandon pre-a's evictions.
-	if _, ok := c.FinishEviction("pre-b", v1_.UID, nil); ok {
-		t.Error("FinishEviction by pre-b reported pre-a's eviction of v1")
+	if _, _, ok := c.Evictions().Finish("pre-b", v1_, nil); ok {
+		t.Error("Finish by pre-b reported pre-a's eviction of v1")
 	}
-	c.AbandonEvictions("pre-b", []types.UID{v1_.UID, v2.UID})
+	c.Evictions().Abandon("pre-b", []types.UID{v1_.UID, v2.UID})
 	wantInFlight(t, c, all, v1_, v2)
 
 	// A made eviction stays in flight until the pod leaves; a failed one
 	// is forgotten, so the pod may be chosen again.
-	e, ok := c.FinishEviction("pre-a", v1_.UID, nil)
+	e, _, ok := c.Evictions().Finish("pre-a", v1_, nil)
 	if !ok || e.PreemptorName != "ns/pre-a" || e.Mode != reclaim.Reclaim || e.Queue != "b" || e.VictimQueue != "a" {
-		t.Errorf("FinishEviction(pre-a, v1) = %+v, %v", e, ok)
+		t.Errorf("Finish(pre-a, v1) = %+v, %v", e, ok)
 	}
-	if _, ok := c.FinishEviction("pre-a", v2.UID, errors.New("conflict")); !ok {
-		t.Error("FinishEviction(pre-a, v2) with an error found no eviction")
+	if _, _, ok := c.Evictions().Finish("pre-a", v2, errors.New("conflict")); !ok {
+		t.Error("Finish(pre-a, v2) with an error found no eviction")
 	}
 	wantInFlight(t, c, all, v1_)
 	podEvent(c, next(v1_, phase(v1.PodRunning)))
@@ -75,10 +75,10 @@ func TestEvictionBookLifecycle(t *testing.T) {
 	}
 
 	// Abandoning a plan frees its victims for the next one.
-	if !c.StartEvictions(evictionsOf("pre-b", v2, v3), now) {
-		t.Fatal("StartEvictions for pre-b refused with v2 and v3 free")
+	if !c.Evictions().Start(evictionsOf("pre-b", v2, v3), now) {
+		t.Fatal("Start for pre-b refused with v2 and v3 free")
 	}
-	c.AbandonEvictions("pre-b", []types.UID{v2.UID, v3.UID})
+	c.Evictions().Abandon("pre-b", []types.UID{v2.UID, v3.UID})
 	wantInFlight(t, c, all)
 }
 
@@ -89,22 +89,22 @@ func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 	c, all := boundVictims(t)
 	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
-	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
-		t.Fatal("StartEvictions refused on an empty book")
+	if !c.Evictions().Start(evictionsOf("pre", v1_, v2), now) {
+		t.Fatal("Start refused on an empty book")
 	}
 	podDelete(c, v1_)
 	podEvent(c, next(v2, phase(v1.PodSucceeded)))
-	if e, ok := c.FinishEviction("pre", v1_.UID, nil); !ok || e.Victim != v1_.UID {
-		t.Errorf("FinishEviction(v1) after v1 left = %+v, %v; want its eviction", e, ok)
+	if e, _, ok := c.Evictions().Finish("pre", v1_, nil); !ok || e.Victim != v1_.UID {
+		t.Errorf("Finish(v1) after v1 left = %+v, %v; want its eviction", e, ok)
 	}
-	if _, ok := c.FinishEviction("pre", v1_.UID, nil); ok {
+	if _, _, ok := c.Evictions().Finish("pre", v1_, nil); ok {
 		t.Error("v1's eviction is still recorded after it was reported and the pod left")
 	}
 	// v2 is never reported; v3's plan, well after, forgets it.
-	if !c.StartEvictions(evictionsOf("pre-2", v3), now.Add(abandonAfter+time.Minute)) {
-		t.Fatal("StartEvictions for v3 refused")
+	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(abandonAfter+time.Minute)) {
+		t.Fatal("Start for v3 refused")
 	}
-	if _, ok := c.FinishEviction("pre", v2.UID, nil); ok {
+	if _, _, ok := c.Evictions().Finish("pre", v2, nil); ok {
 		t.Error("v2's eviction outlived abandonAfter after the pod left")
 	}
 	if len(c.evictions.started) != 1 {
@@ -120,25 +120,25 @@ func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
 	c, all := boundVictims(t)
 	v1_, v2, v3 := all[0], all[1], all[2]
 	now := time.Now()
-	if !c.StartEvictions(evictionsOf("pre", v1_, v2), now) {
-		t.Fatal("StartEvictions refused on an empty book")
+	if !c.Evictions().Start(evictionsOf("pre", v1_, v2), now) {
+		t.Fatal("Start refused on an empty book")
 	}
-	if _, ok := c.FinishEviction("pre", v1_.UID, nil); !ok {
-		t.Fatal("FinishEviction(v1) found no eviction")
+	if _, _, ok := c.Evictions().Finish("pre", v1_, nil); !ok {
+		t.Fatal("Finish(v1) found no eviction")
 	}
 	// Just before the bound both are still in flight.
-	if !c.StartEvictions(evictionsOf("pre-2", v3), now.Add(abandonAfter)) {
-		t.Fatal("StartEvictions for v3 refused")
+	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(abandonAfter)) {
+		t.Fatal("Start for v3 refused")
 	}
 	wantInFlight(t, c, all, v1_, v2, v3)
 	// After it, v2 (never reported) is free again; v1 (reported, still
 	// terminating) and v3 (recent) stay.
-	c.AbandonEvictions("pre-2", []types.UID{v3.UID})
-	if !c.StartEvictions(evictionsOf("pre-3", v3), now.Add(abandonAfter+time.Second)) {
-		t.Fatal("StartEvictions for v3 refused after pre-2 abandoned it")
+	c.Evictions().Abandon("pre-2", []types.UID{v3.UID})
+	if !c.Evictions().Start(evictionsOf("pre-3", v3), now.Add(abandonAfter+time.Second)) {
+		t.Fatal("Start for v3 refused after pre-2 abandoned it")
 	}
 	wantInFlight(t, c, all, v1_, v3)
-	if !c.StartEvictions(evictionsOf("pre-4", v2), now.Add(abandonAfter+time.Second)) {
+	if !c.Evictions().Start(evictionsOf("pre-4", v2), now.Add(abandonAfter+time.Second)) {
 		t.Error("v2, never reported, is still claimed after abandonAfter")
 	}
 }

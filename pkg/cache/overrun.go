@@ -121,21 +121,64 @@ type overrunCandidate struct {
 	end   int64 // by the annotation, Unix seconds
 }
 
+// overrunInput is what choosing overruns reads of the cache under its
+// lock: the admission side, the gangs, the node rooms and reservations,
+// the replica's leadership (nil: always leading), and the eviction book
+// the evictions chosen are recorded in.
+type overrunInput struct {
+	adm      *admissionState
+	groups   map[GroupKey]*group
+	feasible *feasibleState
+	lead     *status.Leadership
+	book     *evictionBook
+}
+
 // overrunsLocked chooses, at the start of a pass at now, the pods to evict
 // for the kept reservations that are due, and records them in the eviction
-// book; the status writer evicts them (OverrunEvictions). O(pods whose end changed) per pass that
+// book; the status writer evicts them (OverrunEvictions). The caller holds
+// the cache's lock.
+func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
+	in := overrunInput{adm: c.adm, groups: c.groups, feasible: &c.feasible, lead: c.lead, book: &c.evictions}
+	return c.evictions.overrun.choose(in, now)
+}
+
+// queueOverrunsLocked hands evs to the status writer (OverrunEvictions):
+// the cache makes no API call. The caller holds the cache's lock.
+func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
+	c.evictions.overrun.queue(evs)
+}
+
+// OverrunEvictions implements status.Source: the evictions passes chose
+// since the last call, in the order chosen.
+func (c *Cache) OverrunEvictions() []status.OverrunEviction {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evictions.overrun.take()
+}
+
+// FinishOverrun implements status.Source: a made eviction stays in the
+// eviction book until its pod leaves; a failed one leaves it, so a later
+// pass may choose the pod again.
+func (c *Cache) FinishOverrun(e status.OverrunEviction, err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evictions.finishOverrun(e.Pod.UID, err)
+}
+
+// choose is overrunsLocked: the evictions for the due reservations of
+// in.feasible, recorded in in.book. O(pods whose end changed) per pass that
 // keeps a reservation, plus O(pods with a limit on the nodes) per due
 // reservation.
-func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
-	a, f, o := c.adm, &c.feasible, &c.evictions.overrun
+func (o *overrunState) choose(in overrunInput, now time.Time) []overrunEviction {
+	a, f := in.adm, in.feasible
 	if !a.opts.EvictOverruns || len(f.timed) == 0 {
 		*o = overrunState{}
 		return nil
 	}
 	o.follow(&f.releases, a.ends)
 	o.noteStarts(f)
-	if c.lead != nil {
-		if _, leading := c.lead.Leading(time.Now()); !leading {
+	if in.lead != nil {
+		if _, leading := in.lead.Leading(time.Now()); !leading {
 			return nil
 		}
 	}
@@ -150,20 +193,19 @@ func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
 		if claimed == nil {
 			claimed = map[string]resources.List{}
 		}
-		out = append(out, c.overrunVictimsLocked(t, u, now, claimed)...)
+		out = append(out, o.victims(in, t, u, now, claimed)...)
 	}
 	return out
 }
 
-// overrunVictimsLocked chooses the evictions that give due reservation t,
-// of unit u, the room it needs on every one of its nodes beyond what the
-// reservations before it in this pass claimed there, records them and adds
-// its need to claimed; none when some node would still lack room.
-func (c *Cache) overrunVictimsLocked(t timed, u *unit, now time.Time, claimed map[string]resources.List) []overrunEviction {
-	o := &c.evictions.overrun
+// victims chooses the evictions that give due reservation t, of unit u,
+// the room it needs on every one of its nodes beyond what the reservations
+// before it in this pass claimed there, records them and adds its need to
+// claimed; none when some node would still lack room.
+func (o *overrunState) victims(in overrunInput, t timed, u *unit, now time.Time, claimed map[string]resources.List) []overrunEviction {
 	var chosen []overrunCandidate
 	for i, n := range t.nodes {
-		node := c.feasible.rooms.Node(n)
+		node := in.feasible.rooms.Node(n)
 		if node == nil || node.Obj == nil {
 			return nil
 		}
@@ -171,10 +213,10 @@ func (c *Cache) overrunVictimsLocked(t timed, u *unit, now time.Time, claimed ma
 		free := node.Alloc.Clone().Sub(node.Used)
 		var cands []overrunCandidate
 		for uid := range o.byNode[n] {
-			cand, leaving, ok := c.overdueLocked(uid, n, now.Unix())
+			cand, leaving, ok := in.overdue(uid, n, now.Unix())
 			switch {
 			case leaving:
-				free.Add(c.adm.ends[uid].req)
+				free.Add(in.adm.ends[uid].req)
 			case ok:
 				cands = append(cands, cand)
 			}
@@ -207,27 +249,27 @@ func (c *Cache) overrunVictimsLocked(t timed, u *unit, now time.Time, claimed ma
 		claimed[n] = claimed[n].Add(t.need[i])
 	}
 	slices.SortStableFunc(chosen, func(x, y overrunCandidate) int { return cmp.Compare(x.end, y.end) })
-	return c.startOverrunsLocked(t, u, chosen, now)
+	return o.start(in, t, u, chosen, now)
 }
 
-// overdueLocked says what the pod uid, indexed on node, is to a due
-// reservation at now: leaving (terminating, being evicted, or past a
-// deadline someone enforces), a candidate (a pod of Caldera's queues past
-// the limit its annotation declares), or neither (it holds its room).
-func (c *Cache) overdueLocked(uid types.UID, node string, now int64) (cand overrunCandidate, leaving, ok bool) {
-	a := c.adm
+// overdue says what the pod uid, indexed on node, is to a due reservation
+// at now: leaving (terminating, being evicted, or past a deadline someone
+// enforces), a candidate (a pod of Caldera's queues past the limit its
+// annotation declares), or neither (it holds its room).
+func (in overrunInput) overdue(uid types.UID, node string, now int64) (cand overrunCandidate, leaving, ok bool) {
+	a := in.adm
 	e, tracked := a.ends[uid]
 	if !tracked || e.node != node {
 		return cand, false, false
 	}
-	if c.evictions.entries[uid] != nil {
+	if in.book.entries[uid] != nil {
 		return cand, true, false
 	}
 	acct := a.pods[uid]
 	if acct == nil || !acct.bound || acct.queue == "" {
 		return cand, false, false // not Caldera's to judge: it holds its room
 	}
-	pod, g := c.podOfLocked(uid, acct)
+	pod, g := in.podOf(uid, acct)
 	switch {
 	case pod == nil:
 		return cand, false, false
@@ -247,21 +289,21 @@ func (c *Cache) overdueLocked(uid types.UID, node string, now int64) (cand overr
 	return overrunCandidate{pod: pod, acct: acct, group: g, lim: lim, end: end}, false, true
 }
 
-// podOfLocked is the pod uid accounted as acct, as the cache last saw it,
-// with its gang (nil for a singleton); nil when the cache keeps no copy (a
-// pod in no unit).
-func (c *Cache) podOfLocked(uid types.UID, acct *podAcct) (*v1.Pod, *group) {
+// podOf is the pod uid accounted as acct, as the cache last saw it, with
+// its gang (nil for a singleton); nil when the cache keeps no copy (a pod
+// in no unit).
+func (in overrunInput) podOf(uid types.UID, acct *podAcct) (*v1.Pod, *group) {
 	switch {
 	case acct.unit.IsZero():
 		return nil, nil
 	case acct.unit.Kind == queue.KindGroup:
-		g := c.groups[GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}]
+		g := in.groups[GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}]
 		if g == nil || g.members[uid] == nil {
 			return nil, nil
 		}
 		return g.members[uid].pod, g
 	}
-	if u := c.adm.units[acct.unit]; u != nil && u.pod != nil && u.pod.UID == uid {
+	if u := in.adm.units[acct.unit]; u != nil && u.pod != nil && u.pod.UID == uid {
 		return u.pod, nil
 	}
 	return nil, nil
@@ -277,13 +319,12 @@ func helps(short, req resources.List) bool {
 	return false
 }
 
-// startOverrunsLocked records the evictions of chosen for reservation t, of
-// unit u, in the eviction book and returns them.
-func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate, now time.Time) []overrunEviction {
+// start records the evictions of chosen for reservation t, of unit u, in
+// in.book and returns them.
+func (o *overrunState) start(in overrunInput, t timed, u *unit, chosen []overrunCandidate, now time.Time) []overrunEviction {
 	if len(chosen) == 0 {
 		return nil
 	}
-	o := &c.evictions.overrun
 	pre := types.UID("overrun:" + t.key.String())
 	from := t.start
 	if s, ok := o.since[t.key]; ok && s < from {
@@ -313,15 +354,13 @@ func (c *Cache) startOverrunsLocked(t timed, u *unit, chosen []overrunCandidate,
 	}
 	// The book's clock is the wall clock, as its other users' (the pass's
 	// now is the same outside tests). None of chosen is in the book
-	// (overdueLocked), so this records them all.
-	c.startEvictionsLocked(evs, time.Now())
+	// (overdue), so this records them all.
+	in.book.start(evs, time.Now(), in.adm.pods)
 	return out
 }
 
-// queueOverrunsLocked hands evs to the status writer (OverrunEvictions):
-// the cache makes no API call. O(len(evs)).
-func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
-	o := &c.evictions.overrun
+// queue hands evs to the status writer (take). O(len(evs)).
+func (o *overrunState) queue(evs []overrunEviction) {
 	for _, e := range evs {
 		se := status.OverrunEviction{Pod: e.pod, Queue: e.queue, Message: e.msg, Reserved: e.reserved, ReservedBy: e.reservedBy}
 		if e.victimGroup != nil {
@@ -335,29 +374,23 @@ func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
 	}
 }
 
-// OverrunEvictions implements status.Source: the evictions passes chose
-// since the last call, in the order chosen.
-func (c *Cache) OverrunEvictions() []status.OverrunEviction {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o := &c.evictions.overrun
+// take returns the evictions queued since the last call, in the order
+// chosen, and forgets them.
+func (o *overrunState) take() []status.OverrunEviction {
 	out := o.queued
 	o.queued = nil
 	return out
 }
 
-// FinishOverrun implements status.Source: a made eviction stays in the
-// eviction book until its pod leaves; a failed one leaves it, so a later
-// pass may choose the pod again.
-func (c *Cache) FinishOverrun(e status.OverrunEviction, err error) bool {
-	c.mu.Lock()
-	pre, ok := c.evictions.overrun.preemptor[e.Pod.UID]
-	delete(c.evictions.overrun.preemptor, e.Pod.UID)
-	c.mu.Unlock()
+// finishOverrun records the outcome of the status writer's eviction of
+// pod uid (Cache.FinishOverrun); false when no pass chose it.
+func (b *evictionBook) finishOverrun(uid types.UID, err error) bool {
+	pre, ok := b.overrun.preemptor[uid]
+	delete(b.overrun.preemptor, uid)
 	if !ok {
 		return false
 	}
-	_, ok = c.FinishEviction(pre, e.Pod.UID, err)
+	_, ok = b.finish(pre, uid, err)
 	return ok
 }
 

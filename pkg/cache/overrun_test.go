@@ -307,7 +307,7 @@ func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 	if n := len(deleteActions(cs)); n != 1 {
 		t.Fatalf("%d delete calls, want 1", n)
 	}
-	if got := c.EvictionsInFlight([]*v1.Pod{short}); got[short.UID] {
+	if got := c.Evictions().InFlight([]*v1.Pod{short}); got[short.UID] {
 		t.Error("a failed eviction is still in flight")
 	}
 	fail = false
@@ -315,7 +315,7 @@ func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 	if got := deletedPods(cs); !slices.Equal(got, []string{"ns/short"}) {
 		t.Errorf("after a failed eviction the next pass evicted %v, want [ns/short]", got)
 	}
-	if got := c.EvictionsInFlight([]*v1.Pod{short}); !got[short.UID] {
+	if got := c.Evictions().InFlight([]*v1.Pod{short}); !got[short.UID] {
 		t.Error("a made eviction is not in flight until the pod leaves")
 	}
 	// The passes since t0+100 moved the reservation's start to now+1

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -34,7 +33,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
 	}
 	b := reclaimInput{a: a, in: reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}, groupIDs: groupIDMemo{}}
-	pre, ok, why := c.preemptorLocked(pod)
+	pre, ok, why := a.preemptorLocked(c.groups, pod)
 	if !ok {
 		return b.in, false, why
 	}
@@ -154,9 +153,8 @@ func (a *admissionState) preemptorUnitLocked(pod *v1.Pod) *unit {
 	return a.units[podUnitKey(pod)]
 }
 
-// preemptorLocked describes pod's group as a preemptor.
-func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
-	a := c.adm
+// preemptorLocked describes pod's group, one of groups, as a preemptor.
+func (a *admissionState) preemptorLocked(groups map[GroupKey]*group, pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 	first := convert.PodRequest(pod)
 	key, labelled := GroupKeyOf(pod)
 	if !labelled {
@@ -167,7 +165,7 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 			}
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
-			q, _ := c.adm.resolveQueueLocked("", pod, pod.Namespace)
+			q, _ := a.resolveQueueLocked("", pod, pod.Namespace)
 			return reclaim.Preemptor{Queue: q, Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.admitted {
@@ -176,7 +174,7 @@ func (c *Cache) preemptorLocked(pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 		return reclaim.Preemptor{Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}, true, ""
 	}
 	uk := gangUnitKey(key)
-	u, g := a.units[uk], c.groups[key]
+	u, g := a.units[uk], groups[key]
 	if u == nil || g == nil {
 		return reclaim.Preemptor{}, false, "the pod's PodGroup is not known yet"
 	}
@@ -219,39 +217,6 @@ func startedAt(p *v1.Pod) time.Time {
 		}
 	}
 	return p.CreationTimestamp.Time
-}
-
-// GroupSourceOf names the PodGroup pod belongs to, of whatever dialect, or
-// nil when it belongs to none that exists.
-func (c *Cache) GroupSourceOf(pod *v1.Pod) *groupspec.Source {
-	key, ok := GroupKeyOf(pod)
-	if !ok {
-		return nil
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if g := c.groups[key]; g != nil && g.obj != nil {
-		src := g.obj.Source
-		return &src
-	}
-	return nil
-}
-
-// GangMemberPod returns the member uid of pod's gang as the cache last saw
-// it, or nil. O(1).
-func (c *Cache) GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod {
-	key, ok := GroupKeyOf(pod)
-	if !ok {
-		return nil
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if g := c.groups[key]; g != nil {
-		if m := g.members[uid]; m != nil {
-			return m.pod
-		}
-	}
-	return nil
 }
 
 // groupIDMemo renders unit keys as reclaim's group ids (strings: pkg/reclaim

@@ -26,6 +26,7 @@ const Name = "CalderaGang"
 type Gang struct {
 	handle        fwk.Handle
 	cache         groups
+	plans         gangPlans
 	backoff       policy.Backoff
 	permitTimeout time.Duration
 }
@@ -38,9 +39,6 @@ type groups interface {
 	// PreFilter: the pod's unit is neither backing off, nor larger than the
 	// cluster, nor past its queue's capability.
 	PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code cache.PreFilterCode, msg string)
-	// GangPlanInFlight: a reclaim or preemption plan is evicting for the
-	// pod's gang (or the pod), and the node it freed for the pod.
-	GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool)
 	// ReleaseSingleton returns a pod outside any gang, admitted on room
 	// that only evictions free, to its queue's pending units.
 	ReleaseSingleton(pod *v1.Pod, at time.Time) bool
@@ -54,7 +52,18 @@ type groups interface {
 	Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTimeout time.Duration, pluginName string) cache.PermitResult
 }
 
-var _ groups = (*cache.Cache)(nil)
+// gangPlans is what the plugin asks of the evictions in flight
+// (cache.Evictions); the plugin's tests give it a fake.
+type gangPlans interface {
+	// GangPlan: a reclaim or preemption plan is evicting for the pod's
+	// gang (or the pod), and the node it freed for the pod.
+	GangPlan(pod *v1.Pod) (node string, inFlight bool)
+}
+
+var (
+	_ groups    = (*cache.Cache)(nil)
+	_ gangPlans = cache.Evictions{}
+)
 
 var (
 	_ fwk.PreEnqueuePlugin  = &Gang{}
@@ -89,6 +98,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	return &Gang{
 		handle:        h,
 		cache:         c,
+		plans:         c.Evictions(),
 		backoff:       policy.Backoff{Base: seconds(a.PodGroupBackoffSeconds), Max: seconds(a.PodGroupMaxBackoffSeconds)},
 		permitTimeout: seconds(a.PermitWaitingTimeSeconds),
 	}, nil
@@ -198,14 +208,14 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		// Admitted over capability, or on room only evictions free, and
 		// CalderaReclaim made no plan: the pod goes back to its queue's
 		// pending units, like a released gang.
-		if _, inFlight := g.cache.GangPlanInFlight(pod); !inFlight && g.cache.ReleaseSingleton(pod, time.Now()) {
+		if _, inFlight := g.plans.GangPlan(pod); !inFlight && g.cache.ReleaseSingleton(pod, time.Now()) {
 			klog.FromContext(ctx).V(3).Info("Pod released to its queue: no plan frees the room it was admitted on", "pod", klog.KObj(pod), "capability", d.msg)
 			return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "released to its queue: no plan frees the room it was admitted on")
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if deficit {
-		if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+		if _, inFlight := g.plans.GangPlan(pod); inFlight {
 			return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for the victims of the gang's plan to leave its queue's capability")
 		}
 		// No plan frees the room its admission counted on: the gang holds
@@ -220,7 +230,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		// an earlier cycle's plan left it: that would hold the node
 		// against every pod of lower priority for as long as its queue
 		// has no room for it. A plan still evicting for it keeps it.
-		if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+		if _, inFlight := g.plans.GangPlan(pod); inFlight {
 			return nil, fwk.NewStatus(fwk.Unschedulable)
 		}
 		return clearNomination(), fwk.NewStatus(fwk.Unschedulable)
@@ -234,7 +244,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		g.cache.RejectWaiting(pod, ours)
 		return clearNomination(), fwk.NewStatus(fwk.Unschedulable)
 	}
-	if _, inFlight := g.cache.GangPlanInFlight(pod); inFlight {
+	if _, inFlight := g.plans.GangPlan(pod); inFlight {
 		// CalderaReclaim (before this plugin) is evicting for the gang:
 		// the member only waits for the victims to leave. Releasing would
 		// reject the siblings holding nodes in Permit, whose room the plan

@@ -19,7 +19,8 @@ func BenchmarkPreEnqueue(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{1_000, 100_000} {
 		pgs, pods := cachetest.Gangs("ns", n/10, 10)
-		g := &Gang{cache: cachetest.NewForTest(b, pgs, pods)}
+		c := cachetest.NewForTest(b, pgs, pods)
+		g := &Gang{cache: c, plans: c.Evictions()}
 		unknown := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", Labels: map[string]string{cache.PodGroupLabel: "unknown"}}}
 		solo := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}}
 		for _, tc := range []struct {

@@ -45,7 +45,7 @@ func (f *fakeGroups) PreFilter(*v1.Pod, time.Time) (bool, cache.PreFilterCode, s
 	return f.pfMember, f.pfCode, f.pfMsg
 }
 
-func (f *fakeGroups) GangPlanInFlight(*v1.Pod) (string, bool) { return f.node, f.inFlight }
+func (f *fakeGroups) GangPlan(*v1.Pod) (string, bool) { return f.node, f.inFlight }
 
 func (f *fakeGroups) ReleaseSingleton(*v1.Pod, time.Time) bool {
 	f.calls = append(f.calls, "ReleaseSingleton")
@@ -95,6 +95,7 @@ func plugin(f *fakeGroups, nodes ...string) *Gang {
 	return &Gang{
 		handle:        snapshotHandle{snapshot: internalcache.NewSnapshot(nil, ns)},
 		cache:         f,
+		plans:         f,
 		backoff:       policy.Backoff{Base: time.Second, Max: time.Minute},
 		permitTimeout: 30 * time.Second,
 	}

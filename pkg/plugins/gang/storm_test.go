@@ -28,7 +28,7 @@ func TestSchedulingCycleStorm(t *testing.T) {
 	)
 	pgs, pods := cachetest.Gangs("storm", gangs, size)
 	c := cachetest.NewForTest(t, pgs, pods)
-	g := &Gang{cache: c, backoff: policy.Backoff{}, permitTimeout: time.Minute}
+	g := &Gang{cache: c, plans: c.Evictions(), backoff: policy.Backoff{}, permitTimeout: time.Minute}
 	ctx := context.Background()
 
 	done := make(chan struct{})

@@ -19,14 +19,14 @@ func (pl *Reclaim) abandon(pod *v1.Pod, p *plan) {
 	for i, v := range p.victims {
 		uids[i] = v.UID
 	}
-	pl.cache.AbandonEvictions(pod.UID, uids)
+	pl.evictions.Abandon(pod.UID, uids)
 }
 
 // evicted records the outcome of one eviction for preemptor: metrics and
 // the Events that name the preemptor's queue, on the victim and on its
 // PodGroup.
 func (pl *Reclaim) evicted(ctx context.Context, preemptor types.UID, victim *v1.Pod, err error) {
-	e, ok := pl.cache.FinishEviction(preemptor, victim.UID, err)
+	e, src, ok := pl.evictions.Finish(preemptor, victim, err)
 	if !ok || err != nil {
 		return
 	}
@@ -38,7 +38,7 @@ func (pl *Reclaim) evicted(ctx context.Context, preemptor types.UID, victim *v1.
 	}
 	rec := pl.handle.EventRecorder().WithLogger(klog.FromContext(ctx))
 	rec.Eventf(victim, nil, v1.EventTypeWarning, reason, "Evicting", "%s", msg)
-	if src := pl.cache.GroupSourceOf(victim); src != nil {
+	if src != nil {
 		rec.Eventf(status.GroupRef(*src), nil, v1.EventTypeWarning, reason, "Evicting", "%s/%s: %s", victim.Namespace, victim.Name, msg)
 	}
 }

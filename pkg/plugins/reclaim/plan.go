@@ -36,7 +36,7 @@ func (pl *Reclaim) plan(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		eligible[n.Node().Name] = true
 	}
 	running := runningPods(nodes)
-	leaving := pl.cache.EvictionsInFlight(running)
+	leaving := pl.evictions.InFlight(running)
 	in, ok, why := pl.cache.ReclaimInput(pod, running, func(p *v1.Pod) bool { return leaving[p.UID] })
 	if !ok {
 		return nil, why
@@ -196,5 +196,5 @@ func (pl *Reclaim) start(pod *v1.Pod, in policy.Input, decided policy.Plan, runn
 		evs = append(evs, cache.Eviction{Victim: victim.UID, Preemptor: pod.UID, PreemptorName: pod.Namespace + "/" + pod.Name,
 			Group: in.Preemptor.Group, Mode: decided.Mode, Queue: in.Preemptor.Queue, VictimQueue: vp.Queue})
 	}
-	return p, pl.cache.StartEvictions(evs, in.Options.Now)
+	return p, pl.evictions.Start(evs, in.Options.Now)
 }

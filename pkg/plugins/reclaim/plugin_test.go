@@ -36,7 +36,7 @@ type fakeCache struct {
 	inOK     bool
 	inWhy    string
 	inFlight bool
-	node     string // the node GangPlanInFlight hands the pod
+	node     string // the node GangPlan hands the pod
 	leaving  map[types.UID]bool
 	started  [][]cache.Eviction
 }
@@ -44,19 +44,19 @@ type fakeCache struct {
 func (f *fakeCache) ReclaimInput(*v1.Pod, []*v1.Pod, func(*v1.Pod) bool) (policy.Input, bool, string) {
 	return f.in, f.inOK, f.inWhy
 }
-func (f *fakeCache) EvictionsInFlight([]*v1.Pod) map[types.UID]bool { return f.leaving }
-func (f *fakeCache) GangPlanInFlight(*v1.Pod) (string, bool)        { return f.node, f.inFlight }
-func (f *fakeCache) StartEvictions(evs []cache.Eviction, _ time.Time) bool {
+func (f *fakeCache) InFlight([]*v1.Pod) map[types.UID]bool { return f.leaving }
+func (f *fakeCache) GangPlan(*v1.Pod) (string, bool)       { return f.node, f.inFlight }
+func (f *fakeCache) Start(evs []cache.Eviction, _ time.Time) bool {
 	f.started = append(f.started, evs)
 	return true
 }
-func (f *fakeCache) AbandonEvictions(types.UID, []types.UID) {}
-func (f *fakeCache) FinishEviction(types.UID, types.UID, error) (cache.Eviction, bool) {
-	return cache.Eviction{}, false
+func (f *fakeCache) Abandon(types.UID, []types.UID) {}
+func (f *fakeCache) Finish(types.UID, *v1.Pod, error) (cache.Eviction, *groupspec.Source, bool) {
+	return cache.Eviction{}, nil, false
 }
-func (f *fakeCache) HoldForGang(string, map[types.UID]string) {}
-func (f *fakeCache) GangMemberPod(*v1.Pod, types.UID) *v1.Pod { return nil }
-func (f *fakeCache) GroupSourceOf(*v1.Pod) *groupspec.Source  { return nil }
+func (f *fakeCache) HoldForGang(*v1.Pod, string, map[types.UID]string) map[types.UID]*v1.Pod {
+	return nil
+}
 
 // fakeHandle is the part of fwk.Handle the plugin reads: the snapshot, the
 // nominations, and the filters, which pass unless filter says otherwise and
@@ -141,7 +141,8 @@ func TestPostFilterWhileThePlanEvicts(t *testing.T) {
 		{"a member the plan placed nowhere only waits", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := &Reclaim{handle: &fakeHandle{}, cache: &fakeCache{inFlight: true, node: tc.node}}
+			f := &fakeCache{inFlight: true, node: tc.node}
+			pl := &Reclaim{handle: &fakeHandle{}, cache: f, evictions: f}
 			res, st := pl.PostFilter(context.Background(), framework.NewCycleState(), podOn("m", "", "1", inGroup("g")), framework.NewDefaultNodeToStatus())
 			if st.Code() != fwk.Unschedulable || st.Message() != "reclaim: waiting for the victims of the gang's plan to leave" {
 				t.Errorf("status = %v %q", st.Code(), st.Message())
@@ -193,7 +194,7 @@ func TestPostFilterWithoutAPlan(t *testing.T) {
 			if tc.pod.Status.NominatedNodeName != "" {
 				pods = append(pods, podOn("victim", "n1", "1", preemptedByScheduler()))
 			}
-			pl := &Reclaim{handle: &fakeHandle{snapshot: internalcache.NewSnapshot(pods, []*v1.Node{n1})}, cache: &tc.c, plans: map[types.UID]*plan{}}
+			pl := &Reclaim{handle: &fakeHandle{snapshot: internalcache.NewSnapshot(pods, []*v1.Node{n1})}, cache: &tc.c, evictions: &tc.c, plans: map[types.UID]*plan{}}
 			res, st := pl.PostFilter(context.Background(), framework.NewCycleState(), tc.pod, tc.statuses)
 			if st.Code() != fwk.Unschedulable || st.Message() != tc.want {
 				t.Errorf("status = %v %q, want Unschedulable %q", st.Code(), st.Message(), tc.want)
@@ -466,10 +467,12 @@ type evictedCache struct {
 	src *groupspec.Source
 }
 
-func (f *evictedCache) FinishEviction(_, victim types.UID, _ error) (cache.Eviction, bool) {
-	return f.e, victim == f.e.Victim
+func (f *evictedCache) Finish(_ types.UID, victim *v1.Pod, _ error) (cache.Eviction, *groupspec.Source, bool) {
+	if victim.UID != f.e.Victim {
+		return cache.Eviction{}, nil, false
+	}
+	return f.e, f.src, true
 }
-func (f *evictedCache) GroupSourceOf(*v1.Pod) *groupspec.Source { return f.src }
 
 func TestEvictedEvents(t *testing.T) {
 	victim := podOn("victim", "n1", "1", inGroup("low"))
@@ -494,7 +497,7 @@ func TestEvictedEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &evictedCache{e: cache.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, src: src}
 			pl, rec := profile(nil)
-			pl.cache = c
+			pl.cache, pl.evictions = c, c
 			pl.evicted(context.Background(), "pre", victim, tc.err)
 			close(rec.Events)
 			var got []string

@@ -15,7 +15,7 @@ import (
 // re-runs the filters on the planned node, nominates it and evicts.
 func (pl *Reclaim) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	if node, inFlight := pl.cache.GangPlanInFlight(pod); inFlight {
+	if node, inFlight := pl.evictions.GangPlan(pod); inFlight {
 		// The gang's plan is still evicting: planning again would count
 		// the room its victims are freeing as used and evict more. The
 		// member keeps (or gets) the node the plan freed for it, so that no
@@ -81,13 +81,13 @@ func (pl *Reclaim) holdForGang(ctx context.Context, pod *v1.Pod, p *plan) {
 	if p.group == "" || len(p.members) == 0 {
 		return
 	}
-	pl.cache.HoldForGang(p.group, p.members)
+	sibs := pl.evictions.HoldForGang(pod, p.group, p.members)
 	logger := klog.FromContext(ctx)
 	for uid, node := range p.members {
 		if uid == pod.UID {
 			continue
 		}
-		sib := pl.cache.GangMemberPod(pod, uid)
+		sib := sibs[uid]
 		if sib == nil || sib.Spec.NodeName != "" {
 			continue
 		}

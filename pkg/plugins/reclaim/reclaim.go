@@ -40,7 +40,8 @@ const (
 // its asynchronous evictions run).
 type Reclaim struct {
 	handle    fwk.Handle
-	cache     evictionCache
+	cache     accounting
+	evictions evictionBook
 	opts      policy.Options
 	fts       feature.Features
 	executor  *preemption.Executor
@@ -52,25 +53,34 @@ type Reclaim struct {
 	plans map[types.UID]*plan
 }
 
-// evictionCache is what the plugin reads from and tells the shared cache
-// (*cache.Cache): the queue accounting a decision needs, and the evictions
-// in flight, shared by every profile. The plugin's tests give it a fake.
-type evictionCache interface {
+// accounting is what the plugin reads from the shared cache
+// (*cache.Cache): the queue accounting a decision needs. The plugin's
+// tests give it a fake.
+type accounting interface {
 	// ReclaimInput is the decision's input for preemptor over running,
 	// or why it may not preempt.
 	ReclaimInput(preemptor *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (policy.Input, bool, string)
-	EvictionsInFlight(pods []*v1.Pod) map[types.UID]bool
-	GangPlanInFlight(pod *v1.Pod) (node string, inFlight bool)
-	StartEvictions(evs []cache.Eviction, now time.Time) bool
-	AbandonEvictions(preemptor types.UID, victims []types.UID)
-	FinishEviction(preemptor, victim types.UID, err error) (cache.Eviction, bool)
-	HoldForGang(group string, nodes map[types.UID]string)
-	// GangMemberPod is the member uid of pod's gang, nil when unknown.
-	GangMemberPod(pod *v1.Pod, uid types.UID) *v1.Pod
-	GroupSourceOf(pod *v1.Pod) *groupspec.Source
 }
 
-var _ evictionCache = (*cache.Cache)(nil)
+// evictionBook is what the plugin reads from and tells the evictions in
+// flight, shared by every profile (cache.Evictions). The plugin's tests
+// give it a fake.
+type evictionBook interface {
+	InFlight(pods []*v1.Pod) map[types.UID]bool
+	GangPlan(pod *v1.Pod) (node string, inFlight bool)
+	Start(evs []cache.Eviction, now time.Time) bool
+	Abandon(preemptor types.UID, victims []types.UID)
+	// Finish also names the victim's PodGroup, nil for none.
+	Finish(preemptor types.UID, victim *v1.Pod, err error) (e cache.Eviction, victimGroup *groupspec.Source, ok bool)
+	// HoldForGang also returns the members of pod's gang among nodes'
+	// keys, as the cache last saw them.
+	HoldForGang(pod *v1.Pod, group string, nodes map[types.UID]string) map[types.UID]*v1.Pod
+}
+
+var (
+	_ accounting   = (*cache.Cache)(nil)
+	_ evictionBook = cache.Evictions{}
+)
 
 // plan is a decision being carried out for one preemptor.
 type plan struct {
@@ -113,11 +123,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, p *cache.Provide
 	}
 	registerMetrics()
 	pl := &Reclaim{
-		handle: h,
-		cache:  c,
-		opts:   policy.Options{Reclaim: *a.EnableReclaim, Preempt: *a.EnablePreemption, MinRuntime: a.minRuntime()},
-		fts:    feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
-		plans:  map[types.UID]*plan{},
+		handle:    h,
+		cache:     c,
+		evictions: c.Evictions(),
+		opts:      policy.Options{Reclaim: *a.EnableReclaim, Preempt: *a.EnablePreemption, MinRuntime: a.minRuntime()},
+		fts:       feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate),
+		plans:     map[types.UID]*plan{},
 	}
 	pl.executor = preemption.NewExecutor(h, pl.fts)
 	evict := pl.executor.PreemptPod

@@ -30,7 +30,7 @@ func (h eventHandle) EventRecorder() events.EventRecorderLogger { return h.rec }
 // profile is the plugin as one scheduler profile builds it, on the shared cache.
 func profile(c *cache.Cache) (*Reclaim, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(100)
-	return &Reclaim{handle: eventHandle{rec: rec}, cache: c, plans: map[types.UID]*plan{}}, rec
+	return &Reclaim{handle: eventHandle{rec: rec}, cache: c, evictions: c.Evictions(), plans: map[types.UID]*plan{}}, rec
 }
 
 func mkPod(name string) *v1.Pod {
@@ -62,14 +62,14 @@ func TestProfilesShareEvictionsInFlight(t *testing.T) {
 	if !ok {
 		t.Fatal("profile a could not start its plan on an empty book")
 	}
-	if got := b.cache.EvictionsInFlight(running); len(got) != 2 || !got["uid-v0"] || !got["uid-v1"] {
+	if got := b.evictions.InFlight(running); len(got) != 2 || !got["uid-v0"] || !got["uid-v1"] {
 		t.Errorf("profile b sees %v in flight, want v0 and v1", got)
 	}
 	in, decided = decide(running, 1, 2)
 	if _, ok := b.start(preB, in, decided, running); ok {
 		t.Error("profile b took v1, which profile a is evicting")
 	}
-	if got := a.cache.EvictionsInFlight(running); len(got) != 2 || got["uid-v2"] {
+	if got := a.evictions.InFlight(running); len(got) != 2 || got["uid-v2"] {
 		t.Errorf("a refused plan left %v in flight, want v0 and v1 only", got)
 	}
 
@@ -107,7 +107,7 @@ func TestProfilesRaceForVictims(t *testing.T) {
 				pre := mkPod(fmt.Sprintf("pre-%d-%d", p, i))
 				in, decided := decide(running, i)
 				_, won[p][i] = pl.start(pre, in, decided, running)
-				pl.cache.EvictionsInFlight(running)
+				pl.evictions.InFlight(running)
 			}
 		})
 	}
