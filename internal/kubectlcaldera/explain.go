@@ -190,6 +190,13 @@ type Explanation struct {
 	// Verdict is the scheduler's own word: the PodGroup's verdict
 	// annotation, else a waiting member's PodScheduled=False message.
 	Verdict string `json:"verdict,omitempty"`
+	// ExpectedStart is when a waiting gang's reservation starts (RFC
+	// 3339, a bound given the run-time limits it waits for);
+	// EstimatedStart, without one, when it is expected to start if the
+	// pods it waits for, which declare no limit, end as their queues'
+	// recent pods did.
+	ExpectedStart  string `json:"expectedStart,omitempty"`
+	EstimatedStart string `json:"estimatedStart,omitempty"`
 	// Needs is what the job still asks of its queue to start: the requests
 	// of its unbound members up to minMember (or minResources, when
 	// larger).
@@ -293,6 +300,12 @@ func explainGang(e *Explanation, in ExplainInput, pg *v1alpha1.PodGroup, unbound
 	missing := int(pg.Spec.MinMember) - e.Bound
 	addGangNeeds(needs, pg, missing, e.Bound, unbound)
 	e.Stage, e.Verdict = gangStage(pg, missing, e.Members, held)
+	if missing > 0 {
+		e.ExpectedStart = pg.Annotations[qapi.ExpectedStartAnnotation]
+		if e.ExpectedStart == "" {
+			e.EstimatedStart = pg.Annotations[qapi.EstimatedStartAnnotation]
+		}
+	}
 }
 
 // addGangNeeds adds to needs the requests of the missing smallest unbound
@@ -517,6 +530,12 @@ func printExplanation(w io.Writer, e Explanation, format string) error {
 	}
 	if e.Verdict != "" {
 		fmt.Fprintf(tw, "verdict\t%s\n", e.Verdict)
+	}
+	switch {
+	case e.ExpectedStart != "":
+		fmt.Fprintf(tw, "starts\tby %s (reserved; the jobs it waits for declare run-time limits)\n", e.ExpectedStart)
+	case e.EstimatedStart != "":
+		fmt.Fprintf(tw, "starts\tabout %s (an estimate: jobs it waits for declare no run-time limit)\n", e.EstimatedStart)
 	}
 	if len(e.Needs) > 0 {
 		fmt.Fprintf(tw, "needs\t%s\n", resources(e.Needs))

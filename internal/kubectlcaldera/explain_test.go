@@ -66,6 +66,7 @@ func TestExplain(t *testing.T) {
 		passing    int
 		changeHas  string
 		verdictHas string
+		startsHas  string // in the table's starts line
 	}{{
 		name: "gang refused by an ancestor's capability",
 		in: ExplainInput{PodGroup: ptr(pg("ml", "train", 3, team, verdict, "")), Pods: members("train", 4, 0, "WaitingForAdmission: "+verdict[qapi.VerdictAnnotation]),
@@ -91,6 +92,18 @@ func TestExplain(t *testing.T) {
 			qapi.VerdictAnnotation:    "admitted, but its members cannot be placed: 1/2 members unschedulable: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
 		}, "")), Pods: members("apart", 2, 0, ""), Queues: queues, DefaultQueue: "default"},
 		stage: "Unschedulable", needs: "cpu=2", failing: []string{"team-a/deserved"}, passing: 2, verdictHas: "anti-affinity",
+	}, {
+		name: "gang reserved",
+		in: ExplainInput{PodGroup: ptr(pg("ml", "train", 3, team, map[string]string{qapi.VerdictAnnotation: verdict[qapi.VerdictAnnotation],
+			qapi.ExpectedStartAnnotation: "2026-12-02T12:05:30Z"}, "")), Pods: members("train", 3, 0, ""), Queues: queues, DefaultQueue: "default"},
+		stage: "WaitingForAdmission", needs: "cpu=3", failing: []string{"team-a/deserved", "org/capability"}, passing: 1,
+		verdictHas: "remaining capability 2", startsHas: "by 2026-12-02T12:05:30Z (reserved",
+	}, {
+		name: "gang with an estimated start",
+		in: ExplainInput{PodGroup: ptr(pg("ml", "train", 3, team, map[string]string{qapi.VerdictAnnotation: verdict[qapi.VerdictAnnotation],
+			qapi.EstimatedStartAnnotation: "2026-12-02T12:05:30Z"}, "")), Pods: members("train", 3, 0, ""), Queues: queues, DefaultQueue: "default"},
+		stage: "WaitingForAdmission", needs: "cpu=3", failing: []string{"team-a/deserved", "org/capability"}, passing: 1,
+		verdictHas: "remaining capability 2", startsHas: "about 2026-12-02T12:05:30Z (an estimate",
 	}, {
 		name:  "gang running",
 		in:    ExplainInput{PodGroup: ptr(pg("ml", "train", 2, team, nil, v1alpha1.PodGroupRunning)), Pods: members("train", 2, 2, ""), Queues: queues},
@@ -145,6 +158,9 @@ func TestExplain(t *testing.T) {
 			var b bytes.Buffer
 			if err := printExplanation(&b, e, "table"); err != nil || !strings.Contains(b.String(), "stage "+tt.stage) {
 				t.Errorf("table output (err %v):\n%s", err, b.String())
+			}
+			if has := strings.Contains(b.String(), "starts "); has != (tt.startsHas != "") || !strings.Contains(b.String(), tt.startsHas) {
+				t.Errorf("table output's starts line, want %q:\n%s", tt.startsHas, b.String())
 			}
 		})
 	}

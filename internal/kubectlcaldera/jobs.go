@@ -101,7 +101,12 @@ type JobRow struct {
 	// ExpectedStart is when the job's reservation starts (its PodGroup's
 	// expected-start annotation, RFC 3339), empty without one.
 	ExpectedStart string `json:"expectedStart,omitempty"`
-	// ETA is ExpectedStart from now, as "in 2m" (or "now" once it is due).
+	// EstimatedStart is, for a job without a reservation because what it
+	// waits for declares no run-time limit, when it is expected to start
+	// (the PodGroup's estimated-start annotation): an estimate.
+	EstimatedStart string `json:"estimatedStart,omitempty"`
+	// ETA is ExpectedStart from now, as "in 2m" (or "now" once it is
+	// due); else EstimatedStart, marked "~" ("~in 2m").
 	ETA string `json:"eta,omitempty"`
 	// Verdict is why the job waits, as "Reason: message": the PodGroup's
 	// verdict annotation, else a waiting pod's PodScheduled=False
@@ -216,6 +221,13 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		if m.bound < int(pg.Spec.MinMember) && phase != string(v1alpha1.PodGroupRunning) && phase != string(v1alpha1.PodGroupFinished) {
 			row.Waiting = since(pg.CreationTimestamp.Time, now)
 			row.ExpectedStart, row.ETA = eta(pg.Annotations[qapi.ExpectedStartAnnotation], now)
+			if row.ExpectedStart == "" {
+				var guess string
+				row.EstimatedStart, guess = eta(pg.Annotations[qapi.EstimatedStartAnnotation], now)
+				if guess != "" {
+					row.ETA = "~" + guess
+				}
+			}
 		}
 		rows = append(rows, row)
 	}

@@ -54,6 +54,8 @@ func TestJobRows(t *testing.T) {
 	pgs := []v1alpha1.PodGroup{
 		pg("ml", "train", 2, map[string]string{qapi.QueueLabel: "team-a"}, map[string]string{qapi.AdmittedAtAnnotation: "2026-12-02T12:00:05Z"}, v1alpha1.PodGroupRunning),
 		pg("ml", "big", 4, nil, map[string]string{qapi.ExpectedStartAnnotation: "2026-12-02T12:05:30Z"}, ""),
+		// Waiting behind jobs without a run-time limit: an estimate only.
+		pg("ml", "est", 2, nil, map[string]string{qapi.EstimatedStartAnnotation: "2026-12-02T12:05:30Z"}, ""),
 	}
 	pods := []corev1.Pod{
 		pod("ml", "train-0", "train", "n1", sched, corev1.PodRunning, nil),
@@ -77,6 +79,8 @@ func TestJobRows(t *testing.T) {
 		{Namespace: "ml", Name: "big", Kind: "PodGroup", Queue: "team-b", Phase: "Pending", MinMember: 4, Members: 2, Waiting: "90s",
 			ExpectedStart: "2026-12-02T12:05:30Z", ETA: "in 4m",
 			Verdict: "NotAdmitted: queue team-b: cpu request 4 exceeds remaining capability 2"},
+		{Namespace: "ml", Name: "est", Kind: "PodGroup", Queue: "ns-q", Phase: "Pending", MinMember: 2, Waiting: "90s",
+			EstimatedStart: "2026-12-02T12:05:30Z", ETA: "~in 4m"},
 		{Namespace: "ml", Name: "solo", Kind: "Pod", Queue: "ns-q", Phase: "Pending", MinMember: 1, Members: 1, Waiting: "90s",
 			Verdict: "NotAdmitted: queue ns-q: cpu request 1 exceeds remaining deserved share 0"},
 		{Namespace: "ml", Name: "train", Kind: "PodGroup", Queue: "team-a", Phase: "Running", MinMember: 2, Members: 3, Bound: 2,
@@ -93,7 +97,8 @@ func TestJobRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[1], "0/4") || !strings.Contains(lines[1], "in 4m") || !strings.Contains(lines[3], "2026-12-02T12:00:05Z") {
+	if len(lines) != 5 || !strings.Contains(lines[1], "0/4") || !strings.Contains(lines[1], "in 4m") ||
+		!strings.Contains(lines[2], "~in 4m") || !strings.Contains(lines[4], "2026-12-02T12:00:05Z") {
 		t.Errorf("table:\n%s", out.String())
 	}
 	out.Reset()

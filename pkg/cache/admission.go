@@ -97,6 +97,9 @@ type admissionState struct {
 	deficitRefused map[queue.Key]struct{}
 	// ends holds the bound pods with a run-time limit (timeplan.go).
 	ends map[types.UID]podEnd
+	// est is what the bound pods without a limit hold and the estimated
+	// starts planned on it (estimate.go).
+	est estimates
 	// jobDeadlines are the Jobs' activeDeadlineSeconds, by Job UID, of
 	// the Jobs that set one (jobdeadline.go).
 	jobDeadlines map[types.UID]int64
@@ -384,6 +387,11 @@ const verdictRefresh = 30 * time.Second
 // already written waits for verdictRefresh. O(members).
 func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time) {
 	id := fmt.Sprint(admitted, msg)
+	if s, ok := c.adm.est.starts[u.key]; ok && !admitted {
+		// Not in the message, but written with it (the PodGroup's
+		// estimated-start annotation).
+		id = fmt.Sprint(id, "@", s)
+	}
 	n := u.notice
 	if n != nil && n.id == id {
 		return
@@ -431,10 +439,11 @@ func (c *Cache) noticePendingLocked(now time.Time) {
 }
 
 // verdictStage is what a refusal's verdict says apart from its numbers:
-// a new or moved reservation is news too, told at once.
+// a new or moved reservation or estimated start is news too, told at once
+// (a published estimate moves only by more than a minute: steady).
 func (a *admissionState) verdictStage(u *unit, d queue.Decision) string {
 	t, _ := a.feas.reservationOf(u.key)
-	return fmt.Sprint(d.Check, "/", d.Queue, "/", d.Resource, "/", d.Permanent, "/", t.start)
+	return fmt.Sprint(d.Check, "/", d.Queue, "/", d.Resource, "/", d.Permanent, "/", t.start, "/", a.est.starts[u.key])
 }
 
 // Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is

@@ -127,6 +127,8 @@ func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (sta
 	if t, ok := a.feas.reservationOf(key); ok && !n.admitted {
 		at := time.Unix(t.start, 0)
 		w.ExpectedStart = &at
+	} else if at, ok := a.estimatedStartOf(key); ok && !n.admitted {
+		w.EstimatedStart = &at
 	}
 	if g := u.gang; g != nil {
 		k := g.key.named()

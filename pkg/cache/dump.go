@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -81,6 +82,12 @@ type GroupDump struct {
 	Failures      int            `json:"backoffFailures,omitempty"`
 	Unschedulable string         `json:"unschedulable,omitempty"`
 	MinRequest    resources.List `json:"minRequest"`
+	// ExpectedStart and ReservedNodes are the group's reservation over
+	// time, when the last pass kept one; EstimatedStart, without one, its
+	// estimated start (the jobs it waits for declare no run-time limit).
+	ExpectedStart  *time.Time `json:"expectedStart,omitempty"`
+	ReservedNodes  []string   `json:"reservedNodes,omitempty"`
+	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
 }
 
 // Dump renders the cache as JSON. The lock is held only while copying into
@@ -188,6 +195,13 @@ func (c *Cache) groupDumpLocked(key GroupKey, g *group, now time.Time) GroupDump
 	if a := c.adm; a.on() {
 		if u := a.units[gangUnitKey(key)]; u != nil {
 			gd.Queue, gd.Admitted = u.queue, u.admitted
+		}
+		if t, ok := a.feas.reservationOf(gangUnitKey(key)); ok {
+			at := time.Unix(t.start, 0).UTC()
+			gd.ExpectedStart, gd.ReservedNodes = &at, slices.Clone(t.nodes)
+		} else if at, ok := a.estimatedStartOf(gangUnitKey(key)); ok {
+			at = at.UTC()
+			gd.EstimatedStart = &at
 		}
 	} else {
 		// Without queue admission every group is admitted.

@@ -121,3 +121,64 @@ func hundredQueues(b *testing.B) *Cache {
 	c, _, _ := newAdmissionCache(b, opts, queues...)
 	return c
 }
+
+// BenchmarkAdmissionPassEstimates is BenchmarkAdmissionPassReservations's
+// cluster with half its running pods without a limit (25,000 on 1,000
+// nodes, in the 100 queues, each queue's run times learned): the heads
+// past the 64 reservations get estimated starts. "planning" runs the
+// estimate in every pass (as once per estimateEvery does), "between"
+// the passes in between, which keep the last estimates.
+func BenchmarkAdmissionPassEstimates(b *testing.B) {
+	c := hundredQueues(b)
+	for i := range 1000 {
+		n := fmt.Sprintf("n%04d", i)
+		c.onNode(logger, mkNode(n, "64"))
+		for k := range 50 {
+			name := fmt.Sprint("r", n, "-", k)
+			if k%2 == 0 {
+				c.onAnyPod(mkPod("sys", name, "", cpu("1"), boundTo(n), runningSince(t0), limit(60+(i*50+k)%3600)), false)
+				continue
+			}
+			q := fmt.Sprint("q", (i+k)%100)
+			c.onAnyPod(single("sys", name, cpu("1"), inQueue(q), boundTo(n), runningSince(t0.Add(-time.Duration(k)*time.Minute))), false)
+		}
+	}
+	for q := range 100 {
+		for s := range 10 {
+			c.adm.est.learned().Observe(fmt.Sprint("q", q), int64(600+60*s))
+		}
+	}
+	for g := range 5_000 {
+		name := fmt.Sprint("g", g)
+		size, members := "16", 4 // fits once pods with a limit end: a reservation
+		if g%2 == 1 {
+			size, members = "40", 2 // fits only once pods without one end: an estimate
+		}
+		q := fmt.Sprint("q", g%100)
+		at := t0.Add(time.Duration(g) * time.Millisecond)
+		addPG(c, mkPG("ns", name, int32(members), pgQueue(q), pgCreatedAt(at)))
+		for m := range members {
+			p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu(size))
+			add(c, p)
+			c.onAnyPod(p, false)
+		}
+	}
+	now := t0.Add(10 * time.Second)
+	pass(c, now)
+	if len(c.adm.est.starts) == 0 {
+		b.Fatalf("no estimated start (%d reservations, %d unheld, %d rooms without a limit)", len(c.feasible.timed), len(c.feasible.pass.tp.unheld), len(c.adm.est.room))
+	}
+	b.Logf("%d reservations, %d estimated starts, %d rooms without a limit", len(c.feasible.timed), len(c.adm.est.starts), len(c.adm.est.room))
+	for _, planning := range []bool{true, false} {
+		name := map[bool]string{true: "planning", false: "between"}[planning]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if planning {
+					c.adm.est.planned = 0
+				}
+				c.AdmissionPass(logger, now)
+			}
+		})
+	}
+}

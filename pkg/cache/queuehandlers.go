@@ -33,6 +33,7 @@ func (c *Cache) onQueue(obj any, deleted bool) {
 	if deleted {
 		delete(a.queues, q.Name)
 		c.forgetQueueMetricsLocked(q.Name)
+		a.est.learned().Forget(q.Name)
 	} else {
 		a.queues[q.Name] = q
 	}

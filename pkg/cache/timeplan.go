@@ -122,6 +122,9 @@ type timePlan struct {
 	// vetoed is the group the last plain Check found room for now and
 	// refused for delaying a reservation: no plan's room helps it.
 	vetoed queue.Key
+	// unheld are the heads Hold found no reservation for, in order: they
+	// get an estimated start (estimate.go).
+	unheld []queue.Key
 }
 
 // resetTime readies the time plan for a pass at now.
@@ -130,7 +133,7 @@ func (pp *passPlacement) resetTime(now time.Time) {
 	tp.now, tp.built = now.Unix(), false
 	tp.inflight, tp.temp = tp.inflight[:0], tp.temp[:0]
 	tp.probed, tp.limitedInflight = false, false
-	tp.held = tp.held[:0]
+	tp.held, tp.unheld = tp.held[:0], tp.unheld[:0]
 	clear(tp.renewed)
 	tp.jobKey, tp.delayed, tp.vetoed = queue.Key{}, false, queue.Key{}
 }
@@ -232,6 +235,7 @@ func (pp *passPlacement) mayPlan() bool {
 func (pp *passPlacement) Hold(g queue.Group) bool {
 	tp := &pp.tp
 	if !pp.mayPlan() {
+		pp.noteUnheld(g.Key)
 		return false
 	}
 	if !tp.built {
@@ -245,19 +249,38 @@ func (pp *passPlacement) Hold(g queue.Group) bool {
 	if !slices.ContainsFunc(tp.held, isG) {
 		pp.reserve(g.Key)
 	}
-	return slices.ContainsFunc(tp.held, isG)
+	if !slices.ContainsFunc(tp.held, isG) {
+		pp.noteUnheld(g.Key)
+		return false
+	}
+	return true
+}
+
+// noteUnheld notes a head Hold found no reservation for.
+func (pp *passPlacement) noteUnheld(key queue.Key) {
+	if !slices.Contains(pp.tp.unheld, key) {
+		pp.tp.unheld = append(pp.tp.unheld, key)
+	}
+}
+
+// reserveOn plans key's reservation on p; false when key has nothing to
+// place or never fits.
+func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
+	classes, want := pp.unitClasses(key)
+	if want == 0 {
+		return plan.Reservation{}, false
+	}
+	res, err := p.Reserve(plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)})
+	return res, err == nil
 }
 
 // reserve plans key's reservation and records it.
 func (pp *passPlacement) reserve(key queue.Key) {
-	classes, want := pp.unitClasses(key)
-	if want == 0 {
+	res, ok := pp.reserveOn(pp.tp.p, key)
+	if !ok {
 		return
 	}
-	res, err := pp.tp.p.Reserve(plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)})
-	if err != nil {
-		return
-	}
+	classes := pp.classes // reserveOn's, for key
 	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed}
 	for _, s := range res.Steps {
 		n := pp.Names[s.Node]
@@ -407,6 +430,7 @@ func (pp *passPlacement) finishTime() {
 	}
 	f.anyTimed.Store(len(f.timed) > 0)
 	pp.releasedByStarts()
+	pp.estimateStarts()
 	// Room a reservation no longer holds (it ended, or starts later) is
 	// no cluster event: the pods the Filter kept out of it would wait
 	// for the next pod deletion or the scheduler's periodic flush.

@@ -97,6 +97,9 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if v, _ := c.AdmissionOf(train[0]); v.ExpectedStart == nil || !v.ExpectedStart.Equal(at) || len(v.ReservedNodes) != 2 {
 		t.Errorf("what-if's view of train: expected start %v on %v, want %v on two nodes", v.ExpectedStart, v.ReservedNodes, at)
 	}
+	if g := dumpedGroup(t, c, "ns/train"); g.ExpectedStart == nil || !g.ExpectedStart.Equal(at) || len(g.ReservedNodes) != 2 || g.EstimatedStart != nil {
+		t.Errorf("the dump's train: expected start %v on %v (estimated %v), want %v on two nodes", g.ExpectedStart, g.ReservedNodes, g.EstimatedStart, at)
+	}
 }
 
 // A job whose limit ends before the reservation starts may use its room

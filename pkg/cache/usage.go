@@ -18,6 +18,9 @@ type podAcct struct {
 	queue string
 	req   resources.List
 	bound bool
+	// unlimited: bound without a run-time limit, counted in the estimated
+	// room (estimate.go).
+	unlimited bool
 	// followsNS: the queue was resolved without a unit for a pod with no
 	// queue label of its own, so it is the namespace's (or the default);
 	// such accounts are indexed in nsPods and move when the label does.
@@ -110,6 +113,7 @@ func (a *admissionState) retagLocked(p *podAcct, q string) {
 		a.prioLocked(p.queue, p.prio, p.req, -1)
 		a.prioLocked(q, p.prio, p.req, 1)
 		a.feas.rooms.Requeue(p.node, p.queue, q, p.req)
+		a.est.requeue(p, q)
 		switch {
 		case p.queue == "" && q != "":
 			a.outside.Sub(p.req)
@@ -185,6 +189,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	}
 	singleton := c.singletonOfLocked(pod, labelled, old)
 	if deleted || finished {
+		a.learnRunLocked(pod, old, time.Now())
 		a.trackEndLocked(pod, nil, nil)
 		c.evictionLeftLocked(pod.UID, time.Now())
 		if singleton {
@@ -229,6 +234,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	}
 	c.noticeRunLimitLocked(pod, group)
 	a.trackEndLocked(pod, acct, group)
+	a.trackUnlimitedLocked(pod, acct)
 	return act
 }
 
@@ -238,6 +244,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.Pod) {
 	a := c.adm
 	if old.bound {
+		a.est.unbind(old)
 		a.used.Sub(old.req)
 		a.feas.rooms.Bind(old.node, old.queue, old.req, -1)
 		if q := a.usage[old.queue]; q != nil {

@@ -38,6 +38,10 @@ type AdmissionView struct {
 	// start.
 	ExpectedStart *time.Time `json:"expectedStart,omitempty"`
 	ReservedNodes []string   `json:"reservedNodes,omitempty"`
+	// EstimatedStart is, for a head without a reservation because pods it
+	// waits for declare no run-time limit, when it is expected to start if
+	// they end as their queues' recent pods did: an estimate.
+	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
 }
 
 // AdmissionOf returns the admission view of pod's unit, false when the
@@ -89,6 +93,9 @@ func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 	if t, ok := a.feas.reservationOf(uk); ok && !u.admitted {
 		at := time.Unix(t.start, 0).UTC()
 		v.ExpectedStart, v.ReservedNodes = &at, slices.Clone(t.nodes)
+	} else if at, ok := a.estimatedStartOf(uk); ok && !u.admitted {
+		at = at.UTC()
+		v.EstimatedStart = &at
 	}
 	return v, true
 }

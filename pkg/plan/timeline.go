@@ -196,3 +196,38 @@ func sameRow(row, req []int64) bool {
 	}
 	return true
 }
+
+// With returns a copy of t whose free room now is free (laid out as
+// NewTimeline's) and whose releases are t's and extra's: extra are running
+// pods the long-lived timeline does not track (for example pods without a
+// limit, given an EstimatedEnd), whose requests are already out of free.
+// t is unchanged. O(E + k log k) for t's E releases and k extra, so a
+// caller may lay estimated ends over the timeline it keeps current without
+// sorting it again.
+func (t *Timeline) With(free []int64, extra []Alloc) *Timeline {
+	room := make([]int64, t.n*t.r) // free padded or cut to t's nodes
+	copy(room, free)
+	x := NewTimeline(t.r, room, extra)
+	// capacity: free now plus every tracked pod's request; t's are known
+	// only as t.capacity - t.free.
+	for i := range x.capacity {
+		x.capacity[i] += t.capacity[i] - t.free[i]
+	}
+	out := &Timeline{r: t.r, n: t.n, free: x.free, capacity: x.capacity}
+	k := len(t.at) + len(x.at)
+	out.at, out.node, out.est = make([]int64, 0, k), make([]int32, 0, k), make([]bool, 0, k)
+	out.amt = make([]int64, 0, k*t.r)
+	i, j := 0, 0
+	for i < len(t.at) || j < len(x.at) {
+		src, s := t, i
+		if i == len(t.at) || j < len(x.at) && x.at[j] < t.at[i] {
+			src, s = x, j
+			j++
+		} else {
+			i++
+		}
+		out.at, out.node, out.est = append(out.at, src.at[s]), append(out.node, src.node[s]), append(out.est, src.est[s])
+		out.amt = append(out.amt, src.amt[s*t.r:(s+1)*t.r]...)
+	}
+	return out
+}

@@ -101,15 +101,8 @@ func (w *Writer) writeAdmission(ctx context.Context, a Admission) {
 	} else if pg.annotations[qapi.VerdictAnnotation] != a.Message {
 		ann[qapi.VerdictAnnotation] = a.Message
 	}
-	eta := ""
-	if a.ExpectedStart != nil && !a.Admitted {
-		eta = a.ExpectedStart.UTC().Format(time.RFC3339)
-	}
-	if old, ok := pg.annotations[qapi.ExpectedStartAnnotation]; eta == "" && ok {
-		ann[qapi.ExpectedStartAnnotation] = nil
-	} else if eta != "" && old != eta {
-		ann[qapi.ExpectedStartAnnotation] = eta
-	}
+	setStart(ann, pg.annotations, qapi.ExpectedStartAnnotation, a.ExpectedStart, a.Admitted)
+	setStart(ann, pg.annotations, qapi.EstimatedStartAnnotation, a.EstimatedStart, a.Admitted)
 	if len(ann) == 0 {
 		return
 	}
@@ -265,5 +258,19 @@ func ensure(ctx context.Context, msg, name string, create func() error) {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
 		}
+	}
+}
+
+// setStart puts into patch ann the change of start annotation key from
+// what the PodGroup has (have): at, until admitted; removed otherwise.
+func setStart(ann map[string]any, have map[string]string, key string, at *time.Time, admitted bool) {
+	v := ""
+	if at != nil && !admitted {
+		v = at.UTC().Format(time.RFC3339)
+	}
+	if old, ok := have[key]; v == "" && ok {
+		ann[key] = nil
+	} else if v != "" && old != v {
+		ann[key] = v
 	}
 }

@@ -100,6 +100,11 @@ type Admission struct {
 	// ExpectedStart is when a refused gang's reservation starts, nil
 	// without one (ExpectedStartAnnotation).
 	ExpectedStart *time.Time
+	// EstimatedStart is when a refused gang with no reservation is
+	// expected to start if the pods it waits for, which declare no
+	// run-time limit, end as their queues' recent pods did; nil without
+	// one (EstimatedStartAnnotation).
+	EstimatedStart *time.Time
 	// Profile reports a gang's Events; a singleton's are its pod's profile's.
 	Profile string
 }

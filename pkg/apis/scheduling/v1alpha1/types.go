@@ -34,6 +34,14 @@ const (
 	// start (RFC 3339), given the run-time limits of the pods it waits
 	// for. Removed at admission, or when the reservation ends.
 	ExpectedStartAnnotation = GroupName + "/expected-start"
+
+	// EstimatedStartAnnotation is written by the scheduler on a waiting
+	// PodGroup that holds no reservation because pods it waits for declare
+	// no run-time limit: when its members would start (RFC 3339) if those
+	// pods end as their queues' recent pods did. An estimate, not a
+	// promise; removed at admission, when a reservation replaces it, or
+	// when it no longer heads its queue.
+	EstimatedStartAnnotation = GroupName + "/estimated-start"
 )
 
 // DefaultQueueName is the queue used when no QueueLabel applies, unless the
