@@ -288,6 +288,7 @@ func TestWriteAdmissions(t *testing.T) {
 		verdict string
 		// eta is its expected-start annotation after (with pg).
 		eta string
+		est string // the estimated-start annotation after the write
 	}{{
 		name:    "an admitted gang gets its Event and the admitted-at annotation",
 		pg:      mkPG("u1", nil),
@@ -314,6 +315,23 @@ func TestWriteAdmissions(t *testing.T) {
 		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionPlacement: members not placeable: 1/2 fit on the free nodes; reserved from 2026-12-05T07:00:00Z on n0, n2"},
 		patches: []string{"podgroups "},
 		verdict: "members not placeable: 1/2 fit on the free nodes; reserved from 2026-12-05T07:00:00Z on n0, n2",
+		eta:     "2026-12-05T07:00:00Z",
+	}, {
+		name:    "a refused gang without a reservation gets its estimated start",
+		pg:      mkPG("u1", nil),
+		write:   Admission{PodGroup: &k, UID: "u1", Check: queue.CheckPlacement, EstimatedStart: &eta, Message: "members not placeable: 1/2 fit on the free nodes"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionPlacement: members not placeable: 1/2 fit on the free nodes"},
+		patches: []string{"podgroups "},
+		verdict: "members not placeable: 1/2 fit on the free nodes",
+		est:     "2026-12-05T07:00:00Z",
+	}, {
+		name: "a reservation replaces the estimated start",
+		pg: mkPG("u1", map[string]string{qapi.VerdictAnnotation: "members not placeable: 1/2 fit on the free nodes",
+			qapi.EstimatedStartAnnotation: "2026-12-05T08:00:00Z"}),
+		write:   Admission{PodGroup: &k, UID: "u1", Check: queue.CheckPlacement, ExpectedStart: &eta, Message: "members not placeable: 1/2 fit on the free nodes"},
+		events:  []string{"PodGroup ns/g Warning NotAdmitted AdmissionPlacement: members not placeable: 1/2 fit on the free nodes"},
+		patches: []string{"podgroups "},
+		verdict: "members not placeable: 1/2 fit on the free nodes",
 		eta:     "2026-12-05T07:00:00Z",
 	}, {
 		name:    "a reservation that ends takes the expected start out",
@@ -414,6 +432,9 @@ func TestWriteAdmissions(t *testing.T) {
 			}
 			if v, ok := got.Annotations[qapi.ExpectedStartAnnotation]; v != tc.eta || ok != (tc.eta != "") {
 				t.Errorf("expected-start annotation %q (present %v), want %q", v, ok, tc.eta)
+			}
+			if v, ok := got.Annotations[qapi.EstimatedStartAnnotation]; v != tc.est || ok != (tc.est != "") {
+				t.Errorf("estimated-start annotation %q (present %v), want %q", v, ok, tc.est)
 			}
 		})
 	}
