@@ -124,7 +124,8 @@ type Cache struct {
 	// Provider.Seal (Provider.EnableEvictions).
 	reclaim, preempt bool
 
-	// evictions are the reclaim evictions in flight, for every profile.
+	// evictions are the evictions in flight, for every profile: reclaim's
+	// and preemption's, and the overrun evictions with their state.
 	evictions evictionBook
 
 	// reservingProfiles are the profiles whose CalderaGang records
