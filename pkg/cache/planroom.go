@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/plan"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -98,7 +99,46 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 			}
 		}
 	}
+	pp.keepReserved(g)
 	return &placement.Room{R: r, Free: pp.planFree, Blocked: pp.Free.Blocked}
+}
+
+// keepReserved caps, on the nodes the last pass's reservations hold, the
+// room a plan frees for g at what the CalderaReservation Filter will let
+// its members take there: at the start of each reservation that begins
+// before g would end (other than g's own), what is free now plus what
+// running pods give back by then must still cover what the reservations
+// holding room then need on the node. A victim's room counts only as its
+// limit gives it back: the reserved group cannot count on an eviction
+// made for another. Without this cap a group admitted on a plan evicts,
+// finds the reserved room refused by the Filter, and is released.
+// O(reservations^2 x their nodes), in plan checks only.
+func (pp *passPlacement) keepReserved(g queue.Group) {
+	f := &pp.c.feasible
+	if len(f.timed) == 0 {
+		return
+	}
+	end := plan.Unbounded
+	if l := pp.limitOf(g.Key); l > 0 {
+		end = pp.tp.now + l
+	}
+	r := pp.Free.R
+	for _, t := range f.timed {
+		if t.key == g.Key || t.start >= end {
+			continue
+		}
+		for ni, n := range t.nodes {
+			i, ok := pp.Index[n]
+			if !ok || ni >= len(t.released) {
+				continue
+			}
+			need := f.needAt(n, t.start, g.Key)
+			for j, k := range pp.Resources {
+				limit := max(0, pp.Free.Free[i*r+j]+t.released[ni][k]-need[k])
+				pp.planFree[i*r+j] = min(pp.planFree[i*r+j], limit)
+			}
+		}
+	}
 }
 
 // reclaimPool builds, on the pass's first reclaim Check, each reclaimable

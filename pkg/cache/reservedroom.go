@@ -93,17 +93,23 @@ func (f *feasibleState) cumulate(node string, hs []NodeHold, own queue.Key) []No
 	slices.SortFunc(hs, func(a, b NodeHold) int { return a.Start.Compare(b.Start) })
 	out := make([]NodeHold, len(hs))
 	for i, h := range hs {
-		need := resources.List{}
-		for _, t := range f.timed {
-			if t.key == own || t.start > h.Start.Unix() || t.end <= h.Start.Unix() {
-				continue
-			}
-			if k := slices.Index(t.nodes, node); k >= 0 {
-				need.Add(t.need[k])
-			}
-		}
-		h.Need = need
+		h.Need = f.needAt(node, h.Start.Unix(), own)
 		out[i] = h
 	}
 	return out
+}
+
+// needAt is what the last pass's reservations other than own's that hold
+// room at time at need on node.
+func (f *feasibleState) needAt(node string, at int64, own queue.Key) resources.List {
+	need := resources.List{}
+	for _, t := range f.timed {
+		if t.key == own || t.start > at || t.end <= at {
+			continue
+		}
+		if k := slices.Index(t.nodes, node); k >= 0 {
+			need.Add(t.need[k])
+		}
+	}
+	return need
 }

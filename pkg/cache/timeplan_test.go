@@ -396,3 +396,41 @@ func TestDelayedGroupNotAdmittedOnPlan(t *testing.T) {
 		t.Errorf("job: Admitted = %v %q, want refused for train's reservation (on any room)", ok, msg)
 	}
 }
+
+// A group admitted on a preemption plan's room is held to the
+// reservations as the CalderaReservation Filter will hold its members:
+// urgent (two 4-cpu members, priority 10, above run0 and run1) fits only
+// with evictions. Unbounded, it may take only n1, the one node train's
+// reservation (n0 and n2 from t0+100) does not need, and is refused; were
+// it admitted it would evict, and the Filter would then keep it off n0
+// and n2. With a limit that ends before t0+100 it may use them.
+func TestPlanAdmissionHeldToReservations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []podOpt
+		ok   bool
+	}{
+		{"unbounded", nil, false},
+		{"ends before the reservation", []podOpt{limit(50)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := reservationsFixture(t, singletons)
+			enableEvictions(c, false, true)
+			pass(c, t0.Add(10*time.Second))
+			if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+				t.Fatalf("train holds no reservation after the first pass")
+			}
+			addPG(c, mkPG("ns", "urgent", 2, pgCreatedAt(t0.Add(11*time.Second))))
+			var first *v1.Pod
+			for i := range 2 {
+				p := memberOf("ns", fmt.Sprint("urgent", i), "urgent", append([]podOpt{cpu("4"), priority(10)}, tc.opts...)...)
+				podEvent(c, p)
+				first = p
+			}
+			pass(c, t0.Add(12*time.Second))
+			if ok, msg := c.Admitted(first); ok != tc.ok {
+				t.Errorf("urgent: Admitted = %v %q, want %v", ok, msg, tc.ok)
+			}
+		})
+	}
+}
