@@ -221,9 +221,11 @@ func (c *Cache) AdmissionLoop(ready []cache.DoneChecker) (admissionloop.Loop, bo
 func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.mu.Lock()
 	a := c.adm
-	c.returnShortLocked(now)
-	c.returnOverdueLocked(now)
-	c.queueOverrunsLocked(c.overrunsLocked(now))
+	c.returnLapsedLocked(now)
+	// The pods to evict for the kept reservations that are due; the
+	// status writer evicts them (OverrunEvictions).
+	in := overrunInput{adm: a, groups: c.groups, feasible: &c.feasible, lead: c.lead, book: &c.evictions}
+	c.evictions.overrun.queue(c.evictions.overrun.choose(in, now))
 	c.adm.syncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.

@@ -27,7 +27,6 @@ import (
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
-	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -108,9 +107,8 @@ type Cache struct {
 	tooLarge map[GroupKey]struct{}
 	// overdue watches gangs admitted before their members exist (overdue.go).
 	overdue overdueState
-	// short holds the admitted gangs short of members, with when an
-	// admission pass first saw them so (zero until one has).
-	short map[queue.Key]time.Time
+	// short holds the admitted gangs short of members (short.go).
+	short shortGangs
 
 	// adm is the queue-admission side, nil unless a profile's
 	// CalderaEnqueue enabled it (Provider.EnableAdmission; set by Seal).
@@ -311,8 +309,8 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		}
 		if c.adm.on() {
 			u := c.adm.units[gangUnitKey(g.key)]
-			c.unadmitShortLocked(g, u)
-			c.trackOverdueLocked(g, u)
+			c.short.track(u, true)
+			c.overdue.track(g, u, true)
 		}
 	}
 	groups := len(c.groups)

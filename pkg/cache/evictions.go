@@ -199,16 +199,9 @@ func groupSourceOf(groups map[GroupKey]*group, pod *v1.Pod) *groupspec.Source {
 	return nil
 }
 
-// evictionLeftLocked is called when a pod leaves (deleted, or finished):
-// its eviction, if any, is over. The caller holds the cache's lock.
-func (c *Cache) evictionLeftLocked(uid types.UID, now time.Time) {
-	c.evictions.podLeft(uid, now)
-}
-
-// gangPlanLocked: the gang has evictions in flight. The caller holds the
-// cache's lock.
-func (c *Cache) gangPlanLocked(key GroupKey) bool {
-	return c.evictions.gangs[gangUnitKey(key).String()] != nil
+// gangPlan reports whether the gang of key has evictions in flight. O(1).
+func (b *evictionBook) gangPlan(key GroupKey) bool {
+	return b.gangs[gangUnitKey(key).String()] != nil
 }
 
 // start records evs, all or none (Evictions.Start); a victim pods does not

@@ -417,7 +417,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.obj == nil || g.backoff.Active(at) || c.gangPlanLocked(key) {
+	if g == nil || g.obj == nil || g.backoff.Active(at) || c.evictions.gangPlan(key) {
 		c.mu.Unlock()
 		return false
 	}

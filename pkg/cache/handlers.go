@@ -74,7 +74,7 @@ func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key GroupKey, labelled bool) ma
 		if _, known := c.memberOf[pod.UID]; !known {
 			if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; asks {
 				// It asks for a gang by annotation but gets none.
-				c.noticeLocked(pod, annotation.Invalid(pod))
+				c.notices.note(pod, annotation.Invalid(pod))
 			}
 			return nil // most pods: not a gang member, and never were
 		}
@@ -107,7 +107,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (act map[string]*v1.Pod) {
 	// A pod left over from an earlier object of its group's name is in no
 	// group: a member leaves it, below.
-	labelled = labelled && !c.leftoverLocked(key, pod)
+	labelled = labelled && !leftover(c.groups[key], pod) && !implicitLeftover(&c.implicit, key, pod)
 	prevKey, known := c.memberOf[pod.UID]
 	if known {
 		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
@@ -125,7 +125,7 @@ func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (
 		wasBound := prev != nil && prev.state.Assigned
 		g, m := c.upsertMemberLocked(key, pod)
 		m.confirmed = true
-		c.noteProtectLocked(g, m, pod)
+		c.protect.owes(g, m, pod, c.membersSynced)
 		if finished {
 			delete(g.finishing, pod.UID) // it was finishing, not deleted
 		}
@@ -174,7 +174,7 @@ func (c *Cache) memberLocked(key GroupKey, uid types.UID) (*group, *member) {
 // caught up, so its group's status waits for that informer, finishSettle at
 // most.
 func (c *Cache) unfinishedPodDeleteLocked(pod *v1.Pod) {
-	c.forgetNoticeLocked(pod.UID)
+	c.notices.forget(pod.UID)
 	key, ok := c.memberOf[pod.UID]
 	if !ok {
 		return
@@ -199,7 +199,7 @@ func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgetNoticeLocked(pod.UID)
+	c.notices.forget(pod.UID)
 	if key, ok := c.memberOf[pod.UID]; ok {
 		c.removeMemberLocked(key, pod.UID)
 	}
@@ -220,7 +220,12 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.minRequestValid = false
 		if implicitMember(pod) {
 			m.implicit = true
-			ownerChanged = c.implicitAddLocked(g, pod)
+			// The gang by annotation may now follow another controller
+			// object (ownerChanged, below).
+			var p annotation.Problem
+			if ownerChanged, p = c.implicit.Add(g.key.named(), pod, g.obj != nil); p.Reason != "" {
+				c.notices.note(pod, p)
+			}
 		}
 	} else {
 		c.countLocked(g, m, -1)
@@ -249,7 +254,13 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 		g.created = pod.CreationTimestamp.Time
 	}
 	if ownerChanged {
-		c.dropImplicitLeftoversLocked(g)
+		// Its old terminating members are leftovers: O(members), once
+		// per change of controller.
+		for uid, m := range g.members {
+			if m.implicit && m.pod != nil && implicitLeftover(&c.implicit, g.key, m.pod) {
+				c.removeMemberLocked(g.key, uid)
+			}
+		}
 	}
 	return g, m
 }
@@ -347,7 +358,13 @@ func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
 	appeared := g.obj == nil
 	g.obj = s
 	if appeared {
-		c.dropLeftoversLocked(g)
+		// Take the leftover pods out of g: O(members), once per PodGroup
+		// object.
+		for uid, m := range g.members {
+			if leftover(g, m.pod) {
+				c.removeMemberLocked(g.key, uid)
+			}
+		}
 	}
 	c.implicit.SetPodGroup(g.key.named(), true)
 	spec := s.Gang

@@ -35,45 +35,11 @@ func implicitMember(pod *v1.Pod) bool {
 	return !named
 }
 
-// implicitAddLocked counts a new member of g that is in it by annotation,
-// and reports whether the gang now follows another controller object than
-// before (its old terminating members are then leftovers).
-func (c *Cache) implicitAddLocked(g *group, pod *v1.Pod) (ownerChanged bool) {
-	ownerChanged, p := c.implicit.Add(g.key.named(), pod, g.obj != nil)
-	if p.Reason != "" {
-		c.notices.note(pod, p)
-	}
-	return ownerChanged
-}
-
 // implicitLeftover reports whether pod, terminating, is left over from a
 // deleted controller object of the name whose gang by annotation the
 // group key is, as book records it (annotation.Book.Leftover). O(1).
 func implicitLeftover(book *annotation.Book, key GroupKey, pod *v1.Pod) bool {
 	return pod.DeletionTimestamp != nil && implicitMember(pod) && book.Leftover(key.named(), pod)
-}
-
-// dropImplicitLeftoversLocked takes out of g the terminating members of
-// the controller object its gang by annotation no longer follows. O(members),
-// once per change of controller.
-func (c *Cache) dropImplicitLeftoversLocked(g *group) {
-	for uid, m := range g.members {
-		if m.implicit && m.pod != nil && implicitLeftover(&c.implicit, g.key, m.pod) {
-			c.removeMemberLocked(g.key, uid)
-		}
-	}
-}
-
-// noticeLocked queues a Warning Event about pod (podNotices.note). The
-// caller holds the cache's lock.
-func (c *Cache) noticeLocked(pod *v1.Pod, p annotation.Problem) {
-	c.notices.note(pod, p)
-}
-
-// forgetNoticeLocked forgets what was told to a deleted pod. The caller
-// holds the cache's lock.
-func (c *Cache) forgetNoticeLocked(uid types.UID) {
-	c.notices.forget(uid)
 }
 
 // PodGroupsToCreate implements status.Source: the gangs asked for by

@@ -74,7 +74,7 @@ func SlimJob(obj any) (any, error) {
 	}, nil
 }
 
-// noticeRunLimitLocked tells pod, once (noticeLocked), of each run-time
+// noticeRunLimitLocked tells pod, once (podNotices.note), of each run-time
 // limit annotation it or its PodGroup (group) carries that cannot be read:
 // the limit is ignored, so the job is planned as unbounded, and its owner
 // should know why it does not backfill. Pods without the annotation pay
@@ -87,7 +87,7 @@ func (c *Cache) noticeRunLimitLocked(pod *v1.Pod, group map[string]string) {
 	}
 	_, err := runlimit.Of(pod, group)
 	for _, ie := range runlimit.Invalid(err) {
-		c.noticeLocked(pod, annotation.Problem{Reason: runlimit.EventReason, Message: ie.Error()})
-		return // one Event per pod: noticeLocked tells a pod once
+		c.notices.note(pod, annotation.Problem{Reason: runlimit.EventReason, Message: ie.Error()})
+		return // one Event per pod: podNotices.note tells a pod once
 	}
 }

@@ -54,22 +54,6 @@ func leftover(g *group, pod *v1.Pod) bool {
 		pod.CreationTimestamp.Time.Before(g.obj.Source.Created)
 }
 
-// leftoverLocked is leftover for the group of key, or, for a gang by
-// annotation, implicitLeftover.
-func (c *Cache) leftoverLocked(key GroupKey, pod *v1.Pod) bool {
-	return leftover(c.groups[key], pod) || implicitLeftover(&c.implicit, key, pod)
-}
-
-// dropLeftoversLocked takes the leftover pods out of g, whose PodGroup just
-// appeared. O(members), once per PodGroup object.
-func (c *Cache) dropLeftoversLocked(g *group) {
-	for uid, m := range g.members {
-		if leftover(g, m.pod) {
-			c.removeMemberLocked(g.key, uid)
-		}
-	}
-}
-
 // noConstraints is the pod a member not yet created is placed as.
 var noConstraints = &v1.Pod{}
 

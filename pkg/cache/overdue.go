@@ -38,11 +38,11 @@ func lacksMembers(g *group) bool {
 	return g.membersAfterAdmission() && int32(g.counts.Reachable()) < g.spec.MinMember
 }
 
-// trackOverdueLocked starts or stops watching u's gang g for members past
-// its admission. O(1).
-func (c *Cache) trackOverdueLocked(g *group, u *unit) {
-	o := &c.overdue
-	if u == nil || !u.admitted || u.started || !lacksMembers(g) || !c.membersSynced.fired() {
+// track starts or stops watching u's gang g for members past its
+// admission; synced says the scheduler's pod informer has delivered its
+// first list (before that the members may simply not have arrived). O(1).
+func (o *overdueState) track(g *group, u *unit, synced bool) {
+	if u == nil || !u.admitted || u.started || !lacksMembers(g) || !synced {
 		if u != nil {
 			delete(o.waiting, u.key)
 		}
@@ -56,14 +56,14 @@ func (c *Cache) trackOverdueLocked(g *group, u *unit) {
 	}
 }
 
-// returnOverdueLocked returns to pending the gangs that waited for their
-// members overdueGrace past admission, withdrawing their promise with
-// why, and gives back the promises withdrawn overdueGrace ago. O(gangs
-// watched).
-func (c *Cache) returnOverdueLocked(now time.Time) {
-	o := &c.overdue
+// due, at now, withdraws the promise of the gangs that waited for their
+// members overdueGrace past admission (withdraw: to return to pending, why
+// in their overdueWhy) and gives back the promises withdrawn overdueGrace
+// ago (restore: to decide again). units and groups are the admission
+// units and the groups by key. O(gangs watched).
+func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[GroupKey]*group) (withdraw, restore []*group) {
 	for key, since := range o.waiting {
-		u := c.adm.units[key]
+		u := units[key]
 		switch {
 		case u == nil || u.gang == nil || !u.admitted || u.started || !lacksMembers(u.gang):
 			delete(o.waiting, key)
@@ -77,12 +77,11 @@ func (c *Cache) returnOverdueLocked(now time.Time) {
 				o.withdrawn = map[GroupKey]time.Time{}
 			}
 			o.withdrawn[g.key] = now.Add(overdueGrace)
-			c.unadmitLocked(g)
-			c.syncGangUnitLocked(g)
+			withdraw = append(withdraw, g)
 		}
 	}
 	for k, until := range o.withdrawn {
-		g := c.groups[k]
+		g := groups[k]
 		switch {
 		case g == nil || g.overdueWhy == "":
 			delete(o.withdrawn, k)
@@ -92,8 +91,28 @@ func (c *Cache) returnOverdueLocked(now time.Time) {
 			// again, and the gang is decided again.
 			delete(o.withdrawn, k)
 			g.overdueWhy = ""
-			c.syncGangUnitLocked(g)
+			restore = append(restore, g)
 		}
+	}
+	return withdraw, restore
+}
+
+// returnLapsedLocked, at the start of an admission pass at now, returns to
+// pending the admitted gangs short of members for shortGrace (short.go)
+// or waiting for them overdueGrace past admission, and decides again
+// those whose withdrawn promise is given back. The caller holds the
+// cache's lock.
+func (c *Cache) returnLapsedLocked(now time.Time) {
+	for _, g := range c.short.due(now, c.adm.units) {
+		c.unadmitLocked(g)
+	}
+	withdraw, restore := c.overdue.due(now, c.adm.units, c.groups)
+	for _, g := range withdraw {
+		c.unadmitLocked(g)
+		c.syncGangUnitLocked(g)
+	}
+	for _, g := range restore {
+		c.syncGangUnitLocked(g)
 	}
 }
 

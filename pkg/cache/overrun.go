@@ -133,21 +133,6 @@ type overrunInput struct {
 	book     *evictionBook
 }
 
-// overrunsLocked chooses, at the start of a pass at now, the pods to evict
-// for the kept reservations that are due, and records them in the eviction
-// book; the status writer evicts them (OverrunEvictions). The caller holds
-// the cache's lock.
-func (c *Cache) overrunsLocked(now time.Time) []overrunEviction {
-	in := overrunInput{adm: c.adm, groups: c.groups, feasible: &c.feasible, lead: c.lead, book: &c.evictions}
-	return c.evictions.overrun.choose(in, now)
-}
-
-// queueOverrunsLocked hands evs to the status writer (OverrunEvictions):
-// the cache makes no API call. The caller holds the cache's lock.
-func (c *Cache) queueOverrunsLocked(evs []overrunEviction) {
-	c.evictions.overrun.queue(evs)
-}
-
 // OverrunEvictions implements status.Source: the evictions passes chose
 // since the last call, in the order chosen.
 func (c *Cache) OverrunEvictions() []status.OverrunEviction {
@@ -165,10 +150,10 @@ func (c *Cache) FinishOverrun(e status.OverrunEviction, err error) bool {
 	return c.evictions.finishOverrun(e.Pod.UID, err)
 }
 
-// choose is overrunsLocked: the evictions for the due reservations of
-// in.feasible, recorded in in.book. O(pods whose end changed) per pass that
-// keeps a reservation, plus O(pods with a limit on the nodes) per due
-// reservation.
+// choose, at the start of a pass at now, returns the pods to evict for the
+// due reservations of in.feasible, recorded in in.book; queue hands them
+// to the status writer. O(pods whose end changed) per pass that keeps a
+// reservation, plus O(pods with a limit on the nodes) per due reservation.
 func (o *overrunState) choose(in overrunInput, now time.Time) []overrunEviction {
 	a, f := in.adm, in.feasible
 	if !a.opts.EvictOverruns || len(f.timed) == 0 {

@@ -82,12 +82,6 @@ func (b *protectBook) owes(g *group, m *member, pod *v1.Pod, synced *onceSignal)
 	b.note(pod, synced.fired())
 }
 
-// noteProtectLocked notes pod, a member of g, for the writer when it is
-// owed protection (protectBook.owes). The caller holds the cache's lock.
-func (c *Cache) noteProtectLocked(g *group, m *member, pod *v1.Pod) {
-	c.protect.owes(g, m, pod, c.membersSynced)
-}
-
 // PodsToProtect implements status.Source: at most limit of the bound gang
 // members noted that lack a protecting annotation, each once, those bound
 // since the start first; the rest stay noted for later calls. O(limit).

@@ -17,43 +17,51 @@ import (
 // otherwise keep its queue's room from work that can start.
 const shortGrace = 5 * time.Second
 
-// unadmitShortLocked tracks whether an admitted gang that has not started
-// is short of members (deleted, gated, or minMember raised): such a gang
+// shortGangs holds the admitted gangs short of members, with when an
+// admission pass first saw each short (zero: the next pass starts the
+// clock).
+type shortGangs map[queue.Key]time.Time
+
+// track tracks whether u, an admitted gang's unit that has not started, is
+// short of members (deleted, gated, or minMember raised): such a gang
 // cannot start. The admission pass returns it to pending once it has been
-// short for shortGrace (returnShortLocked). Before the scheduler's pod
-// informer has delivered its first list the members may simply not have
+// short for shortGrace (due). Before the scheduler's pod informer has
+// delivered its first list (synced false) the members may simply not have
 // arrived (a gang admitted by an earlier process is installed from its
 // annotation first), so nothing is tracked then; membersListed checks every
 // gang once they have. O(1).
-func (c *Cache) unadmitShortLocked(g *group, u *unit) {
-	if u == nil || !u.admitted || u.started || u.min <= 0 || u.members >= u.min || !c.membersSynced.fired() {
+func (s *shortGangs) track(u *unit, synced bool) {
+	if u == nil || !u.admitted || u.started || u.min <= 0 || u.members >= u.min || !synced {
 		if u != nil {
-			delete(c.short, u.key)
+			delete(*s, u.key)
 		}
 		return
 	}
-	if _, ok := c.short[u.key]; !ok {
-		if c.short == nil {
-			c.short = map[queue.Key]time.Time{}
+	if _, ok := (*s)[u.key]; !ok {
+		if *s == nil {
+			*s = shortGangs{}
 		}
-		c.short[u.key] = time.Time{} // the next pass starts the clock
+		(*s)[u.key] = time.Time{} // the next pass starts the clock
 	}
 }
 
-// returnShortLocked returns to pending the admitted gangs short of members
-// for shortGrace at now; the first pass to see one short starts its clock.
+// due returns the admitted gangs short of members for shortGrace at now,
+// which go back to pending, and stops tracking them; the first pass to see
+// one short starts its clock. units are the admission units by key.
 // O(short gangs).
-func (c *Cache) returnShortLocked(now time.Time) {
-	for key, since := range c.short {
-		u := c.adm.units[key]
+func (s shortGangs) due(now time.Time, units map[queue.Key]*unit) []*group {
+	var out []*group
+	for key, since := range s {
+		u := units[key]
 		switch {
 		case u == nil || u.gang == nil || !u.admitted || u.started || u.members >= u.min:
-			delete(c.short, key)
+			delete(s, key)
 		case since.IsZero():
-			c.short[key] = now
+			s[key] = now
 		case now.Sub(since) >= shortGrace:
-			delete(c.short, key)
-			c.unadmitLocked(u.gang)
+			delete(s, key)
+			out = append(out, u.gang)
 		}
 	}
+	return out
 }

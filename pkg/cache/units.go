@@ -231,8 +231,8 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		// it is released.
 		c.unadmitLocked(g)
 	}
-	c.unadmitShortLocked(g, u)
-	c.trackOverdueLocked(g, u)
+	c.short.track(u, c.membersSynced.fired())
+	c.overdue.track(g, u, c.membersSynced.fired())
 	if !u.admitted {
 		c.adm.setPendingLocked(u)
 		a.kickLocked()

@@ -191,7 +191,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	if deleted || finished {
 		a.learnRunLocked(pod, old, time.Now())
 		a.trackEndLocked(pod, nil, nil)
-		c.evictionLeftLocked(pod.UID, time.Now())
+		c.evictions.podLeft(pod.UID, time.Now()) // its eviction, if any, is over
 		if singleton {
 			if u := a.units[podUnitKey(pod)]; u != nil {
 				c.dropUnitLocked(u)
