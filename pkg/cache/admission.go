@@ -190,12 +190,6 @@ func (a *admissionState) kickLocked() {
 	}
 }
 
-func (c *Cache) kickAdmission() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.adm.kickLocked()
-}
-
 // AdmissionLoop returns the loop that runs this cache's admission passes
 // (on its kicks and period, once the scheduler's informers and the gang
 // members are in: ready, which pkg/feed gives), and false when no profile

@@ -378,7 +378,7 @@ func delTombstone(c *Cache, p *v1.Pod) { delObj(c, p, tombstone(p)) }
 
 func delObj(c *Cache, p *v1.Pod, obj any) {
 	if phaseOf(p).Terminal() {
-		c.onFinishedPodDelete(logger, obj)
+		c.DeleteFinishedPod(logger, asPod(obj))
 	} else {
 		c.onUnfinishedPodDelete(logger, obj)
 	}

@@ -38,19 +38,8 @@ func podGroupName(pod *v1.Pod) (string, bool) {
 // means: Volcano's task-spec annotation or label; "" for none.
 func podTask(pod *v1.Pod) string { return volcano.TaskName(pod) }
 
-// SetGroup implements dialect.Sink.
-func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroup(logger, s) }
-
-// UpdateGroup implements dialect.Sink.
-func (c *Cache) UpdateGroup(logger klog.Logger, old, s *groupspec.Spec) {
-	c.onGroupUpdate(logger, old, s)
-}
-
-// DeleteGroup implements dialect.Sink.
-func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) { c.onGroupDelete(logger, s) }
-
-// SetQueue implements dialect.Sink.
-func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) { c.onQueue(q, deleted) }
+// The Sink's methods: SetGroup and DeleteGroup (handlers.go), UpdateGroup
+// (replace.go), SetQueue (queuehandlers.go).
 
 // shadowedLocked reports whether s, of one dialect, names a group whose
 // object is of another: the first holds the name (see above).

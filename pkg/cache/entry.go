@@ -67,18 +67,13 @@ func withActs(act, more map[string]*v1.Pod) map[string]*v1.Pod {
 }
 
 // ApplyFinishedPod takes a finished gang member (Succeeded, Failed) added
-// or updated (old nil on an add).
+// or updated (old nil on an add); an update that replaces the pod is the
+// old one's delete followed by the new one's add.
 func (c *Cache) ApplyFinishedPod(logger klog.Logger, old, pod *v1.Pod) {
-	if old != nil {
-		c.onFinishedPodUpdate(logger, old, pod)
-		return
+	if old != nil && replaced(old, pod) {
+		c.DeleteFinishedPod(logger, old)
 	}
 	c.onFinishedPod(logger, pod)
-}
-
-// DeleteFinishedPod takes a finished gang member deleted.
-func (c *Cache) DeleteFinishedPod(logger klog.Logger, pod *v1.Pod) {
-	c.onFinishedPodDelete(logger, pod)
 }
 
 // ApplyNode takes a node added or updated.
@@ -95,14 +90,18 @@ func (c *Cache) ApplyNamespace(ns *v1.Namespace) { c.onNamespace(ns, false) }
 func (c *Cache) DeleteNamespace(ns *v1.Namespace) { c.onNamespace(ns, true) }
 
 // ApplyQueue takes a Caldera Queue added or updated. Only with admission.
-func (c *Cache) ApplyQueue(q *qapi.Queue) { c.onQueue(q, false) }
+func (c *Cache) ApplyQueue(q *qapi.Queue) { c.SetQueue(q, false) }
 
 // DeleteQueue takes a Caldera Queue deleted.
-func (c *Cache) DeleteQueue(q *qapi.Queue) { c.onQueue(q, true) }
+func (c *Cache) DeleteQueue(q *qapi.Queue) { c.SetQueue(q, true) }
 
 // QuotasChanged says a namespace's ResourceQuota changed: admission looks
 // again at the units it refused (CheckResourceQuota).
-func (c *Cache) QuotasChanged() { c.kickAdmission() }
+func (c *Cache) QuotasChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adm.kickLocked()
+}
 
 // SetQuotas gives admission what it reads ResourceQuotas from
 // (CheckResourceQuota); call it before the first pass.

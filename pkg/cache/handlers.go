@@ -191,9 +191,9 @@ func (c *Cache) unfinishedPodDeleteLocked(pod *v1.Pod) {
 	c.removeMemberLocked(key, pod.UID)
 }
 
-// onFinishedPodDelete takes a delete from the finished-member informer.
-func (c *Cache) onFinishedPodDelete(logger klog.Logger, obj any) {
-	pod := asPod(obj)
+// DeleteFinishedPod takes a finished gang member deleted, from the
+// finished-member informer.
+func (c *Cache) DeleteFinishedPod(_ klog.Logger, pod *v1.Pod) {
 	if pod == nil {
 		return
 	}
@@ -343,9 +343,9 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	c.dropIfEmptyLocked(g)
 }
 
-// onGroup takes a group's spec as its adapter read it from an added or
-// updated object, whatever its dialect.
-func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
+// SetGroup implements dialect.Sink: it takes a group's spec as its adapter
+// read it from an added or updated object, whatever its dialect.
+func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) {
 	if s == nil {
 		return
 	}
@@ -398,10 +398,10 @@ func (c *Cache) onGroup(logger klog.Logger, s *groupspec.Spec) {
 	c.activate(logger, act)
 }
 
-// onGroupDelete takes the deletion of a group's object, whatever its
-// dialect; a deletion of another object than the one the group holds (of
+// DeleteGroup implements dialect.Sink: it takes the deletion of a group's
+// object, whatever its dialect; a deletion of another object than the one the group holds (of
 // another dialect, or one replaced since) changes nothing.
-func (c *Cache) onGroupDelete(logger klog.Logger, s *groupspec.Spec) {
+func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) {
 	if s == nil {
 		return
 	}

@@ -227,9 +227,10 @@ func (c *Cache) forgetQueueMetricsLocked(name string) {
 	}
 }
 
-// recordGroupMetrics refreshes caldera_podgroups; the status pass calls it.
-// O(groups) per pass under the read lock, allocating only per (queue, phase).
-func (c *Cache) recordGroupMetrics() {
+// RecordGroupMetrics implements status.Source: it refreshes
+// caldera_podgroups; the status pass calls it. O(groups) per pass under
+// the read lock, allocating only per (queue, phase).
+func (c *Cache) RecordGroupMetrics() {
 	counts := map[[2]string]int{}
 	c.mu.RLock()
 	if c.adm.on() {

@@ -156,7 +156,7 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 	}
 
 	// A deleted queue's series go.
-	c.onQueue(mkQueue("obs-b", weight(3)), true)
+	c.SetQueue(mkQueue("obs-b", weight(3)), true)
 	for _, name := range []string{"caldera_queue_share", "caldera_queue_deserved", "caldera_queue_allocated"} {
 		if _, ok := gaugeValue(t, name, map[string]string{"queue": "obs-b"}); ok {
 			t.Errorf("%s{queue=obs-b} survives the queue's deletion", name)

@@ -20,10 +20,10 @@ func pgSpec(obj any) *groupspec.Spec {
 	return schedplugins.Spec(pg)
 }
 
-func (c *Cache) onPodGroup(logger klog.Logger, obj any) { c.onGroup(logger, pgSpec(obj)) }
+func (c *Cache) onPodGroup(logger klog.Logger, obj any) { c.SetGroup(logger, pgSpec(obj)) }
 
 func (c *Cache) onPodGroupUpdate(logger klog.Logger, old, obj any) {
-	c.onGroupUpdate(logger, pgSpec(old), pgSpec(obj))
+	c.UpdateGroup(logger, pgSpec(old), pgSpec(obj))
 }
 
-func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) { c.onGroupDelete(logger, pgSpec(obj)) }
+func (c *Cache) onPodGroupDelete(logger klog.Logger, obj any) { c.DeleteGroup(logger, pgSpec(obj)) }

@@ -10,8 +10,10 @@ import (
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
-func (c *Cache) onQueue(obj any, deleted bool) {
-	q, _ := dialect.ObjectOf[*qapi.Queue](obj)
+// SetQueue implements dialect.Sink: it takes a queue added or updated, or
+// deleted, Caldera's own (ApplyQueue, DeleteQueue) or a dialect's; a
+// dialect's queue of the name of a Caldera Queue is ignored.
+func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 	if q == nil {
 		return
 	}

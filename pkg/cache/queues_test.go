@@ -49,7 +49,7 @@ func newAdmissionCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Que
 	qc := qfake.NewSimpleClientset(objs...)
 	enableAdmission(c, opts, qc)
 	for _, q := range queues {
-		c.onQueue(q, false)
+		c.SetQueue(q, false)
 	}
 	return c, h, qc
 }
@@ -423,7 +423,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 				t.Errorf("activated %v before the queue exists", got)
 			}
 			// Created after its groups: the next pass admits them.
-			c.onQueue(mkQueue(tc.want), false)
+			c.SetQueue(mkQueue(tc.want), false)
 			if u := unitOf(c, uk); u == nil || u.queue != tc.want || u.asked != "" {
 				t.Fatalf("unit %s after its Queue was created: %+v, want it in queue %q", uk, u, tc.want)
 			}
@@ -565,7 +565,7 @@ func TestAdmissionQueuePriorityInSortInfo(t *testing.T) {
 	if got := c.SortInfo(p); got.QueuePriority != 10 {
 		t.Errorf("SortInfo(p).QueuePriority = %d, want 10", got.QueuePriority)
 	}
-	c.onQueue(mkQueue("hi", queuePriority(3)), false)
+	c.SetQueue(mkQueue("hi", queuePriority(3)), false)
 	if got := c.SortInfo(p); got.QueuePriority != 3 {
 		t.Errorf("after the update, QueuePriority = %d, want 3", got.QueuePriority)
 	}
@@ -585,19 +585,19 @@ func TestAdmissionClosedQueue(t *testing.T) {
 	if got := activatedPods(h); len(got) != 0 {
 		t.Errorf("a closed queue activated %v", got)
 	}
-	c.onQueue(mkQueue("q"), false)
+	c.SetQueue(mkQueue("q"), false)
 	pass(c, t0.Add(time.Second))
 	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
 	if got, want := activatedPods(h), names(g0, g1, s); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
 	// Closing keeps what is admitted.
-	c.onQueue(mkQueue("q", state(qapi.QueueStateClosed)), false)
+	c.SetQueue(mkQueue("q", state(qapi.QueueStateClosed)), false)
 	pass(c, t0.Add(2*time.Second))
 	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
 	wantUsage(t, c, "q", 0, 3)
 	// Deleting the queue keeps admitted groups admitted too; new ones wait.
-	c.onQueue(mkQueue("q"), true)
+	c.SetQueue(mkQueue("q"), true)
 	late := single("ns", "late", inQueue("q"))
 	podEvent(c, late)
 	pass(c, t0.Add(3*time.Second))
@@ -840,7 +840,7 @@ func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
 	wantConsistent(t, c, "after the pods")
 
 	// Only room for one more cpu: the annotated gang's inflight counts.
-	c.onQueue(mkQueue("q", capability("3")), false)
+	c.SetQueue(mkQueue("q", capability("3")), false)
 	pass(c, t0)
 	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
 	if got := activatedPods(h); len(got) != 0 {
@@ -1212,7 +1212,7 @@ func TestSyncQueueStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.onQueue(q, false)
+		c.SetQueue(q, false)
 	}
 	writer(c).SyncQueues(ctx)
 	if got := statusUpdates(qc); len(got) != 0 {
@@ -1291,7 +1291,7 @@ func TestAdmissionConcurrent(t *testing.T) {
 				case 0:
 					c.AdmissionPass(logger, t0.Add(time.Duration(i)*time.Millisecond))
 				case 3:
-					c.onQueue(mkQueue("q2", weight(int32(1+i%3))), false)
+					c.SetQueue(mkQueue("q2", weight(int32(1+i%3))), false)
 				case 5:
 					c.mu.Lock()
 					c.noticePendingLocked(t0.Add(time.Duration(i) * time.Millisecond))

@@ -24,21 +24,13 @@ func replaced(old, obj any) bool {
 	return ok1 && ok2 && o.GetUID() != n.GetUID()
 }
 
-// onGroupUpdate takes an update of a group's object, read as a spec by its
-// adapter: a replaced object (its uid changed) is the old one's delete
+// UpdateGroup implements dialect.Sink: it takes an update of a group's
+// object, read as a spec by its adapter: a replaced object (its uid changed) is the old one's delete
 // followed by the new one's add, so that a recreated PodGroup starts fresh
 // (no backoff, first attempt, last Event or admission of the old one).
-func (c *Cache) onGroupUpdate(logger klog.Logger, old, s *groupspec.Spec) {
+func (c *Cache) UpdateGroup(logger klog.Logger, old, s *groupspec.Spec) {
 	if old != nil && s != nil && old.Source.UID != s.Source.UID {
-		c.onGroupDelete(logger, old)
+		c.DeleteGroup(logger, old)
 	}
-	c.onGroup(logger, s)
-}
-
-// onFinishedPodUpdate takes an update from the finished-member informer.
-func (c *Cache) onFinishedPodUpdate(logger klog.Logger, old, obj any) {
-	if replaced(old, obj) {
-		c.onFinishedPodDelete(logger, old)
-	}
-	c.onFinishedPod(logger, obj)
+	c.SetGroup(logger, s)
 }

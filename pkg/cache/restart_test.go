@@ -19,7 +19,7 @@ func newListingCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue
 	c, _ := newUnlistedCache(tb)
 	enableAdmission(c, opts, qfake.NewSimpleClientset())
 	for _, q := range queues {
-		c.onQueue(q, false)
+		c.SetQueue(q, false)
 	}
 	return c
 }

@@ -37,9 +37,6 @@ func (c *Cache) RetryGroupStatus(key types.NamespacedName) {
 	c.mu.Unlock()
 }
 
-// RecordGroupMetrics implements status.Source.
-func (c *Cache) RecordGroupMetrics() { c.recordGroupMetrics() }
-
 // GroupStatusWork implements status.Source: the groups that changed since
 // the last call, copied out under the lock so that API calls run without
 // it. Its cost is proportional to the changed groups, not to all groups.

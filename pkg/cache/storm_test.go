@@ -296,7 +296,7 @@ func TestEventStorm(t *testing.T) {
 			case 0:
 				c.AdmissionPass(logger, t0.Add(time.Duration(i)*time.Millisecond))
 			case 3:
-				c.onQueue(mkQueue("q0", weight(int32(1+i%4))), false)
+				c.SetQueue(mkQueue("q0", weight(int32(1+i%4))), false)
 			}
 		}
 	}()
@@ -448,7 +448,7 @@ func (in *podInformers) deliverFinished(c *Cache) {
 	switch ev, obj, ok := pop(&in.finished); {
 	case !ok:
 	case ev.deleted:
-		c.onFinishedPodDelete(logger, obj)
+		c.DeleteFinishedPod(logger, asPod(obj))
 	default:
 		c.onFinishedPod(logger, obj)
 	}

@@ -56,7 +56,7 @@ func TestReplacedPodIsDeleteThenAdd(t *testing.T) {
 	c.onFinishedPod(logger, done)
 	c.onUnfinishedPodDelete(logger, p1)
 	failed := next(p1, withUID("uid-ns-p1-again"), boundTo("n1"), phase(v1.PodFailed))
-	c.onFinishedPodUpdate(logger, done, failed)
+	c.ApplyFinishedPod(logger, done, failed)
 	wantCounts(t, c, key("ns", "g"), &gang.Counts{Members: 2, Active: 1, Pending: 1, Bound: 1, Failed: 1})
 }
 
@@ -132,7 +132,7 @@ func TestAdmittedGangBeforeItsMembersReservesItsMinimum(t *testing.T) {
 	addPG(c, mkPG("ns", "done", 2, admittedAt, pgQueue("q")))
 	addPG(c, mkPG("ns", "next", 2, pgQueue("q")))
 	enableAdmission(c, singletons, qfake.NewSimpleClientset())
-	c.onQueue(mkQueue("q", capability("3")), false)
+	c.SetQueue(mkQueue("q", capability("3")), false)
 
 	// Now the members: the admitted gang's two, the other gang's two.
 	d := []*v1.Pod{memberOf("ns", "d0", "done"), memberOf("ns", "d1", "done")}
@@ -247,15 +247,15 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 	// Bound while its queue does not exist (another scheduler, a restart).
 	podEvent(c, next(pods[3], boundTo("n1")))
 	wantUsage(t, c, MissingQueue, 1, 0)
-	c.onQueue(mkQueue("tenant-3"), false)
+	c.SetQueue(mkQueue("tenant-3"), false)
 	wantUsage(t, c, "tenant-3", 1, 0)
 	wantUsage(t, c, MissingQueue, 0, 0)
-	c.onQueue(mkQueue("tenant-pg"), false)
+	c.SetQueue(mkQueue("tenant-pg"), false)
 	pass(c, t0.Add(time.Second))
 	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.queue != "tenant-pg" || !u.admitted {
 		t.Errorf("gang after its Queue was created: %+v", u)
 	}
-	c.onQueue(mkQueue("tenant-3"), true)
+	c.SetQueue(mkQueue("tenant-3"), true)
 	wantUsage(t, c, MissingQueue, 1, 0)
 	wantConsistent(t, c, "after queues came and went")
 	if msg := admitted(c, pods[9]).msg; !strings.Contains(msg, "tenant-9") {

@@ -22,7 +22,7 @@ func init() {
 	dialects = append(dialects, gangAPI{
 		name: "upstream",
 		group: func(c *Cache, ns, name string, min int32, q, _ string) {
-			c.onGroup(logger, upstream.Spec(mkUpstreamPG(ns, name, min, q)))
+			c.SetGroup(logger, upstream.Spec(mkUpstreamPG(ns, name, min, q)))
 		},
 		member: upstreamMember,
 	})
@@ -83,8 +83,8 @@ func TestUpstreamDisruptionModeReachesReclaim(t *testing.T) {
 		if all {
 			rich.Spec.DisruptionMode = &sched.DisruptionMode{All: &sched.AllDisruptionMode{}}
 		}
-		c.onGroup(logger, upstream.Spec(rich))
-		c.onGroup(logger, upstream.Spec(mkUpstreamPG("ns", "s", 2, "starved")))
+		c.SetGroup(logger, upstream.Spec(rich))
+		c.SetGroup(logger, upstream.Spec(mkUpstreamPG("ns", "s", 2, "starved")))
 		var running []*v1.Pod
 		for i := range 4 {
 			p := upstreamMember("ns", fmt.Sprint("r", i), "r", cpu("1"), boundTo("n0"), phase(v1.PodRunning))

@@ -51,7 +51,7 @@ var dialects = []gangAPI{
 	{
 		name: "volcano",
 		group: func(c *Cache, ns, name string, min int32, q, cpuQ string) {
-			c.onGroup(logger, volcano.Spec(mkVolcanoPG(ns, name, min, q, cpuQ)))
+			c.SetGroup(logger, volcano.Spec(mkVolcanoPG(ns, name, min, q, cpuQ)))
 		},
 		member: volcanoMember,
 	},
@@ -136,8 +136,8 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 	first, second := mkVolcanoPG("ns", "first", 2, "q", "3"), mkVolcanoPG("ns", "second", 2, "q", "3")
 	second.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	vcc := withVolcano(t, c, first, second)
-	c.onGroup(logger, volcano.Spec(first))
-	c.onGroup(logger, volcano.Spec(second))
+	c.SetGroup(logger, volcano.Spec(first))
+	c.SetGroup(logger, volcano.Spec(second))
 
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "first")); u == nil || !u.admitted {
@@ -231,7 +231,7 @@ func TestVolcanoQueue(t *testing.T) {
 	}
 
 	// Caldera's Queue of the same name wins over Volcano's.
-	c.onQueue(mkQueue("vq", capability("8")), false)
+	c.SetQueue(mkQueue("vq", capability("8")), false)
 	vcc.reader.OnQueue(vq, false)
 	pass(c, t0.Add(time.Second))
 	wantAdmitted(t, c, admission{true, ""}, pods...)
@@ -406,8 +406,8 @@ func TestVolcanoGangAfterRestart(t *testing.T) {
 	inqueue.Status.Phase = vc.PodGroupInqueue
 	done.Status = vc.PodGroupStatus{Phase: vc.PodGroupCompleted, Succeeded: 2}
 	vcc := withVolcano(t, c, inqueue, done)
-	c.onGroup(logger, volcano.Spec(inqueue))
-	c.onGroup(logger, volcano.Spec(done))
+	c.SetGroup(logger, volcano.Spec(inqueue))
+	c.SetGroup(logger, volcano.Spec(done))
 	for _, name := range []string{"inqueue", "done"} {
 		if u := unitOf(c, queue.GroupUnit("ns", name)); u == nil || !u.admitted {
 			t.Errorf("%s: unit %+v, want admitted from its phase", name, u)

@@ -44,7 +44,7 @@ func TestVolcanoQuotaFormMinResources(t *testing.T) {
 	min := quotaForm(4, "1", 0)
 	pg.Spec.MinResources = &min
 	withVolcano(t, c, pg)
-	c.onGroup(logger, volcano.Spec(pg))
+	c.SetGroup(logger, volcano.Spec(pg))
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.admitted {
 		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "job"))
@@ -84,8 +84,8 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 	min2 := quotaForm(1, "1", 4)
 	more.Spec.MinResources = &min2
 	vcc := withVolcano(t, c, pg, more)
-	c.onGroup(logger, volcano.Spec(pg))
-	c.onGroup(logger, volcano.Spec(more))
+	c.SetGroup(logger, volcano.Spec(pg))
+	c.SetGroup(logger, volcano.Spec(more))
 	pass(c, t0)
 	if u := unitOf(c, queue.GroupUnit("ns", "train")); u == nil || !u.admitted {
 		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "train"))
@@ -116,7 +116,7 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	renewed.UID = "vpg-ns-job-2"
 	renewed.CreationTimestamp.Time = t0.Add(time.Minute)
 	vcc := withVolcano(t, c, old)
-	c.onGroup(logger, volcano.Spec(old))
+	c.SetGroup(logger, volcano.Spec(old))
 	pass(c, t0)
 	pods := []*v1.Pod{volcanoMember("ns", "p0", "job", cpu("1")), volcanoMember("ns", "p1", "job", cpu("1"))}
 	for i, p := range pods {
@@ -132,14 +132,14 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 		pods[i] = next(p, func(p *v1.Pod) { p.DeletionTimestamp = &renewed.CreationTimestamp })
 		podEvent(c, pods[i])
 	}
-	c.onGroupDelete(logger, volcano.Spec(old))
+	c.DeleteGroup(logger, volcano.Spec(old))
 	delete(vcc.pgs, types.NamespacedName{Namespace: "ns", Name: "job"})
 	if err := vcc.pgStore.Delete(old); err != nil {
 		t.Fatal(err)
 	}
 	vcc.pgs[types.NamespacedName{Namespace: "ns", Name: "job"}] = renewed.DeepCopy()
 	vcc.refresh(t)
-	c.onGroup(logger, volcano.Spec(renewed))
+	c.SetGroup(logger, volcano.Spec(renewed))
 	pass(c, t0.Add(time.Minute))
 
 	u := unitOf(c, queue.GroupUnit("ns", "job"))
@@ -165,7 +165,7 @@ func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
 	c.onNode(logger, mkNode("n1", "16"))
 	pg := mkVolcanoPG("ns", "job", 4, "", "")
 	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
-	c.onGroup(logger, volcano.Spec(pg))
+	c.SetGroup(logger, volcano.Spec(pg))
 	task := func(name, role string) *v1.Pod {
 		p := volcanoMember("ns", name, "job")
 		p.Annotations[volcano.TaskSpecKey] = role
@@ -210,8 +210,8 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	lost, small := mkVolcanoPG("ns", "lost", 2, "q", "4"), mkVolcanoPG("ns", "small", 1, "q", "2")
 	small.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	vcc := withVolcano(t, c, lost, small)
-	c.onGroup(logger, volcano.Spec(lost))
-	c.onGroup(logger, volcano.Spec(small))
+	c.SetGroup(logger, volcano.Spec(lost))
+	c.SetGroup(logger, volcano.Spec(small))
 	lostKey, smallKey := queue.GroupUnit("ns", "lost"), queue.GroupUnit("ns", "small")
 
 	pass(c, t0)
@@ -242,7 +242,7 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 		t.Errorf("lost: %+v, want Pending saying its pods name an unserved scheduler", got)
 	}
 	// The promise is given again later: with room, it is admitted again.
-	c.onGroupDelete(logger, volcano.Spec(small))
+	c.DeleteGroup(logger, volcano.Spec(small))
 	pass(c, t0.Add(time.Second+2*overdueGrace))
 	if u := unitOf(c, lostKey); !u.admitted {
 		t.Errorf("lost: not admitted again once its promise was given back")
@@ -260,7 +260,7 @@ func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
 	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"}, Spec: vc.QueueSpec{Weight: 1}}
 	vcc := withVolcano(t, c, vq)
 	vcc.reader.OnQueue(vq, false)
-	c.onGroup(logger, volcano.Spec(mkVolcanoPG("ns", "job", 2, "vq", "")))
+	c.SetGroup(logger, volcano.Spec(mkVolcanoPG("ns", "job", 2, "vq", "")))
 	placed, waiting := volcanoMember("ns", "m0", "job", boundTo("n1")), volcanoMember("ns", "m1", "job")
 	podEvent(c, placed)
 	podEvent(c, waiting)
@@ -299,7 +299,7 @@ func TestVolcanoShortTaskIsNoExtra(t *testing.T) {
 	c.onNode(logger, mkNode("n1", "16"))
 	pg := mkVolcanoPG("ns", "job", 4, "q", "")
 	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
-	c.onGroup(logger, volcano.Spec(pg))
+	c.SetGroup(logger, volcano.Spec(pg))
 	task := func(name, role string) *v1.Pod {
 		p := volcanoMember("ns", name, "job")
 		p.Annotations[volcano.TaskSpecKey] = role

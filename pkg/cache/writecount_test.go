@@ -124,7 +124,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 			pg := mkUpstreamPG("ns", name(i), size(i), "q")
 			pg.CreationTimestamp.Time = t0.Add(time.Duration(i) * time.Second)
 			objs = append(objs, pg)
-			c.onGroup(logger, upstream.Spec(pg))
+			c.SetGroup(logger, upstream.Spec(pg))
 			pods = append(pods, members(i, upstreamMember))
 		}
 		kube := kfake.NewClientset(objs...)
@@ -133,7 +133,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 		echo := func() {
 			list, _ := kube.SchedulingV1beta1().PodGroups("ns").List(t.Context(), metav1.ListOptions{})
 			for i := range list.Items {
-				c.onGroup(logger, upstream.Spec(&list.Items[i]))
+				c.SetGroup(logger, upstream.Spec(&list.Items[i]))
 			}
 		}
 		run(t, c, pods, echo, func(n string) int {
@@ -155,14 +155,14 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 			pg := mkVolcanoPG("ns", name(i), size(i), "q", "")
 			pg.CreationTimestamp.Time = t0.Add(time.Duration(i) * time.Second)
 			objs = append(objs, pg)
-			c.onGroup(logger, volcano.Spec(pg))
+			c.SetGroup(logger, volcano.Spec(pg))
 			pods = append(pods, members(i, volcanoMember))
 		}
 		vcc := withVolcano(t, c, objs...)
 		echo := func() {
 			vcc.refresh(t)
 			for _, pg := range vcc.pgs {
-				c.onGroup(logger, volcano.Spec(pg))
+				c.SetGroup(logger, volcano.Spec(pg))
 			}
 		}
 		run(t, c, pods, echo, func(n string) int { return vcc.patchesOf[n] })
