@@ -167,6 +167,26 @@ func etaTable(results []score.Result) string {
 			r.Profile, e.Jobs, e.NeverStarted, e.P10, e.P50, e.P90, e.Max, e.OnTime, 100*e.OnTimeShare,
 			l.Jobs, l.P50, l.P90, l.Max, l.OnTime, 100*l.OnTimeShare)
 	}
+	return b.String() + estimateTable(results)
+}
+
+// estimateTable compares starts with the first estimated start each gang
+// was given while it waited for jobs without a limit.
+func estimateTable(results []score.Result) string {
+	var b strings.Builder
+	for _, r := range results {
+		e := r.ETA.Estimated
+		if e.Jobs == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nStart vs first estimated start: gangs given one while they waited for jobs without a run-time limit (the PodGroup's " +
+				"estimated-start annotation, learned from finished pods' run times; an estimate, holding no room); lateness and on time as above\n\n" +
+				"| profile | jobs | never started | lateness p10 | p50 | p90 | max | on time |\n|---|---|---|---|---|---|---|---|\n")
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %d (%.1f%%) |\n",
+			r.Profile, e.Jobs, e.NeverStarted, e.P10, e.P50, e.P90, e.Max, e.OnTime, 100*e.OnTimeShare)
+	}
 	return b.String()
 }
 

@@ -119,6 +119,10 @@ type jobState struct {
 	// holding room then declared a limit.
 	firstETA    time.Time
 	predLimited bool
+	// firstEstimate is the first estimated start seen on its PodGroup
+	// (qapi.EstimatedStartAnnotation: it waited for jobs without a limit);
+	// zero: none.
+	firstEstimate time.Time
 	// verdicts: what the scheduler told it (readEvents), with an ETA only.
 	verdicts []score.Verdict
 }
@@ -210,6 +214,9 @@ func runProfile(t *testing.T, p profile, tr trace.Trace, opts options) score.Run
 			Arrival: js.job.Arrival.Seconds(), Start: r.traceSeconds(js.firstStart), End: r.traceSeconds(js.end),
 			Evicted: js.evicted, PartialSeconds: js.maxPartial.Seconds() * opts.compression,
 		})
+		if !js.firstEstimate.IsZero() {
+			out.Jobs[len(out.Jobs)-1].FirstEstimate = ptr.To(r.traceSeconds(js.firstEstimate))
+		}
 		if !js.firstETA.IsZero() {
 			out.Jobs[len(out.Jobs)-1].FirstETA = ptr.To(r.traceSeconds(js.firstETA))
 			out.Jobs[len(out.Jobs)-1].PredecessorsLimited = js.predLimited
@@ -320,21 +327,28 @@ func (r *runner) watch(ctx context.Context) error {
 	return nil
 }
 
-// onGroup records the first expected start written on a gang's PodGroup
-// while the gang waits.
+// onGroup records the first expected start, and the first estimated
+// start, written on a gang's PodGroup while the gang waits.
 func (r *runner) onGroup(pg *pgapi.PodGroup) {
-	v, ok := pg.Annotations[qapi.ExpectedStartAnnotation]
-	if !ok {
-		return
+	for _, key := range []string{qapi.ExpectedStartAnnotation, qapi.EstimatedStartAnnotation} {
+		v, ok := pg.Annotations[key]
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			r.fail(fmt.Errorf("PodGroup %s/%s: %s %q: %w", pg.Namespace, pg.Name, key, v, err))
+			return
+		}
+		r.mu.Lock()
+		js := r.groups[pg.Namespace+"/"+pg.Name]
+		if key == qapi.ExpectedStartAnnotation {
+			r.noteETA(js, at)
+		} else if js != nil && js.firstEstimate.IsZero() && js.firstStart.IsZero() {
+			js.firstEstimate = at
+		}
+		r.mu.Unlock()
 	}
-	at, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		r.fail(fmt.Errorf("PodGroup %s/%s: %s %q: %w", pg.Namespace, pg.Name, qapi.ExpectedStartAnnotation, v, err))
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.noteETA(r.groups[pg.Namespace+"/"+pg.Name], at)
 }
 
 // onEvent records the first expected start a single pod is told, in its

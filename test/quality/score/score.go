@@ -49,6 +49,10 @@ type Job struct {
 	// that the plan behind the ETA knew when each of them ends. Only with
 	// FirstETA.
 	PredecessorsLimited bool `json:",omitempty"`
+	// FirstEstimate is the first estimated start the scheduler gave it
+	// (a gang's PodGroup's qapi.EstimatedStartAnnotation: it waited for
+	// jobs without a limit), in trace seconds; nil if none.
+	FirstEstimate *float64 `json:",omitempty"`
 	// Verdicts, for a job given an ETA, are the admission Events about
 	// it in order (Admitted, NotAdmitted, OverranRunLimit): why its start
 	// moved from its first ETA.
@@ -316,6 +320,10 @@ type ETAScore struct {
 	Tolerance float64
 	// Lateness and LimitedLateness are the sorted latenesses (the CDFs).
 	Lateness, LimitedLateness []float64 `json:",omitempty"`
+	// Estimated are over the jobs given an estimated start, lateness
+	// measured from the first one (EstimatedLateness, sorted).
+	Estimated         ETAStats
+	EstimatedLateness []float64 `json:",omitempty"`
 }
 
 // ETAStats summarize latenesses.
@@ -335,12 +343,17 @@ type ETAStats struct {
 func ScoreETA(jobs []Job, end, compression float64) ETAScore {
 	s := ETAScore{Tolerance: compression}
 	for _, j := range jobs {
-		if j.FirstETA == nil {
-			continue
-		}
 		start := j.Start
 		if start < 0 {
 			start = end
+		}
+		if j.FirstEstimate != nil {
+			l := start - *j.FirstEstimate
+			s.EstimatedLateness = append(s.EstimatedLateness, l)
+			s.Estimated.add(j.Start >= 0, l, s.Tolerance)
+		}
+		if j.FirstETA == nil {
+			continue
 		}
 		l := start - *j.FirstETA
 		s.Lateness = append(s.Lateness, l)
@@ -352,6 +365,7 @@ func ScoreETA(jobs []Job, end, compression float64) ETAScore {
 	}
 	s.ETAStats.finish(s.Lateness)
 	s.Limited.finish(s.LimitedLateness)
+	s.Estimated.finish(s.EstimatedLateness)
 	return s
 }
 

@@ -133,6 +133,22 @@ func TestScoreETA(t *testing.T) {
 			},
 		},
 		{
+			// Estimated starts are scored apart: 12 - 10 = 2 (on time),
+			// and 100 - 40 = 60 for one never started; a job given an
+			// estimate, then a reservation, counts in both.
+			name: "estimates",
+			jobs: []Job{
+				{Start: 12, FirstEstimate: eta(10)},
+				{Start: -1, FirstEstimate: eta(40)},
+				{Start: 30, FirstEstimate: eta(20), FirstETA: eta(30)},
+			},
+			want: ETAScore{
+				ETAStats:  ETAStats{Jobs: 1, P10: 0, P50: 0, P90: 0, Max: 0, OnTime: 1, OnTimeShare: 1},
+				Estimated: ETAStats{Jobs: 3, NeverStarted: 1, P10: 2, P50: 10, P90: 60, Max: 60, OnTime: 1, OnTimeShare: 1.0 / 3},
+				Tolerance: 4, Lateness: []float64{0}, EstimatedLateness: []float64{2, 10, 60},
+			},
+		},
+		{
 			// Started before the run's end yet after its ETA: late,
 			// with its predecessors' limits known or not.
 			name: "late",
