@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/disruption"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // The members of a running gang carry the annotations that keep cluster
@@ -82,18 +83,27 @@ func (b *protectBook) owes(g *group, m *member, pod *v1.Pod, synced *onceSignal)
 	b.note(pod, synced.fired())
 }
 
-// PodsToProtect implements status.Source: at most limit of the bound gang
-// members noted that lack a protecting annotation, each once, those bound
-// since the start first; the rest stay noted for later calls. O(limit).
-func (c *Cache) PodsToProtect(limit int) []*v1.Pod {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.protect.take(limit)
+// Protection implements status.Source: the protection book as the status
+// writer takes from it, each method under the cache's lock.
+func (c *Cache) Protection() status.Protection { return protection{c: c} }
+
+// protection is Cache.Protection: the methods the status writer calls,
+// each taking the cache's lock around the protectBook's own.
+type protection struct{ c *Cache }
+
+// Take returns at most limit of the bound gang members noted that lack a
+// protecting annotation, each once, those bound since the start first; the
+// rest stay noted for later calls. O(limit).
+func (p protection) Take(limit int) []*v1.Pod {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	return p.c.protect.take(limit)
 }
 
-// RetryProtect implements status.Source: pod's patch failed, hand it out
-// again at the next pass while it is still a member.
-func (c *Cache) RetryProtect(pod *v1.Pod) {
+// Retry: pod's patch failed, hand it out again at the next pass while it
+// is still a member.
+func (p protection) Retry(pod *v1.Pod) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, member := c.memberOf[pod.UID]; !member {

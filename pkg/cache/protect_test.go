@@ -13,7 +13,7 @@ import (
 // protectedNames are the pods the writer is handed to protect, sorted.
 func protectedNames(c *Cache) []string {
 	var out []string
-	for _, p := range c.PodsToProtect(1000) {
+	for _, p := range c.Protection().Take(1000) {
 		out = append(out, p.Name)
 	}
 	slices.Sort(out)
@@ -56,14 +56,14 @@ func TestPodsToProtect(t *testing.T) {
 
 	// m1's patch failed: it is handed out again. m0 is deleted first, and
 	// an update of m1 that shows it protected takes it back.
-	c.RetryProtect(next(m0, boundTo("n1")))
-	c.RetryProtect(next(m1, boundTo("n1")))
+	c.Protection().Retry(next(m0, boundTo("n1")))
+	c.Protection().Retry(next(m1, boundTo("n1")))
 	del(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
-	c.RetryProtect(next(m0, boundTo("n1")))
+	c.Protection().Retry(next(m0, boundTo("n1")))
 	if got, want := protectedNames(c), []string{"m1"}; !slices.Equal(got, want) {
 		t.Fatalf("after the retry handed out %v, want %v", got, want)
 	}
-	c.RetryProtect(next(m1, boundTo("n1")))
+	c.Protection().Retry(next(m1, boundTo("n1")))
 	add(c, next(m1, boundTo("n1"), phase(v1.PodRunning), keyed))
 	if got := protectedNames(c); got != nil {
 		t.Fatalf("a protected member handed out: %v", got)
@@ -77,7 +77,7 @@ func TestPodsToProtect(t *testing.T) {
 	}
 }
 
-// PodsToProtect hands out at most its limit, each member once, and keeps
+// Protection().Take hands out at most its limit, each member once, and keeps
 // the rest for later calls.
 func TestPodsToProtectBounded(t *testing.T) {
 	c, _ := newTestCache(t)
@@ -89,7 +89,7 @@ func TestPodsToProtectBounded(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for call, want := range []int{25, 25, 10, 0} {
-		got := c.PodsToProtect(25)
+		got := c.Protection().Take(25)
 		if len(got) != want {
 			t.Fatalf("call %d handed out %d, want %d", call+1, len(got), want)
 		}
@@ -125,14 +125,14 @@ func TestPodsToProtectFreshFirst(t *testing.T) {
 		fresh = append(fresh, fmt.Sprint("new-", i))
 	}
 	var got []string
-	for _, p := range c.PodsToProtect(5) {
+	for _, p := range c.Protection().Take(5) {
 		got = append(got, p.Name)
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, fresh) {
 		t.Errorf("first handed out %v, want the gang bound after the start %v", got, fresh)
 	}
-	if n := len(c.PodsToProtect(100)); n != 30 {
+	if n := len(c.Protection().Take(100)); n != 30 {
 		t.Errorf("then %d of the backlog, want 30", n)
 	}
 }

@@ -190,24 +190,40 @@ func statusEqual(a, b *qapi.QueueStatus) bool {
 	return true
 }
 
-// NominationStale implements status.Source.
-func (c *Cache) NominationStale(pod *v1.Pod) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if a := c.adm; a.nominated[pod.UID] == pod {
+// Nominations implements status.Source: the nominations handed out to be
+// cleared, each method under the cache's lock.
+func (c *Cache) Nominations() status.Nominations { return nominations{c: c} }
+
+// nominations is Cache.Nominations: the methods the status writer calls,
+// each taking the cache's lock around the admission side's own.
+type nominations struct{ c *Cache }
+
+// Stale reports whether pod, handed out, still names a node while its
+// unit is not admitted.
+func (n nominations) Stale(pod *v1.Pod) bool {
+	n.c.mu.RLock()
+	defer n.c.mu.RUnlock()
+	return n.c.adm.nominationStale(pod)
+}
+
+// Settled forgets that uid was handed out, so that a later period may
+// hand it out again.
+func (n nominations) Settled(uid types.UID) {
+	n.c.mu.Lock()
+	delete(n.c.adm.clearing, uid)
+	n.c.mu.Unlock()
+}
+
+// nominationStale is nominations.Stale: pod is the one nominated, and its
+// unit is not admitted. The caller holds the cache's lock.
+func (a *admissionState) nominationStale(pod *v1.Pod) bool {
+	if a.nominated[pod.UID] == pod {
 		if acct := a.pods[pod.UID]; acct != nil {
 			u := a.units[acct.unit]
 			return u != nil && !u.admitted
 		}
 	}
 	return false
-}
-
-// NominationSettled implements status.Source.
-func (c *Cache) NominationSettled(uid types.UID) {
-	c.mu.Lock()
-	delete(c.adm.clearing, uid)
-	c.mu.Unlock()
 }
 
 // NodeNames implements status.Source.

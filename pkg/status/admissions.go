@@ -160,8 +160,8 @@ func (w *Writer) groupObject(d groupspec.Dialect, key types.NamespacedName) (gro
 // preconditions: a pod recreated under the name, or one that changed since
 // (re-admitted and nominated afresh by a new plan), is left alone.
 func (w *Writer) clearNomination(ctx context.Context, pod *v1.Pod) {
-	if !w.src.NominationStale(pod) {
-		w.src.NominationSettled(pod.UID)
+	if !w.src.Nominations().Stale(pod) {
+		w.src.Nominations().Settled(pod.UID)
 		return
 	}
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q},"status":{"nominatedNodeName":null}}`, pod.UID, pod.ResourceVersion)
@@ -172,7 +172,7 @@ func (w *Writer) clearNomination(ctx context.Context, pod *v1.Pod) {
 	}
 	writeErrors.WithLabelValues(WritePodNomination).Inc()
 	klog.FromContext(ctx).Error(err, "Cannot clear the nomination of a pod whose group is not admitted", "pod", klog.KObj(pod))
-	w.src.NominationSettled(pod.UID) // queued again at the next period
+	w.src.Nominations().Settled(pod.UID) // queued again at the next period
 }
 
 // DropGatedNominations removes from the scheduler's memory the nominations

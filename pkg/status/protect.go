@@ -33,7 +33,7 @@ func (w *Writer) ProtectPods(ctx context.Context) {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	for _, pod := range w.src.PodsToProtect(protectPerPass) {
+	for _, pod := range w.src.Protection().Take(protectPerPass) {
 		missing := disruption.Missing(pod.Annotations)
 		if missing == nil {
 			continue
@@ -51,7 +51,7 @@ func (w *Writer) ProtectPods(ctx context.Context) {
 		default:
 			writeErrors.WithLabelValues(WriteProtectPod).Inc()
 			logger.Error(err, "Cannot annotate a gang member against autoscalers' scale-down; will retry", "pod", klog.KObj(pod))
-			w.src.RetryProtect(pod)
+			w.src.Protection().Retry(pod)
 		}
 	}
 }

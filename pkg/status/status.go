@@ -131,12 +131,9 @@ type Source interface {
 	// AdmissionWrites returns the admission writes queued since the last
 	// call, after queueing those of pending units whose verdict changed.
 	AdmissionWrites() []Admission
-	// NominationStale reports whether pod, handed out to have its
-	// nomination cleared, still names a node while its unit is not
-	// admitted; NominationSettled forgets that it was handed out, so that
-	// a later period may hand it out again.
-	NominationStale(pod *v1.Pod) bool
-	NominationSettled(uid types.UID)
+	// Nominations are the pods handed out to have their nomination
+	// cleared.
+	Nominations() Nominations
 	// NodeNames lists the nodes the state knows.
 	NodeNames() []string
 	// Gated returns those of pods (nominated in the scheduler's memory)
@@ -152,12 +149,9 @@ type Source interface {
 	// PodNotices returns the Warning Events about pods queued since the
 	// last call, each pod's once.
 	PodNotices() []PodNotice
-	// PodsToProtect returns at most limit of the bound gang members that
-	// lack the annotations keeping autoscalers from scaling their nodes
-	// down, each once (the rest at later calls); RetryProtect hands a pod
-	// whose patch failed back.
-	PodsToProtect(limit int) []*v1.Pod
-	RetryProtect(pod *v1.Pod)
+	// Protection is the book of bound gang members that lack the
+	// annotations keeping autoscalers from scaling their nodes down.
+	Protection() Protection
 	// Recorder returns the Event recorder of the profile named
 	// schedulerName.
 	Recorder(schedulerName string) events.EventRecorderLogger
@@ -165,6 +159,28 @@ type Source interface {
 	// past their run-time limit into a reservation (EvictOverruns).
 	OverrunEvictions() []OverrunEviction
 	FinishOverrun(e OverrunEviction, err error) bool
+}
+
+// Nominations are the pods a Source handed out to have their nomination
+// cleared (Source.Nominations).
+type Nominations interface {
+	// Stale reports whether pod, handed out, still names a node while its
+	// unit is not admitted.
+	Stale(pod *v1.Pod) bool
+	// Settled forgets that the pod uid was handed out, so that a later
+	// period may hand it out again.
+	Settled(uid types.UID)
+}
+
+// Protection is the book of the bound gang members a Source owes the
+// annotations that keep autoscalers from scaling their nodes down
+// (Source.Protection).
+type Protection interface {
+	// Take returns at most limit of them, each once (the rest at later
+	// calls).
+	Take(limit int) []*v1.Pod
+	// Retry hands back a pod whose patch failed.
+	Retry(pod *v1.Pod)
 }
 
 // Nominator is the scheduler's in-memory nominator (fwk.Handle has it).

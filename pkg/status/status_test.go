@@ -101,7 +101,13 @@ func (s *fakeSource) PodNotices() []PodNotice {
 	s.notices = nil
 	return n
 }
-func (s *fakeSource) PodsToProtect(limit int) []*v1.Pod {
+func (s *fakeSource) Protection() Protection { return fakeProtection{s} }
+
+// fakeProtection is a fakeSource's protection book.
+type fakeProtection struct{ s *fakeSource }
+
+func (f fakeProtection) Take(limit int) []*v1.Pod {
+	s := f.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := min(limit, len(s.protect))
@@ -109,7 +115,8 @@ func (s *fakeSource) PodsToProtect(limit int) []*v1.Pod {
 	s.protect = s.protect[n:]
 	return p
 }
-func (s *fakeSource) RetryProtect(pod *v1.Pod) {
+func (f fakeProtection) Retry(pod *v1.Pod) {
+	s := f.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reprotect = append(s.reprotect, pod)
@@ -121,10 +128,13 @@ func (s *fakeSource) AdmissionWrites() []Admission {
 	s.writes = nil
 	return w
 }
-func (s *fakeSource) NominationStale(p *v1.Pod) bool { return s.stale[p.UID] }
-func (s *fakeSource) NominationSettled(uid types.UID) {
-	s.settled = append(s.settled, uid)
-}
+func (s *fakeSource) Nominations() Nominations { return fakeNominations{s} }
+
+// fakeNominations are a fakeSource's nominations to clear.
+type fakeNominations struct{ s *fakeSource }
+
+func (n fakeNominations) Stale(p *v1.Pod) bool                   { return n.s.stale[p.UID] }
+func (n fakeNominations) Settled(uid types.UID)                  { n.s.settled = append(n.s.settled, uid) }
 func (s *fakeSource) NodeNames() []string                        { return nil }
 func (s *fakeSource) Gated([]*v1.Pod) []*v1.Pod                  { return nil }
 func (s *fakeSource) QueueStatusUpdates() []*qapi.Queue          { return nil }
