@@ -256,7 +256,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	}
 	maps.Copy(act, c.refusedExtrasFittingLocked())
 	maps.Copy(act, c.adm.noteRefusalsLocked(res.Refused))
-	c.recordQueueMetricsLocked()
+	c.metrics.recordQueues(a, c.lead)
 	// res belongs to the Pending: read it under the lock.
 	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
 	c.mu.Unlock()

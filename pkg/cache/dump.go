@@ -110,10 +110,10 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		d.Options = &opts
 		d.Cluster.Used = a.used.Clone()
 		d.Cluster.Outside = a.outside.Clone()
-		d.Queues = c.queueDumpsLocked()
+		d.Queues = a.queueDumps()
 	}
 	for key, g := range c.groups {
-		d.Groups = append(d.Groups, c.groupDumpLocked(key, g, now))
+		d.Groups = append(d.Groups, g.dump(key, c.adm, now))
 	}
 	c.mu.RUnlock()
 	sort.Slice(d.Queues, func(i, j int) bool { return d.Queues[i].Name < d.Queues[j].Name })
@@ -121,11 +121,10 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 	return d
 }
 
-// queueDumpsLocked dumps every queue: its spec, what it and its descendants
-// hold, what it reserves, its pending units and share. O(queues x depth +
-// units).
-func (c *Cache) queueDumpsLocked() []QueueDump {
-	a := c.adm
+// queueDumps dumps every queue: its spec, what it and its descendants
+// hold, what it reserves, its pending units and share. The caller holds
+// the cache's lock. O(queues x depth + units).
+func (a *admissionState) queueDumps() []QueueDump {
 	alloc := make(map[string]resources.List, len(a.usage))
 	for name, u := range a.usage {
 		alloc[name] = alloc[name].Add(u.allocated)
@@ -167,8 +166,9 @@ func (c *Cache) queueDumpsLocked() []QueueDump {
 	return out
 }
 
-// groupDumpLocked dumps group g of key: its counts, backoff and admission.
-func (c *Cache) groupDumpLocked(key GroupKey, g *group, now time.Time) GroupDump {
+// dump dumps g, the group of key: its counts, backoff and, from a, the
+// admission side, its admission. The caller holds the cache's lock.
+func (g *group) dump(key GroupKey, a *admissionState, now time.Time) GroupDump {
 	gd := GroupDump{
 		Key:         key.String(),
 		Phase:       string(gang.PhaseOf(g.spec, g.counts)),
@@ -192,7 +192,7 @@ func (c *Cache) groupDumpLocked(key GroupKey, g *group, now time.Time) GroupDump
 		t := g.backoff.Until.UTC()
 		gd.BackoffUntil = &t
 	}
-	if a := c.adm; a.on() {
+	if a.on() {
 		if u := a.units[gangUnitKey(key)]; u != nil {
 			gd.Queue, gd.Admitted = u.queue, u.admitted
 		}

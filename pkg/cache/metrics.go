@@ -9,6 +9,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // Caldera's metrics live in legacyregistry, which kube-scheduler serves on
@@ -112,22 +113,23 @@ func metricValue(name string, v int64) float64 {
 	return float64(v)
 }
 
-// recordQueueMetricsLocked refreshes the queue gauges; the admission pass
-// calls it with c.mu held. O(queues × resources) per pass.
+// recordQueues refreshes the queue gauges from a, the admission side;
+// lead is the replica's leadership (nil: always leading). The admission
+// pass calls it with the cache's lock held. O(queues × resources) per
+// pass.
 //
 // Only the replica that schedules exports the queue and PodGroup gauges: a
 // standby runs admission passes too (its cache follows the same objects),
 // and a dashboard summing over replicas would count every queue twice. A
 // standby, or a leader that lost the Lease, drops its series at its next
 // pass.
-func (c *Cache) recordQueueMetricsLocked() {
-	a := c.adm
+func (m *metricsState) recordQueues(a *admissionState, lead *status.Leadership) {
 	if !a.on() {
 		return
 	}
-	if c.lead != nil {
-		if _, leading := c.lead.Leading(time.Now()); !leading {
-			c.dropLeaderMetrics()
+	if lead != nil {
+		if _, leading := lead.Leading(time.Now()); !leading {
+			m.dropLeader()
 			return
 		}
 	}
@@ -139,7 +141,6 @@ func (c *Cache) recordQueueMetricsLocked() {
 			alloc[anc] = alloc[anc].Add(u.allocated)
 		}
 	}
-	m := &c.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := make(map[[2]string]struct{}, len(m.queueRes))
@@ -183,10 +184,9 @@ func (c *Cache) recordQueueMetricsLocked() {
 	m.queueRes, m.shares = seen, shares
 }
 
-// dropLeaderMetrics removes every queue and PodGroup series this cache
+// dropLeader removes every queue and PodGroup series this cache
 // published.
-func (c *Cache) dropLeaderMetrics() {
-	m := &c.metrics
+func (m *metricsState) dropLeader() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k := range m.queueRes {
@@ -202,10 +202,9 @@ func (c *Cache) dropLeaderMetrics() {
 	m.queueRes, m.shares, m.groups = nil, nil, nil
 }
 
-// forgetQueueMetricsLocked removes a deleted queue's series at once, without
-// waiting for the next pass. Callers hold c.mu.
-func (c *Cache) forgetQueueMetricsLocked(name string) {
-	m := &c.metrics
+// forgetQueue removes a deleted queue's series at once, without waiting
+// for the next pass. Callers hold the cache's lock.
+func (m *metricsState) forgetQueue(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k := range m.queueRes {

@@ -34,7 +34,7 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 	_, existed := a.queues[q.Name]
 	if deleted {
 		delete(a.queues, q.Name)
-		c.forgetQueueMetricsLocked(q.Name)
+		c.metrics.forgetQueue(q.Name)
 		a.est.learned().Forget(q.Name)
 	} else {
 		a.queues[q.Name] = q
