@@ -339,7 +339,7 @@ func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[st
 		u.noteAdmittedSpec(u.gang)
 	}
 	observeAdmissionLocked(u, now)
-	c.setInflightLocked(u)
+	c.adm.setInflightLocked(u)
 	if u.gang != nil {
 		c.dirty[u.gang.key] = struct{}{}
 		if u.gang.enqueueable {

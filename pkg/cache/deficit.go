@@ -174,7 +174,7 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 func (c *Cache) unadmitSingletonLocked(u *unit) {
 	u.admitted, u.onPlan, u.failedFit = false, false, false
 	u.retell()
-	c.setInflightLocked(u)
+	c.adm.setInflightLocked(u)
 	c.adm.setPendingLocked(u)
 }
 

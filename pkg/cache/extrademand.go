@@ -42,9 +42,10 @@ type extraDemand struct {
 func waiting(m *member) bool { return m.state.Reachable() && !m.state.Placed() }
 
 // countLocked adds member m's state to g's aggregates (delta +1) or takes
-// it out (delta -1): its counts and what its waiting members ask for.
-// Callers take a member out before they change it and add it back after.
-func (c *Cache) countLocked(g *group, m *member, delta int) {
+// it out (delta -1): its counts and what its waiting members ask for; a,
+// the admission side (off: none), learns that g's demand changed. Callers
+// take a member out before they change it and add it back after.
+func (g *group) countLocked(m *member, delta int, a *admissionState) {
 	g.counts.Add(m.state, delta)
 	if m.task != "" && (m.state.Placed() && !m.state.Phase.Terminal() || m.state.Phase == gang.PodSucceeded) {
 		if g.taskPlaced == nil {
@@ -60,7 +61,7 @@ func (c *Cache) countLocked(g *group, m *member, delta int) {
 	} else {
 		g.pendingReq = g.pendingReq.Sub(m.request)
 	}
-	if a := c.adm; a.on() {
+	if a.on() {
 		if a.demand.dirty == nil {
 			a.demand.dirty = map[GroupKey]struct{}{}
 		}

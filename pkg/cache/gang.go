@@ -182,7 +182,7 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 		return true, PreFilterBackoff, fmt.Sprintf("PodGroup %s is backing off until %s after: %s",
 			key, g.backoff.Until.Format(time.RFC3339), g.unschedulable)
 	}
-	need := c.minRequestLocked(g)
+	need := g.minRequestLocked()
 	if over := need.Exceeding(c.total); len(over) > 0 {
 		name := over[0]
 		msg := fmt.Sprintf("PodGroup %s needs %s %s for its %d minimum members, more than the cluster's total allocatable %s",
@@ -199,7 +199,10 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	return true, code, msg
 }
 
-func (c *Cache) minRequestLocked(g *group) resources.List {
+// minRequestLocked is what g needs before it can run (gang.MinRequest over
+// its reachable members), cached in g until its members or spec change.
+// The caller holds the cache's lock (for writing: it may fill the cache).
+func (g *group) minRequestLocked() resources.List {
 	if !g.minRequestValid {
 		reqs := make([]resources.List, 0, g.counts.Active)
 		for _, m := range g.members {
@@ -221,7 +224,7 @@ func (c *Cache) MinRequest(key GroupKey) (resources.List, bool) {
 	if g == nil {
 		return nil, false
 	}
-	return c.minRequestLocked(g).Clone(), true
+	return g.minRequestLocked().Clone(), true
 }
 
 // Reserve records that the scheduler reserved a node for a member. pod is
@@ -235,10 +238,10 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 	defer c.mu.Unlock()
 	g, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Assigned {
-		c.countLocked(g, m, -1)
+		g.countLocked(m, -1, c.adm)
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
-		c.countLocked(g, m, +1)
+		g.countLocked(m, +1, c.adm)
 		c.adm.reserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
@@ -272,18 +275,18 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	}
 	_, m := c.cycleMemberLocked(key, pod)
 	if !m.state.Reserved && !m.state.Assigned {
-		c.countLocked(g, m, -1)
+		g.countLocked(m, -1, c.adm)
 		m.state.Reserved = true
 		m.reservedOn = pod.Spec.NodeName
-		c.countLocked(g, m, +1)
+		g.countLocked(m, +1, c.adm)
 	}
 	if ready, msg := g.barrierOpen(); !ready {
 		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
-		c.countLocked(g, m, -1)
+		g.countLocked(m, -1, c.adm)
 		m.state.Waiting = true
 		m.waitingSince = at
 		m.released = false
-		c.countLocked(g, m, +1)
+		g.countLocked(m, +1, c.adm)
 		c.dirty[key] = struct{}{}
 		c.mu.Unlock()
 		return PermitResult{Timeout: timeout, Message: msg}
@@ -317,9 +320,9 @@ func (c *Cache) readyLocked(g *group) (allow []types.UID, firstWaiting time.Time
 			if firstWaiting.IsZero() || o.waitingSince.Before(firstWaiting) {
 				firstWaiting = o.waitingSince
 			}
-			c.countLocked(g, o, -1)
+			g.countLocked(o, -1, c.adm)
 			o.state.Waiting = false
-			c.countLocked(g, o, +1)
+			g.countLocked(o, +1, c.adm)
 			allow = append(allow, uid)
 		}
 	}
@@ -369,11 +372,11 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 				}
 			}
 			if m.confirmed {
-				c.countLocked(g, m, -1)
+				g.countLocked(m, -1, c.adm)
 				m.state.Reserved = false
 				m.state.Waiting = false
 				m.reservedOn = ""
-				c.countLocked(g, m, +1)
+				g.countLocked(m, +1, c.adm)
 			} else {
 				c.removeMemberLocked(key, pod.UID)
 			}

@@ -228,7 +228,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 			}
 		}
 	} else {
-		c.countLocked(g, m, -1)
+		g.countLocked(m, -1, c.adm)
 		// Requests change in place (a resize): the gang's minimum must follow.
 		if req := c.requests.podRequest(pod, m.request); !req.Equal(m.request) {
 			m.request = req
@@ -249,7 +249,7 @@ func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) 
 	if m.state.Reachable() != wasReachable {
 		g.minRequestValid = false
 	}
-	c.countLocked(g, m, +1)
+	g.countLocked(m, +1, c.adm)
 	if g.obj == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
 		g.created = pod.CreationTimestamp.Time
 	}
@@ -331,7 +331,7 @@ func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
 	if m == nil {
 		return
 	}
-	c.countLocked(g, m, -1)
+	g.countLocked(m, -1, c.adm)
 	delete(g.members, uid)
 	if m.implicit {
 		c.implicit.Remove(key.named())

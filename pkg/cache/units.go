@@ -221,7 +221,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	// admitted by an earlier process is installed from its annotation
 	// before the scheduler's pod informer has delivered its members, and a
 	// request frozen then would reserve nothing.
-	u.request = c.minRequestLocked(g)
+	u.request = g.minRequestLocked()
 	if u.admitted && !u.started && u.raised(g) {
 		// Admission checked the smaller minimum only (capability, share,
 		// placement); kept, the larger one would be reserved unchecked,
@@ -237,7 +237,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		c.adm.setPendingLocked(u)
 		a.kickLocked()
 	}
-	c.setInflightLocked(u)
+	c.adm.setInflightLocked(u)
 }
 
 // noteAdmittedSpec records the spec the gang's admission was decided for.
@@ -275,8 +275,8 @@ func (c *Cache) unadmitLocked(g *group) {
 	u.admitted, u.started = false, false
 	u.retell() // the next admission writes its Event and annotation again
 	c.dirty[g.key] = struct{}{}
-	c.setInflightLocked(u)
-	u.request = c.minRequestLocked(g)
+	c.adm.setInflightLocked(u)
+	u.request = g.minRequestLocked()
 	c.adm.setPendingLocked(u)
 	a.writes.release(u.key, g.key.named(), g.obj.Source)
 	a.kickLocked()
@@ -335,7 +335,7 @@ func (a *admissionState) bookPlan(u *unit, waiting bool) {
 }
 
 // setInflightLocked recomputes what an admitted unit still reserves.
-func (c *Cache) setInflightLocked(u *unit) {
+func (a *admissionState) setInflightLocked(u *unit) {
 	// Once a gang has had minMember members bound it has started, as Volcano
 	// counts a running job: it reserves nothing more, so members finishing
 	// one by one do not bring its reservation back.
@@ -351,7 +351,7 @@ func (c *Cache) setInflightLocked(u *unit) {
 	if u.started && u.gang != nil && u.gang.counts.Bound == 0 {
 		u.started = false
 	}
-	q := c.adm.usageLocked(u.queue)
+	q := a.usageLocked(u.queue)
 	q.inflight.Sub(u.inflight)
 	// Rewritten in place: this runs on every bind and unbind of a unit's
 	// pods, and u.inflight is only read under the lock (Dump clones it).
@@ -367,14 +367,14 @@ func (c *Cache) setInflightLocked(u *unit) {
 		}
 	}
 	q.inflight.Add(u.inflight)
-	c.adm.bookPlan(u, u.onPlan && len(u.inflight) > 0)
-	c.adm.syncExtraDemandLocked(u)
-	c.feasible.track(u, false)
+	a.bookPlan(u, u.onPlan && len(u.inflight) > 0)
+	a.syncExtraDemandLocked(u)
+	a.feas.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.
 	if !u.admitted {
-		if g, ok := c.adm.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
-			c.adm.setPendingLocked(u)
+		if g, ok := a.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
+			a.setPendingLocked(u)
 		}
 	}
 }

@@ -226,7 +226,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 		a.indexNSLocked(pod.Namespace, pod.UID, acct)
 	}
 	if acct.bound {
-		c.holdLocked(acct)
+		c.adm.holdLocked(acct)
 	}
 	var group map[string]string
 	if labelled {
@@ -256,7 +256,7 @@ func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.P
 		a.prioLocked(old.queue, old.prio, old.req, -1)
 		if u := a.units[old.unit]; u != nil {
 			u.release(old.req)
-			c.setInflightLocked(u)
+			c.adm.setInflightLocked(u)
 		}
 		a.kickLocked() // room was freed
 		act = c.adm.takeDeficitRefusedLocked()
@@ -306,7 +306,7 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 	if !u.request.Equal(acct.req) {
 		// Resized: an admitted singleton reserves what it asks now.
 		u.request = acct.req
-		c.setInflightLocked(u)
+		c.adm.setInflightLocked(u)
 	}
 	if acct.bound && !u.admitted {
 		// Bound without us (a restart): it holds what it holds.
@@ -322,8 +322,7 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 // holdLocked adds bound account acct to every aggregate: the cluster's, its
 // node's, its queue's (or what is held outside the queues) and its unit's.
 // O(1).
-func (c *Cache) holdLocked(acct *podAcct) {
-	a := c.adm
+func (a *admissionState) holdLocked(acct *podAcct) {
 	a.used.Add(acct.req)
 	a.feas.rooms.Bind(acct.node, acct.queue, acct.req, 1)
 	if acct.queue != "" {
@@ -334,6 +333,6 @@ func (c *Cache) holdLocked(acct *podAcct) {
 	}
 	if u := a.units[acct.unit]; u != nil {
 		u.hold(acct.req)
-		c.setInflightLocked(u)
+		a.setInflightLocked(u)
 	}
 }
