@@ -397,9 +397,19 @@ func (r *runner) complete(js *jobState, epoch int) {
 		pods = append(pods, ps)
 	}
 	js.completing = true
+	started := make([]time.Time, len(pods))
+	for i, ps := range pods {
+		started[i] = ps.boundAt
+	}
 	r.mu.Unlock()
-	patch := []byte(`{"status":{"phase":"Succeeded"}}`)
-	for _, ps := range pods {
+	for i, ps := range pods {
+		// The kubelet this runner stands in for sets status.startTime when
+		// it starts a pod; written here with the phase, it is what the
+		// scheduler learns run times from (jobs without a limit).
+		patch := []byte(`{"status":{"phase":"Succeeded"}}`)
+		if !started[i].IsZero() {
+			patch = fmt.Appendf(nil, `{"status":{"phase":"Succeeded","startTime":%q}}`, started[i].UTC().Format(time.RFC3339))
+		}
 		_, err := r.env.Client.CoreV1().Pods(js.ns).Patch(context.Background(), ps.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			// Evicted while the run ended: its work was done (onDelete).
