@@ -220,14 +220,7 @@ func JobRows(pgs []v1alpha1.PodGroup, pods []corev1.Pod, events []eventsv1.Event
 		}
 		if m.bound < int(pg.Spec.MinMember) && phase != string(v1alpha1.PodGroupRunning) && phase != string(v1alpha1.PodGroupFinished) {
 			row.Waiting = since(pg.CreationTimestamp.Time, now)
-			row.ExpectedStart, row.ETA = eta(pg.Annotations[qapi.ExpectedStartAnnotation], now)
-			if row.ExpectedStart == "" {
-				var guess string
-				row.EstimatedStart, guess = eta(pg.Annotations[qapi.EstimatedStartAnnotation], now)
-				if guess != "" {
-					row.ETA = "~" + guess
-				}
-			}
+			row.ExpectedStart, row.EstimatedStart, row.ETA = starts(pg.Annotations, now)
 		}
 		rows = append(rows, row)
 	}
@@ -347,6 +340,19 @@ func since(t, now time.Time) string {
 		return ""
 	}
 	return duration.HumanDuration(now.Sub(t))
+}
+
+// starts reads a waiting PodGroup's expected start (its reservation's)
+// and, without one, its estimated start, and the ETA to show: "in 5m"
+// from the first, "~in 5m" from the second.
+func starts(ann map[string]string, now time.Time) (expected, estimated, in string) {
+	if expected, in = eta(ann[qapi.ExpectedStartAnnotation], now); expected != "" {
+		return expected, "", in
+	}
+	if estimated, in = eta(ann[qapi.EstimatedStartAnnotation], now); estimated != "" {
+		in = "~" + in
+	}
+	return "", estimated, in
 }
 
 // eta reads an expected-start annotation: the value if it is a time, and
