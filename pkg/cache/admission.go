@@ -119,6 +119,10 @@ type admissionState struct {
 	// (noticePendingLocked).
 	nominated map[types.UID]*v1.Pod
 	clearing  map[types.UID]bool
+	// overdue watches gangs admitted before their members exist (overdue.go).
+	overdue overdueState
+	// short holds the admitted gangs short of members (short.go).
+	short shortGangs
 }
 
 func (a *admissionState) on() bool { return a != nil }
@@ -161,13 +165,13 @@ func newAdmissionState(opts AdmissionOptions, profiles ...string) *admissionStat
 	}
 }
 
-// installAdmissionLocked sets the cache's admission state; the gangs the
-// cache already knows become units now.
-func (c *Cache) installAdmissionLocked(a *admissionState) {
-	c.adm = a
-	a.feas = &c.feasible
-	for _, g := range c.groups {
-		c.syncGangUnitLocked(g)
+// attachLocked ties a, just installed as the cache's admission side, to the
+// cache's per-node room (feas), and makes the gangs the cache already knows
+// (groups) units now; dirty and synced are as syncGangUnitLocked takes them.
+func (a *admissionState) attachLocked(feas *feasibleState, groups map[GroupKey]*group, dirty map[GroupKey]struct{}, synced bool) {
+	a.feas = feas
+	for _, g := range groups {
+		a.syncGangUnitLocked(g, dirty, synced)
 	}
 }
 
@@ -215,7 +219,7 @@ func (c *Cache) AdmissionLoop(ready []cache.DoneChecker) (admissionloop.Loop, bo
 func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.mu.Lock()
 	a := c.adm
-	c.returnLapsedLocked(now)
+	a.returnLapsedLocked(now, c.groups, c.dirty, c.membersSynced.fired())
 	// The pods to evict for the kept reservations that are due; the
 	// status writer evicts them (OverrunEvictions).
 	in := overrunInput{adm: a, groups: c.groups, feasible: &c.feasible, lead: c.lead, book: &c.evictions}

@@ -105,10 +105,6 @@ type Cache struct {
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
 	tooLarge map[GroupKey]struct{}
-	// overdue watches gangs admitted before their members exist (overdue.go).
-	overdue overdueState
-	// short holds the admitted gangs short of members (short.go).
-	short shortGangs
 
 	// adm is the queue-admission side, nil unless a profile's
 	// CalderaEnqueue enabled it (Provider.EnableAdmission; set by Seal).
@@ -309,8 +305,8 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		}
 		if c.adm.on() {
 			u := c.adm.units[gangUnitKey(g.key)]
-			c.short.track(u, true)
-			c.overdue.track(g, u, true)
+			c.adm.short.track(u, true)
+			c.adm.overdue.track(g, u, true)
 		}
 	}
 	groups := len(c.groups)
@@ -385,7 +381,7 @@ func (c *Cache) dropIfEmptyLocked(g *group) {
 // the pending members to activate when the answer just became yes.
 func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
 	c.dirty[g.key] = struct{}{}
-	c.syncGangUnitLocked(g)
+	c.adm.syncGangUnitLocked(g, c.dirty, c.membersSynced.fired())
 	ok := gang.CanEnqueue(g.obj != nil, g.spec, g.counts)
 	was := g.enqueueable
 	g.enqueueable = ok

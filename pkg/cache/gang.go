@@ -437,7 +437,7 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	}
 	msg := gang.UnschedulableMessage(g.spec, g.counts, reason)
 	g.unschedulable = msg
-	c.unadmitLocked(g)
+	c.adm.unadmitLocked(g, c.dirty)
 	c.dirty[key] = struct{}{}
 	var started bool
 	g.backoff, started = policy.Fail(g.backoff, at)

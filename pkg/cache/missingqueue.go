@@ -27,22 +27,22 @@ func (a *admissionState) foldQueueLocked(name string) (q, asked string) {
 // refoldLocked re-resolves, after a Queue named name was created or
 // deleted, every unit and every account without a unit that asked for it or
 // was charged to it. O(units + pods), on a Queue's creation or deletion
-// only: an administrator's action, not a scheduling event.
-func (c *Cache) refoldLocked(name string) {
-	a := c.adm
+// only: an administrator's action, not a scheduling event. dirty and synced
+// are as syncGangUnitLocked takes them.
+func (a *admissionState) refoldLocked(name string, dirty map[GroupKey]struct{}, synced bool) {
 	for _, u := range a.units {
 		if u.asked != name && u.queue != name {
 			continue
 		}
 		if u.gang != nil {
-			c.syncGangUnitLocked(u.gang)
+			a.syncGangUnitLocked(u.gang, dirty, synced)
 			continue
 		}
-		q, asked := c.adm.resolveQueueLocked("", u.pod, u.pod.Namespace)
+		q, asked := a.resolveQueueLocked("", u.pod, u.pod.Namespace)
 		u.asked = asked
-		c.adm.moveUnitLocked(u, q)
+		a.moveUnitLocked(u, q)
 		if !u.admitted {
-			c.adm.setPendingLocked(u)
+			a.setPendingLocked(u)
 		}
 	}
 	for _, p := range a.pods {

@@ -101,18 +101,19 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[
 // pending the admitted gangs short of members for shortGrace (short.go)
 // or waiting for them overdueGrace past admission, and decides again
 // those whose withdrawn promise is given back. The caller holds the
-// cache's lock.
-func (c *Cache) returnLapsedLocked(now time.Time) {
-	for _, g := range c.short.due(now, c.adm.units) {
-		c.unadmitLocked(g)
+// cache's lock; groups are the cache's groups by key, dirty and synced as
+// syncGangUnitLocked takes them.
+func (a *admissionState) returnLapsedLocked(now time.Time, groups map[GroupKey]*group, dirty map[GroupKey]struct{}, synced bool) {
+	for _, g := range a.short.due(now, a.units) {
+		a.unadmitLocked(g, dirty)
 	}
-	withdraw, restore := c.overdue.due(now, c.adm.units, c.groups)
+	withdraw, restore := a.overdue.due(now, a.units, groups)
 	for _, g := range withdraw {
-		c.unadmitLocked(g)
-		c.syncGangUnitLocked(g)
+		a.unadmitLocked(g, dirty)
+		a.syncGangUnitLocked(g, dirty, synced)
 	}
 	for _, g := range restore {
-		c.syncGangUnitLocked(g)
+		a.syncGangUnitLocked(g, dirty, synced)
 	}
 }
 

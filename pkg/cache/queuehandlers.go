@@ -42,7 +42,7 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 	if existed == deleted {
 		// A name came or went (not a status write): what asked for it, or
 		// was charged to it, moves.
-		defer c.refoldLocked(q.Name)
+		defer a.refoldLocked(q.Name, c.dirty, c.membersSynced.fired())
 	}
 	specs := make([]queue.Spec, 0, len(a.queues))
 	for _, q := range a.queues {
@@ -90,7 +90,7 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	for _, u := range a.units {
 		switch {
 		case u.gang != nil && u.gang.key.Namespace == ns.Name:
-			c.syncGangUnitLocked(u.gang)
+			a.syncGangUnitLocked(u.gang, c.dirty, c.membersSynced.fired())
 		case u.pod != nil && u.pod.Namespace == ns.Name:
 			q, asked := c.adm.resolveQueueLocked("", u.pod, ns.Name)
 			u.asked = asked

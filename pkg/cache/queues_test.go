@@ -59,7 +59,8 @@ func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
 		opts.DefaultQueue = qapi.DefaultQueueName
 	}
 	c.mu.Lock()
-	c.installAdmissionLocked(newAdmissionState(opts, testProfile))
+	c.adm = newAdmissionState(opts, testProfile)
+	c.adm.attachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
 	c.mu.Unlock()
 	wiringOf(c).queues = qc
 }

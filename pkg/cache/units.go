@@ -168,9 +168,12 @@ func (a *admissionState) askedQueueLocked(named string, pod *v1.Pod, ns string) 
 }
 
 // syncGangUnitLocked brings a gang's admission unit up to date after any
-// change to the group; O(log n) in the number of pending groups.
-func (c *Cache) syncGangUnitLocked(g *group) {
-	a := c.adm
+// change to the group; O(log n) in the number of pending groups. dirty is
+// the cache's set of groups whose status is to be written (a gang whose
+// spec was raised is released), synced whether the scheduler's pod
+// informer has listed the members (short.go, overdue.go): both are the
+// cache's, read under its lock.
+func (a *admissionState) syncGangUnitLocked(g *group, dirty map[GroupKey]struct{}, synced bool) {
 	if !a.on() {
 		return
 	}
@@ -178,7 +181,7 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 	u := a.units[uk]
 	if g.obj == nil {
 		if u != nil {
-			c.dropUnitLocked(u)
+			a.dropUnitLocked(u)
 		}
 		return
 	}
@@ -203,9 +206,9 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		first = m.pod
 		break
 	}
-	q, asked := c.adm.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
+	q, asked := a.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
 	u.asked = asked
-	c.adm.moveUnitLocked(u, q)
+	a.moveUnitLocked(u, q)
 	u.priority, u.created = g.priority, g.created
 	u.members, u.min = promisedMembers(g), g.spec.MinMember
 	annotated := g.obj.Admitted
@@ -229,15 +232,15 @@ func (c *Cache) syncGangUnitLocked(g *group) {
 		// from work that fits. Decided again, it is admitted at once if it
 		// still fits. A gang that started keeps its admission, as when
 		// it is released.
-		c.unadmitLocked(g)
+		a.unadmitLocked(g, dirty)
 	}
-	c.short.track(u, c.membersSynced.fired())
-	c.overdue.track(g, u, c.membersSynced.fired())
+	a.short.track(u, synced)
+	a.overdue.track(g, u, synced)
 	if !u.admitted {
-		c.adm.setPendingLocked(u)
+		a.setPendingLocked(u)
 		a.kickLocked()
 	}
-	c.adm.setInflightLocked(u)
+	a.setInflightLocked(u)
 }
 
 // noteAdmittedSpec records the spec the gang's admission was decided for.
@@ -258,8 +261,8 @@ func (u *unit) raised(g *group) bool {
 // unadmitLocked returns a released gang to its queue's pending groups: an
 // admitted gang that could not be placed must not keep its queue's room
 // reserved while others wait, or two admitted gangs could block each other.
-func (c *Cache) unadmitLocked(g *group) {
-	a := c.adm
+// dirty is the cache's set of groups whose status is to be written.
+func (a *admissionState) unadmitLocked(g *group, dirty map[GroupKey]struct{}) {
 	if !a.on() {
 		return
 	}
@@ -274,17 +277,16 @@ func (c *Cache) unadmitLocked(g *group) {
 	}
 	u.admitted, u.started = false, false
 	u.retell() // the next admission writes its Event and annotation again
-	c.dirty[g.key] = struct{}{}
-	c.adm.setInflightLocked(u)
+	dirty[g.key] = struct{}{}
+	a.setInflightLocked(u)
 	u.request = g.minRequestLocked()
-	c.adm.setPendingLocked(u)
+	a.setPendingLocked(u)
 	a.writes.release(u.key, g.key.named(), g.obj.Source)
 	a.kickLocked()
 }
 
 // dropUnitLocked forgets a unit: its group or pod is gone.
-func (c *Cache) dropUnitLocked(u *unit) {
-	a := c.adm
+func (a *admissionState) dropUnitLocked(u *unit) {
 	a.pending.Delete(u.key)
 	a.writes.forgetUnit(u.key)
 	if q := a.usage[u.queue]; q != nil {
@@ -292,8 +294,8 @@ func (c *Cache) dropUnitLocked(u *unit) {
 	}
 	a.bookPlan(u, false)
 	delete(a.units, u.key)
-	c.adm.dropExtraDemandLocked(u)
-	c.feasible.track(u, true)
+	a.dropExtraDemandLocked(u)
+	a.feas.track(u, true)
 	if len(a.unitPods[u.key]) == 0 {
 		delete(a.unitPods, u.key)
 	}

@@ -194,7 +194,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 		c.evictions.podLeft(pod.UID, time.Now()) // its eviction, if any, is over
 		if singleton {
 			if u := a.units[podUnitKey(pod)]; u != nil {
-				c.dropUnitLocked(u)
+				a.dropUnitLocked(u)
 			}
 		}
 		return act
@@ -282,7 +282,7 @@ func (c *Cache) singletonOfLocked(pod *v1.Pod, labelled bool, old *podAcct) bool
 	// accounted as such skip the lookup.
 	if a.opts.AdmitSingletons && (old == nil || old.unit.Kind == queue.KindPod) {
 		if u := a.units[podUnitKey(pod)]; u != nil && u.gang == nil && u.pod.UID == pod.UID {
-			c.dropUnitLocked(u)
+			a.dropUnitLocked(u)
 		}
 	}
 	return false
