@@ -362,7 +362,27 @@ func (r *runner) onPod(pod *v1.Pod) {
 		return
 	}
 	epoch := js.epoch
+	names := make([]string, 0, len(js.live))
+	for _, p := range js.live {
+		names = append(names, p.name)
+	}
+	go r.started(js.ns, names, now)
 	time.AfterFunc(runFor, func() { r.complete(js, epoch) })
+}
+
+// started writes status.startTime on a job's pods as the kubelet this
+// runner stands in for does when it starts them: the scheduler learns
+// how long jobs without a limit run from it. A pod gone since (evicted)
+// is skipped.
+func (r *runner) started(ns string, names []string, at time.Time) {
+	patch := fmt.Appendf(nil, `{"status":{"startTime":%q}}`, at.UTC().Format(time.RFC3339))
+	for _, name := range names {
+		_, err := r.env.Client.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.fail(fmt.Errorf("starting pod %s/%s: %w", ns, name, err))
+			return
+		}
+	}
 }
 
 // addPartial adds what the bound pods of js, a job not running, held
@@ -397,19 +417,9 @@ func (r *runner) complete(js *jobState, epoch int) {
 		pods = append(pods, ps)
 	}
 	js.completing = true
-	started := make([]time.Time, len(pods))
-	for i, ps := range pods {
-		started[i] = ps.boundAt
-	}
 	r.mu.Unlock()
-	for i, ps := range pods {
-		// The kubelet this runner stands in for sets status.startTime when
-		// it starts a pod; written here with the phase, it is what the
-		// scheduler learns run times from (jobs without a limit).
-		patch := []byte(`{"status":{"phase":"Succeeded"}}`)
-		if !started[i].IsZero() {
-			patch = fmt.Appendf(nil, `{"status":{"phase":"Succeeded","startTime":%q}}`, started[i].UTC().Format(time.RFC3339))
-		}
+	patch := []byte(`{"status":{"phase":"Succeeded"}}`)
+	for _, ps := range pods {
 		_, err := r.env.Client.CoreV1().Pods(js.ns).Patch(context.Background(), ps.name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			// Evicted while the run ended: its work was done (onDelete).
