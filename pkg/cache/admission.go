@@ -228,13 +228,13 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
 	pl := c.placementLocked(now)
-	c.releaseUnplaceableLocked(pl)
+	a.releaseUnplaceableLocked(pl)
 	// Shares divide what the queues can have: room held by pods outside
 	// every queue is no queue's, and counted in it every deserved share
 	// would be overstated, so a queue above its real share would never be
 	// reclaimed from.
 	a.shares = queue.DivideWithout(a.tree, c.total, a.outside, c.adm.queueUsageLocked())
-	opts := c.admitOptionsLocked(pl)
+	opts := a.admitOptionsLocked(pl, c.reclaim, c.preempt)
 	res := a.pending.Admit(a.shares, queue.Cluster{Allocatable: c.total, Used: a.used, PlansWaiting: a.planWaiting}, opts, now)
 	pl.finish()
 	act := map[string]*v1.Pod{}
@@ -251,14 +251,14 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 		if logger.V(2).Enabled() {
 			admittedLog = append(admittedLog, admittedEntry{o.Group.Key, u.queue, o.Decision.OnPlan, o.Decision.Lent})
 		}
-		c.admitLocked(u, o.Decision, now, act)
+		a.admitLocked(u, o.Decision, now, act, c.dirty)
 	}
 	for name := range a.sorting {
 		s := a.sorting[name]
 		s.share = a.shares.Share(name)
 		a.sorting[name] = s
 	}
-	maps.Copy(act, c.refusedExtrasFittingLocked())
+	maps.Copy(act, a.refusedExtrasFittingLocked(c.groups, c.preempt))
 	maps.Copy(act, c.adm.noteRefusalsLocked(res.Refused))
 	c.metrics.recordQueues(a, c.lead)
 	// res belongs to the Pending: read it under the lock.
@@ -313,39 +313,40 @@ func (a *admissionState) queueUsageLocked() map[string]queue.Usage {
 	return usage
 }
 
-// admitOptionsLocked are the pass's options: the profile's, this cache's
-// eviction settings and quota check, and the placement check pl.
-func (c *Cache) admitOptionsLocked(pl *passPlacement) queue.Options {
-	a := c.adm
+// admitOptionsLocked are the pass's options: the profile's, the cache's
+// eviction settings (reclaim, preempt: CalderaReclaim runs them) and the
+// quota check, and the placement check pl.
+func (a *admissionState) admitOptionsLocked(pl *passPlacement, reclaim, preempt bool) queue.Options {
 	opts := queue.Options{
 		OvercommitFactor:     a.opts.OvercommitFactor,
 		StarvationThreshold:  a.opts.StarvationThreshold,
-		Reclaim:              c.reclaim,
+		Reclaim:              reclaim,
 		Lend:                 a.opts.LendIdleRoom,
 		ReservationsPerQueue: a.opts.ReservationsPerQueue,
 		Placement:            pl,
 	}
-	if c.preempt {
-		opts.Preemptible = c.adm.preemptibleLocked
+	if preempt {
+		opts.Preemptible = a.preemptibleLocked
 	}
 	if a.quotas != nil {
-		opts.Quota = c.adm.quotaCheckLocked()
+		opts.Quota = a.quotaCheckLocked()
 	}
 	return opts
 }
 
 // admitLocked records the pass's admission of u on decision d: it reserves
 // its request, its status is to be written, and its waiting pods are added
-// to act, to be moved to the active queue. O(members).
-func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod) {
+// to act, to be moved to the active queue; a gang's is marked in dirty, the
+// cache's set of groups whose status is to be written. O(members).
+func (a *admissionState) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod, dirty map[GroupKey]struct{}) {
 	u.admitted, u.onPlan, u.failedFit, u.roomVerdict = true, d.OnPlan, false, nil
 	if u.gang != nil {
 		u.noteAdmittedSpec(u.gang)
 	}
 	observeAdmissionLocked(u, now)
-	c.adm.setInflightLocked(u)
+	a.setInflightLocked(u)
 	if u.gang != nil {
-		c.dirty[u.gang.key] = struct{}{}
+		dirty[u.gang.key] = struct{}{}
 		if u.gang.enqueueable {
 			maps.Copy(act, u.gang.pendingPodsLocked())
 		}
@@ -364,7 +365,7 @@ func (c *Cache) admitLocked(u *unit, d queue.Decision, now time.Time, act map[st
 		msg = d.Message()
 	}
 	if u.gang != nil || u.told() || d.Lent {
-		c.noteLocked(u, true, queue.CheckNone, "", msg, now)
+		a.noteLocked(u, true, queue.CheckNone, "", msg, now, dirty)
 	}
 }
 
@@ -384,10 +385,12 @@ const verdictRefresh = 30 * time.Second
 // change, with the unit's pods that wait for a node: the writer tells them
 // the verdict in their PodScheduled condition. stage names a refusal's
 // check, queue and resource ("" for an admission): a refusal at the stage
-// already written waits for verdictRefresh. O(members).
-func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time) {
+// already written waits for verdictRefresh; a gang's verdict marks it in
+// dirty, the cache's set of groups whose status is to be written.
+// O(members).
+func (a *admissionState) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time, dirty map[GroupKey]struct{}) {
 	id := fmt.Sprint(admitted, msg)
-	if s, ok := c.adm.est.starts[u.key]; ok && !admitted {
+	if s, ok := a.est.starts[u.key]; ok && !admitted {
 		// Not in the message, but written with it (the PodGroup's
 		// estimated-start annotation).
 		id = fmt.Sprint(id, "@", s)
@@ -410,18 +413,18 @@ func (c *Cache) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg
 	}
 	if u.gang != nil {
 		// A Volcano PodGroup's status carries the verdict (volcano.go).
-		c.dirty[u.gang.key] = struct{}{}
+		dirty[u.gang.key] = struct{}{}
 	}
-	c.adm.writes.verdict(u.key, admitted, check, msg)
+	a.writes.verdict(u.key, admitted, check, msg)
 }
 
 // noticePendingLocked queues a NotAdmitted Event for every pending group whose
 // admission verdict changed. It runs on the status leader's period, not in the
 // pass: a queue that stops (missing, closed) leaves verdicts on groups the
-// pass never examined. O(pending groups); the Event is written once per change.
-func (c *Cache) noticePendingLocked(now time.Time) {
-	a := c.adm
-	c.adm.clearStaleNominationsLocked()
+// pass never examined. dirty is the cache's set of groups whose status is to
+// be written. O(pending groups); the Event is written once per change.
+func (a *admissionState) noticePendingLocked(now time.Time, dirty map[GroupKey]struct{}) {
+	a.clearStaleNominationsLocked()
 	for key, u := range a.units {
 		if u.admitted {
 			continue
@@ -434,7 +437,7 @@ func (c *Cache) noticePendingLocked(now time.Time) {
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers && !overdue {
 			continue
 		}
-		c.noteLocked(u, false, d.Check, a.verdictStage(u, d), a.decisionMessage(u, d), now)
+		a.noteLocked(u, false, d.Check, a.verdictStage(u, d), a.decisionMessage(u, d), now, dirty)
 	}
 }
 
@@ -452,17 +455,17 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 	c.markQueueSeen()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	ok, msg, _ := c.admittedLocked(pod)
+	ok, msg, _ := c.adm.admittedLocked(pod, c.groups)
 	return ok, msg
 }
 
-// admittedLocked is Admitted, with pod's unit (nil when it has none). O(1).
-func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
-	a := c.adm
+// admittedLocked is Admitted, with pod's unit (nil when it has none);
+// groups are the cache's groups by key. O(1).
+func (a *admissionState) admittedLocked(pod *v1.Pod, groups map[GroupKey]*group) (bool, string, *unit) {
 	key, labelled := GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
-		if g := c.groups[key]; g == nil || g.obj == nil {
+		if g := groups[key]; g == nil || g.obj == nil {
 			// CalderaGang says what the pod waits for.
 			return true, "", nil
 		}
@@ -478,7 +481,7 @@ func (c *Cache) admittedLocked(pod *v1.Pod) (bool, string, *unit) {
 		return false, "waiting for admission", nil
 	}
 	if u.admitted {
-		if msg := c.adm.heldMessage(u, pod); msg != "" {
+		if msg := a.heldMessage(u, pod); msg != "" {
 			return false, msg, u
 		}
 		return true, "", u

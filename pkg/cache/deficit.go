@@ -158,12 +158,12 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if u == nil || u.pod == nil || u.pod.UID != pod.UID || !u.admitted || u.pod.Spec.NodeName != "" {
 		return false
 	}
-	if !u.onPlan && len(c.adm.deficitsLocked(u)) == 0 {
+	if !u.onPlan && len(a.deficitsLocked(u)) == 0 {
 		u.failedFit = true
 		return false
 	}
-	c.adm.markFreeRoomOnlyLocked(u, at)
-	c.unadmitSingletonLocked(u)
+	a.markFreeRoomOnlyLocked(u, at)
+	a.unadmitSingletonLocked(u)
 	a.kickLocked()
 	return true
 }
@@ -171,11 +171,11 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 // unadmitSingletonLocked returns the admitted singleton u to its queue's
 // pending units: its reservation leaves the queue's inflight, and its next
 // verdict is written afresh.
-func (c *Cache) unadmitSingletonLocked(u *unit) {
+func (a *admissionState) unadmitSingletonLocked(u *unit) {
 	u.admitted, u.onPlan, u.failedFit = false, false, false
 	u.retell()
-	c.adm.setInflightLocked(u)
-	c.adm.setPendingLocked(u)
+	a.setInflightLocked(u)
+	a.setPendingLocked(u)
 }
 
 // releaseUnplaceableLocked returns to pending the admitted singletons the
@@ -188,13 +188,13 @@ func (c *Cache) unadmitSingletonLocked(u *unit) {
 // check, told so, and admitted again once a node can take it. No
 // free-room-only time: no plan failed. A nominated pod is kept: its
 // preemption is freeing room the pass does not see yet. O(released).
-func (c *Cache) releaseUnplaceableLocked(pl *passPlacement) {
+func (a *admissionState) releaseUnplaceableLocked(pl *passPlacement) {
 	for _, u := range pl.unplaceable {
 		// A nominated pod waits for room a preemption is freeing for it.
 		if !u.admitted || u.pod == nil || u.pod.Spec.NodeName != "" || u.pod.Status.NominatedNodeName != "" {
 			continue
 		}
-		c.unadmitSingletonLocked(u)
+		a.unadmitSingletonLocked(u)
 	}
 	pl.unplaceable = pl.unplaceable[:0]
 }

@@ -161,8 +161,9 @@ func (a *admissionState) forgetRefusedExtraLocked(uid types.UID) {
 // queues' capabilities and shares, and forgets them: the pass activates
 // them. Members of one gang share an interned request, so the checks run
 // once per queue and request: O(refused + queues x requests x subtree).
-func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
-	a := c.adm
+// groups are the cache's groups by key, preempt its setting
+// (extraPreemptibleLocked).
+func (a *admissionState) refusedExtrasFittingLocked(groups map[GroupKey]*group, preempt bool) map[string]*v1.Pod {
 	if len(a.demand.refused) == 0 {
 		return nil
 	}
@@ -171,11 +172,11 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		req   uintptr
 		prio  int32
 	}
-	use := func(q string) queue.Use { return c.adm.shareUseLocked(q, "", nil) }
+	use := func(q string) queue.Use { return a.shareUseLocked(q, "", nil) }
 	fits := map[check]bool{}
 	var out map[string]*v1.Pod
 	for uid, key := range a.demand.refused {
-		g := c.groups[key]
+		g := groups[key]
 		m := (*member)(nil)
 		if g != nil {
 			m = g.members[uid]
@@ -190,7 +191,7 @@ func (c *Cache) refusedExtrasFittingLocked() map[string]*v1.Pod {
 		if !seen {
 			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.request, use)
 			if ok {
-				ok, _ = queue.ShareFit(a.shares, u.queue, m.request, c.extraPreemptibleLocked(u.queue, m.pod), use)
+				ok, _ = queue.ShareFit(a.shares, u.queue, m.request, a.extraPreemptibleLocked(u.queue, m.pod, preempt), use)
 			}
 			fits[k] = ok
 		}

@@ -125,21 +125,21 @@ func (g *group) neededByTask(m *member) bool {
 // whether its queue and every ancestor stay within capability, and within
 // the deserved share of the last admission pass (extrademand.go). A member
 // refused for the share kicks a pass: its demand may not have been counted
-// yet, and the pass activates it when it fits. O(depth x r) plus one
-// lookup per queue under the top-level ancestor.
-func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
-	a := c.adm
+// yet, and the pass activates it when it fits; preempt is the cache's
+// setting (extraPreemptibleLocked). O(depth x r) plus one lookup per queue
+// under the top-level ancestor.
+func (a *admissionState) extraFitsLocked(g *group, pod *v1.Pod, preempt bool) (PreFilterCode, string) {
 	if !a.on() {
 		return PreFilterOK, ""
 	}
-	kind, u := c.adm.extraKindLocked(g, pod.UID)
+	kind, u := a.extraKindLocked(g, pod.UID)
 	switch {
 	case kind == earlyExtra:
 		return PreFilterExtraEarly, fmt.Sprintf("PodGroup %s has its %d minimum members placed; members beyond them wait for those to bind",
 			g.key, g.spec.MinMember)
 	case kind == minimumMember:
-		if ds := c.adm.deficitsLocked(u); len(ds) > 0 {
-			c.adm.refuseDeficitLocked(u.key)
+		if ds := a.deficitsLocked(u); len(ds) > 0 {
+			a.refuseDeficitLocked(u.key)
 			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.key.String(), ds)
 		}
 		return PreFilterOK, ""
@@ -171,31 +171,31 @@ func (c *Cache) extraFitsLocked(g *group, pod *v1.Pod) (PreFilterCode, string) {
 			}
 		}
 	}
-	use := func(q string) queue.Use { return c.adm.shareUseLocked(q, u.queue, own) }
+	use := func(q string) queue.Use { return a.shareUseLocked(q, u.queue, own) }
 	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
 		// Room under a capability comes back when a bound pod leaves or
 		// finishes, which kicks a pass; a finish is no pod deletion, so
 		// no event of the scheduler's would requeue the member.
-		c.adm.refuseExtraLocked(pod, g.key)
+		a.refuseExtraLocked(pod, g.key)
 		return PreFilterOverCapability, msg
 	}
-	if ok, msg := queue.ShareFit(a.shares, u.queue, req, c.extraPreemptibleLocked(u.queue, pod), use); !ok {
-		c.adm.refuseExtraLocked(pod, g.key)
+	if ok, msg := queue.ShareFit(a.shares, u.queue, req, a.extraPreemptibleLocked(u.queue, pod, preempt), use); !ok {
+		a.refuseExtraLocked(pod, g.key)
 		a.kickLocked()
 		return PreFilterOverShare, msg
 	}
-	c.adm.forgetRefusedExtraLocked(pod.UID)
+	a.forgetRefusedExtraLocked(pod.UID)
 	return PreFilterOK, ""
 }
 
 // extraPreemptibleLocked is what the share check of an extra may count as
 // swapped (queue.ShareFit): the room lower-priority pods of its queue hold,
-// when preemption is on.
-func (c *Cache) extraPreemptibleLocked(q string, pod *v1.Pod) resources.List {
-	if !c.preempt {
+// when preemption is on (preempt, the cache's setting).
+func (a *admissionState) extraPreemptibleLocked(q string, pod *v1.Pod, preempt bool) resources.List {
+	if !preempt {
 		return nil
 	}
-	return c.adm.preemptibleLocked(q, podPriority(pod))
+	return a.preemptibleLocked(q, podPriority(pod))
 }
 
 // reserveExtraLocked counts member m of g in the book when Reserve places it

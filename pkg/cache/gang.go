@@ -195,7 +195,7 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 		return true, PreFilterTooLarge, msg
 	}
 	delete(c.tooLarge, key)
-	code, msg = c.extraFitsLocked(g, pod)
+	code, msg = c.adm.extraFitsLocked(g, pod, c.preempt)
 	return true, code, msg
 }
 

@@ -65,6 +65,11 @@ func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
 	wiringOf(c).queues = qc
 }
 
+// noticePendingLocked runs the admission side's notice of pending verdicts
+// (admissionState.noticePendingLocked) as the status writer's pull does,
+// for the tests that drive it between passes.
+func (c *Cache) noticePendingLocked(now time.Time) { c.adm.noticePendingLocked(now, c.dirty) }
+
 // singletons is the usual configuration: pods without a PodGroup need admission.
 var singletons = AdmissionOptions{AdmitSingletons: true, StarvationThreshold: -1}
 

@@ -33,7 +33,7 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 	if !c.adm.on() {
 		return nil
 	}
-	c.noticePendingLocked(time.Now())
+	c.adm.noticePendingLocked(time.Now(), c.dirty)
 	return c.adm.takeAdmissionWritesLocked()
 }
 

@@ -74,7 +74,7 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 	c.markQueueSeen()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	ok, msg, u := c.admittedLocked(pod)
+	ok, msg, u := c.adm.admittedLocked(pod, c.groups)
 	if ok || (u != nil && !u.admitted && u.waitsForRoom()) {
 		return true, ""
 	}
