@@ -97,24 +97,16 @@ func (a *admissionState) takeDeficitRefusedLocked() map[string]*v1.Pod {
 	return act
 }
 
-// singletonDeficit is PreFilter's capability check for a pod outside any
-// gang that queue admission admitted as a group of one. It reads under the
-// read lock: every such pod's cycle runs it, and only a refusal writes.
-func (c *Cache) singletonDeficit(pod *v1.Pod) (PreFilterCode, string) {
-	key := podUnitKey(pod)
-	var ds []queue.Deficit
-	c.mu.RLock()
-	if c.adm.on() {
-		ds = c.adm.deficitsLocked(c.adm.units[key])
+// singletonDeficitsLocked is PreFilter's capability check for a pod outside
+// any gang that queue admission admitted as a group of one: its unit's
+// deficits, none without admission. It needs only the cache's read lock:
+// every such pod's cycle runs it, and only a refusal writes
+// (refuseDeficitLocked).
+func (a *admissionState) singletonDeficitsLocked(pod *v1.Pod) []queue.Deficit {
+	if !a.on() {
+		return nil
 	}
-	c.mu.RUnlock()
-	if len(ds) == 0 {
-		return PreFilterOK, ""
-	}
-	c.mu.Lock()
-	c.adm.refuseDeficitLocked(key)
-	c.mu.Unlock()
-	return PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
+	return a.deficitsLocked(a.units[podUnitKey(pod)])
 }
 
 // reclaimDeficitsLocked converts the unit's deficits for reclaim.Decide.

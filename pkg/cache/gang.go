@@ -160,8 +160,18 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 		if waits, why := c.AwaitingRoom(pod); waits {
 			return false, PreFilterAwaitingRoom, why
 		}
-		code, msg = c.singletonDeficit(pod)
-		return false, code, msg
+		// Read under the read lock, written under the write lock only on
+		// a refusal (singletonDeficitsLocked).
+		c.mu.RLock()
+		ds := c.adm.singletonDeficitsLocked(pod)
+		c.mu.RUnlock()
+		if len(ds) == 0 {
+			return false, PreFilterOK, ""
+		}
+		c.mu.Lock()
+		c.adm.refuseDeficitLocked(podUnitKey(pod))
+		c.mu.Unlock()
+		return false, PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -74,12 +74,12 @@ func SlimJob(obj any) (any, error) {
 	}, nil
 }
 
-// noticeRunLimitLocked tells pod, once (podNotices.note), of each run-time
-// limit annotation it or its PodGroup (group) carries that cannot be read:
-// the limit is ignored, so the job is planned as unbounded, and its owner
-// should know why it does not backfill. Pods without the annotation pay
-// two map lookups. O(1).
-func (c *Cache) noticeRunLimitLocked(pod *v1.Pod, group map[string]string) {
+// noteRunLimit tells pod, once (note), of each run-time limit annotation
+// it or its PodGroup (group) carries that cannot be read: the limit is
+// ignored, so the job is planned as unbounded, and its owner should know
+// why it does not backfill. Pods without the annotation pay two map
+// lookups. The caller holds the cache's lock. O(1).
+func (b *podNotices) noteRunLimit(pod *v1.Pod, group map[string]string) {
 	_, own := pod.Annotations[runlimit.Annotation]
 	_, grp := group[runlimit.Annotation]
 	if !own && !grp {
@@ -87,7 +87,7 @@ func (c *Cache) noticeRunLimitLocked(pod *v1.Pod, group map[string]string) {
 	}
 	_, err := runlimit.Of(pod, group)
 	for _, ie := range runlimit.Invalid(err) {
-		c.notices.note(pod, annotation.Problem{Reason: runlimit.EventReason, Message: ie.Error()})
+		b.note(pod, annotation.Problem{Reason: runlimit.EventReason, Message: ie.Error()})
 		return // one Event per pod: podNotices.note tells a pod once
 	}
 }

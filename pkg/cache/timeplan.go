@@ -50,7 +50,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 		}
 		return
 	}
-	lim, _ := a.limitOfPod(pod, group) // an invalid annotation is ignored, as if absent (told by noticeRunLimitLocked)
+	lim, _ := a.limitOfPod(pod, group) // an invalid annotation is ignored, as if absent (told by podNotices.noteRunLimit)
 	if !lim.Bounded() {
 		if had {
 			delete(a.ends, pod.UID)

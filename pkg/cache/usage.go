@@ -185,9 +185,9 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	}
 	old := a.pods[pod.UID]
 	if old != nil {
-		act = c.unaccountLocked(pod, old)
+		act = a.unaccountLocked(pod, old)
 	}
-	singleton := c.singletonOfLocked(pod, labelled, old)
+	singleton := a.singletonOfLocked(pod, labelled, old)
 	if deleted || finished {
 		a.learnRunLocked(pod, old, time.Now())
 		a.trackEndLocked(pod, nil, nil)
@@ -212,7 +212,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
 		acct.unit = podUnitKey(pod)
-		c.singletonUnitLocked(pod, acct)
+		a.singletonUnitLocked(pod, acct)
 	}
 	if u := a.units[acct.unit]; u != nil {
 		acct.queue = u.queue
@@ -232,7 +232,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	if labelled {
 		group = groupAnnotations(c.groups[gk])
 	}
-	c.noticeRunLimitLocked(pod, group)
+	c.notices.noteRunLimit(pod, group)
 	a.trackEndLocked(pod, acct, group)
 	a.trackUnlimitedLocked(pod, acct)
 	return act
@@ -241,8 +241,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 // unaccountLocked takes pod's previous account old out of every aggregate
 // and index, and returns the pods to activate when it held room: freed
 // room may admit the units refused for a capability deficit. O(1).
-func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.Pod) {
-	a := c.adm
+func (a *admissionState) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.Pod) {
 	if old.bound {
 		a.est.unbind(old)
 		a.used.Sub(old.req)
@@ -256,11 +255,11 @@ func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.P
 		a.prioLocked(old.queue, old.prio, old.req, -1)
 		if u := a.units[old.unit]; u != nil {
 			u.release(old.req)
-			c.adm.setInflightLocked(u)
+			a.setInflightLocked(u)
 		}
 		a.kickLocked() // room was freed
-		act = c.adm.takeDeficitRefusedLocked()
-		c.adm.clearFreeRoomOnlyLocked()
+		act = a.takeDeficitRefusedLocked()
+		a.clearFreeRoomOnlyLocked()
 	}
 	a.unindexPodLocked(old)
 	if old.followsNS {
@@ -273,8 +272,7 @@ func (c *Cache) unaccountLocked(pod *v1.Pod, old *podAcct) (act map[string]*v1.P
 // singletonOfLocked reports whether pod is admitted as a group of one; a
 // singleton that joined a PodGroup through its label loses its unit, its
 // gang being admitted instead. O(1).
-func (c *Cache) singletonOfLocked(pod *v1.Pod, labelled bool, old *podAcct) bool {
-	a := c.adm
+func (a *admissionState) singletonOfLocked(pod *v1.Pod, labelled bool, old *podAcct) bool {
 	if !labelled && a.opts.AdmitSingletons && a.ours(pod) {
 		return true
 	}
@@ -291,22 +289,21 @@ func (c *Cache) singletonOfLocked(pod *v1.Pod, labelled bool, old *podAcct) bool
 // singletonUnitLocked creates or refreshes the unit of singleton pod,
 // accounted as acct: its queue, priority, request, and whether it waits for
 // admission. O(1).
-func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
-	a := c.adm
+func (a *admissionState) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 	u := a.units[acct.unit]
 	if u == nil {
 		u = &unit{key: acct.unit, pod: pod, members: 1, min: 1}
 		a.units[acct.unit] = u
 	}
 	u.pod = pod
-	q, asked := c.adm.resolveQueueLocked("", pod, pod.Namespace)
+	q, asked := a.resolveQueueLocked("", pod, pod.Namespace)
 	u.asked = asked
-	c.adm.moveUnitLocked(u, q)
+	a.moveUnitLocked(u, q)
 	u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
 	if !u.request.Equal(acct.req) {
 		// Resized: an admitted singleton reserves what it asks now.
 		u.request = acct.req
-		c.adm.setInflightLocked(u)
+		a.setInflightLocked(u)
 	}
 	if acct.bound && !u.admitted {
 		// Bound without us (a restart): it holds what it holds.
@@ -314,7 +311,7 @@ func (c *Cache) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 		a.pending.Delete(u.key)
 	}
 	if !u.admitted {
-		c.adm.setPendingLocked(u)
+		a.setPendingLocked(u)
 		a.kickLocked()
 	}
 }
