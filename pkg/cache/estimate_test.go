@@ -21,14 +21,7 @@ func estimateFixture(t *testing.T) (*Cache, []*v1.Pod) {
 	}
 	podEvent(c, single("ns", "run0", cpu("4"), boundTo("n0"), runningSince(t0)))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), runningSince(t0)))
-	addPG(c, mkPG("ns", "train", 2))
-	var train []*v1.Pod
-	for i := range 2 {
-		p := memberOf("ns", fmt.Sprint("train", i), "train", cpu("4"))
-		train = append(train, p)
-		podEvent(c, p)
-	}
-	return c, train
+	return c, addTrain(c)
 }
 
 // dumpedGroup is group key as the cache's dump shows it.

@@ -77,25 +77,11 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 // pod without a limit, which fits now but would delay them.
 func BenchmarkAdmissionPassReservations(b *testing.B) {
 	c := hundredQueues(b)
-	for i := range 1000 {
-		n := fmt.Sprintf("n%04d", i)
-		c.onNode(logger, mkNode(n, "64"))
-		for k := range 50 {
-			c.onAnyPod(mkPod("sys", fmt.Sprint("r", n, "-", k), "", cpu("1"), boundTo(n), runningSince(t0),
-				limit(60+(i*50+k)%3600)), false)
-		}
-	}
+	benchCluster(c, func(int, int) (string, bool) { return "", false })
+	benchGangs(c, func(int) (string, int) { return "16", 4 })
 	for g := range 5_000 {
-		name := fmt.Sprint("g", g)
-		q := fmt.Sprint("q", g%100)
-		at := t0.Add(time.Duration(g) * time.Millisecond)
-		addPG(c, mkPG("ns", name, 4, pgQueue(q), pgCreatedAt(at)))
-		for m := range 4 {
-			p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu("16"))
-			add(c, p)
-			c.onAnyPod(p, false)
-		}
-		c.onAnyPod(single("ns", fmt.Sprint("s", g), cpu("4"), inQueue(q), createdAt(at.Add(time.Microsecond))), false)
+		at := t0.Add(time.Duration(g)*time.Millisecond + time.Microsecond)
+		c.onAnyPod(single("ns", fmt.Sprint("s", g), cpu("4"), inQueue(fmt.Sprint("q", g%100)), createdAt(at)), false)
 	}
 	now := t0.Add(10 * time.Second)
 	pass(c, now)
@@ -130,39 +116,18 @@ func hundredQueues(b *testing.B) *Cache {
 // the passes in between, which keep the last estimates.
 func BenchmarkAdmissionPassEstimates(b *testing.B) {
 	c := hundredQueues(b)
-	for i := range 1000 {
-		n := fmt.Sprintf("n%04d", i)
-		c.onNode(logger, mkNode(n, "64"))
-		for k := range 50 {
-			name := fmt.Sprint("r", n, "-", k)
-			if k%2 == 0 {
-				c.onAnyPod(mkPod("sys", name, "", cpu("1"), boundTo(n), runningSince(t0), limit(60+(i*50+k)%3600)), false)
-				continue
-			}
-			q := fmt.Sprint("q", (i+k)%100)
-			c.onAnyPod(single("sys", name, cpu("1"), inQueue(q), boundTo(n), runningSince(t0.Add(-time.Duration(k)*time.Minute))), false)
-		}
-	}
+	benchCluster(c, func(i, k int) (string, bool) { return fmt.Sprint("q", (i+k)%100), k%2 == 1 })
 	for q := range 100 {
 		for s := range 10 {
 			c.adm.est.learned().Observe(fmt.Sprint("q", q), int64(600+60*s))
 		}
 	}
-	for g := range 5_000 {
-		name := fmt.Sprint("g", g)
-		size, members := "16", 4 // fits once pods with a limit end: a reservation
+	benchGangs(c, func(g int) (string, int) {
 		if g%2 == 1 {
-			size, members = "40", 2 // fits only once pods without one end: an estimate
+			return "40", 2 // fits only once pods without a limit end: an estimate
 		}
-		q := fmt.Sprint("q", g%100)
-		at := t0.Add(time.Duration(g) * time.Millisecond)
-		addPG(c, mkPG("ns", name, int32(members), pgQueue(q), pgCreatedAt(at)))
-		for m := range members {
-			p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu(size))
-			add(c, p)
-			c.onAnyPod(p, false)
-		}
-	}
+		return "16", 4 // fits once pods with a limit end: a reservation
+	})
 	now := t0.Add(10 * time.Second)
 	pass(c, now)
 	if len(c.adm.est.starts) == 0 {
@@ -180,5 +145,40 @@ func BenchmarkAdmissionPassEstimates(b *testing.B) {
 				c.AdmissionPass(logger, now)
 			}
 		})
+	}
+}
+
+// benchCluster adds 1,000 nodes of 64 cpu, each running 50 1-cpu pods:
+// pod k on node i runs in queue q without a limit, since k minutes
+// before t0, when unlimited(i, k) answers q and true; else outside the
+// queues, since t0, with a limit of 60 s to an hour.
+func benchCluster(c *Cache, unlimited func(i, k int) (string, bool)) {
+	for i := range 1000 {
+		n := fmt.Sprintf("n%04d", i)
+		c.onNode(logger, mkNode(n, "64"))
+		for k := range 50 {
+			name := fmt.Sprint("r", n, "-", k)
+			if q, ok := unlimited(i, k); ok {
+				c.onAnyPod(single("sys", name, cpu("1"), inQueue(q), boundTo(n), runningSince(t0.Add(-time.Duration(k)*time.Minute))), false)
+				continue
+			}
+			c.onAnyPod(mkPod("sys", name, "", cpu("1"), boundTo(n), runningSince(t0), limit(60+(i*50+k)%3600)), false)
+		}
+	}
+}
+
+// benchGangs adds 5,000 pending gangs, oldest first, gang g in queue
+// q(g mod 100) with shape(g)'s members of its cpu each.
+func benchGangs(c *Cache, shape func(g int) (cpu string, members int)) {
+	for g := range 5_000 {
+		name := fmt.Sprint("g", g)
+		size, members := shape(g)
+		at := t0.Add(time.Duration(g) * time.Millisecond)
+		addPG(c, mkPG("ns", name, int32(members), pgQueue(fmt.Sprint("q", g%100)), pgCreatedAt(at)))
+		for m := range members {
+			p := memberOf("ns", fmt.Sprint(name, "-", m), name, cpu(size))
+			add(c, p)
+			c.onAnyPod(p, false)
+		}
 	}
 }

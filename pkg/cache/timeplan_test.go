@@ -33,6 +33,11 @@ func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queu
 	}
 	podEvent(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(300), runningSince(t0)))
+	return c, addTrain(c), h
+}
+
+// addTrain adds gang train, two 4-cpu members, and returns its members.
+func addTrain(c *Cache) []*v1.Pod {
 	addPG(c, mkPG("ns", "train", 2))
 	var train []*v1.Pod
 	for i := range 2 {
@@ -40,7 +45,7 @@ func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queu
 		train = append(train, p)
 		podEvent(c, p)
 	}
-	return c, train, h
+	return train
 }
 
 // The head that cannot start now gets a reservation at the earliest time
