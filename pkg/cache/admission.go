@@ -69,8 +69,8 @@ type admissionState struct {
 	planWaiting int
 	// nsPods indexes, per namespace, the accounts whose queue follows the
 	// namespace's label (podAcct.followsNS): pods accounted without a unit,
-	// e.g. the members of a PodGroup that does not exist. onNamespace moves
-	// them; their units move the others.
+	// e.g. the members of a PodGroup that does not exist.
+	// namespaceQueueLocked moves them; their units move the others.
 	nsPods map[string]map[types.UID]*podAcct
 	usage  map[string]*queueUsage
 	// extras counts members beyond their gang's minimum that are reserved

@@ -84,10 +84,25 @@ func (c *Cache) DeleteNode(node *v1.Node) { c.onNodeDelete(node) }
 
 // ApplyNamespace takes a namespace added or updated: its queue label
 // names the queue of its pods that name none. Only with admission.
-func (c *Cache) ApplyNamespace(ns *v1.Namespace) { c.onNamespace(ns, false) }
+func (c *Cache) ApplyNamespace(ns *v1.Namespace) {
+	if ns == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adm.namespaceQueueLocked(ns.Name, ns.Labels[qapi.QueueLabel], c.dirty, c.membersSynced.fired())
+}
 
-// DeleteNamespace takes a namespace deleted.
-func (c *Cache) DeleteNamespace(ns *v1.Namespace) { c.onNamespace(ns, true) }
+// DeleteNamespace takes a namespace deleted: its pods that name no queue
+// go to the default queue.
+func (c *Cache) DeleteNamespace(ns *v1.Namespace) {
+	if ns == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adm.namespaceQueueLocked(ns.Name, "", c.dirty, c.membersSynced.fired())
+}
 
 // ApplyQueue takes a Caldera Queue added or updated. Only with admission.
 func (c *Cache) ApplyQueue(q *qapi.Queue) { c.SetQueue(q, false) }

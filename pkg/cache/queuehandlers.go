@@ -6,7 +6,6 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -57,30 +56,25 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 	a.kickLocked()
 }
 
-func (c *Cache) onNamespace(obj any, deleted bool) {
-	ns, _ := dialect.ObjectOf[*v1.Namespace](obj)
-	if ns == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.adm
-	q := ns.Labels[qapi.QueueLabel]
-	if deleted {
-		q = ""
-	}
-	if a.nsQueue[ns.Name] == q {
+// namespaceQueueLocked records that namespace ns names queue q by its
+// label ("" for none, or deleted: ApplyNamespace, DeleteNamespace) and
+// moves what follows the label: the namespace's units, and the accounts
+// without one. dirty and synced are as syncGangUnitLocked takes them.
+// O(units + the namespace's accounts) when the label changed, which is
+// rare; O(1) otherwise.
+func (a *admissionState) namespaceQueueLocked(ns, q string, dirty map[GroupKey]struct{}, synced bool) {
+	if a.nsQueue[ns] == q {
 		return
 	}
 	if q == "" {
-		delete(a.nsQueue, ns.Name)
+		delete(a.nsQueue, ns)
 	} else {
-		a.nsQueue[ns.Name] = q
+		a.nsQueue[ns] = q
 	}
 	// Rare: re-resolve the namespace's units, and the accounts without one
 	// (their pods have no queue label, or they would not follow it).
-	nsQ, nsAsked := c.adm.resolveQueueLocked("", nil, ns.Name)
-	for _, p := range a.nsPods[ns.Name] {
+	nsQ, nsAsked := a.resolveQueueLocked("", nil, ns)
+	for _, p := range a.nsPods[ns] {
 		if !p.unit.IsZero() && a.units[p.unit] != nil {
 			continue // created since: the unit decides, and moves it below
 		}
@@ -89,14 +83,14 @@ func (c *Cache) onNamespace(obj any, deleted bool) {
 	}
 	for _, u := range a.units {
 		switch {
-		case u.gang != nil && u.gang.key.Namespace == ns.Name:
-			a.syncGangUnitLocked(u.gang, c.dirty, c.membersSynced.fired())
-		case u.pod != nil && u.pod.Namespace == ns.Name:
-			q, asked := c.adm.resolveQueueLocked("", u.pod, ns.Name)
+		case u.gang != nil && u.gang.key.Namespace == ns:
+			a.syncGangUnitLocked(u.gang, dirty, synced)
+		case u.pod != nil && u.pod.Namespace == ns:
+			q, asked := a.resolveQueueLocked("", u.pod, ns)
 			u.asked = asked
-			c.adm.moveUnitLocked(u, q)
+			a.moveUnitLocked(u, q)
 			if !u.admitted {
-				c.adm.setPendingLocked(u)
+				a.setPendingLocked(u)
 			}
 		}
 	}

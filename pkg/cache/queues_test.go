@@ -398,7 +398,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, h, _ := newAdmissionCache(t, AdmissionOptions{AdmitSingletons: true, DefaultQueue: "fallback"})
 			c.onNode(logger, mkNode("n1", "16"))
-			c.onNamespace(mkNamespace("ns", tc.nsQ), false)
+			c.ApplyNamespace(mkNamespace("ns", tc.nsQ))
 			var pods []*v1.Pod
 			uk := queue.PodUnit("ns", "p0")
 			if tc.pgQueue == "-" {
@@ -462,7 +462,7 @@ func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 	wantUsage(t, c, "default", 3, 2)
 	wantConsistent(t, c, "before the label")
 
-	c.onNamespace(mkNamespace("ns", "team"), false)
+	c.ApplyNamespace(mkNamespace("ns", "team"))
 	wantUsage(t, c, "team", 2, 2)
 	wantUsage(t, c, "default", 1, 0)
 	wantConsistent(t, c, "after the namespace was labelled")
@@ -476,7 +476,7 @@ func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 	podDelete(c, next(s0, boundTo("n1")))
 	// g1 still needs the gang's whole minimum.
 	wantUsage(t, c, "team", 0, 3)
-	c.onNamespace(mkNamespace("ns", "team"), true)
+	c.DeleteNamespace(mkNamespace("ns", "team"))
 	wantUsage(t, c, "default", 1, 3)
 	wantUsage(t, c, "team", 0, 0)
 	wantConsistent(t, c, "after the namespace was deleted")
@@ -1408,7 +1408,7 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 			wantUsage(t, c, "other", 1, 0)
 
 			// The namespace's label arrives after its pods.
-			c.onNamespace(mkNamespace("ns", "team"), false)
+			c.ApplyNamespace(mkNamespace("ns", "team"))
 			wantUsage(t, c, "team", 2, 0)
 			wantUsage(t, c, "default", 0, 0)
 			wantUsage(t, c, "other", 1, 0)
@@ -1417,10 +1417,10 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 			// Later events subtract from the queue the pods moved to.
 			podDelete(c, next(pods[0], boundTo("n1")))
 			wantUsage(t, c, "team", 1, 0)
-			c.onNamespace(mkNamespace("ns", "other"), false)
+			c.ApplyNamespace(mkNamespace("ns", "other"))
 			wantUsage(t, c, "other", 2, 0)
 			wantUsage(t, c, "team", 0, 0)
-			c.onNamespace(mkNamespace("ns", ""), true)
+			c.DeleteNamespace(mkNamespace("ns", ""))
 			wantUsage(t, c, "default", 1, 0)
 			wantUsage(t, c, "other", 1, 0)
 			wantConsistent(t, c, "after the namespace was deleted")
