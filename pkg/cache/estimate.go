@@ -224,8 +224,8 @@ func steady(old, start, now int64) int64 {
 // estimatedTimeline is the release timeline with, added, an estimated end
 // for each room of bound pods without a limit: when a pod of that queue
 // started at the room's latest start is expected to end, given how long
-// it has run (runlimit.Estimator.Estimate). A room no learned run time
-// speaks for (the estimator's bare default) never comes back. The free
+// it has run (runlimit.Estimator.Estimate). While nothing has been
+// learned (the estimator's default) a room never comes back. The free
 // room now is the pass's working room, the starving heads' nodes held
 // out.
 func (pp *passPlacement) estimatedTimeline() *plan.Timeline {
@@ -247,8 +247,8 @@ func (pp *passPlacement) estimatedTimeline() *plan.Timeline {
 			continue
 		}
 		est := a.est.learned().Estimate(k.queue, now-room.latest)
-		if est.Basis == runlimit.FromDefault && est.Seconds == a.est.learned().Config().Default {
-			continue // nothing learned applies: a bare guess of an hour would only mislead
+		if est.Basis == runlimit.FromDefault {
+			continue // nothing learned yet: a guess of an hour would only mislead
 		}
 		req := slab[len(extra)*r : (len(extra)+1)*r]
 		for name, v := range room.req {

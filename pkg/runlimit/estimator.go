@@ -70,13 +70,17 @@ func (c Config) withDefaults() Config {
 type Basis uint8
 
 const (
-	// FromDefault: no window had enough samples (Config.Default, or twice
-	// the time already run, whichever is longer).
+	// FromDefault: nothing learned yet, no window with enough samples
+	// (Config.Default, or twice the time already run, whichever is
+	// longer).
 	FromDefault Basis = iota
 	// FromQueue: the queue's own recent jobs.
 	FromQueue
 	// FromCluster: every queue's recent jobs.
 	FromCluster
+	// Outran: the cluster's window has enough samples, but too few of
+	// them are longer than the job has already run: twice that time.
+	Outran
 )
 
 // String names the basis as an ETA's explanation shows it.
@@ -86,6 +90,8 @@ func (b Basis) String() string {
 		return "queue"
 	case FromCluster:
 		return "cluster"
+	case Outran:
+		return "outran"
 	}
 	return "default"
 }
@@ -112,9 +118,12 @@ type Estimate struct {
 // a bin below r's), by the nearest-rank rule (the ceil(Quantile x m)-th
 // smallest of those m samples), rounded up to its bin's upper edge and to
 // at least r+1. When fewer than MinSamples
-// qualify, the cluster's samples answer the same way, and failing those,
-// max(Default, 2r): a job that has outrun everything seen is expected to
-// run about as long again.
+// qualify, the cluster's samples answer the same way. Failing those, a
+// job that has outrun what the cluster learned (it holds MinSamples run
+// times, too few of them longer than r) is expected to run about as long
+// again, 2r (Outran); one of a cluster that has learned nothing yet gets
+// max(Default, 2r). Default is a guess with nothing behind it, too long
+// for a cluster of short jobs: it is not used once run times are known.
 //
 // Cost. Run times are binned (bin): exact from 1 to 64 s, then 16 bins per
 // doubling up to MaxSeconds, 464 in all, each at most 6.25% wide. Counts
@@ -176,6 +185,9 @@ func (e *Estimator) Estimate(queue string, ranFor int64) Estimate {
 	}
 	if s, m, ok := e.cluster.quantile(ranFor, e.qm, e.cfg.MinSamples); ok {
 		return Estimate{Seconds: s, Basis: FromCluster, Samples: m}
+	}
+	if e.cluster.n >= e.cfg.MinSamples {
+		return Estimate{Seconds: max(2*ranFor, ranFor+1), Basis: Outran}
 	}
 	return Estimate{Seconds: max(e.cfg.Default, 2*ranFor, ranFor+1), Basis: FromDefault}
 }

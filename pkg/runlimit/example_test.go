@@ -51,10 +51,10 @@ func ExampleEstimator() {
 	fmt.Printf("%d s from the %s's %d jobs\n", est.Seconds, est.Basis, est.Samples)
 
 	// A job that has run 95 minutes has outrun all but one: too few to
-	// rank, so twice its run so far (over the 1 h default).
+	// rank, so twice its run so far.
 	est = e.Estimate("team-a", 95*60)
 	fmt.Printf("%d min (%s)\n", est.Seconds/60, est.Basis)
 	// Output:
 	// 5631 s from the queue's 10 jobs
-	// 190 min (default)
+	// 190 min (outran)
 }
