@@ -17,31 +17,34 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 		return
 	}
 	c.mu.Lock()
-	a := c.adm
+	act, took := c.adm.setQueueLocked(q, deleted, c.dirty, c.membersSynced.fired())
+	if took && deleted {
+		c.metrics.forgetQueue(q.Name)
+	}
+	c.mu.Unlock()
+	c.activate(klog.Background(), act)
+}
+
+// setQueueLocked is SetQueue on the admission side: it records q (deleted,
+// or not), rebuilds the queue tree, and returns the pods to activate when
+// q stopped holding placement (noteHoldLocked); took is false when q was
+// ignored, shadowed by a Caldera Queue of its name. dirty and synced are
+// as syncGangUnitLocked takes them.
+func (a *admissionState) setQueueLocked(q *qapi.Queue, deleted bool, dirty map[GroupKey]struct{}, synced bool) (act map[string]*v1.Pod, took bool) {
 	if queueShadowedLocked(a.queues[q.Name], q) {
-		c.mu.Unlock()
-		return
+		return nil, false
 	}
-	var act map[string]*v1.Pod
 	if deleted {
-		act = c.adm.noteHoldLocked(q.Name, nil)
+		act = a.noteHoldLocked(q.Name, nil)
 	} else {
-		act = c.adm.noteHoldLocked(q.Name, q)
+		act = a.noteHoldLocked(q.Name, q)
 	}
-	defer c.activate(klog.Background(), act)
-	defer c.mu.Unlock()
 	_, existed := a.queues[q.Name]
 	if deleted {
 		delete(a.queues, q.Name)
-		c.metrics.forgetQueue(q.Name)
 		a.est.learned().Forget(q.Name)
 	} else {
 		a.queues[q.Name] = q
-	}
-	if existed == deleted {
-		// A name came or went (not a status write): what asked for it, or
-		// was charged to it, moves.
-		defer a.refoldLocked(q.Name, c.dirty, c.membersSynced.fired())
 	}
 	specs := make([]queue.Spec, 0, len(a.queues))
 	for _, q := range a.queues {
@@ -54,6 +57,12 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 		a.sorting[name] = s
 	}
 	a.kickLocked()
+	if existed == deleted {
+		// A name came or went (not a status write): what asked for it, or
+		// was charged to it, moves, once the tree knows the name.
+		a.refoldLocked(q.Name, dirty, synced)
+	}
+	return act, true
 }
 
 // namespaceQueueLocked records that namespace ns names queue q by its
