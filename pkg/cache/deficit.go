@@ -142,7 +142,11 @@ func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := c.adm
+	return c.adm.releaseSingletonLocked(pod, at)
+}
+
+// releaseSingletonLocked is ReleaseSingleton for pod, outside any gang.
+func (a *admissionState) releaseSingletonLocked(pod *v1.Pod, at time.Time) bool {
 	if !a.on() {
 		return false
 	}

@@ -49,14 +49,18 @@ type AdmissionView struct {
 func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	a := c.adm
+	return c.adm.admissionOfLocked(pod, c.groups)
+}
+
+// admissionOfLocked is AdmissionOf; groups are the cache's groups by key.
+func (a *admissionState) admissionOfLocked(pod *v1.Pod, groups map[GroupKey]*group) (AdmissionView, bool) {
 	if !a.on() || !a.ours(pod) {
 		return AdmissionView{Message: "not gated by queue admission: profile " + pod.Spec.SchedulerName + " runs no CalderaEnqueue"}, true
 	}
 	key, labelled := GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
-		g := c.groups[key]
+		g := groups[key]
 		if g == nil {
 			return AdmissionView{}, false
 		}
