@@ -389,11 +389,12 @@ func (p *Pending) attempt(q *pqueue) bool {
 // hold asks a Placement that is also a Planner to reserve for e, refused
 // for room in q (a refusal more room would cure), while q has reservations
 // left in this pass (Options.ReservationsPerQueue). Groups refused for their
-// queue's share or capability hold nothing: room would not start them.
+// queue's share or capability hold nothing: room others release would not
+// start them (Decision.WaitsForReleases).
 func (p *Pending) hold(q *pqueue, e *entry, d Decision) (reserved bool) {
 	ps := &p.pass
 	pn, ok := ps.o.Placement.(Planner)
-	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForRoom() {
+	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForReleases() {
 		return false
 	}
 	q.holds++

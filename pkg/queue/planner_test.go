@@ -66,6 +66,7 @@ func TestAdmitPlannerHold(t *testing.T) {
 		plain   bool // a Placement that is not a Planner
 		want    []string
 		refused map[string]Check // the premise: why the pass refuses these
+		bound   string           // the premise: a refusal that is ClusterBound
 	}{
 		{name: "the first room refusal of each queue, in pass order", specs: specs, groups: five,
 			unfit: []string{"a/0", "a/1", "b/0"}, want: []string{"b/0", "a/0"},
@@ -85,6 +86,16 @@ func TestAdmitPlannerHold(t *testing.T) {
 			groups: []Group{grp("a/cap", "a", 0, cores(2)), grp("a/x", "a", 1, cores(1))},
 			unfit:  []string{"a/x"}, want: []string{"a/x"},
 			refused: map[string]Check{"a/cap": CheckCapability, "a/x": CheckPlacement}},
+		// realCap of a is what the cluster leaves after b's guarantee: the
+		// cluster's size binds (Decision.ClusterBound), yet room other
+		// queues free never starts a/cap, only a's own pods ending, so a
+		// reservation of room would slide with the clock.
+		{name: "not a group refused by a capability the cluster's size binds", specs: []Spec{{Name: "a", Weight: 1},
+			{Name: "b", Weight: 1, Guarantee: cores(10)}},
+			usage:  map[string]Usage{"a": {Allocated: cores(4)}},
+			groups: []Group{grp("a/cap", "a", 0, cores(4)), grp("a/x", "a", 1, cores(1))},
+			unfit:  []string{"a/x"}, want: []string{"a/x"},
+			refused: map[string]Check{"a/cap": CheckCapability, "a/x": CheckPlacement}, bound: "a/cap"},
 		{name: "not a group larger than the cluster (permanent)", specs: specs,
 			groups: []Group{grp("a/huge", "a", 0, cores(32)), grp("a/x", "a", 1, cores(1))},
 			unfit:  []string{"a/x"}, want: []string{"a/x"},
@@ -108,6 +119,9 @@ func TestAdmitPlannerHold(t *testing.T) {
 				if d, _ := p.Decision(k(key)); d.Check != want || d.Admitted {
 					t.Errorf("%s: %+v, want refused by %v (admitted %v)", key, d, want, admittedKeys(res))
 				}
+			}
+			if d, _ := p.Decision(k(tc.bound)); tc.bound != "" && !d.ClusterBound {
+				t.Errorf("%s: %+v, want ClusterBound", tc.bound, d)
 			}
 			if got := f.held; !reflect.DeepEqual(got, tc.want) && (len(got) > 0 || len(tc.want) > 0) {
 				t.Errorf("held %v, want %v", got, tc.want)
