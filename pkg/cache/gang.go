@@ -147,6 +147,11 @@ const (
 	// admission pass admits it, and its gang is neither started nor
 	// released.
 	PreFilterAwaitingRoom
+	// PreFilterNotAdmitted: the pod's unit is not admitted, for a reason
+	// no room cures. PreEnqueue keeps such pods out of the scheduling
+	// queue, but pods a refusal for room let in are still there when a
+	// later pass refuses their unit for quota: they must not bind.
+	PreFilterNotAdmitted
 )
 
 // PreFilter records the group's first scheduling attempt and checks that it is
@@ -157,14 +162,18 @@ const (
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
 	key, member := GroupKeyOf(pod)
 	if !member {
-		if waits, why := c.AwaitingRoom(pod); waits {
-			return false, PreFilterAwaitingRoom, why
-		}
 		// Read under the read lock, written under the write lock only on
 		// a refusal (singletonDeficitsLocked).
 		c.mu.RLock()
-		ds := c.adm.singletonDeficitsLocked(pod)
+		code, why := c.adm.admissionHoldLocked(pod, c.groups)
+		var ds []queue.Deficit
+		if code == PreFilterOK {
+			ds = c.adm.singletonDeficitsLocked(pod)
+		}
 		c.mu.RUnlock()
+		if code != PreFilterOK {
+			return false, code, why
+		}
 		if len(ds) == 0 {
 			return false, PreFilterOK, ""
 		}
@@ -175,10 +184,10 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if waits, why := c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, true)); waits {
+	if code, why := c.adm.admissionHoldLocked(pod, c.groups); code != PreFilterOK {
 		// Before the first attempt is stamped: the gang's timeout runs
 		// from its admission, not from the wait for new nodes.
-		return true, PreFilterAwaitingRoom, why
+		return true, code, why
 	}
 	g := c.groups[key]
 	if g == nil || g.obj == nil {

@@ -91,6 +91,24 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))
 }
 
+// admissionHoldLocked is why PreFilter holds pod for admission: its unit refused
+// for capacity (PreFilterAwaitingRoom, the verdict autoscalers act on), or
+// not admitted for another reason (PreFilterNotAdmitted, with why);
+// PreFilterOK when admission lets it through, or runs no admission. O(1).
+func (a *admissionState) admissionHoldLocked(pod *v1.Pod, groups map[GroupKey]*group) (PreFilterCode, string) {
+	if !a.on() {
+		return PreFilterOK, ""
+	}
+	ok, msg, u := a.admittedLocked(pod, groups)
+	if ok {
+		return PreFilterOK, ""
+	}
+	if waits, why := a.awaitingRoomLocked(u); waits {
+		return PreFilterAwaitingRoom, why
+	}
+	return PreFilterNotAdmitted, msg
+}
+
 // awaitingRoomLocked is AwaitingRoom for the pod's unit u (nil for none).
 func (a *admissionState) awaitingRoomLocked(u *unit) (bool, string) {
 	if u == nil || u.admitted || !u.waitsForRoom() {

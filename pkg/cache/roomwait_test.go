@@ -106,3 +106,43 @@ func TestAwaitingRoomKeepsTheVerdictBetweenPasses(t *testing.T) {
 		t.Errorf("between passes AwaitingRoom = %v %q, want the verdict told: %q", waits, msg, told)
 	}
 }
+
+// A unit waiting for room has its pods in the scheduling queue (PreEnqueue
+// let them through for autoscalers). When a later pass refuses it for a
+// reason no room cures (here its queue's capability, lowered), PreEnqueue
+// no longer lets them in, but pods already queued meet only PreFilter: it
+// must hold them as not admitted, or they bind unadmitted, past the
+// capability (random harness seed 9404: a queue 4 cpu over its
+// capability after a restart).
+func TestRefusedForQuotaAfterRoomStaysOut(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("other"))
+	c.onNode(logger, mkNode("n1", "16"))
+	podEvent(c, single("ns", "running", inQueue("other"), cpu("10"), boundTo("n1"), phase(v1.PodRunning)))
+	addPG(c, mkPG("ns", "wide", 2))
+	var pods []*v1.Pod
+	for i := range 2 {
+		p := memberOf("ns", fmt.Sprint("w", i), "wide", cpu("4"))
+		pods = append(pods, p)
+		podEvent(c, p)
+	}
+	solo := single("ns", "solo", cpu("7"))
+	pods = append(pods, solo)
+	podEvent(c, solo)
+	pass(c, t0)
+	for _, p := range pods {
+		if ok, msg := c.MayEnqueue(p); !ok {
+			t.Fatalf("premise: PreEnqueue holds %s, refused for room: %s", p.Name, msg)
+		}
+	}
+	c.SetQueue(mkQueue("default", capability("4")), false)
+	pass(c, t0.Add(time.Second))
+	for _, p := range pods {
+		if ok, msg := c.MayEnqueue(p); ok || !strings.Contains(msg, "capability") {
+			t.Fatalf("premise: PreEnqueue lets %s through, refused by its queue's capability: %v %q", p.Name, ok, msg)
+		}
+		_, code, msg := c.PreFilter(p, t0.Add(time.Second))
+		if code != PreFilterNotAdmitted || !strings.Contains(msg, "capability") {
+			t.Errorf("PreFilter(%s) = %v %q, want PreFilterNotAdmitted with the verdict", p.Name, code, msg)
+		}
+	}
+}

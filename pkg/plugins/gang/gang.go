@@ -141,6 +141,13 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		state.Write(awaitingRoomKey, awaitingRoom{})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
+	if code == cache.PreFilterNotAdmitted {
+		// A refusal for room let the pod into the scheduling queue; a later
+		// pass refused its unit for a reason no room cures, and PreEnqueue
+		// does not see the pod again until it leaves the queue. PostFilter
+		// sends back any sibling that got to Permit meanwhile.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	}
 	if code == cache.PreFilterCapabilityDeficit {
 		state.Write(deficitKey, deficitRefused{msg: msg})
 		klog.FromContext(ctx).V(4).Info("Member waits for room under its queue's capability", "pod", klog.KObj(pod), "reason", msg)

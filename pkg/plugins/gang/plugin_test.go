@@ -141,6 +141,10 @@ func TestPreFilter(t *testing.T) {
 		// evictions that free the room, for gangs and singletons alike.
 		{"a gang's minimum in a capability deficit", fakeGroups{pfMember: true, pfCode: cache.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
 		{"a singleton in a capability deficit", fakeGroups{pfCode: cache.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
+		// Queued while its unit waited for room, refused since for quota:
+		// it must not go on to bind unadmitted.
+		{"a member whose gang is not admitted", fakeGroups{pfMember: true, pfCode: cache.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"a singleton not admitted", fakeGroups{pfCode: cache.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state := framework.NewCycleState()
