@@ -84,8 +84,8 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	if !c.ReleaseSingleton(pre, t0) {
 		t.Fatal("ReleaseSingleton did not release the pod admitted over capability")
 	}
-	if _, code, _ := c.PreFilter(pre, t0); code != PreFilterOK {
-		t.Errorf("PreFilter after the release = %v, want OK (the pod is not admitted, so nothing is checked)", code)
+	if _, code, _ := c.PreFilter(pre, t0); code != PreFilterNotAdmitted {
+		t.Errorf("PreFilter after the release = %v, want PreFilterNotAdmitted (it waits for the next pass)", code)
 	}
 	wantUsage(t, c, "q", 8, 0)
 	wantConsistent(t, c, "after the release")

@@ -390,15 +390,41 @@ func (p *Pending) attempt(q *pqueue) bool {
 // for room in q (a refusal more room would cure), while q has reservations
 // left in this pass (Options.ReservationsPerQueue). Groups refused for their
 // queue's share or capability hold nothing: room others release would not
-// start them (Decision.WaitsForReleases).
+// start them (waitsForReleases).
 func (p *Pending) hold(q *pqueue, e *entry, d Decision) (reserved bool) {
 	ps := &p.pass
 	pn, ok := ps.o.Placement.(Planner)
-	if !ok || q.holds >= ps.o.ReservationsPerQueue || !d.WaitsForReleases() {
+	if !ok || q.holds >= ps.o.ReservationsPerQueue || !p.waitsForReleases(d) {
 		return false
 	}
 	q.holds++
 	return pn.Hold(e.g)
+}
+
+// waitsForReleases reports whether room running pods give back would start
+// the group d refuses, so that a reservation over time means something: a
+// refusal for room (Decision.WaitsForRoom), but not a capability that
+// guarantees to other queues carve below the cluster's total. Such a
+// capability is lifted only by the queue's own pods ending or new nodes,
+// not by room others release: a reservation planned on released room finds
+// the members placeable "now" at every pass, and its start slides with the
+// clock. Uncarved, the capability is the cluster's own size, and the room
+// the plan waits for is what lifts it. O(1).
+func (p *Pending) waitsForReleases(d Decision) bool {
+	if !d.WaitsForRoom() {
+		return false
+	}
+	if d.Check != CheckCapability {
+		return true
+	}
+	ps := &p.pass
+	l, ok := ps.s.tree.index[d.Queue]
+	j, known := p.rindex[d.Resource]
+	if !ok || !known {
+		return false
+	}
+	sj := ps.toS[j]
+	return sj >= 0 && ps.realCap[l*ps.r+int(j)] >= ps.s.total[sj]
 }
 
 // guardHead makes e, refused for room at the head of q, q's head: its

@@ -201,15 +201,3 @@ func (d Decision) WaitsForRoom() bool {
 	}
 	return false
 }
-
-// WaitsForReleases reports whether room running pods give back would cure
-// the refusal, so that a reservation over time means something: members
-// not placeable now, a reservation in the way, no idle room in the
-// cluster. A capability the cluster's size bounds waits for room too
-// (WaitsForRoom), but not for room anyone releases: only the queue's own
-// pods ending or new nodes lift it, so a reservation planned on the room
-// other queues give back would start "now" at every pass and slide with
-// the clock.
-func (d Decision) WaitsForReleases() bool {
-	return d.Check != CheckCapability && d.WaitsForRoom()
-}

@@ -68,26 +68,3 @@ func TestDecisionWaitsForRoom(t *testing.T) {
 		}
 	}
 }
-
-// Only what room released by running pods cures holds a reservation over
-// time: not a capability, even one the cluster's size bounds.
-func TestDecisionWaitsForReleases(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		d    Decision
-		want bool
-	}{
-		{name: "admitted", d: Decision{Admitted: true, Check: CheckPlacement}},
-		{name: "members not placeable now", d: Decision{Check: CheckPlacement}, want: true},
-		{name: "a reservation in the way", d: Decision{Check: CheckReservation}, want: true},
-		{name: "no idle room in the cluster", d: Decision{Check: CheckCluster, ClusterBound: true}, want: true},
-		{name: "larger than the cluster", d: Decision{Check: CheckCluster, Permanent: true}},
-		{name: "the cluster's size binds the capability", d: Decision{Check: CheckCapability, ClusterBound: true}},
-		{name: "the queue's own capability", d: Decision{Check: CheckCapability}},
-		{name: "deserved share", d: Decision{Check: CheckFairness}},
-	} {
-		if got := tc.d.WaitsForReleases(); got != tc.want {
-			t.Errorf("%s: WaitsForReleases() = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}

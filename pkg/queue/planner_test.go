@@ -96,6 +96,12 @@ func TestAdmitPlannerHold(t *testing.T) {
 			groups: []Group{grp("a/cap", "a", 0, cores(4)), grp("a/x", "a", 1, cores(1))},
 			unfit:  []string{"a/x"}, want: []string{"a/x"},
 			refused: map[string]Check{"a/cap": CheckCapability, "a/x": CheckPlacement}, bound: "a/cap"},
+		// Nothing carves a's capability: it is the cluster's total, and
+		// the room the plan waits for is what lifts it.
+		{name: "a group refused by a capability only the cluster's size sets", specs: []Spec{{Name: "a", Weight: 1}},
+			usage:  map[string]Usage{"a": {Allocated: cores(14)}},
+			groups: []Group{grp("a/big", "a", 0, cores(4))}, want: []string{"a/big"},
+			refused: map[string]Check{"a/big": CheckCapability}, bound: "a/big"},
 		{name: "not a group larger than the cluster (permanent)", specs: specs,
 			groups: []Group{grp("a/huge", "a", 0, cores(32)), grp("a/x", "a", 1, cores(1))},
 			unfit:  []string{"a/x"}, want: []string{"a/x"},
