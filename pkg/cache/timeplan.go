@@ -47,6 +47,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 		if had {
 			delete(a.ends, pod.UID)
 			a.feas.releases.dirty(pod.UID)
+			a.feas.forgetRelease(old)
 		}
 		return
 	}
@@ -55,6 +56,7 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 		if had {
 			delete(a.ends, pod.UID)
 			a.feas.releases.dirty(pod.UID)
+			a.feas.forgetRelease(old)
 		}
 		return
 	}
@@ -73,8 +75,30 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 	e := podEnd{node: acct.node, req: acct.req, start: start, end: runlimit.EndOf(start, lim)}
 	if !had || old.node != e.node || old.end != e.end || !old.req.Equal(e.req) {
 		a.feas.releases.dirty(pod.UID)
+		if had {
+			a.feas.forgetRelease(old)
+		}
 	}
 	a.ends[pod.UID] = e
+}
+
+// forgetRelease takes e, a bound pod's end as the last pass planned with
+// it, out of what the kept reservations count as released by their starts
+// on its node: the pod ended early (its room is free now, where the Filter
+// and the next pass see it) or its end or room changed. Left in, that room
+// would count twice until the next pass plans again, and a pod outlasting
+// a reservation could take room it needs. What now ends by a start is not
+// added: the next pass counts it. O(reservations).
+func (f *feasibleState) forgetRelease(e podEnd) {
+	for i := range f.timed {
+		t := &f.timed[i]
+		if e.end > t.start {
+			continue
+		}
+		if k := slices.Index(t.nodes, e.node); k >= 0 && k < len(t.released) {
+			t.released[k] = t.released[k].Less(e.req)
+		}
+	}
 }
 
 // timed is one reservation as kept between passes and shown to users.

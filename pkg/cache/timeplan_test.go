@@ -201,6 +201,26 @@ func TestReservedRoom(t *testing.T) {
 	}
 }
 
+// A pod that was to give its room back by the reservation's start and ends
+// early gives it back now: between passes the Filter sees it in the node's
+// free room, so the hold no longer counts it as released by the start.
+// Counted twice, a pod that outlasts the reservation was let into room the
+// reservation needs (random harness seed 9419: the start moved later after
+// a job ended early and another bound onto its node).
+func TestReservedRoomForgetsPodsEndedEarly(t *testing.T) {
+	c, _, _ := reservationsFixture(t, singletons)
+	pass(c, t0.Add(10*time.Second))
+	endless := single("ns", "endless", cpu("4"))
+	if hs := c.ReservedRoom(endless, t0.Add(10*time.Second))["n0"]; len(hs) != 1 || cpuOf(hs[0].ReleasedBy) != 4000 {
+		t.Fatalf("premise: holds on n0 = %+v, want run0's 4 cpu released by the start", hs)
+	}
+	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
+	hs := c.ReservedRoom(endless, t0.Add(11*time.Second))["n0"]
+	if len(hs) != 1 || cpuOf(hs[0].ReleasedBy) != 0 || cpuOf(hs[0].Need) != 4000 {
+		t.Errorf("holds on n0 after run0 ended early = %+v, want 4 cpu needed, nothing released by the start", hs)
+	}
+}
+
 // The timeline is kept from pass to pass: a running pod whose limit is
 // shortened moves the reservation earlier in the next pass, as a timeline
 // built afresh would.
