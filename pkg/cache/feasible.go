@@ -389,6 +389,7 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	classes, _ := pp.unitClasses(g.Key)
 	placement.Apply(&pp.Free, classes, pp.lastSteps)
 	pp.commitJob(g)
+	pp.markSince(g.Key)
 	pp.commitDraws()
 	pp.lastOK = false
 }

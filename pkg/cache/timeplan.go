@@ -133,6 +133,13 @@ type timePlan struct {
 	// finishTime.
 	inflight []inflightRoom
 	temp     []plan.Alloc
+	// since is when each admitted, unplaced unit was admitted (or first
+	// found unplaced), with the pass that last saw it so: addInflight
+	// counts its limit from there. Counted from each pass's now, a unit
+	// the scheduler does not place at once (the Filter keeps it off room
+	// a reservation needs) ended later at every pass, and the reservation
+	// behind it slid with the clock.
+	since map[queue.Key]sinceMark
 	// probed: limitedInflight says whether an admitted, unplaced unit
 	// has a limit (mayPlan).
 	probed, limitedInflight bool
@@ -198,15 +205,48 @@ type inflightRoom struct {
 	req  []int64
 }
 
+// sinceMark is when an admitted unit was let in, and the last pass that
+// found it unplaced.
+type sinceMark struct {
+	at  int64
+	gen uint64
+}
+
+// markSince records that the pass saw key admitted and unplaced: from now
+// if it is new, from its admission if it was let in before.
+func (pp *passPlacement) markSince(key queue.Key) {
+	tp := &pp.tp
+	if tp.since == nil {
+		tp.since = map[queue.Key]sinceMark{}
+	}
+	s, ok := tp.since[key]
+	if !ok {
+		s.at = tp.now
+	}
+	s.gen = pp.gen
+	tp.since[key] = s
+}
+
+// forgetPlaced drops the units no longer admitted and unplaced: those this
+// pass neither admitted nor found unplaced. O(entries).
+func (pp *passPlacement) forgetPlaced() {
+	for k, s := range pp.tp.since {
+		if s.gen != pp.gen {
+			delete(pp.tp.since, k)
+		}
+	}
+}
+
 // noteInflight records where placeInflight put an admitted unit's members.
 func (pp *passPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
+	pp.markSince(key)
 	for _, s := range steps {
 		pp.tp.inflight = append(pp.tp.inflight, inflightRoom{key, s.Node, classes[s.Class].Request})
 	}
 }
 
 // addInflight gives the admitted, unplaced units with a limit their end
-// in tl: they start about now and end by now + limit. Without it a
+// in tl: by their admission plus their limit (since). Without it a
 // backfilled job's room, taken but not yet bound, would never come back
 // as far as the next pass knew, and the reservation it was let in around
 // would move past it.
@@ -228,7 +268,11 @@ func (pp *passPlacement) addInflight(tl *plan.Timeline) {
 			row[j] += v
 		}
 		tl.SetFree(int(f.node), row) // Add takes it out again, with its release
-		a := plan.Alloc{Node: f.node, Request: f.req, End: tp.now + lim}
+		from := tp.now
+		if s, ok := tp.since[f.key]; ok {
+			from = s.at
+		}
+		a := plan.Alloc{Node: f.node, Request: f.req, End: from + lim}
 		tl.Add(a)
 		tp.temp = append(tp.temp, a)
 	}
@@ -437,6 +481,7 @@ func (pp *passPlacement) finishTime() {
 		f.releases.tl.Remove(a)
 	}
 	pp.tp.temp = pp.tp.temp[:0]
+	pp.forgetPlaced()
 	before := make(map[queue.Key]int64, len(f.timed))
 	for _, t := range f.timed {
 		before[t.key] = t.start

@@ -221,6 +221,28 @@ func TestReservedRoomForgetsPodsEndedEarly(t *testing.T) {
 	}
 }
 
+// A backfilled job admitted around a reservation but not yet bound holds
+// its room until its limit from when it was admitted, not from each pass:
+// counted from each pass's now, a job the scheduler does not place at once
+// ended later at every pass, and the reservation behind it slid with the
+// clock (random harness seed 9419).
+func TestInflightEndsFromAdmission(t *testing.T) {
+	c, train, _ := reservationsFixture(t, singletons)
+	short := single("ns", "short", cpu("4"), limit(85), createdAt(t0.Add(2*time.Second)))
+	podEvent(c, short)
+	pass(c, t0.Add(10*time.Second))
+	wantAdmitted(t, c, admission{true, ""}, short)
+	for _, at := range []int64{10, 20, 30} {
+		if at > 10 {
+			pass(c, t0.Add(time.Duration(at)*time.Second))
+		}
+		res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", train[0].Labels[PodGroupLabel]))
+		if !ok || res.start != t0.Unix()+100 {
+			t.Errorf("pass at t0+%d: train's reservation %+v, want from t0+100 (short, unplaced, ends by t0+95)", at, res)
+		}
+	}
+}
+
 // The timeline is kept from pass to pass: a running pod whose limit is
 // shortened moves the reservation earlier in the next pass, as a timeline
 // built afresh would.
