@@ -111,6 +111,15 @@ type timed struct {
 	// released what the pods running there when it was planned give back
 	// by its start.
 	need, released []resources.List
+	// steps is where each member goes, for the next pass to plan the same
+	// placement again while it still fits at start (plan.Gang.Keep).
+	steps []keptStep
+}
+
+// keptStep is one member of a reservation's placement: its class and node.
+type keptStep struct {
+	class int32
+	node  string
 }
 
 // timePlan is a pass's plan over time. It is built on the pass's first
@@ -338,8 +347,26 @@ func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 	if want == 0 {
 		return plan.Reservation{}, false
 	}
-	res, err := p.Reserve(plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)})
+	g := plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)}
+	if t, ok := pp.c.feasible.reservationOf(key); ok {
+		g.Keep, g.KeepAt = pp.keptPlacement(t), t.start
+	}
+	res, err := p.Reserve(g)
 	return res, err == nil
+}
+
+// keptPlacement is t's placement by this pass's node indexes; nil when a
+// node of it is gone.
+func (pp *passPlacement) keptPlacement(t timed) []placement.Step {
+	out := make([]placement.Step, 0, len(t.steps))
+	for _, s := range t.steps {
+		i, ok := pp.Index[s.node]
+		if !ok {
+			return nil
+		}
+		out = append(out, placement.Step{Class: s.class, Node: int32(i)})
+	}
+	return out
 }
 
 // reserve plans key's reservation and records it.
@@ -349,9 +376,10 @@ func (pp *passPlacement) reserve(key queue.Key) {
 		return
 	}
 	classes := pp.classes // reserveOn's, for key
-	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed}
-	for _, s := range res.Steps {
+	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed, steps: make([]keptStep, len(res.Steps))}
+	for k, s := range res.Steps {
 		n := pp.Names[s.Node]
+		t.steps[k] = keptStep{s.Class, n}
 		i := slices.Index(t.nodes, n)
 		if i < 0 {
 			i = len(t.nodes)

@@ -19,6 +19,12 @@ type Gang struct {
 	// how long its reservation holds its room. <= 0 or Unbounded means no
 	// limit: the reservation holds its room for ever.
 	Limit int64
+	// Keep is the placement the gang's reservation had in the last plan
+	// (its Steps) and KeepAt that reservation's start: when the search
+	// finds no earlier start, the gang keeps that placement at KeepAt if
+	// it still fits there (keep.go). Empty: none.
+	Keep   []placement.Step
+	KeepAt int64
 }
 
 // Reservation is where and when a gang will start: the earliest release
@@ -225,6 +231,9 @@ func (p *Plan) Reserve(g Gang) (Reservation, error) {
 	defer p.unprepare(g.Classes)
 	lim := limitOf(g.Limit)
 	at, ok := p.search(g.Classes, lim, p.lowerBound(g.Classes))
+	if (!ok || at >= g.KeepAt) && p.keeps(g, lim) {
+		return p.record(g, g.KeepAt, satAdd(g.KeepAt, lim)), nil
+	}
 	if !ok {
 		return Reservation{}, ErrNeverFits
 	}
