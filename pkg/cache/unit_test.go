@@ -303,6 +303,51 @@ func TestShortGangReturnsToPending(t *testing.T) {
 	wantConsistent(t, c, "after the short gang went back")
 }
 
+// A gang that started, had its minMember raised past the members it has,
+// and then lost every bound member (evicted for a preemptor of its queue)
+// is admitted but not started again, and reserves its minimum. Short of
+// members, it can never bind that minimum: it goes back to pending after
+// shortGrace like a gang short before it started. Kept, it held its
+// queue's share for good, and the preemptor it was evicted for was
+// refused by that share (random harness seed 9566: a gang of 35 cpu held
+// 35 of its queue's 72 with nothing bound).
+func TestStartedGangShortOfMembersReturns(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.onNode(logger, mkNode("n1", "64"))
+	addPG(c, mkPG("ns", "g", 1, admittedAt, pgQueue("q")))
+	var bound []*v1.Pod
+	for i := range 7 {
+		opts := []podOpt{cpu("5")}
+		if i < 3 {
+			opts = append(opts, boundTo("n1"), phase(v1.PodRunning))
+		}
+		p := memberOf("ns", fmt.Sprint("g", i), "g", opts...)
+		if i < 3 {
+			bound = append(bound, p)
+		}
+		podEvent(c, p)
+	}
+	pass(c, t0)
+	addPG(c, mkPG("ns", "g", 7, admittedAt, pgQueue("q")))
+	pass(c, t0.Add(time.Second))
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted || !u.started {
+		t.Fatalf("premise: unit %+v, want admitted and started", u)
+	}
+	for _, p := range bound {
+		podDelete(c, p)
+	}
+	pass(c, t0.Add(2*time.Second))
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted || u.started {
+		t.Fatalf("premise: unit %+v, want admitted, not started again", u)
+	}
+	pass(c, t0.Add(3*time.Second+shortGrace))
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
+		t.Errorf("unit %+v: still admitted %v after it lost its bound members, 4 of 7", u, shortGrace)
+	}
+	wantUsage(t, c, "q", 0, 0)
+	wantConsistent(t, c, "after the short gang went back")
+}
+
 // An admitted gang that has not started and whose minMember is raised
 // reserves the larger minimum, which admission never checked: the
 // randomized harness (seed 515) saw a gang admitted at minMember 1 raised to

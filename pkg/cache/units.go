@@ -352,6 +352,12 @@ func (a *admissionState) setInflightLocked(u *unit) {
 	// member at a time over whatever its queue has since given others.
 	if u.started && u.gang != nil && u.gang.counts.Bound == 0 {
 		u.started = false
+		// Not started again, it may be short of members (its minMember
+		// raised while it ran, or members deleted with the bound ones):
+		// then it can never bind its minimum, and the short tracker must
+		// send it back to pending, as before it started. It had members
+		// bound, so the pod informer has listed them.
+		a.short.track(u, true)
 	}
 	q := a.usageLocked(u.queue)
 	q.inflight.Sub(u.inflight)
