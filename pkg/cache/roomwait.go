@@ -94,9 +94,10 @@ func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
 // admissionHoldLocked is why PreFilter holds pod for admission: its unit refused
 // for capacity (PreFilterAwaitingRoom, the verdict autoscalers act on), or
 // not admitted for another reason (PreFilterNotAdmitted, with why);
-// PreFilterOK when admission lets it through, or runs no admission. O(1).
+// PreFilterOK when admission lets it through, or runs none for pod's
+// profile (CalderaGang may serve profiles CalderaEnqueue does not). O(1).
 func (a *admissionState) admissionHoldLocked(pod *v1.Pod, groups map[GroupKey]*group) (PreFilterCode, string) {
-	if !a.on() {
+	if !a.on() || !a.ours(pod) {
 		return PreFilterOK, ""
 	}
 	ok, msg, u := a.admittedLocked(pod, groups)

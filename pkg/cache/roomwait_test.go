@@ -146,3 +146,17 @@ func TestRefusedForQuotaAfterRoomStaysOut(t *testing.T) {
 		}
 	}
 }
+
+// A pod of a profile that runs no admission (no CalderaEnqueue: the
+// default-scheduler profile of the sole-scheduler configuration) is no
+// admission's to hold: PreFilter lets it through, refused or not.
+func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
+	c.onNode(logger, mkNode("n1", "4"))
+	big := single("ns", "big", cpu("8"), notOurs)
+	podEvent(c, big)
+	pass(c, t0)
+	if _, code, msg := c.PreFilter(big, t0); code != PreFilterOK {
+		t.Errorf("PreFilter(a pod of another profile) = %v %q, want PreFilterOK", code, msg)
+	}
+}
