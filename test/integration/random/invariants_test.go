@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
 // The safety invariants, checked by a watch for the whole run: a pod
@@ -59,7 +60,12 @@ type watcher struct {
 	evictions     []eviction
 	lastBind      time.Time
 	allUnderSince time.Time
-	last          *snapshot // the model at the last check
+	// boundSince is the cpu bound per queue (subtree) since the last check:
+	// a bind between two checks can take a queue over its share, and an
+	// eviction that follows it within the same period must be judged on
+	// that, not on the last check's holdings.
+	boundSince map[string]int64
+	last       *snapshot // the model at the last check
 	lastViews     map[string]queueView
 	// pendingSeen is, per queue and priority, when a pending pod of that
 	// priority was last seen in it (by the informer, so a preemptor that
@@ -94,6 +100,7 @@ func startWatcher(ctx context.Context, r *run) (*watcher, <-chan struct{}) {
 				now := time.Now()
 				w.mu.Lock()
 				w.lastBind = now
+				w.seeBind(cur)
 				w.mu.Unlock()
 				r.mu.Lock()
 				r.binds = append(r.binds, happening{at: now, group: cur.Labels[groupLabel], node: cur.Spec.NodeName, what: cur.Name + " -> " + cur.Spec.NodeName})
@@ -319,7 +326,7 @@ func (w *watcher) check(ctx context.Context) {
 	case w.allUnderSince.IsZero():
 		w.allUnderSince = now
 	}
-	w.last, w.lastViews = s, views
+	w.last, w.lastViews, w.boundSince = s, views, nil
 
 	w.r.runner.noteOverruns(now)
 	w.checkReservations(s, now)
@@ -390,6 +397,35 @@ func finished(p *v1.Pod) bool {
 // an eviction within fair shares is right. Rule: any such pod counts, even
 // one whose gang is not yet complete; the check gives the scheduler the
 // benefit of the doubt about which preemptor it served.
+// seeBind adds a bound pod's cpu to its queue and the queue's ancestors;
+// once that takes one over its deserved share (by the last check's
+// estimate), the cluster is no longer known to be all under its shares.
+// The caller holds w.mu.
+func (w *watcher) seeBind(p *v1.Pod) {
+	if w.last == nil {
+		return
+	}
+	var cpu int64
+	for _, c := range p.Spec.Containers {
+		cpu += c.Resources.Requests.Cpu().MilliValue()
+	}
+	if w.boundSince == nil {
+		w.boundSince = map[string]int64{}
+	}
+	parent := map[string]string{}
+	for _, q := range w.last.Queues {
+		parent[q.Name] = q.Spec.Parent
+	}
+	seen := map[string]bool{}
+	for q := queueOf(p); q != "" && q != queue.RootName && !seen[q]; q = parent[q] {
+		seen[q] = true
+		w.boundSince[q] += cpu
+		if v, ok := w.lastViews[q]; ok && v.Holding+w.boundSince[q] > v.DeservedLo {
+			w.allUnderSince = time.Time{}
+		}
+	}
+}
+
 func (w *watcher) preemptible(ev eviction) bool {
 	for prio, at := range w.pendingSeen[queueOf(ev.pod)] {
 		if prio > prioOf(ev.pod) && at.After(ev.at.Add(-thrashQuiet)) {
