@@ -101,7 +101,11 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 			return
 		}
 		cl := []placement.Class{pp.ClassOf(u.pod, u.request, 1)}
-		placed, steps := pp.placer.Place(&pp.Free, cl)
+		steps := pp.placePinned(nil, u.key, cl)
+		placed := len(steps)
+		if placed == 0 {
+			placed, steps = pp.placer.Place(&pp.Free, cl)
+		}
 		if placed == 0 && u.failedFit {
 			pp.unplaceable = append(pp.unplaceable, u)
 		}
@@ -136,8 +140,9 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
 	pp.classKey = queue.Key{}
+	pinned := pp.placePinned(nil, u.key, pp.classes)
 	_, steps := pp.placer.Place(&pp.Free, pp.classes)
-	pp.noteInflight(u.key, pp.classes, steps)
+	pp.noteInflight(u.key, pp.classes, append(pinned, steps...))
 }
 
 // membersClasses appends the classes of the need smallest of members.
@@ -387,7 +392,9 @@ func (pp *passPlacement) Commit(g queue.Group) {
 		return
 	}
 	classes, _ := pp.unitClasses(g.Key)
-	placement.Apply(&pp.Free, classes, pp.lastSteps)
+	classes, steps := pp.admittedSteps(g, classes)
+	placement.Apply(&pp.Free, classes, steps)
+	pp.pin(g.Key, classes, steps)
 	pp.commitJob(g)
 	pp.markSince(g.Key)
 	pp.commitDraws()

@@ -33,6 +33,9 @@ type feasibleState struct {
 	pass     passPlacement
 	// memos keep pending gangs' placement classes between passes.
 	memos map[queue.Key]*classMemo
+	// pins are where the admitted units still placing were let in
+	// (inflightpin.go).
+	pins map[queue.Key]*pinned
 }
 
 // reservation is the nodes held for one starving group and the pass that
@@ -49,6 +52,7 @@ func (f *feasibleState) track(u *unit, gone bool) {
 	}
 	if len(u.inflight) == 0 || gone {
 		delete(f.inflight, u.key)
+		delete(f.pins, u.key)
 		return
 	}
 	if f.inflight == nil {

@@ -66,7 +66,7 @@ type watcher struct {
 	// that, not on the last check's holdings.
 	boundSince map[string]int64
 	last       *snapshot // the model at the last check
-	lastViews     map[string]queueView
+	lastViews  map[string]queueView
 	// pendingSeen is, per queue and priority, when a pending pod of that
 	// priority was last seen in it (by the informer, so a preemptor that
 	// arrived and was placed between two checks is not missed).
