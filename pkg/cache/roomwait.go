@@ -69,7 +69,7 @@ func (a *admissionState) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) 
 // MayEnqueue answers CalderaEnqueue's PreEnqueue: whether pod may enter the
 // scheduling queue, else why not. It may when its unit is admitted
 // (Admitted) or refused for capacity: then a scheduling cycle marks it
-// Unschedulable (AwaitingRoom), which autoscalers act on.
+// Unschedulable (PreFilterAwaitingRoom), which autoscalers act on.
 func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 	c.markQueueSeen()
 	c.mu.RLock()
@@ -79,16 +79,6 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 		return true, ""
 	}
 	return false, msg
-}
-
-// AwaitingRoom reports whether pod's unit is refused for capacity and not
-// admitted, with the verdict: CalderaGang's PreFilter then rejects the pod
-// as Unschedulable, which an autoscaler acts on. O(1).
-func (c *Cache) AwaitingRoom(pod *v1.Pod) (bool, string) {
-	key, member := GroupKeyOf(pod)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))
 }
 
 // admissionHoldLocked is why PreFilter holds pod for admission: its unit refused
@@ -110,7 +100,9 @@ func (a *admissionState) admissionHoldLocked(pod *v1.Pod, groups map[GroupKey]*g
 	return PreFilterNotAdmitted, msg
 }
 
-// awaitingRoomLocked is AwaitingRoom for the pod's unit u (nil for none).
+// awaitingRoomLocked reports whether u (nil for none) is refused for
+// capacity and not admitted, with the verdict: CalderaGang's PreFilter then
+// rejects its pods as Unschedulable, which an autoscaler acts on. O(1).
 func (a *admissionState) awaitingRoomLocked(u *unit) (bool, string) {
 	if u == nil || u.admitted || !u.waitsForRoom() {
 		return false, ""

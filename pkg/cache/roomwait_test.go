@@ -72,7 +72,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 	}
 	pass(c, t0.Add(time.Second))
 	wantAdmitted(t, c, admission{true, ""}, wide...)
-	if waits, _ := c.AwaitingRoom(wide[0]); waits {
+	if waits, _ := awaitingRoom(c, wide[0]); waits {
 		t.Errorf("an admitted gang still waits for room")
 	}
 }
@@ -96,12 +96,12 @@ func TestAwaitingRoomKeepsTheVerdictBetweenPasses(t *testing.T) {
 		}
 	}
 	pass(c, t0)
-	_, told := c.AwaitingRoom(wide[0])
+	_, told := awaitingRoom(c, wide[0])
 	if !strings.Contains(told, "members not placeable") {
 		t.Fatalf("verdict %q, want the placement refusal", told)
 	}
 	podEvent(c, wide[2]) // a third member: decided afresh at the next pass
-	waits, msg := c.AwaitingRoom(wide[0])
+	waits, msg := awaitingRoom(c, wide[0])
 	if !waits || msg != told {
 		t.Errorf("between passes AwaitingRoom = %v %q, want the verdict told: %q", waits, msg, told)
 	}
@@ -159,4 +159,12 @@ func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
 	if _, code, msg := c.PreFilter(big, t0); code != PreFilterOK {
 		t.Errorf("PreFilter(a pod of another profile) = %v %q, want PreFilterOK", code, msg)
 	}
+}
+
+// awaitingRoom is awaitingRoomLocked for pod's unit, under the lock.
+func awaitingRoom(c *Cache, pod *v1.Pod) (bool, string) {
+	key, member := GroupKeyOf(pod)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))
 }

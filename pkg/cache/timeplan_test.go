@@ -77,8 +77,8 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Errorf("endless: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
 	}
-	if waits, msg := c.AwaitingRoom(endless); !waits || !strings.HasPrefix(msg, "waiting for room: starting now would delay") {
-		t.Errorf("endless: AwaitingRoom = %v %q, want the delay once after 'waiting for room: '", waits, msg)
+	if waits, msg := awaitingRoom(c, endless); !waits || !strings.HasPrefix(msg, "waiting for room: starting now would delay") {
+		t.Errorf("endless: awaitingRoom = %v %q, want the delay once after 'waiting for room: '", waits, msg)
 	}
 	// The gang is told when and where it will start, in its verdict and
 	// in the expected start its PodGroup gets.

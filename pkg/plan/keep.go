@@ -1,6 +1,9 @@
 package plan
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // A reservation planned again keeps its placement when it still fits at
 // its start. The search places a gang first-fit at each release time, and
@@ -52,7 +55,7 @@ func (p *Plan) keepValid(g Gang) bool {
 		if s.Class < 0 || int(s.Class) >= len(g.Classes) || s.Node < 0 || int(s.Node) >= p.n {
 			return false
 		}
-		if c := g.Classes[s.Class]; c.Nodes != nil && !containsNode(c.Nodes, s.Node) {
+		if c := g.Classes[s.Class]; c.Nodes != nil && !slices.Contains(c.Nodes, s.Node) {
 			return false
 		}
 		p.fc[s.Class]++
@@ -81,13 +84,4 @@ func (p *Plan) roomAt(at int64) {
 		o := p.ov[oi]
 		addRow(p.room[int(o.node)*p.r:(int(o.node)+1)*p.r], p.ovAmt[o.off:int(o.off)+p.r], 1)
 	}
-}
-
-func containsNode(nodes []int32, n int32) bool {
-	for _, m := range nodes {
-		if m == n {
-			return true
-		}
-	}
-	return false
 }
