@@ -94,7 +94,6 @@ func TestAutoscaler(t *testing.T) {
 	// that the cluster has no room for is refused admission for capacity:
 	// its pods run scheduling cycles that mark them Unschedulable, which
 	// Karpenter acts on, while the gang holds nothing until admitted.
-	gangTimeout := 90 * time.Second
 
 	// A gang of four 6-CPU members with one 8-CPU node: the node holds one
 	// member, so all four must bind after one scale-up that creates exactly
@@ -132,6 +131,7 @@ func TestAutoscaler(t *testing.T) {
 	capabilityBlockedGang(t, env, k, "12")
 	fairOrderForNewRoom(t, env, k)
 	reclaimPlanBesideAutoscaler(t, env, k)
+	reservedGangGetsANode(t, env, k)
 }
 
 // startEmpty fails t unless Karpenter has no node now, and makes t's
