@@ -338,9 +338,7 @@ func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	pp.lastKey, pp.lastOK = g.Key, false
 	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
 	if want == 0 {
-		pp.lastSteps = pp.lastSteps[:0]
-		pp.lastOK = true
-		return 0, 0
+		return pp.checkPodless(g, plan, vetoed)
 	}
 	if vetoed {
 		pp.lastSteps = pp.lastSteps[:0]

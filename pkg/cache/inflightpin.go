@@ -45,6 +45,10 @@ func (pp *passPlacement) admittedSteps(g queue.Group, classes []placement.Class)
 // pin records steps as key's pins. O(steps).
 func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
 	f := &pp.c.feasible
+	if len(steps) == 0 {
+		delete(f.pins, key)
+		return
+	}
 	if f.pins == nil {
 		f.pins = map[queue.Key]*pinned{}
 	}

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/caldera-sched/caldera/pkg/placement"
+	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -73,4 +74,50 @@ func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
 		}
 	}
 	return pp.ClassOf(noConstraints, per, n)
+}
+
+// plannedClasses are the members of key's gang as a reservation plans them
+// when none exists yet (awaitsMembers): admission judges such a gang by its
+// sums, but a reservation is a placement. When its PodGroup names at most
+// one task its members are alike, minResources / minMember each, that may
+// use any node (no pod tells their selectors or tolerations yet); with more
+// tasks nothing tells how minResources splits, and it gets no reservation.
+// The classes are the pass's scratch, not unitClasses' memo: admission
+// keeps judging the gang by its sums.
+func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
+	u := pp.c.adm.units[key]
+	if u == nil || u.gang == nil {
+		return nil, 0
+	}
+	g := u.gang
+	if !awaitsMembers(g) || len(g.spec.MinTaskMember) > 1 || len(g.spec.MinResources) == 0 || g.spec.MinMember < 1 {
+		return nil, 0
+	}
+	pp.classKey = queue.Key{}
+	pp.classes = append(pp.classes[:0], pp.missingClass(g, int(g.spec.MinMember)))
+	return pp.classes, int(g.spec.MinMember)
+}
+
+// checkPodless is Check for a unit with no member to place: a gang none of
+// whose members exist yet is judged by its sums, and placed nowhere. Only
+// the reservations are checked, on its planned members (plannedClasses):
+// it may not start now in room a reservation needs unless its limit ends
+// first. Judged by sums alone, a Volcano job without a limit was admitted
+// into a reservation's room, and its pods then found every node of that
+// room held by the reservation.
+func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed bool) (fit, want int) {
+	pp.lastSteps = pp.lastSteps[:0]
+	pp.lastOK = true
+	if !pp.tp.built {
+		return 0, 0
+	}
+	classes, n := pp.plannedClasses(g.Key)
+	if n == 0 {
+		return 0, 0
+	}
+	if vetoed || plan == queue.PlanNone && !pp.backfills(g, classes) {
+		pp.lastOK = false
+		return 0, n
+	}
+	return 0, 0
 }

@@ -265,6 +265,9 @@ func (pp *passPlacement) noteUnheld(key queue.Key) {
 func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
 	classes, want := pp.unitClasses(key)
 	if want == 0 {
+		classes, want = pp.plannedClasses(key)
+	}
+	if want == 0 {
 		return plan.Reservation{}, false
 	}
 	g := plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)}

@@ -219,6 +219,7 @@ func TestVolcanoJobController(t *testing.T) {
 	t.Run("deleting a running job gives its queue's room to the job behind it", w.jobDeleted)
 	t.Run("a job whose pods name a scheduler nobody serves gives its queue's room back and says why", w.unservedScheduler)
 	t.Run("minTaskMember: four workers never start without their master", w.taskMinimums)
+	t.Run("a gang job reserved behind a job with a limit starts at its expected start, a shorter job backfills", w.reservedJobStarts)
 }
 
 // logPodGroups logs every PodGroup of ns with its phase and conditions.

@@ -1,0 +1,118 @@
+package cache
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
+)
+
+// A Volcano gang has no pods before it is admitted (its controller creates
+// them after Inqueue), yet a reservation needs its members' sizes. When
+// its PodGroup names at most one task, its members are alike:
+// minResources / minMember each, and it is reserved like any gang. Before,
+// it got no reservation and no expected start at all (found with Volcano's
+// job controller in the loop). With two tasks the split is unknown, and it
+// gets none.
+func TestVolcanoPodlessGangReserved(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tasks map[string]int32
+		want  bool
+	}{
+		{"one task", map[string]int32{"w": 2}, true},
+		{"no tasks", nil, true},
+		{"two tasks", map[string]int32{"master": 1, "w": 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+			for _, n := range []string{"n0", "n1", "n2"} {
+				c.onNode(logger, mkNode(n, "4"))
+			}
+			limited := func(name string, min int32, cpuQ, limit string) *vc.PodGroup {
+				pg := mkVolcanoPG("ns", name, min, "q", cpuQ)
+				pg.Annotations = map[string]string{runlimit.Annotation: limit}
+				return pg
+			}
+			r0, r1, train := limited("r0", 1, "4", "20"), limited("r1", 1, "4", "600"), limited("train", 2, "8", "60")
+			train.Spec.MinTaskMember = tc.tasks
+			withVolcano(t, c, r0, r1, train)
+			c.SetGroup(logger, volcano.Spec(r0))
+			c.SetGroup(logger, volcano.Spec(r1))
+			pass(c, t0)
+			podEvent(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
+			podEvent(c, volcanoMember("ns", "r1-0", "r1", cpu("4"), boundTo("n1"), phase(v1.PodRunning), runningSince(t0)))
+			c.SetGroup(logger, volcano.Spec(train))
+			pass(c, t0.Add(2*time.Second))
+
+			res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train"))
+			if !tc.want {
+				if ok {
+					t.Errorf("train with two tasks reserved %+v, want none: how minResources splits is unknown", res)
+				}
+				return
+			}
+			nodes := slices.Sorted(slices.Values(res.nodes))
+			if !ok || res.start != t0.Unix()+20 || !slices.Equal(nodes, []string{"n0", "n2"}) {
+				t.Errorf("train's reservation %+v (ok %v), want from t0+20 (r0's end) on n0 and n2", res, ok)
+			}
+		})
+	}
+}
+
+// Judged by sums alone, a Volcano job without a limit was admitted into
+// the room a reservation needs (its pods then found every node of it
+// held). On its planned members it is held to the backfill rule like any
+// job: one that ends before the reservation starts runs now, one without
+// a limit waits and says why.
+func TestVolcanoPodlessJobBackfills(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	for _, n := range []string{"n0", "n1", "n2"} {
+		c.onNode(logger, mkNode(n, "4"))
+	}
+	mk := func(name string, min int32, cpuQ, limit string) *vc.PodGroup {
+		pg := mkVolcanoPG("ns", name, min, "q", cpuQ)
+		if limit != "" {
+			pg.Annotations = map[string]string{runlimit.Annotation: limit}
+		}
+		return pg
+	}
+	r0, r1, train := mk("r0", 1, "4", "20"), mk("r1", 1, "4", "600"), mk("train", 2, "8", "60")
+	withVolcano(t, c, r0, r1, train)
+	c.SetGroup(logger, volcano.Spec(r0))
+	c.SetGroup(logger, volcano.Spec(r1))
+	pass(c, t0)
+	podEvent(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
+	podEvent(c, volcanoMember("ns", "r1-0", "r1", cpu("4"), boundTo("n1"), phase(v1.PodRunning), runningSince(t0)))
+	c.SetGroup(logger, volcano.Spec(train))
+	pass(c, t0.Add(time.Second))
+	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+		t.Fatalf("premise: train has no reservation")
+	}
+
+	for _, tc := range []struct {
+		limit string
+		ok    bool
+	}{{"", false}, {"5", true}} {
+		job := mk("job"+tc.limit, 1, "4", tc.limit)
+		job.CreationTimestamp.Time = t0.Add(time.Second)
+		withVolcano(t, c, job)
+		c.SetGroup(logger, volcano.Spec(job))
+		pass(c, t0.Add(2*time.Second))
+		u := unitOf(c, queue.GroupUnit("ns", job.Name))
+		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", job.Name))
+		if u == nil || u.admitted != tc.ok {
+			t.Errorf("podless job with limit %q: unit %+v, want admitted %v", tc.limit, u, tc.ok)
+		}
+		if !tc.ok && (d.Check != queue.CheckReservation || d.Behind != queue.GroupUnit("ns", "train")) {
+			t.Errorf("podless job without a limit: decision %+v, want refused for delaying train's reservation", d)
+		}
+	}
+}
