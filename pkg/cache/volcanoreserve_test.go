@@ -14,6 +14,38 @@ import (
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
+// limitedVolcanoPG is a Volcano PodGroup of queue q with a limit ("" for
+// none) on it, as Volcano's controller copies it from the job.
+func limitedVolcanoPG(name string, min int32, cpuQ, limit string) *vc.PodGroup {
+	pg := mkVolcanoPG("ns", name, min, "q", cpuQ)
+	if limit != "" {
+		pg.Annotations = map[string]string{runlimit.Annotation: limit}
+	}
+	return pg
+}
+
+// volcanoTrainFixture: three 4-cpu nodes; Volcano jobs r0 (on n0, 20 s)
+// and r1 (on n1, ten minutes) run; then train, two 4-cpu members by its
+// sums, whose PodGroup names tasks, arrives and a pass at t0+at decides it.
+func volcanoTrainFixture(t *testing.T, tasks map[string]int32, at time.Duration) *Cache {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	for _, n := range []string{"n0", "n1", "n2"} {
+		c.onNode(logger, mkNode(n, "4"))
+	}
+	r0, r1 := limitedVolcanoPG("r0", 1, "4", "20"), limitedVolcanoPG("r1", 1, "4", "600")
+	train := limitedVolcanoPG("train", 2, "8", "60")
+	train.Spec.MinTaskMember = tasks
+	withVolcano(t, c, r0, r1, train)
+	c.SetGroup(logger, volcano.Spec(r0))
+	c.SetGroup(logger, volcano.Spec(r1))
+	pass(c, t0)
+	podEvent(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
+	podEvent(c, volcanoMember("ns", "r1-0", "r1", cpu("4"), boundTo("n1"), phase(v1.PodRunning), runningSince(t0)))
+	c.SetGroup(logger, volcano.Spec(train))
+	pass(c, t0.Add(at))
+	return c
+}
+
 // A Volcano gang has no pods before it is admitted (its controller creates
 // them after Inqueue), yet a reservation needs its members' sizes. When
 // its PodGroup names at most one task, its members are alike:
@@ -32,25 +64,7 @@ func TestVolcanoPodlessGangReserved(t *testing.T) {
 		{"two tasks", map[string]int32{"master": 1, "w": 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-			for _, n := range []string{"n0", "n1", "n2"} {
-				c.onNode(logger, mkNode(n, "4"))
-			}
-			limited := func(name string, min int32, cpuQ, limit string) *vc.PodGroup {
-				pg := mkVolcanoPG("ns", name, min, "q", cpuQ)
-				pg.Annotations = map[string]string{runlimit.Annotation: limit}
-				return pg
-			}
-			r0, r1, train := limited("r0", 1, "4", "20"), limited("r1", 1, "4", "600"), limited("train", 2, "8", "60")
-			train.Spec.MinTaskMember = tc.tasks
-			withVolcano(t, c, r0, r1, train)
-			c.SetGroup(logger, volcano.Spec(r0))
-			c.SetGroup(logger, volcano.Spec(r1))
-			pass(c, t0)
-			podEvent(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
-			podEvent(c, volcanoMember("ns", "r1-0", "r1", cpu("4"), boundTo("n1"), phase(v1.PodRunning), runningSince(t0)))
-			c.SetGroup(logger, volcano.Spec(train))
-			pass(c, t0.Add(2*time.Second))
+			c := volcanoTrainFixture(t, tc.tasks, 2*time.Second)
 
 			res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train"))
 			if !tc.want {
@@ -73,26 +87,7 @@ func TestVolcanoPodlessGangReserved(t *testing.T) {
 // job: one that ends before the reservation starts runs now, one without
 // a limit waits and says why.
 func TestVolcanoPodlessJobBackfills(t *testing.T) {
-	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	for _, n := range []string{"n0", "n1", "n2"} {
-		c.onNode(logger, mkNode(n, "4"))
-	}
-	mk := func(name string, min int32, cpuQ, limit string) *vc.PodGroup {
-		pg := mkVolcanoPG("ns", name, min, "q", cpuQ)
-		if limit != "" {
-			pg.Annotations = map[string]string{runlimit.Annotation: limit}
-		}
-		return pg
-	}
-	r0, r1, train := mk("r0", 1, "4", "20"), mk("r1", 1, "4", "600"), mk("train", 2, "8", "60")
-	withVolcano(t, c, r0, r1, train)
-	c.SetGroup(logger, volcano.Spec(r0))
-	c.SetGroup(logger, volcano.Spec(r1))
-	pass(c, t0)
-	podEvent(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
-	podEvent(c, volcanoMember("ns", "r1-0", "r1", cpu("4"), boundTo("n1"), phase(v1.PodRunning), runningSince(t0)))
-	c.SetGroup(logger, volcano.Spec(train))
-	pass(c, t0.Add(time.Second))
+	c := volcanoTrainFixture(t, nil, time.Second)
 	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
 		t.Fatalf("premise: train has no reservation")
 	}
@@ -101,7 +96,7 @@ func TestVolcanoPodlessJobBackfills(t *testing.T) {
 		limit string
 		ok    bool
 	}{{"", false}, {"5", true}} {
-		job := mk("job"+tc.limit, 1, "4", tc.limit)
+		job := limitedVolcanoPG("job"+tc.limit, 1, "4", tc.limit)
 		job.CreationTimestamp.Time = t0.Add(time.Second)
 		withVolcano(t, c, job)
 		c.SetGroup(logger, volcano.Spec(job))
