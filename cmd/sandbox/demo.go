@@ -18,7 +18,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // demoNamespace holds the demo's PodGroups and pods.
@@ -265,7 +265,7 @@ func reap(ctx context.Context, c *clients, st *state) {
 // (cache.GroupKeyOf: the pod-group label, else the PodGroup created for
 // its Job's gang by annotation); "" for a singleton.
 func groupOf(p *corev1.Pod) string {
-	k, _ := cache.GroupKeyOf(p)
+	k, _ := gangbook.GroupKeyOf(p)
 	return k.Name
 }
 

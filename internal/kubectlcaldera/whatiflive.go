@@ -14,6 +14,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // LiveReservation is one reservation of the live scheduler's plan (a
@@ -43,15 +44,15 @@ type LiveReservation struct {
 // annotations tell. A start that is no RFC 3339 time is reported, not
 // seeded.
 func liveReservations(lists map[string]runtime.Object, job jobObjects) ([]cache.ReservationSeed, []LiveReservation) {
-	own := map[cache.GroupKey]bool{}
+	own := map[gangbook.GroupKey]bool{}
 	for _, pg := range job.podGroups {
-		own[cache.GroupKey{Namespace: pg.Namespace, Name: pg.Name}] = true
+		own[gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}] = true
 	}
 	var seeds []cache.ReservationSeed
 	var live []LiveReservation
 	for _, pg := range lists[podGroupsPath].(*v1alpha1.PodGroupList).Items {
 		v, ok := pg.Annotations[qapi.ExpectedStartAnnotation]
-		key := cache.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+		key := gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 		if !ok || own[key] {
 			continue
 		}
@@ -97,7 +98,7 @@ func verdictNodes(verdict string) []string {
 // settleLive fills in what the pass made of each live reservation: left
 // out (skipped, by the group), or honoured, with the reservation the pass
 // kept for it (kept), if any.
-func settleLive(live []LiveReservation, skipped map[cache.GroupKey]string, kept []cache.ReservationView) {
+func settleLive(live []LiveReservation, skipped map[gangbook.GroupKey]string, kept []cache.ReservationView) {
 	byUnit := map[string]cache.ReservationView{}
 	for _, r := range kept {
 		byUnit[r.Unit] = r
@@ -108,7 +109,7 @@ func settleLive(live []LiveReservation, skipped map[cache.GroupKey]string, kept 
 			continue
 		}
 		ns, name, _ := strings.Cut(strings.TrimPrefix(lr.Unit, "pg:"), "/")
-		if why, ok := skipped[cache.GroupKey{Namespace: ns, Name: name}]; ok {
+		if why, ok := skipped[gangbook.GroupKey{Namespace: ns, Name: name}]; ok {
 			lr.Skipped = why
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // The live plan is read off the PodGroups' expected starts, earliest first;
@@ -39,7 +40,7 @@ func TestLiveReservations(t *testing.T) {
 		t.Errorf("seeds in order %v, want early, gone, late", order)
 	}
 	at := time.Date(2030, 1, 1, 0, 10, 0, 0, time.UTC)
-	settleLive(live, map[cache.GroupKey]string{{Namespace: "ml", Name: "gone"}: cache.SeedNoUnit},
+	settleLive(live, map[gangbook.GroupKey]string{{Namespace: "ml", Name: "gone"}: cache.SeedNoUnit},
 		[]cache.ReservationView{{Unit: "pg:ml/late", Start: at, Nodes: []string{"n2", "n0"}}})
 	var out bytes.Buffer
 	if err := printLive(&out, live); err != nil {

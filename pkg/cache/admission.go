@@ -13,6 +13,7 @@ import (
 
 	admissionloop "github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -168,7 +169,7 @@ func newAdmissionState(opts AdmissionOptions, profiles ...string) *admissionStat
 // attachLocked ties a, just installed as the cache's admission side, to the
 // cache's per-node room (feas), and makes the gangs the cache already knows
 // (groups) units now; dirty and synced are as syncGangUnitLocked takes them.
-func (a *admissionState) attachLocked(feas *feasibleState, groups map[GroupKey]*group, dirty map[GroupKey]struct{}, synced bool) {
+func (a *admissionState) attachLocked(feas *feasibleState, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	a.feas = feas
 	for _, g := range groups {
 		a.syncGangUnitLocked(g, dirty, synced)
@@ -338,7 +339,7 @@ func (a *admissionState) admitOptionsLocked(pl *passPlacement, reclaim, preempt 
 // its request, its status is to be written, and its waiting pods are added
 // to act, to be moved to the active queue; a gang's is marked in dirty, the
 // cache's set of groups whose status is to be written. O(members).
-func (a *admissionState) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod, dirty map[GroupKey]struct{}) {
+func (a *admissionState) admitLocked(u *unit, d queue.Decision, now time.Time, act map[string]*v1.Pod, dirty map[gangbook.GroupKey]struct{}) {
 	u.admitted, u.onPlan, u.failedFit, u.roomVerdict = true, d.OnPlan, false, nil
 	if u.gang != nil {
 		u.noteAdmittedSpec(u.gang)
@@ -346,9 +347,9 @@ func (a *admissionState) admitLocked(u *unit, d queue.Decision, now time.Time, a
 	observeAdmissionLocked(u, now)
 	a.setInflightLocked(u)
 	if u.gang != nil {
-		dirty[u.gang.key] = struct{}{}
-		if u.gang.enqueueable {
-			maps.Copy(act, u.gang.pendingPodsLocked())
+		dirty[u.gang.Key] = struct{}{}
+		if u.gang.Enqueueable {
+			maps.Copy(act, u.gang.PendingPodsLocked())
 		}
 	} else if u.pod.Spec.NodeName == "" {
 		act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
@@ -388,7 +389,7 @@ const verdictRefresh = 30 * time.Second
 // already written waits for verdictRefresh; a gang's verdict marks it in
 // dirty, the cache's set of groups whose status is to be written.
 // O(members).
-func (a *admissionState) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time, dirty map[GroupKey]struct{}) {
+func (a *admissionState) noteLocked(u *unit, admitted bool, check queue.Check, stage, msg string, now time.Time, dirty map[gangbook.GroupKey]struct{}) {
 	id := fmt.Sprint(admitted, msg)
 	if s, ok := a.est.starts[u.key]; ok && !admitted {
 		// Not in the message, but written with it (the PodGroup's
@@ -413,7 +414,7 @@ func (a *admissionState) noteLocked(u *unit, admitted bool, check queue.Check, s
 	}
 	if u.gang != nil {
 		// A Volcano PodGroup's status carries the verdict (volcano.go).
-		dirty[u.gang.key] = struct{}{}
+		dirty[u.gang.Key] = struct{}{}
 	}
 	a.writes.verdict(u.key, admitted, check, msg)
 }
@@ -423,7 +424,7 @@ func (a *admissionState) noteLocked(u *unit, admitted bool, check queue.Check, s
 // pass: a queue that stops (missing, closed) leaves verdicts on groups the
 // pass never examined. dirty is the cache's set of groups whose status is to
 // be written. O(pending groups); the Event is written once per change.
-func (a *admissionState) noticePendingLocked(now time.Time, dirty map[GroupKey]struct{}) {
+func (a *admissionState) noticePendingLocked(now time.Time, dirty map[gangbook.GroupKey]struct{}) {
 	a.clearStaleNominationsLocked()
 	for key, u := range a.units {
 		if u.admitted {
@@ -433,7 +434,7 @@ func (a *admissionState) noticePendingLocked(now time.Time, dirty map[GroupKey]s
 		// A gang short of members is told so by CalderaGang, unless its
 		// promise of members was withdrawn (overdue.go): nothing else
 		// says why it lost its admission.
-		overdue := u.gang != nil && u.gang.overdueWhy != ""
+		overdue := u.gang != nil && u.gang.OverdueWhy != ""
 		if !ok || d.Check == queue.CheckNone || d.Check == queue.CheckMembers && !overdue {
 			continue
 		}
@@ -461,11 +462,11 @@ func (c *Cache) Admitted(pod *v1.Pod) (bool, string) {
 
 // admittedLocked is Admitted, with pod's unit (nil when it has none);
 // groups are the cache's groups by key. O(1).
-func (a *admissionState) admittedLocked(pod *v1.Pod, groups map[GroupKey]*group) (bool, string, *unit) {
-	key, labelled := GroupKeyOf(pod)
+func (a *admissionState) admittedLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbook.Group) (bool, string, *unit) {
+	key, labelled := gangbook.GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
-		if g := groups[key]; g == nil || g.obj == nil {
+		if g := groups[key]; g == nil || g.Obj == nil {
 			// CalderaGang says what the pod waits for.
 			return true, "", nil
 		}

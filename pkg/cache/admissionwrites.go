@@ -120,7 +120,7 @@ func (a *admissionState) takeAdmissionWritesLocked() []status.Admission {
 // when the unit, or its gang's object, is gone.
 func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admission, bool) {
 	u := a.units[key]
-	if u == nil || u.gang != nil && u.gang.obj == nil {
+	if u == nil || u.gang != nil && u.gang.Obj == nil {
 		return status.Admission{}, false
 	}
 	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.pod, AwaitingRoom: !n.admitted && u.waitsForRoom()}
@@ -131,9 +131,9 @@ func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (sta
 		w.EstimatedStart = &at
 	}
 	if g := u.gang; g != nil {
-		k := g.key.named()
-		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, g.obj.Source.Dialect, types.UID(g.obj.Source.UID), g.profileLocked()
-		w.Waiting = g.waitingPodsLocked()
+		k := g.Key.Named()
+		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, g.Obj.Source.Dialect, types.UID(g.Obj.Source.UID), g.ProfileLocked()
+		w.Waiting = g.WaitingPodsLocked()
 	} else if u.pod.Spec.NodeName == "" {
 		w.Waiting = []*v1.Pod{u.pod}
 	}

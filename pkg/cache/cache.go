@@ -14,66 +14,19 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
-	"github.com/caldera-sched/caldera/pkg/groupspec"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
-
-// PodGroupLabel ties a pod to a PodGroup of the same namespace.
-const PodGroupLabel = v1alpha1.PodGroupLabel
-
-// GroupKey names a group: a PodGroup's namespace and name. It is a struct, not a
-// "ns/name" string, so that hot paths look groups up without building strings.
-type GroupKey struct {
-	Namespace, Name string
-}
-
-// String renders the key as namespace/name for messages.
-func (k GroupKey) String() string { return k.Namespace + "/" + k.Name }
-
-// named is the key as the status writer's work items name objects.
-func (k GroupKey) named() types.NamespacedName {
-	return types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
-}
-
-// GroupKeyOf returns the group a pod belongs to, and whether it belongs to
-// one: the PodGroup its pod-group label names; else the Volcano PodGroup
-// its group-name annotation names; else the upstream PodGroup its
-// spec.schedulingGroup.podGroupName names, unless kube-scheduler's own gang
-// scheduling is on in this process (podGroupName); the dialects share one
-// key space per namespace (dialects.go); else, for a pod that asks for a gang by
-// annotation (qapi.GangMinMemberAnnotation), the PodGroup of its controller
-// (annotation.GroupOf). A name given wins over one derived, so a
-// hand-written PodGroup always does. It is the one place that decides a
-// pod's group; only an annotated pod costs an allocation (its name).
-func GroupKeyOf(pod *v1.Pod) (GroupKey, bool) {
-	if name := pod.Labels[PodGroupLabel]; name != "" {
-		return GroupKey{Namespace: pod.Namespace, Name: name}, true
-	}
-	if name, ok := podGroupName(pod); ok {
-		return GroupKey{Namespace: pod.Namespace, Name: name}, true
-	}
-	if _, asks := pod.Annotations[qapi.GangMinMemberAnnotation]; !asks {
-		return GroupKey{}, false
-	}
-	name, ok := annotation.GroupOf(pod)
-	if !ok {
-		return GroupKey{}, false
-	}
-	return GroupKey{Namespace: pod.Namespace, Name: name}, true
-}
 
 // Cache is the shared snapshot. All methods are safe for concurrent use.
 type Cache struct {
@@ -86,15 +39,15 @@ type Cache struct {
 	membersOnce sync.Once
 
 	mu     sync.RWMutex
-	groups map[GroupKey]*group
+	groups map[gangbook.GroupKey]*gangbook.Group
 	// memberOf remembers each member's group, so an update that changes or
 	// drops the label is applied to the group the pod left.
-	memberOf map[types.UID]GroupKey
+	memberOf map[types.UID]gangbook.GroupKey
 	nodes    map[string]resources.List
 	total    resources.List
 
 	// dirty holds groups whose status or Events may need writing.
-	dirty map[GroupKey]struct{}
+	dirty map[gangbook.GroupKey]struct{}
 	// implicit is the book of gangs asked for by annotation (implicit.go).
 	implicit annotation.Book
 	// notices are the Warning Events about pods queued for the writer.
@@ -104,7 +57,7 @@ type Cache struct {
 	protect protectBook
 	// tooLarge holds groups PreFilter refused as larger than the cluster,
 	// re-activated when the cluster grows.
-	tooLarge map[GroupKey]struct{}
+	tooLarge map[gangbook.GroupKey]struct{}
 
 	// adm is the queue-admission side, nil unless a profile's
 	// CalderaEnqueue enabled it (Provider.EnableAdmission; set by Seal).
@@ -146,140 +99,17 @@ type Cache struct {
 	profiles profileBook
 }
 
-// profileLocked is the scheduler name of one of g's members ("" with none):
-// the profile whose recorder reports Events about the PodGroup. A gang's
-// members name one profile; if they do not, one of them is as good as any.
-func (g *group) profileLocked() string {
-	for _, m := range g.members {
-		return m.pod.Spec.SchedulerName
-	}
-	return ""
-}
-
-// group is one PodGroup (or a set of pods naming a PodGroup not yet seen).
-type group struct {
-	key GroupKey
-	// obj is the spec its adapter read from the group's PodGroup (of
-	// whatever dialect); nil when no such object exists.
-	obj     *groupspec.Spec
-	spec    gang.Spec
-	created time.Time
-	members map[types.UID]*member
-	counts  gang.Counts
-	// pendingReq is what the members that wait to be placed ask for
-	// (reachable, neither reserved nor bound): kept by countLocked with
-	// counts, O(1) per member event; a started gang's demand beyond its
-	// minimum (extrademand.go).
-	pendingReq resources.List
-	// priority is the highest member priority, so that all members sort
-	// together; priorityCount is how many members have it.
-	priority      int32
-	priorityCount int
-	// enqueueable caches gang.Enqueueable's answer, so that members are
-	// activated once, when it flips to true, instead of on every member event.
-	enqueueable bool
-	// overdueWhy, when set, says why the promise of a gang created
-	// members-after-admission is withdrawn: its members did not reach
-	// Caldera in time (overdue.go). Admission then counts only the members
-	// that exist.
-	overdueWhy string
-	// taskPlaced counts, per task, the members placed (unfinished) or
-	// succeeded, kept by countLocked, for the per-task minimums
-	// (gang.TasksReady); nil while no member has a task.
-	taskPlaced map[string]int
-	// minRequest is gang.MinRequest's answer, recomputed lazily after membership changes.
-	minRequest      resources.List
-	minRequestValid bool
-
-	firstAttempt time.Time
-	backoff      gang.BackoffState
-	backoffTimer *time.Timer
-	// unschedulable is the last reason the gang could not be placed; cleared
-	// when it is placed.
-	unschedulable string
-	// lastEvent is the reason and message of the last Event written, so that
-	// one state produces one Event.
-	lastEvent string
-	// toldWaiting: the last status work told the members' conditions that
-	// the gang waits for members or its PodGroup (waitingWorkLocked).
-	toldWaiting bool
-	// finishing holds the bound members that left the scheduler's informer
-	// without the finished-member informer having delivered them, each until
-	// its deadline: they may be finishing, and while one may, the group's
-	// status and Events wait (unfinishedPodDeleteLocked). Nil when empty.
-	finishing map[types.UID]time.Time
-}
-
-// holdsStatusLocked reports whether a member of g may still be finishing at
-// now, and forgets those whose deadline has passed.
-func (g *group) holdsStatusLocked(now time.Time) bool {
-	for uid, until := range g.finishing {
-		if !now.Before(until) {
-			delete(g.finishing, uid)
-		}
-	}
-	if len(g.finishing) == 0 {
-		g.finishing = nil
-		return false
-	}
-	return true
-}
-
-type member struct {
-	// confirmed: our informer has delivered the pod. An unconfirmed member was
-	// recorded from the scheduler's copy in Reserve or Permit; if it is then
-	// unreserved it is dropped, so a pod deleted mid-cycle leaves no ghost.
-	confirmed bool
-	// implicit: the member is in its group by annotation, not by label,
-	// and counted in the cache's implicitBook.
-	implicit bool
-	// released: a gang release rejected the member while it waited in Permit;
-	// its coming Unreserve is part of that release, not a new failure.
-	released bool
-	// state follows the flags so that the two pack into one word (a
-	// gang.Member is five bytes): the member then fits the 80-byte size
-	// class, not 96, and a restart allocates one per bound gang member.
-	state gang.Member
-
-	pod          *v1.Pod
-	request      resources.List
-	waitingSince time.Time
-	// task is the member's task (role) in its gang, "" for none
-	// (podTask); read once, when the member is added.
-	task string
-	// reservedOn is the node the scheduler reserved for an unbound member
-	// (the assumed copy's spec.nodeName in Reserve and Permit); "" when
-	// not reserved. A bound member's node is its pod's.
-	reservedOn string
-}
-
-// waiting reports whether the member waits for a node: neither placed nor
-// finished.
-func (m *member) waiting() bool { return !m.state.Placed() && !m.state.Phase.Terminal() }
-
-// node is where a placed member holds room, "" when it holds none.
-func (m *member) node() string {
-	switch {
-	case !m.state.Placed():
-		return ""
-	case m.state.Assigned:
-		return m.pod.Spec.NodeName
-	default:
-		return m.reservedOn
-	}
-}
-
 // newEmpty returns a cache with no informers attached.
 func newEmpty(ctx context.Context, h fwk.Handle) *Cache {
 	RegisterMetrics()
 	return &Cache{
 		handle:   h,
-		groups:   map[GroupKey]*group{},
-		memberOf: map[types.UID]GroupKey{},
+		groups:   map[gangbook.GroupKey]*gangbook.Group{},
+		memberOf: map[types.UID]gangbook.GroupKey{},
 		nodes:    map[string]resources.List{},
 		total:    resources.List{},
-		dirty:    map[GroupKey]struct{}{},
-		tooLarge: map[GroupKey]struct{}{},
+		dirty:    map[gangbook.GroupKey]struct{}{},
+		tooLarge: map[gangbook.GroupKey]struct{}{},
 
 		membersSynced: newOnceSignal("Caldera's gang members"),
 	}
@@ -300,11 +130,11 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		// The members listed joined without it (joinLocked); what it
 		// would activate is activated below.
 		c.refreshLocked(g)
-		if g.enqueueable {
-			maps.Copy(act, g.pendingPodsLocked())
+		if g.Enqueueable {
+			maps.Copy(act, g.PendingPodsLocked())
 		}
 		if c.adm.on() {
-			u := c.adm.units[gangUnitKey(g.key)]
+			u := c.adm.units[gangUnitKey(g.Key)]
 			c.adm.short.track(u, true)
 			c.adm.overdue.track(g, u, true)
 		}
@@ -357,60 +187,38 @@ func (s *onceSignal) fire() {
 func (s *onceSignal) fired() bool { return s.done.Load() }
 
 // groupLocked returns the group for key, creating it. Callers hold c.mu.
-func (c *Cache) groupLocked(key GroupKey) *group {
+func (c *Cache) groupLocked(key gangbook.GroupKey) *gangbook.Group {
 	g := c.groups[key]
 	if g == nil {
-		g = &group{key: key, members: map[types.UID]*member{}}
+		g = &gangbook.Group{Key: key, Members: map[types.UID]*gangbook.Member{}}
 		c.groups[key] = g
 	}
 	return g
 }
 
 // dropIfEmptyLocked forgets a group that has neither a PodGroup nor members.
-func (c *Cache) dropIfEmptyLocked(g *group) {
-	if g.obj == nil && len(g.members) == 0 {
-		if g.backoffTimer != nil {
-			g.backoffTimer.Stop()
+func (c *Cache) dropIfEmptyLocked(g *gangbook.Group) {
+	if g.Obj == nil && len(g.Members) == 0 {
+		if g.BackoffTimer != nil {
+			g.BackoffTimer.Stop()
 		}
-		delete(c.groups, g.key)
-		delete(c.tooLarge, g.key)
+		delete(c.groups, g.Key)
+		delete(c.tooLarge, g.Key)
 	}
 }
 
 // refreshLocked re-evaluates whether the group may enter the queue and returns
 // the pending members to activate when the answer just became yes.
-func (c *Cache) refreshLocked(g *group) map[string]*v1.Pod {
-	c.dirty[g.key] = struct{}{}
+func (c *Cache) refreshLocked(g *gangbook.Group) map[string]*v1.Pod {
+	c.dirty[g.Key] = struct{}{}
 	c.adm.syncGangUnitLocked(g, c.dirty, c.membersSynced.fired())
-	ok := gang.CanEnqueue(g.obj != nil, g.spec, g.counts)
-	was := g.enqueueable
-	g.enqueueable = ok
+	ok := gang.CanEnqueue(g.Obj != nil, g.Spec, g.Counts)
+	was := g.Enqueueable
+	g.Enqueueable = ok
 	if !ok || was {
 		return nil
 	}
-	return g.pendingPodsLocked()
-}
-
-func (g *group) pendingPodsLocked() map[string]*v1.Pod {
-	out := make(map[string]*v1.Pod, g.counts.Pending)
-	for _, m := range g.members {
-		if m.waiting() {
-			out[m.pod.Namespace+"/"+m.pod.Name] = m.pod
-		}
-	}
-	return out
-}
-
-// waitingPodsLocked lists the members that wait for a node, for the status
-// writer's conditions.
-func (g *group) waitingPodsLocked() []*v1.Pod {
-	var out []*v1.Pod
-	for _, m := range g.members {
-		if m.waiting() {
-			out = append(out, m.pod)
-		}
-	}
-	return out
+	return g.PendingPodsLocked()
 }
 
 // activate moves pods into the active queue. It must be called without c.mu

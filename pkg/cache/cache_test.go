@@ -28,6 +28,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -243,8 +244,8 @@ func newUnlistedCache(tb testing.TB) (*Cache, *fakeHandle) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, g := range c.groups {
-			if g.backoffTimer != nil {
-				g.backoffTimer.Stop()
+			if g.BackoffTimer != nil {
+				g.BackoffTimer.Stop()
 			}
 		}
 	})
@@ -271,7 +272,7 @@ func mkPod(ns, name, group string, opts ...podOpt) *v1.Pod {
 		Status: v1.PodStatus{Phase: v1.PodPending},
 	}
 	if group != "" {
-		p.Labels = map[string]string{PodGroupLabel: group}
+		p.Labels = map[string]string{gangbook.PodGroupLabel: group}
 	}
 	for _, o := range opts {
 		o(p)
@@ -300,13 +301,13 @@ func createdAt(t time.Time) podOpt {
 func label(group string) podOpt { return func(p *v1.Pod) { setLabel(p, group) } }
 func setLabel(p *v1.Pod, group string) {
 	if group == "" {
-		delete(p.Labels, PodGroupLabel)
+		delete(p.Labels, gangbook.PodGroupLabel)
 		return
 	}
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
-	p.Labels[PodGroupLabel] = group
+	p.Labels[gangbook.PodGroupLabel] = group
 }
 
 type pgOpt func(*v1alpha1.PodGroup)
@@ -347,7 +348,7 @@ func mkNode(name, cpuQ string) *v1.Node {
 	}
 }
 
-func key(ns, name string) GroupKey { return GroupKey{Namespace: ns, Name: name} }
+func key(ns, name string) gangbook.GroupKey { return gangbook.GroupKey{Namespace: ns, Name: name} }
 
 // Event shorthands, with the informer's signatures.
 func add(c *Cache, p *v1.Pod)               { update(c, nil, p) }
@@ -394,13 +395,13 @@ func names(pods ...*v1.Pod) (out []string) {
 	}
 	return out
 }
-func counts(c *Cache, k GroupKey) *gang.Counts {
-	return lockedGroup(c, k, func(g *group) gang.Counts { return g.counts })
+func counts(c *Cache, k gangbook.GroupKey) *gang.Counts {
+	return lockedGroup(c, k, func(g *gangbook.Group) gang.Counts { return g.Counts })
 }
-func priorityOf(c *Cache, k GroupKey) *int32 {
-	return lockedGroup(c, k, func(g *group) int32 { return g.priority })
+func priorityOf(c *Cache, k gangbook.GroupKey) *int32 {
+	return lockedGroup(c, k, func(g *gangbook.Group) int32 { return g.Priority })
 }
-func lockedGroup[T any](c *Cache, k GroupKey, f func(*group) T) *T {
+func lockedGroup[T any](c *Cache, k gangbook.GroupKey, f func(*gangbook.Group) T) *T {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[k]
@@ -411,7 +412,7 @@ func lockedGroup[T any](c *Cache, k GroupKey, f func(*group) T) *T {
 	return &v
 }
 
-func wantCounts(t *testing.T, c *Cache, k GroupKey, want *gang.Counts) {
+func wantCounts(t *testing.T, c *Cache, k gangbook.GroupKey, want *gang.Counts) {
 	t.Helper()
 	got := counts(c, k)
 	switch {
@@ -1077,7 +1078,7 @@ func TestUnreserveReleasesGang(t *testing.T) {
 			// One failure, one backoff: the siblings' Unreserve did not extend it.
 			c.mu.Lock()
 			g := c.groups[k]
-			state, reason, timer := g.backoff, g.unschedulable, g.backoffTimer != nil
+			state, reason, timer := g.Backoff, g.Unschedulable, g.BackoffTimer != nil
 			c.mu.Unlock()
 			if want := (gang.BackoffState{Failures: 1, Until: tc.at.Add(time.Hour)}); state != want {
 				t.Errorf("backoff = %+v, want %+v", state, want)
@@ -1303,7 +1304,7 @@ func TestConcurrentEvents(t *testing.T) {
 				c.SortInfo(p)
 				c.Enqueueable(p)
 				c.PreFilter(p, t0)
-				c.MinRequest(key("race", p.Labels[PodGroupLabel]))
+				c.MinRequest(key("race", p.Labels[gangbook.PodGroupLabel]))
 				switch i % 4 {
 				case 0:
 					c.Unschedulable(logger, bigProbe, t0.Add(time.Duration(i)*time.Millisecond), gang.Backoff{Base: time.Hour, Max: time.Hour}, "no fit")
@@ -1387,22 +1388,22 @@ func TestConcurrentEvents(t *testing.T) {
 		members  map[types.UID]bool
 		priority int32
 	}
-	want := map[GroupKey]*expect{}
-	memberOf := map[types.UID]GroupKey{}
+	want := map[gangbook.GroupKey]*expect{}
+	memberOf := map[types.UID]gangbook.GroupKey{}
 	for _, live := range final {
 		for _, p := range live {
-			k, ok := GroupKeyOf(p)
+			k, ok := gangbook.GroupKeyOf(p)
 			if !ok {
 				continue
 			}
 			e := want[k]
 			if e == nil {
-				e = &expect{members: map[types.UID]bool{}, priority: podPriority(p)}
+				e = &expect{members: map[types.UID]bool{}, priority: gangbook.PodPriority(p)}
 				want[k] = e
 			}
 			e.counts.Add(gang.Member{Phase: phaseOf(p), Assigned: p.Spec.NodeName != ""}, +1)
 			e.members[p.UID] = true
-			e.priority = max(e.priority, podPriority(p))
+			e.priority = max(e.priority, gangbook.PodPriority(p))
 			memberOf[p.UID] = k
 		}
 	}
@@ -1411,27 +1412,27 @@ func TestConcurrentEvents(t *testing.T) {
 	for k, g := range c.groups {
 		e := want[k]
 		if e == nil {
-			if g.obj == nil || len(g.members) > 0 || g.counts != (gang.Counts{}) {
-				t.Errorf("group %s: cached with %d members, counts %+v, PodGroup %v; want only an empty PodGroup", k, len(g.members), g.counts, g.obj != nil)
+			if g.Obj == nil || len(g.Members) > 0 || g.Counts != (gang.Counts{}) {
+				t.Errorf("group %s: cached with %d members, counts %+v, PodGroup %v; want only an empty PodGroup", k, len(g.Members), g.Counts, g.Obj != nil)
 			}
 			continue
 		}
-		if g.counts != e.counts {
-			t.Errorf("group %s: counts\n got %+v\nwant %+v", k, g.counts, e.counts)
+		if g.Counts != e.counts {
+			t.Errorf("group %s: counts\n got %+v\nwant %+v", k, g.Counts, e.counts)
 		}
 		got := map[types.UID]bool{}
-		for uid := range g.members {
+		for uid := range g.Members {
 			got[uid] = true
 		}
 		if !maps.Equal(got, e.members) {
 			t.Errorf("group %s: members %v, want %v", k, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(e.members)))
 		}
-		if g.priority != e.priority {
-			t.Errorf("group %s: priority %d, want %d", k, g.priority, e.priority)
+		if g.Priority != e.priority {
+			t.Errorf("group %s: priority %d, want %d", k, g.Priority, e.priority)
 		}
-		ok, _ := gang.Enqueueable(k.String(), g.obj != nil, g.spec, g.counts)
-		if g.enqueueable != ok {
-			t.Errorf("group %s: cached enqueueable %v, recomputed %v", k, g.enqueueable, ok)
+		ok, _ := gang.Enqueueable(k.String(), g.Obj != nil, g.Spec, g.Counts)
+		if g.Enqueueable != ok {
+			t.Errorf("group %s: cached enqueueable %v, recomputed %v", k, g.Enqueueable, ok)
 		}
 	}
 	for k := range want {
@@ -1446,7 +1447,7 @@ func TestConcurrentEvents(t *testing.T) {
 		t.Errorf("only %d groups ended with members: the test exercised too little", len(want))
 	}
 	var sb strings.Builder
-	for _, k := range slices.SortedFunc(maps.Keys(want), func(a, b GroupKey) int { return strings.Compare(a.Name, b.Name) }) {
+	for _, k := range slices.SortedFunc(maps.Keys(want), func(a, b gangbook.GroupKey) int { return strings.Compare(a.Name, b.Name) }) {
 		fmt.Fprintf(&sb, " %s=%d", k.Name, want[k].counts.Members)
 	}
 	t.Logf("final members per group:%s", sb.String())

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -88,7 +89,7 @@ func (a *admissionState) takeDeficitRefusedLocked() map[string]*v1.Pod {
 		switch {
 		case u == nil:
 		case u.gang != nil:
-			maps.Copy(act, u.gang.pendingPodsLocked())
+			maps.Copy(act, u.gang.PendingPodsLocked())
 		case u.pod != nil && u.pod.Spec.NodeName == "":
 			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
 		}
@@ -137,7 +138,7 @@ func (a *admissionState) reclaimDeficitsLocked(u *unit) []reclaim.Deficit {
 // (releaseUnplaceableLocked). It reports whether it released the pod.
 // O(log pending).
 func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
-	if _, member := GroupKeyOf(pod); member {
+	if _, member := gangbook.GroupKeyOf(pod); member {
 		return false
 	}
 	c.mu.Lock()

@@ -5,8 +5,8 @@ import (
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 )
 
@@ -24,16 +24,6 @@ import (
 // changes (shadowedLocked). Caldera's own Queue of a name wins over a
 // dialect's (Volcano's "default" queue among them): queueShadowedLocked.
 
-// podGroupName names the group a pod joins by a dialect's own means rather
-// than the PodGroup label: Volcano's group-name annotation, or upstream's
-// spec.schedulingGroup when this process leaves those gangs to Caldera.
-func podGroupName(pod *v1.Pod) (string, bool) {
-	if name, ok := volcano.GroupName(pod); ok {
-		return name, true
-	}
-	return upstream.JoinedGroup(pod)
-}
-
 // podTask names the task (role) of a gang member, by the dialect's own
 // means: Volcano's task-spec annotation or label; "" for none.
 func podTask(pod *v1.Pod) string { return volcano.TaskName(pod) }
@@ -43,12 +33,12 @@ func podTask(pod *v1.Pod) string { return volcano.TaskName(pod) }
 
 // shadowedLocked reports whether s, of one dialect, names a group whose
 // object is of another: the first holds the name (see above).
-func shadowedLocked(logger klog.Logger, g *group, s *groupspec.Spec) bool {
-	if g.obj == nil || g.obj.Source.Dialect == s.Source.Dialect {
+func shadowedLocked(logger klog.Logger, g *gangbook.Group, s *groupspec.Spec) bool {
+	if g.Obj == nil || g.Obj.Source.Dialect == s.Source.Dialect {
 		return false
 	}
-	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.key.String(),
-		"held", g.obj.Source.APIVersion, "ignored", s.Source.APIVersion)
+	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.Key.String(),
+		"held", g.Obj.Source.APIVersion, "ignored", s.Source.APIVersion)
 	return true
 }
 

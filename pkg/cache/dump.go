@@ -11,6 +11,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -113,7 +114,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		d.Queues = a.queueDumps()
 	}
 	for key, g := range c.groups {
-		d.Groups = append(d.Groups, g.dump(key, c.adm, now))
+		d.Groups = append(d.Groups, dumpGroup(g, key, c.adm, now))
 	}
 	c.mu.RUnlock()
 	sort.Slice(d.Queues, func(i, j int) bool { return d.Queues[i].Name < d.Queues[j].Name })
@@ -166,30 +167,30 @@ func (a *admissionState) queueDumps() []QueueDump {
 	return out
 }
 
-// dump dumps g, the group of key: its counts, backoff and, from a, the
+// dumpGroup dumps g, the group of key: its counts, backoff and, from a, the
 // admission side, its admission. The caller holds the cache's lock.
-func (g *group) dump(key GroupKey, a *admissionState, now time.Time) GroupDump {
+func dumpGroup(g *gangbook.Group, key gangbook.GroupKey, a *admissionState, now time.Time) GroupDump {
 	gd := GroupDump{
 		Key:         key.String(),
-		Phase:       string(gang.PhaseOf(g.spec, g.counts)),
-		PodGroup:    g.obj != nil,
-		MinMember:   g.spec.MinMember,
-		Enqueueable: g.enqueueable,
+		Phase:       string(gang.PhaseOf(g.Spec, g.Counts)),
+		PodGroup:    g.Obj != nil,
+		MinMember:   g.Spec.MinMember,
+		Enqueueable: g.Enqueueable,
 		Counts: map[string]int{
-			"members": g.counts.Members, "active": g.counts.Active, "pending": g.counts.Pending,
-			"waiting": g.counts.Waiting, "placed": g.counts.Placed, "bound": g.counts.Bound,
-			"running": g.counts.Running, "succeeded": g.counts.Succeeded, "failed": g.counts.Failed,
+			"members": g.Counts.Members, "active": g.Counts.Active, "pending": g.Counts.Pending,
+			"waiting": g.Counts.Waiting, "placed": g.Counts.Placed, "bound": g.Counts.Bound,
+			"running": g.Counts.Running, "succeeded": g.Counts.Succeeded, "failed": g.Counts.Failed,
 		},
-		Failures:      g.backoff.Failures,
-		Unschedulable: g.unschedulable,
+		Failures:      g.Backoff.Failures,
+		Unschedulable: g.Unschedulable,
 		MinRequest:    minRequestRLocked(g),
 	}
-	if !g.firstAttempt.IsZero() {
-		t := g.firstAttempt.UTC()
+	if !g.FirstAttempt.IsZero() {
+		t := g.FirstAttempt.UTC()
 		gd.FirstAttempt = &t
 	}
-	if g.backoff.Active(now) {
-		t := g.backoff.Until.UTC()
+	if g.Backoff.Active(now) {
+		t := g.Backoff.Until.UTC()
 		gd.BackoffUntil = &t
 	}
 	if a.on() {
@@ -253,17 +254,17 @@ func (c *Cache) DumpToFile(dir string) (string, error) {
 
 // minRequestRLocked is minRequestLocked for a reader: it uses the group's
 // cached answer when valid and otherwise computes one without storing it.
-func minRequestRLocked(g *group) resources.List {
-	if g.minRequestValid {
-		return g.minRequest.Clone()
+func minRequestRLocked(g *gangbook.Group) resources.List {
+	if g.MinRequestValid {
+		return g.MinRequest.Clone()
 	}
-	reqs := make([]resources.List, 0, g.counts.Active)
-	for _, m := range g.members {
-		if m.state.Reachable() {
-			reqs = append(reqs, m.request)
+	reqs := make([]resources.List, 0, g.Counts.Active)
+	for _, m := range g.Members {
+		if m.State.Reachable() {
+			reqs = append(reqs, m.Request)
 		}
 	}
-	return gang.MinRequest(g.spec, reqs).Clone()
+	return gang.MinRequest(g.Spec, reqs).Clone()
 }
 
 // keyStrings renders unit keys as the dump shows them ("pg:ns/name").

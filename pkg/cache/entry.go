@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // The cache's entry points: what it is fed, one typed call per object
@@ -23,7 +24,7 @@ import (
 // An update that replaces the pod (a new uid under the name) is the old
 // one's delete followed by the new one's add.
 func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	replacedOld := old != nil && replaced(old, pod)
 	c.mu.Lock()
 	if replacedOld {
@@ -33,7 +34,7 @@ func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
 	act := c.unfinishedPodLocked(pod, key, labelled)
 	if c.adm.on() {
 		if replacedOld {
-			oldKey, oldLabelled := GroupKeyOf(old)
+			oldKey, oldLabelled := gangbook.GroupKeyOf(old)
 			act = withActs(act, c.accountPodLocked(old, oldKey, oldLabelled, true))
 		}
 		act = withActs(act, c.accountPodLocked(pod, key, labelled, false))
@@ -46,7 +47,7 @@ func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
 // DeletePod takes an unfinished pod that left the scheduler's pod
 // informer: deleted, or finished (the finished side then delivers it).
 func (c *Cache) DeletePod(logger klog.Logger, pod *v1.Pod) {
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	c.mu.Lock()
 	c.unfinishedPodDeleteLocked(pod)
 	var act map[string]*v1.Pod

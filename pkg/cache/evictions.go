@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 )
@@ -143,15 +144,15 @@ func (e Evictions) HoldForGang(pod *v1.Pod, group string, nodes map[types.UID]st
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
 	e.c.evictions.hold(group, nodes)
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	g := e.c.groups[key]
 	if !ok || g == nil {
 		return nil
 	}
 	out := make(map[types.UID]*v1.Pod, len(nodes))
 	for uid := range nodes {
-		if m := g.members[uid]; m != nil && m.pod != nil {
-			out[uid] = m.pod
+		if m := g.Members[uid]; m != nil && m.Pod != nil {
+			out[uid] = m.Pod
 		}
 	}
 	return out
@@ -166,7 +167,7 @@ func (e Evictions) HoldForGang(pod *v1.Pod, group string, nodes map[types.UID]st
 // does not look. O(1).
 func (e Evictions) GangPlan(pod *v1.Pod) (node string, inFlight bool) {
 	var pk string
-	if key, ok := GroupKeyOf(pod); ok {
+	if key, ok := gangbook.GroupKeyOf(pod); ok {
 		pk = gangUnitKey(key).String()
 	} else {
 		pk = planKeyOf("", pod.UID)
@@ -187,20 +188,20 @@ func accountedPods(a *admissionState) map[types.UID]*podAcct {
 
 // groupSourceOf names the PodGroup pod belongs to, of whatever dialect, or
 // nil when it belongs to none that exists. O(1).
-func groupSourceOf(groups map[GroupKey]*group, pod *v1.Pod) *groupspec.Source {
-	key, ok := GroupKeyOf(pod)
+func groupSourceOf(groups map[gangbook.GroupKey]*gangbook.Group, pod *v1.Pod) *groupspec.Source {
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return nil
 	}
-	if g := groups[key]; g != nil && g.obj != nil {
-		src := g.obj.Source
+	if g := groups[key]; g != nil && g.Obj != nil {
+		src := g.Obj.Source
 		return &src
 	}
 	return nil
 }
 
 // gangPlan reports whether the gang of key has evictions in flight. O(1).
-func (b *evictionBook) gangPlan(key GroupKey) bool {
+func (b *evictionBook) gangPlan(key gangbook.GroupKey) bool {
 	return b.gangs[gangUnitKey(key).String()] != nil
 }
 

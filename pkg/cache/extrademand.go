@@ -4,7 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -29,44 +29,26 @@ type extraDemand struct {
 	// dirty holds the gangs whose waiting members changed without their
 	// unit being synced (Reserve, Permit, Unreserve); the admission pass
 	// syncs them, so a member event costs O(1).
-	dirty map[GroupKey]struct{}
+	dirty map[gangbook.GroupKey]struct{}
 	// refused holds the extras PreFilter refused for their queues'
 	// capabilities or shares: no event of the scheduler's requeues them
 	// when the shares grow or a bound pod finishes, so the admission pass
 	// activates those that fit again.
-	refused map[types.UID]GroupKey
+	refused map[types.UID]gangbook.GroupKey
 }
 
-// waiting reports whether a member counts in its group's pendingReq: it
-// can be placed by us and is neither reserved nor bound.
-func waiting(m *member) bool { return m.state.Reachable() && !m.state.Placed() }
-
 // countLocked adds member m's state to g's aggregates (delta +1) or takes
-// it out (delta -1): its counts and what its waiting members ask for; a,
-// the admission side (off: none), learns that g's demand changed. Callers
-// take a member out before they change it and add it back after.
-func (g *group) countLocked(m *member, delta int, a *admissionState) {
-	g.counts.Add(m.state, delta)
-	if m.task != "" && (m.state.Placed() && !m.state.Phase.Terminal() || m.state.Phase == gang.PodSucceeded) {
-		if g.taskPlaced == nil {
-			g.taskPlaced = map[string]int{}
-		}
-		g.taskPlaced[m.task] += delta
-	}
-	if !waiting(m) {
+// it out (delta -1), and a, the admission side (off: none), learns when
+// g's demand changed. Callers take a member out before they change it and
+// add it back after.
+func countLocked(g *gangbook.Group, m *gangbook.Member, delta int, a *admissionState) {
+	if !g.Count(m, delta) || !a.on() {
 		return
 	}
-	if delta > 0 {
-		g.pendingReq = g.pendingReq.Add(m.request)
-	} else {
-		g.pendingReq = g.pendingReq.Sub(m.request)
+	if a.demand.dirty == nil {
+		a.demand.dirty = map[gangbook.GroupKey]struct{}{}
 	}
-	if a.on() {
-		if a.demand.dirty == nil {
-			a.demand.dirty = map[GroupKey]struct{}{}
-		}
-		a.demand.dirty[g.key] = struct{}{}
-	}
+	a.demand.dirty[g.Key] = struct{}{}
 }
 
 // syncExtraDemandLocked brings the unit's part of its queue's extra demand
@@ -75,8 +57,8 @@ func (g *group) countLocked(m *member, delta int, a *admissionState) {
 // a singleton. O(r).
 func (a *admissionState) syncExtraDemandLocked(u *unit) {
 	var want resources.List
-	if u.gang != nil && u.admitted && u.started && !u.gang.pendingReq.IsZero() {
-		want = u.gang.pendingReq
+	if u.gang != nil && u.admitted && u.started && !u.gang.PendingReq.IsZero() {
+		want = u.gang.PendingReq
 	}
 	if u.extraQueue == u.queue && u.extraDemand.Equal(want) {
 		return
@@ -142,9 +124,9 @@ func (a *admissionState) shareUseLocked(q string, ownQueue string, own resources
 
 // refuseExtraLocked remembers an extra PreFilter refused for its queues'
 // capabilities or shares, for the pass to activate when it fits again.
-func (a *admissionState) refuseExtraLocked(pod *v1.Pod, key GroupKey) {
+func (a *admissionState) refuseExtraLocked(pod *v1.Pod, key gangbook.GroupKey) {
 	if a.demand.refused == nil {
-		a.demand.refused = map[types.UID]GroupKey{}
+		a.demand.refused = map[types.UID]gangbook.GroupKey{}
 	}
 	a.demand.refused[pod.UID] = key
 }
@@ -163,7 +145,7 @@ func (a *admissionState) forgetRefusedExtraLocked(uid types.UID) {
 // once per queue and request: O(refused + queues x requests x subtree).
 // groups are the cache's groups by key, preempt its setting
 // (extraPreemptibleLocked).
-func (a *admissionState) refusedExtrasFittingLocked(groups map[GroupKey]*group, preempt bool) map[string]*v1.Pod {
+func (a *admissionState) refusedExtrasFittingLocked(groups map[gangbook.GroupKey]*gangbook.Group, preempt bool) map[string]*v1.Pod {
 	if len(a.demand.refused) == 0 {
 		return nil
 	}
@@ -177,21 +159,21 @@ func (a *admissionState) refusedExtrasFittingLocked(groups map[GroupKey]*group, 
 	var out map[string]*v1.Pod
 	for uid, key := range a.demand.refused {
 		g := groups[key]
-		m := (*member)(nil)
+		m := (*gangbook.Member)(nil)
 		if g != nil {
-			m = g.members[uid]
+			m = g.Members[uid]
 		}
 		u := a.units[gangUnitKey(key)]
-		if m == nil || u == nil || !waiting(m) {
+		if m == nil || u == nil || !gangbook.Waiting(m) {
 			delete(a.demand.refused, uid)
 			continue
 		}
-		k := check{u.queue, mapID(m.request), podPriority(m.pod)}
+		k := check{u.queue, mapID(m.Request), gangbook.PodPriority(m.Pod)}
 		ok, seen := fits[k]
 		if !seen {
-			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.request, use)
+			ok, _ = queue.CapabilityFit(a.tree, u.queue, m.Request, use)
 			if ok {
-				ok, _ = queue.ShareFit(a.shares, u.queue, m.request, a.extraPreemptibleLocked(u.queue, m.pod, preempt), use)
+				ok, _ = queue.ShareFit(a.shares, u.queue, m.Request, a.extraPreemptibleLocked(u.queue, m.Pod, preempt), use)
 			}
 			fits[k] = ok
 		}
@@ -202,7 +184,7 @@ func (a *admissionState) refusedExtrasFittingLocked(groups map[GroupKey]*group, 
 		if out == nil {
 			out = map[string]*v1.Pod{}
 		}
-		out[m.pod.Namespace+"/"+m.pod.Name] = m.pod
+		out[m.Pod.Namespace+"/"+m.Pod.Name] = m.Pod
 	}
 	return out
 }

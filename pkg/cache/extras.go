@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -79,46 +79,24 @@ const (
 )
 
 // extraKindLocked classifies member uid of g; only with admission on.
-func (a *admissionState) extraKindLocked(g *group, uid types.UID) (extraKind, *unit) {
-	u := a.units[gangUnitKey(g.key)]
-	min := int(g.spec.MinMember)
+func (a *admissionState) extraKindLocked(g *gangbook.Group, uid types.UID) (extraKind, *unit) {
+	u := a.units[gangUnitKey(g.Key)]
+	min := int(g.Spec.MinMember)
 	if min <= 0 {
 		return minimumMember, u
 	}
-	if g.counts.Bound >= min || (u != nil && u.started) {
+	if g.Counts.Bound >= min || (u != nil && u.started) {
 		return extraMember, u
 	}
-	placed := g.counts.Placed
-	m := g.members[uid]
-	if m != nil && m.state.Placed() {
+	placed := g.Counts.Placed
+	m := g.Members[uid]
+	if m != nil && m.State.Placed() {
 		placed--
 	}
-	if placed >= min && !g.neededByTask(m) {
+	if placed >= min && !g.NeededByTask(m) {
 		return earlyExtra, u
 	}
 	return minimumMember, u
-}
-
-// neededByTask reports whether m, of a task short of its minimum, is part
-// of the gang's minimum however many others are placed: with a master
-// still to place, four workers placed are not the minimum of a job of
-// master 1 and workers 3, and the master is no extra. O(tasks).
-func (g *group) neededByTask(m *member) bool {
-	if m == nil || m.task == "" {
-		return false
-	}
-	need, ok := g.spec.MinTaskMember[m.task]
-	if !ok {
-		return false
-	}
-	if ready, _ := gang.TasksReady(g.spec, g.taskPlaced); ready {
-		return false
-	}
-	have := g.taskPlaced[m.task]
-	if m.state.Placed() && !m.state.Phase.Terminal() {
-		have--
-	}
-	return have < int(need)
 }
 
 // extraFitsLocked is PreFilter's check for a member beyond the minimum:
@@ -128,7 +106,7 @@ func (g *group) neededByTask(m *member) bool {
 // yet, and the pass activates it when it fits; preempt is the cache's
 // setting (extraPreemptibleLocked). O(depth x r) plus one lookup per queue
 // under the top-level ancestor.
-func (a *admissionState) extraFitsLocked(g *group, pod *v1.Pod, preempt bool) (PreFilterCode, string) {
+func (a *admissionState) extraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt bool) (PreFilterCode, string) {
 	if !a.on() {
 		return PreFilterOK, ""
 	}
@@ -136,19 +114,19 @@ func (a *admissionState) extraFitsLocked(g *group, pod *v1.Pod, preempt bool) (P
 	switch {
 	case kind == earlyExtra:
 		return PreFilterExtraEarly, fmt.Sprintf("PodGroup %s has its %d minimum members placed; members beyond them wait for those to bind",
-			g.key, g.spec.MinMember)
+			g.Key, g.Spec.MinMember)
 	case kind == minimumMember:
 		if ds := a.deficitsLocked(u); len(ds) > 0 {
 			a.refuseDeficitLocked(u.key)
-			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.key.String(), ds)
+			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.Key.String(), ds)
 		}
 		return PreFilterOK, ""
 	case u == nil:
 		return PreFilterOK, ""
 	}
 	req := convert.PodRequest(pod)
-	if m := g.members[pod.UID]; m != nil {
-		req = m.request
+	if m := g.Members[pod.UID]; m != nil {
+		req = m.Request
 	}
 	// The member handler sees a bind before this informer's admission
 	// handler may: the unit then reserves nothing (started) while its
@@ -161,7 +139,7 @@ func (a *admissionState) extraFitsLocked(g *group, pod *v1.Pod, preempt bool) (P
 	// that finished unbound is subtracted too; the window this covers is
 	// then not compensated, which errs towards admitting.)
 	var own resources.List
-	if u.admitted && g.counts.Bound-g.counts.Succeeded-g.counts.Failed >= int(g.spec.MinMember) {
+	if u.admitted && g.Counts.Bound-g.Counts.Succeeded-g.Counts.Failed >= int(g.Spec.MinMember) {
 		for k, v := range u.request {
 			if d := v - u.held[k] - u.inflight[k]; d > 0 {
 				if own == nil {
@@ -176,11 +154,11 @@ func (a *admissionState) extraFitsLocked(g *group, pod *v1.Pod, preempt bool) (P
 		// Room under a capability comes back when a bound pod leaves or
 		// finishes, which kicks a pass; a finish is no pod deletion, so
 		// no event of the scheduler's would requeue the member.
-		a.refuseExtraLocked(pod, g.key)
+		a.refuseExtraLocked(pod, g.Key)
 		return PreFilterOverCapability, msg
 	}
 	if ok, msg := queue.ShareFit(a.shares, u.queue, req, a.extraPreemptibleLocked(u.queue, pod, preempt), use); !ok {
-		a.refuseExtraLocked(pod, g.key)
+		a.refuseExtraLocked(pod, g.Key)
 		a.kickLocked()
 		return PreFilterOverShare, msg
 	}
@@ -195,17 +173,17 @@ func (a *admissionState) extraPreemptibleLocked(q string, pod *v1.Pod, preempt b
 	if !preempt {
 		return nil
 	}
-	return a.preemptibleLocked(q, podPriority(pod))
+	return a.preemptibleLocked(q, gangbook.PodPriority(pod))
 }
 
 // reserveExtraLocked counts member m of g in the book when Reserve places it
 // beyond the gang's minimum.
-func (a *admissionState) reserveExtraLocked(g *group, uid types.UID, m *member) {
-	if !a.on() || m.state.Assigned {
+func (a *admissionState) reserveExtraLocked(g *gangbook.Group, uid types.UID, m *gangbook.Member) {
+	if !a.on() || m.State.Assigned {
 		return
 	}
 	if kind, u := a.extraKindLocked(g, uid); kind != minimumMember && u != nil {
-		a.extras.add(uid, u.queue, m.request)
+		a.extras.add(uid, u.queue, m.Request)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/noderoom"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -43,7 +44,7 @@ type passPlacement struct {
 	classKey  queue.Key
 
 	// loose is unitClasses' scratch list of members.
-	loose []*member
+	loose []*gangbook.Member
 
 	// What reclaim can take back in the pass, built on the first reclaim
 	// Check (planroom.go), and the plan room's scratch space.
@@ -113,16 +114,16 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 		return
 	}
 	g := u.gang
-	need := int(g.spec.MinMember) - g.counts.Bound
-	var loose []*member
-	for _, m := range g.members {
-		if m.state.Phase.Terminal() || m.state.Assigned {
+	need := int(g.Spec.MinMember) - g.Counts.Bound
+	var loose []*gangbook.Member
+	for _, m := range g.Members {
+		if m.State.Phase.Terminal() || m.State.Assigned {
 			continue
 		}
-		if n := m.node(); n != "" {
+		if n := m.Node(); n != "" {
 			if i, ok := index[n]; ok && need > 0 {
 				req := make([]int64, r)
-				for k, v := range m.request {
+				for k, v := range m.Request {
 					if j, ok := pp.ResourceIndex[k]; ok {
 						pp.Free.Free[i*r+j] -= v
 						req[j] = v
@@ -146,9 +147,9 @@ func (pp *passPlacement) placeInflight(u *unit, index map[string]int) {
 }
 
 // membersClasses appends the classes of the need smallest of members.
-func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member, need int) []placement.Class {
+func (pp *passPlacement) membersClasses(dst []placement.Class, members []*gangbook.Member, need int) []placement.Class {
 	if need < len(members) {
-		slices.SortFunc(members, func(a, b *member) int { return compareReq(a.request, b.request) })
+		slices.SortFunc(members, func(a, b *gangbook.Member) int { return compareReq(a.Request, b.Request) })
 		members = members[:need]
 	}
 	start := len(dst)
@@ -158,14 +159,14 @@ func (pp *passPlacement) membersClasses(dst []placement.Class, members []*member
 		// Members' request lists are interned (requestInterner): a member
 		// asking the same as the previous one, with no constraint either,
 		// joins its class without building a vector.
-		free := pp.Unconstrained(m.pod)
-		if free && prevFree && len(dst) > start && mapID(m.request) == mapID(prevReq) {
+		free := pp.Unconstrained(m.Pod)
+		if free && prevFree && len(dst) > start && mapID(m.Request) == mapID(prevReq) {
 			dst[len(dst)-1].Count++
 			continue
 		}
-		prevReq, prevFree = m.request, free
+		prevReq, prevFree = m.Request, free
 		mark := pp.Mark()
-		c := pp.ClassOf(m.pod, m.request, 1)
+		c := pp.ClassOf(m.Pod, m.Request, 1)
 		merged := false
 		for k := start; k < len(dst); k++ {
 			if slices.Equal(dst[k].Request, c.Request) && sameNodes(dst[k].Nodes, c.Nodes) {
@@ -228,11 +229,11 @@ func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 			pp.classes = append(pp.classes, m.classes...)
 			break
 		}
-		need := int(g.spec.MinMember) - g.counts.Bound
+		need := int(g.Spec.MinMember) - g.Counts.Bound
 		if need > 0 {
 			loose := pp.loose[:0]
-			for _, m := range g.members {
-				if !m.state.Phase.Terminal() && !m.state.Assigned {
+			for _, m := range g.Members {
+				if !m.State.Phase.Terminal() && !m.State.Assigned {
 					loose = append(loose, m)
 				}
 			}
@@ -278,8 +279,8 @@ func mapID(l resources.List) uintptr { return reflect.ValueOf(l).Pointer() }
 func (pp *passPlacement) memoOf(u *unit) *classMemo {
 	m := pp.c.feasible.memos[u.key]
 	g := u.gang
-	if m == nil || m.counts != g.counts || mapID(m.minReq) != mapID(g.minRequest) || !g.minRequestValid ||
-		m.min != g.spec.MinMember || m.rgen != pp.ResourceGen || pp.c.feasible.rooms.Tainted() {
+	if m == nil || m.counts != g.Counts || mapID(m.minReq) != mapID(g.MinRequest) || !g.MinRequestValid ||
+		m.min != g.Spec.MinMember || m.rgen != pp.ResourceGen || pp.c.feasible.rooms.Tainted() {
 		return nil
 	}
 	return m
@@ -289,7 +290,7 @@ func (pp *passPlacement) memoOf(u *unit) *classMemo {
 func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
 	f := &pp.c.feasible
 	g := u.gang
-	if f.rooms.Tainted() || !g.minRequestValid {
+	if f.rooms.Tainted() || !g.MinRequestValid {
 		return
 	}
 	for _, c := range classes {
@@ -305,7 +306,7 @@ func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
 		m = &classMemo{}
 		f.memos[u.key] = m
 	}
-	m.counts, m.minReq, m.min, m.rgen = g.counts, g.minRequest, g.spec.MinMember, pp.ResourceGen
+	m.counts, m.minReq, m.min, m.rgen = g.Counts, g.MinRequest, g.Spec.MinMember, pp.ResourceGen
 	m.classes = m.classes[:0]
 	for _, c := range classes {
 		c.Request = slices.Clone(c.Request) // out of the pass's slab

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -392,7 +393,7 @@ func TestAdmissionShareExcludesPodsOutsideQueues(t *testing.T) {
 	}
 	pass(c, t0)
 	wantAdmitted(t, c, admission{true, ""}, g...)
-	if u := unitOf(c, gangUnitKey(GroupKey{Namespace: "ns", Name: "b"})); u == nil || !u.onPlan {
+	if u := unitOf(c, gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "b"})); u == nil || !u.onPlan {
 		t.Errorf("gang b admitted, but not on a reclaim plan: %+v", u)
 	}
 	if got := admitted(c, more); got.ok {

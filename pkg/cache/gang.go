@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -44,7 +45,7 @@ type SortInfo struct {
 func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	// The profile book takes no lock: a plain pod takes none at all.
 	if c.profiles.plain(pod.Spec.SchedulerName) {
-		return SortInfo{Plain: true, Priority: podPriority(pod)}
+		return SortInfo{Plain: true, Priority: gangbook.PodPriority(pod)}
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -53,12 +54,12 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	key, ok := groupOfAccounted(pod, acct)
 	var info SortInfo
 	if !ok {
-		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
-	} else if g := c.groups[key]; g != nil && len(g.members) > 0 {
-		info = SortInfo{Priority: g.priority, Created: g.created, Namespace: key.Namespace, Name: key.Name}
+		info = SortInfo{Priority: gangbook.PodPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: pod.Namespace, Name: pod.Name}
+	} else if g := c.groups[key]; g != nil && len(g.Members) > 0 {
+		info = SortInfo{Priority: g.Priority, Created: g.Created, Namespace: key.Namespace, Name: key.Name}
 	} else {
 		// The scheduler's informer may deliver a pod before ours does.
-		info = SortInfo{Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
+		info = SortInfo{Priority: gangbook.PodPriority(pod), Created: pod.CreationTimestamp.Time, Namespace: key.Namespace, Name: key.Name}
 	}
 	var q string
 	if acct != nil {
@@ -72,21 +73,21 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 // groupOfAccounted is GroupKeyOf(pod), read from the pod's admission
 // account when it names a unit: the pod event that made the account worked
 // the group out, so a queue-sort comparison reads no label or annotation.
-func groupOfAccounted(pod *v1.Pod, acct *podAcct) (GroupKey, bool) {
+func groupOfAccounted(pod *v1.Pod, acct *podAcct) (gangbook.GroupKey, bool) {
 	if acct == nil || acct.unit.IsZero() {
-		return GroupKeyOf(pod)
+		return gangbook.GroupKeyOf(pod)
 	}
 	if acct.unit.Kind == queue.KindGroup {
-		return GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}, true
+		return gangbook.GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}, true
 	}
-	return GroupKey{}, false
+	return gangbook.GroupKey{}, false
 }
 
 // Enqueueable answers PreEnqueue for a member pod: whether its PodGroup exists
 // and has enough members. isMember is false for pods without the label.
 func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	c.markQueueSeen()
-	key, member := GroupKeyOf(pod)
+	key, member := gangbook.GroupKeyOf(pod)
 	if !member {
 		return false, true, ""
 	}
@@ -101,10 +102,10 @@ func (c *Cache) Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string) {
 	if g == nil {
 		return true, false, "waiting for PodGroup " + key.String()
 	}
-	if g.enqueueable {
+	if g.Enqueueable {
 		return true, true, ""
 	}
-	ok, msg = gang.Enqueueable(key.String(), g.obj != nil, g.spec, g.counts)
+	ok, msg = gang.Enqueueable(key.String(), g.Obj != nil, g.Spec, g.Counts)
 	return true, ok, msg
 }
 
@@ -160,7 +161,7 @@ const (
 // (extraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
 // gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
-	key, member := GroupKeyOf(pod)
+	key, member := gangbook.GroupKeyOf(pod)
 	if !member {
 		// Read under the read lock, written under the write lock only on
 		// a refusal (singletonDeficitsLocked).
@@ -190,24 +191,24 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 		return true, code, why
 	}
 	g := c.groups[key]
-	if g == nil || g.obj == nil {
+	if g == nil || g.Obj == nil {
 		return true, PreFilterNoGroup, "waiting for PodGroup " + key.String()
 	}
-	if g.firstAttempt.IsZero() {
-		g.firstAttempt = at
+	if g.FirstAttempt.IsZero() {
+		g.FirstAttempt = at
 		c.dirty[key] = struct{}{}
 	}
-	if g.backoff.Active(at) {
+	if g.Backoff.Active(at) {
 		return true, PreFilterBackoff, fmt.Sprintf("PodGroup %s is backing off until %s after: %s",
-			key, g.backoff.Until.Format(time.RFC3339), g.unschedulable)
+			key, g.Backoff.Until.Format(time.RFC3339), g.Unschedulable)
 	}
-	need := g.minRequestLocked()
+	need := g.MinRequestLocked()
 	if over := need.Exceeding(c.total); len(over) > 0 {
 		name := over[0]
 		msg := fmt.Sprintf("PodGroup %s needs %s %s for its %d minimum members, more than the cluster's total allocatable %s",
-			key, resources.Format(name, need[name]), name, g.spec.MinMember, resources.Format(name, c.total[name]))
-		if g.unschedulable != msg {
-			g.unschedulable = msg
+			key, resources.Format(name, need[name]), name, g.Spec.MinMember, resources.Format(name, c.total[name]))
+		if g.Unschedulable != msg {
+			g.Unschedulable = msg
 			c.dirty[key] = struct{}{}
 		}
 		c.tooLarge[key] = struct{}{}
@@ -218,49 +219,32 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 	return true, code, msg
 }
 
-// minRequestLocked is what g needs before it can run (gang.MinRequest over
-// its reachable members), cached in g until its members or spec change.
-// The caller holds the cache's lock (for writing: it may fill the cache).
-func (g *group) minRequestLocked() resources.List {
-	if !g.minRequestValid {
-		reqs := make([]resources.List, 0, g.counts.Active)
-		for _, m := range g.members {
-			if m.state.Reachable() {
-				reqs = append(reqs, m.request)
-			}
-		}
-		g.minRequest = gang.MinRequest(g.spec, reqs)
-		g.minRequestValid = true
-	}
-	return g.minRequest
-}
-
 // MinRequest returns what the group of pod needs before it can run (see gang.MinRequest).
-func (c *Cache) MinRequest(key GroupKey) (resources.List, bool) {
+func (c *Cache) MinRequest(key gangbook.GroupKey) (resources.List, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[key]
 	if g == nil {
 		return nil, false
 	}
-	return g.minRequestLocked().Clone(), true
+	return g.MinRequestLocked().Clone(), true
 }
 
 // Reserve records that the scheduler reserved a node for a member. pod is
 // the scheduler's assumed copy: its spec.nodeName is the reserved node.
 func (c *Cache) Reserve(pod *v1.Pod) {
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, m := c.cycleMemberLocked(key, pod)
-	if !m.state.Assigned {
-		g.countLocked(m, -1, c.adm)
-		m.state.Reserved = true
-		m.reservedOn = pod.Spec.NodeName
-		g.countLocked(m, +1, c.adm)
+	if !m.State.Assigned {
+		countLocked(g, m, -1, c.adm)
+		m.State.Reserved = true
+		m.ReservedOn = pod.Spec.NodeName
+		countLocked(g, m, +1, c.adm)
 		c.adm.reserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
@@ -280,32 +264,32 @@ type PermitResult struct {
 // minimum, every sibling waiting in Permit is allowed at once, through
 // pluginName's waiting-pod handle.
 func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTimeout time.Duration, pluginName string) PermitResult {
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return PermitResult{Allow: true}
 	}
 	c.mu.Lock()
 	g := c.groups[key]
-	if g == nil || g.obj == nil {
+	if g == nil || g.Obj == nil {
 		c.mu.Unlock()
 		// The PodGroup vanished while the pod was in flight: do not bind it
 		// alone; a short wait gets it rejected and retried through PreEnqueue.
 		return PermitResult{Timeout: time.Second, Message: "PodGroup " + key.String() + " not found"}
 	}
 	_, m := c.cycleMemberLocked(key, pod)
-	if !m.state.Reserved && !m.state.Assigned {
-		g.countLocked(m, -1, c.adm)
-		m.state.Reserved = true
-		m.reservedOn = pod.Spec.NodeName
-		g.countLocked(m, +1, c.adm)
+	if !m.State.Reserved && !m.State.Assigned {
+		countLocked(g, m, -1, c.adm)
+		m.State.Reserved = true
+		m.ReservedOn = pod.Spec.NodeName
+		countLocked(g, m, +1, c.adm)
 	}
-	if ready, msg := g.barrierOpen(); !ready {
-		timeout := gang.PermitTimeout(g.spec, defaultTimeout)
-		g.countLocked(m, -1, c.adm)
-		m.state.Waiting = true
-		m.waitingSince = at
-		m.released = false
-		g.countLocked(m, +1, c.adm)
+	if ready, msg := g.BarrierOpen(); !ready {
+		timeout := gang.PermitTimeout(g.Spec, defaultTimeout)
+		countLocked(g, m, -1, c.adm)
+		m.State.Waiting = true
+		m.WaitingSince = at
+		m.Released = false
+		countLocked(g, m, +1, c.adm)
 		c.dirty[key] = struct{}{}
 		c.mu.Unlock()
 		return PermitResult{Timeout: timeout, Message: msg}
@@ -317,37 +301,24 @@ func (c *Cache) Permit(logger klog.Logger, pod *v1.Pod, at time.Time, defaultTim
 	return PermitResult{Allow: true}
 }
 
-// barrierOpen reports whether g may bind what it has placed: its minimum
-// (gang.ReadyCounts) and each task's (gang.TasksReady); else what it waits
-// for. O(tasks).
-func (g *group) barrierOpen() (bool, string) {
-	if !gang.ReadyCounts(g.spec, g.counts) {
-		return false, fmt.Sprintf("waiting for the gang: %d/%d members placed", g.counts.Placed, g.spec.MinMember)
-	}
-	if ok, task := gang.TasksReady(g.spec, g.taskPlaced); !ok {
-		return false, fmt.Sprintf("waiting for the gang: task %s has %d/%d members placed", task, g.taskPlaced[task], g.spec.MinTaskMember[task])
-	}
-	return true, ""
-}
-
 // readyLocked marks g's members waiting in Permit as allowed, ends its
 // backoff and reason, and returns the members to allow and when the first
 // of them began waiting: g has its minimum placed.
-func (c *Cache) readyLocked(g *group) (allow []types.UID, firstWaiting time.Time) {
-	for uid, o := range g.members {
-		if o.state.Waiting {
-			if firstWaiting.IsZero() || o.waitingSince.Before(firstWaiting) {
-				firstWaiting = o.waitingSince
+func (c *Cache) readyLocked(g *gangbook.Group) (allow []types.UID, firstWaiting time.Time) {
+	for uid, o := range g.Members {
+		if o.State.Waiting {
+			if firstWaiting.IsZero() || o.WaitingSince.Before(firstWaiting) {
+				firstWaiting = o.WaitingSince
 			}
-			g.countLocked(o, -1, c.adm)
-			o.state.Waiting = false
-			g.countLocked(o, +1, c.adm)
+			countLocked(g, o, -1, c.adm)
+			o.State.Waiting = false
+			countLocked(g, o, +1, c.adm)
 			allow = append(allow, uid)
 		}
 	}
-	g.backoff = gang.BackoffState{}
-	g.unschedulable = ""
-	c.dirty[g.key] = struct{}{}
+	g.Backoff = gang.BackoffState{}
+	g.Unschedulable = ""
+	c.dirty[g.Key] = struct{}{}
 	return allow, firstWaiting
 }
 
@@ -367,7 +338,7 @@ func (c *Cache) allowWaiting(at time.Time, allow []types.UID, firstWaiting time.
 // Unreserve records that a member lost its node (rejected in Permit, timed out,
 // or failed to bind) and releases the gang: see Release.
 func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, defaultTimeout time.Duration) {
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return
 	}
@@ -376,26 +347,26 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	c.mu.Lock()
 	c.adm.dropExtraLocked(pod.UID)
 	if g := c.groups[key]; g != nil {
-		if m := g.members[pod.UID]; m != nil {
+		if m := g.Members[pod.UID]; m != nil {
 			// A member that a release rejected: its Unreserve is that release's
 			// echo, not a new failure. Releasing again would replace the
 			// failure's reason and reject the other siblings once more.
-			echo, m.released = m.released, false
-			if m.state.Waiting {
-				timeout := gang.PermitTimeout(g.spec, defaultTimeout)
-				if !at.Before(m.waitingSince.Add(timeout)) {
-					reason = fmt.Sprintf("timed out after %v waiting in Permit with %d/%d members placed", timeout, g.counts.Placed, g.spec.MinMember)
+			echo, m.Released = m.Released, false
+			if m.State.Waiting {
+				timeout := gang.PermitTimeout(g.Spec, defaultTimeout)
+				if !at.Before(m.WaitingSince.Add(timeout)) {
+					reason = fmt.Sprintf("timed out after %v waiting in Permit with %d/%d members placed", timeout, g.Counts.Placed, g.Spec.MinMember)
 					why = RejectPermitTimeout
 				} else {
 					reason, why = "a member was rejected while waiting in Permit", RejectPermitRejected
 				}
 			}
-			if m.confirmed {
-				g.countLocked(m, -1, c.adm)
-				m.state.Reserved = false
-				m.state.Waiting = false
-				m.reservedOn = ""
-				g.countLocked(m, +1, c.adm)
+			if m.Confirmed {
+				countLocked(g, m, -1, c.adm)
+				m.State.Reserved = false
+				m.State.Waiting = false
+				m.ReservedOn = ""
+				countLocked(g, m, +1, c.adm)
 			} else {
 				c.removeMemberLocked(key, pod.UID)
 			}
@@ -411,7 +382,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 // plan to evict was made, and releases the gang: see Release. Admission then
 // counts only free room for the gang for a while (markFreeRoomOnlyLocked).
 func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, reason string) {
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return
 	}
@@ -429,7 +400,7 @@ func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, pol
 // already has its minimum placed, every member waiting in Permit is rejected
 // and the group backs off, its members re-activated when the backoff ends.
 // Returns whether a release happened.
-func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy gang.Backoff, reason string) bool {
+func (c *Cache) Release(logger klog.Logger, key gangbook.GroupKey, at time.Time, policy gang.Backoff, reason string) bool {
 	c.mu.Lock()
 	g := c.groups[key]
 	// A gang backing off was released already and has nothing waiting; one
@@ -439,34 +410,34 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.obj == nil || g.backoff.Active(at) || c.evictions.gangPlan(key) {
+	if g == nil || g.Obj == nil || g.Backoff.Active(at) || c.evictions.gangPlan(key) {
 		c.mu.Unlock()
 		return false
 	}
-	if ready, _ := g.barrierOpen(); ready {
+	if ready, _ := g.BarrierOpen(); ready {
 		c.mu.Unlock()
 		return false
 	}
 	var waiting []types.UID
-	for uid, m := range g.members {
-		if m.state.Waiting {
-			m.released = true
+	for uid, m := range g.Members {
+		if m.State.Waiting {
+			m.Released = true
 			waiting = append(waiting, uid)
 		}
 	}
-	msg := gang.UnschedulableMessage(g.spec, g.counts, reason)
-	g.unschedulable = msg
+	msg := gang.UnschedulableMessage(g.Spec, g.Counts, reason)
+	g.Unschedulable = msg
 	c.adm.unadmitLocked(g, c.dirty)
 	c.dirty[key] = struct{}{}
 	var started bool
-	g.backoff, started = policy.Fail(g.backoff, at)
-	if started && g.backoff.Active(at) {
-		if g.backoffTimer != nil {
-			g.backoffTimer.Stop()
+	g.Backoff, started = policy.Fail(g.Backoff, at)
+	if started && g.Backoff.Active(at) {
+		if g.BackoffTimer != nil {
+			g.BackoffTimer.Stop()
 		}
-		g.backoffTimer = time.AfterFunc(g.backoff.Until.Sub(at), func() { c.endBackoff(logger, key) })
+		g.BackoffTimer = time.AfterFunc(g.Backoff.Until.Sub(at), func() { c.endBackoff(logger, key) })
 	}
-	until := g.backoff.Until // read under the lock: another release may write it
+	until := g.Backoff.Until // read under the lock: another release may write it
 	c.mu.Unlock()
 	c.rejectWaiting(waiting, msg)
 	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", until)
@@ -478,16 +449,16 @@ func (c *Cache) Release(logger klog.Logger, key GroupKey, at time.Time, policy g
 // refused a member (the gang outgrew the cluster), so that siblings that got
 // through a moment earlier do not hold nodes until their timeout.
 func (c *Cache) RejectWaiting(pod *v1.Pod, msg string) {
-	key, ok := GroupKeyOf(pod)
+	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
 	var waiting []types.UID
 	if g := c.groups[key]; g != nil {
-		for uid, m := range g.members {
-			if m.state.Waiting {
-				m.released = true
+		for uid, m := range g.Members {
+			if m.State.Waiting {
+				m.Released = true
 				waiting = append(waiting, uid)
 			}
 		}
@@ -499,14 +470,14 @@ func (c *Cache) RejectWaiting(pod *v1.Pod, msg string) {
 	c.rejectWaiting(waiting, msg)
 }
 
-func (c *Cache) endBackoff(logger klog.Logger, key GroupKey) {
+func (c *Cache) endBackoff(logger klog.Logger, key gangbook.GroupKey) {
 	c.mu.Lock()
 	g := c.groups[key]
 	var pods map[string]*v1.Pod
 	if g != nil {
-		g.backoffTimer = nil
-		if g.enqueueable {
-			pods = g.pendingPodsLocked()
+		g.BackoffTimer = nil
+		if g.Enqueueable {
+			pods = g.PendingPodsLocked()
 		}
 	}
 	c.mu.Unlock()

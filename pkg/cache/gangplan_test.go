@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 )
 
@@ -32,7 +33,7 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 	pass(c, t0)
 	wantAdmitted(t, c, admission{ok: true}, m0, m1)
 
-	group := gangUnitKey(GroupKey{Namespace: "ns", Name: "g"}).String()
+	group := gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
 	if !c.Evictions().Start([]Eviction{{Victim: victim.UID, Preemptor: m0.UID, PreemptorName: "ns/m0", Group: group,
 		Mode: reclaim.Preempt, Queue: "q", VictimQueue: "q"}}, time.Now()) {
 		t.Fatal("Start refused on an empty book")
@@ -153,7 +154,7 @@ func TestEvictionsNameGroups(t *testing.T) {
 func gangEvictions(member *v1.Pod, victims ...*v1.Pod) []Eviction {
 	evs := evictionsOf(member.UID, victims...)
 	for i := range evs {
-		evs[i].Group = gangUnitKey(GroupKey{Namespace: "ns", Name: "g"}).String()
+		evs[i].Group = gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
 	}
 	return evs
 }

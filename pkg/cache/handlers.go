@@ -13,6 +13,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -28,13 +29,6 @@ func phaseOf(pod *v1.Pod) gang.PodPhase {
 	default:
 		return gang.PodPending
 	}
-}
-
-func podPriority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
 }
 
 func asPod(obj any) *v1.Pod {
@@ -64,7 +58,7 @@ const finishSettle = 2 * time.Second
 // unfinishedPodLocked takes an unfinished pod added or updated, the member
 // side of ApplyPod: pod's GroupKeyOf is key and labelled; it returns the
 // pods to activate.
-func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key GroupKey, labelled bool) map[string]*v1.Pod {
+func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key gangbook.GroupKey, labelled bool) map[string]*v1.Pod {
 	if phaseOf(pod).Terminal() {
 		// The scheduler's informer holds no finished pod; one that shows up
 		// anyway is the finished side's to deliver.
@@ -95,7 +89,7 @@ func (c *Cache) onFinishedPod(logger klog.Logger, obj any) {
 
 // onMember records pod's state; finished says which informer delivered it.
 func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	c.mu.Lock()
 	act := c.joinLocked(pod, key, labelled, finished)
 	c.mu.Unlock()
@@ -104,13 +98,13 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 
 // joinLocked is onMember's work on pod, whose GroupKeyOf is key and
 // labelled; it returns the pods to activate.
-func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (act map[string]*v1.Pod) {
+func (c *Cache) joinLocked(pod *v1.Pod, key gangbook.GroupKey, labelled, finished bool) (act map[string]*v1.Pod) {
 	// A pod left over from an earlier object of its group's name is in no
 	// group: a member leaves it, below.
 	labelled = labelled && !leftover(c.groups[key], pod) && !implicitLeftover(&c.implicit, key, pod)
 	prevKey, known := c.memberOf[pod.UID]
 	if known {
-		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.state.Phase.Terminal() {
+		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.State.Phase.Terminal() {
 			// A late event of the unfinished side: the pod has finished.
 			return nil
 		}
@@ -122,12 +116,12 @@ func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (
 	}
 	if labelled {
 		_, prev := c.memberLocked(key, pod.UID)
-		wasBound := prev != nil && prev.state.Assigned
+		wasBound := prev != nil && prev.State.Assigned
 		g, m := c.upsertMemberLocked(key, pod)
-		m.confirmed = true
+		m.Confirmed = true
 		c.protect.owes(g, m, pod, c.membersSynced)
 		if finished {
-			delete(g.finishing, pod.UID) // it was finishing, not deleted
+			delete(g.Finishing, pod.UID) // it was finishing, not deleted
 		}
 		if !c.membersSynced.fired() {
 			// The scheduler's first list (a restart: every bound member):
@@ -139,32 +133,32 @@ func (c *Cache) joinLocked(pod *v1.Pod, key GroupKey, labelled, finished bool) (
 			return nil
 		}
 		act = c.refreshLocked(g)
-		if act == nil && (!known || prevKey != key) && g.enqueueable && !m.state.Placed() && !m.state.Phase.Terminal() {
+		if act == nil && (!known || prevKey != key) && g.Enqueueable && !m.State.Placed() && !m.State.Phase.Terminal() {
 			// The scheduling queue gets the pod from another handler of the
 			// same informer, which may have run PreEnqueue on it before this
 			// one counted it (refused: the gang lacked it, or was not yet
 			// admitted). Nothing else would move it again.
 			act = map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}
 		}
-		if act == nil && !wasBound && m.state.Assigned && c.adm.on() && g.enqueueable &&
-			g.counts.Bound == int(g.spec.MinMember) && g.counts.Pending > 0 {
+		if act == nil && !wasBound && m.State.Assigned && c.adm.on() && g.Enqueueable &&
+			g.Counts.Bound == int(g.Spec.MinMember) && g.Counts.Pending > 0 {
 			// The gang just started: the members beyond its minimum that
 			// PreFilter held back (earlyExtra) may be placed now. The
 			// scheduler's own hint for this bind may have run before this
 			// handler counted it, and then nothing else would move them.
-			act = g.pendingPodsLocked()
+			act = g.PendingPodsLocked()
 		}
 	}
 	return act
 }
 
 // memberLocked returns group key and its member uid; either may be nil.
-func (c *Cache) memberLocked(key GroupKey, uid types.UID) (*group, *member) {
+func (c *Cache) memberLocked(key gangbook.GroupKey, uid types.UID) (*gangbook.Group, *gangbook.Member) {
 	g := c.groups[key]
 	if g == nil {
 		return nil, nil
 	}
-	return g, g.members[uid]
+	return g, g.Members[uid]
 }
 
 // unfinishedPodDeleteLocked takes a delete from the scheduler's pod informer: the
@@ -180,13 +174,13 @@ func (c *Cache) unfinishedPodDeleteLocked(pod *v1.Pod) {
 		return
 	}
 	switch g, m := c.memberLocked(key, pod.UID); {
-	case m != nil && m.state.Phase.Terminal():
+	case m != nil && m.State.Phase.Terminal():
 		return
-	case m != nil && m.state.Assigned:
-		if g.finishing == nil {
-			g.finishing = map[types.UID]time.Time{}
+	case m != nil && m.State.Assigned:
+		if g.Finishing == nil {
+			g.Finishing = map[types.UID]time.Time{}
 		}
-		g.finishing[pod.UID] = time.Now().Add(finishSettle)
+		g.Finishing[pod.UID] = time.Now().Add(finishSettle)
 	}
 	c.removeMemberLocked(key, pod.UID)
 }
@@ -208,57 +202,57 @@ func (c *Cache) DeleteFinishedPod(_ klog.Logger, pod *v1.Pod) {
 // upsertMemberLocked records pod as a member of group key with the state its
 // object shows. Reserve and Permit call it too, with the scheduler's copy of the
 // pod, because the scheduler's informer may deliver a pod before ours does.
-func (c *Cache) upsertMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
+func (c *Cache) upsertMemberLocked(key gangbook.GroupKey, pod *v1.Pod) (*gangbook.Group, *gangbook.Member) {
 	g := c.groupLocked(key)
-	m := g.members[pod.UID]
+	m := g.Members[pod.UID]
 	ownerChanged := false
 	if m == nil {
-		m = &member{request: c.requests.podRequest(pod, nil), task: podTask(pod)}
-		g.members[pod.UID] = m
+		m = &gangbook.Member{Request: c.requests.podRequest(pod, nil), Task: podTask(pod)}
+		g.Members[pod.UID] = m
 		c.memberOf[pod.UID] = key
-		g.addPriority(podPriority(pod))
-		g.minRequestValid = false
+		g.AddPriority(gangbook.PodPriority(pod))
+		g.MinRequestValid = false
 		if implicitMember(pod) {
-			m.implicit = true
+			m.Implicit = true
 			// The gang by annotation may now follow another controller
 			// object (ownerChanged, below).
 			var p annotation.Problem
-			if ownerChanged, p = c.implicit.Add(g.key.named(), pod, g.obj != nil); p.Reason != "" {
+			if ownerChanged, p = c.implicit.Add(g.Key.Named(), pod, g.Obj != nil); p.Reason != "" {
 				c.notices.note(pod, p)
 			}
 		}
 	} else {
-		g.countLocked(m, -1, c.adm)
+		countLocked(g, m, -1, c.adm)
 		// Requests change in place (a resize): the gang's minimum must follow.
-		if req := c.requests.podRequest(pod, m.request); !req.Equal(m.request) {
-			m.request = req
-			g.minRequestValid = false
+		if req := c.requests.podRequest(pod, m.Request); !req.Equal(m.Request) {
+			m.Request = req
+			g.MinRequestValid = false
 		}
 	}
-	wasReachable := m.state.Reachable()
-	m.pod = pod
-	m.state.Phase = phaseOf(pod)
-	m.state.Assigned = pod.Spec.NodeName != ""
-	m.state.Unreachable = !c.reachableLocked(pod)
-	if m.state.Assigned || m.state.Phase.Terminal() {
+	wasReachable := m.State.Reachable()
+	m.Pod = pod
+	m.State.Phase = phaseOf(pod)
+	m.State.Assigned = pod.Spec.NodeName != ""
+	m.State.Unreachable = !c.reachableLocked(pod)
+	if m.State.Assigned || m.State.Phase.Terminal() {
 		// Binding confirmed (or the pod is done): no longer merely reserved.
-		m.state.Reserved = false
-		m.state.Waiting = false
-		m.reservedOn = ""
+		m.State.Reserved = false
+		m.State.Waiting = false
+		m.ReservedOn = ""
 	}
-	if m.state.Reachable() != wasReachable {
-		g.minRequestValid = false
+	if m.State.Reachable() != wasReachable {
+		g.MinRequestValid = false
 	}
-	g.countLocked(m, +1, c.adm)
-	if g.obj == nil && (g.created.IsZero() || pod.CreationTimestamp.Time.Before(g.created)) {
-		g.created = pod.CreationTimestamp.Time
+	countLocked(g, m, +1, c.adm)
+	if g.Obj == nil && (g.Created.IsZero() || pod.CreationTimestamp.Time.Before(g.Created)) {
+		g.Created = pod.CreationTimestamp.Time
 	}
 	if ownerChanged {
 		// Its old terminating members are leftovers: O(members), once
 		// per change of controller.
-		for uid, m := range g.members {
-			if m.implicit && m.pod != nil && implicitLeftover(&c.implicit, g.key, m.pod) {
-				c.removeMemberLocked(g.key, uid)
+		for uid, m := range g.Members {
+			if m.Implicit && m.Pod != nil && implicitLeftover(&c.implicit, g.Key, m.Pod) {
+				c.removeMemberLocked(g.Key, uid)
 			}
 		}
 	}
@@ -282,9 +276,9 @@ func (c *Cache) reachableLocked(pod *v1.Pod) bool {
 // still placed after Unreserve. So a member our informer delivered keeps the
 // state its object shows, and an unknown one is recorded from the copy with
 // nodeName cleared.
-func (c *Cache) cycleMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
+func (c *Cache) cycleMemberLocked(key gangbook.GroupKey, pod *v1.Pod) (*gangbook.Group, *gangbook.Member) {
 	if g := c.groups[key]; g != nil {
-		if m := g.members[pod.UID]; m != nil {
+		if m := g.Members[pod.UID]; m != nil {
 			return g, m
 		}
 	}
@@ -296,49 +290,25 @@ func (c *Cache) cycleMemberLocked(key GroupKey, pod *v1.Pod) (*group, *member) {
 	return c.upsertMemberLocked(key, pod)
 }
 
-// addPriority and removePriority keep the group's priority at its members'
-// maximum; only removing the last member at the maximum costs a scan.
-func (g *group) addPriority(p int32) {
-	switch {
-	case g.priorityCount == 0 || p > g.priority:
-		g.priority, g.priorityCount = p, 1
-	case p == g.priority:
-		g.priorityCount++
-	}
-}
-
-func (g *group) removePriority(p int32) {
-	if p != g.priority {
-		return
-	}
-	if g.priorityCount--; g.priorityCount > 0 {
-		return
-	}
-	g.priority = 0
-	for _, o := range g.members {
-		g.addPriority(podPriority(o.pod))
-	}
-}
-
-func (c *Cache) removeMemberLocked(key GroupKey, uid types.UID) {
+func (c *Cache) removeMemberLocked(key gangbook.GroupKey, uid types.UID) {
 	delete(c.memberOf, uid)
 	c.protect.forget(uid)
 	g := c.groups[key]
 	if g == nil {
 		return
 	}
-	m := g.members[uid]
+	m := g.Members[uid]
 	if m == nil {
 		return
 	}
-	g.countLocked(m, -1, c.adm)
-	delete(g.members, uid)
-	if m.implicit {
-		c.implicit.Remove(key.named())
+	countLocked(g, m, -1, c.adm)
+	delete(g.Members, uid)
+	if m.Implicit {
+		c.implicit.Remove(key.Named())
 	}
 	c.adm.forgetRefusedExtraLocked(uid)
-	g.minRequestValid = false
-	g.removePriority(podPriority(m.pod))
+	g.MinRequestValid = false
+	g.RemovePriority(gangbook.PodPriority(m.Pod))
 	c.refreshLocked(g)
 	c.dropIfEmptyLocked(g)
 }
@@ -350,48 +320,48 @@ func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) {
 		return
 	}
 	c.mu.Lock()
-	g := c.groupLocked(GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name})
+	g := c.groupLocked(gangbook.GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name})
 	if shadowedLocked(logger, g, s) {
 		c.mu.Unlock()
 		return
 	}
-	appeared := g.obj == nil
-	g.obj = s
+	appeared := g.Obj == nil
+	g.Obj = s
 	if appeared {
 		// Take the leftover pods out of g: O(members), once per PodGroup
 		// object.
-		for uid, m := range g.members {
-			if leftover(g, m.pod) {
-				c.removeMemberLocked(g.key, uid)
+		for uid, m := range g.Members {
+			if leftover(g, m.Pod) {
+				c.removeMemberLocked(g.Key, uid)
 			}
 		}
 	}
-	c.implicit.SetPodGroup(g.key.named(), true)
+	c.implicit.SetPodGroup(g.Key.Named(), true)
 	spec := s.Gang
-	resized := spec.MinMember != g.spec.MinMember || !spec.MinResources.Equal(g.spec.MinResources) ||
-		(spec.MinResources == nil) != (g.spec.MinResources == nil) || !maps.Equal(spec.MinTaskMember, g.spec.MinTaskMember)
+	resized := spec.MinMember != g.Spec.MinMember || !spec.MinResources.Equal(g.Spec.MinResources) ||
+		(spec.MinResources == nil) != (g.Spec.MinResources == nil) || !maps.Equal(spec.MinTaskMember, g.Spec.MinTaskMember)
 	if resized {
-		g.minRequestValid = false
+		g.MinRequestValid = false
 	}
-	g.spec = spec
-	g.created = s.Source.Created
+	g.Spec = spec
+	g.Created = s.Source.Created
 	act := c.refreshLocked(g)
 	var allow []types.UID
 	var firstWaiting time.Time
-	if ready, _ := g.barrierOpen(); resized && g.counts.Waiting > 0 && ready {
+	if ready, _ := g.BarrierOpen(); resized && g.Counts.Waiting > 0 && ready {
 		// minMember was lowered to what is placed already: the members
 		// waiting in Permit would otherwise wait out their timeout and the
 		// gang would back off, though nothing more is needed.
 		allow, firstWaiting = c.readyLocked(g)
 	}
-	if act == nil && (appeared || resized) && g.enqueueable && g.backoffTimer == nil {
+	if act == nil && (appeared || resized) && g.Enqueueable && g.BackoffTimer == nil {
 		// kube-scheduler does not watch PodGroups (CalderaGang registers no
 		// PodGroup event), so a gang refused as too large, or rejected
 		// while its PodGroup was missing, is retried here when a smaller
 		// minMember or minResources may now fit. Status writes change
 		// neither and activate nothing. A gang in backoff is retried when
 		// its backoff ends.
-		act = g.pendingPodsLocked()
+		act = g.PendingPodsLocked()
 	}
 	c.mu.Unlock()
 	c.allowWaiting(time.Now(), allow, firstWaiting, gangPluginName)
@@ -405,31 +375,31 @@ func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) {
 	if s == nil {
 		return
 	}
-	key := GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name}
+	key := gangbook.GroupKey{Namespace: s.Source.Namespace, Name: s.Source.Name}
 	c.mu.Lock()
 	g := c.groups[key]
 	var waiting []types.UID
-	if g != nil && (g.obj == nil || groupspec.SameObject(g.obj, s)) {
-		g.obj = nil
-		g.spec = gang.Spec{}
-		g.enqueueable = false
-		g.minRequestValid = false
+	if g != nil && (g.Obj == nil || groupspec.SameObject(g.Obj, s)) {
+		g.Obj = nil
+		g.Spec = gang.Spec{}
+		g.Enqueueable = false
+		g.MinRequestValid = false
 		// What the group went through belongs to the deleted object: a
 		// PodGroup created under the same name (members may remain, e.g.
 		// a Job's pods) starts without its backoff, first attempt, reason
 		// or last Event.
-		g.firstAttempt, g.unschedulable, g.lastEvent, g.overdueWhy = time.Time{}, "", "", ""
-		g.backoff = gang.BackoffState{}
-		if g.backoffTimer != nil {
-			g.backoffTimer.Stop()
-			g.backoffTimer = nil
+		g.FirstAttempt, g.Unschedulable, g.LastEvent, g.OverdueWhy = time.Time{}, "", "", ""
+		g.Backoff = gang.BackoffState{}
+		if g.BackoffTimer != nil {
+			g.BackoffTimer.Stop()
+			g.BackoffTimer = nil
 		}
-		for uid, m := range g.members {
-			if m.state.Waiting {
+		for uid, m := range g.Members {
+			if m.State.Waiting {
 				waiting = append(waiting, uid)
 			}
 		}
-		c.implicit.SetPodGroup(key.named(), false)
+		c.implicit.SetPodGroup(key.Named(), false)
 		c.refreshLocked(g)
 		c.dropIfEmptyLocked(g)
 	}
@@ -476,11 +446,11 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 			c.adm.kickLocked()
 		}
 		for key := range c.tooLarge {
-			if g := c.groups[key]; g != nil && g.enqueueable {
+			if g := c.groups[key]; g != nil && g.Enqueueable {
 				if act == nil {
 					act = map[string]*v1.Pod{}
 				}
-				maps.Copy(act, g.pendingPodsLocked())
+				maps.Copy(act, g.PendingPodsLocked())
 			}
 		}
 	}

@@ -44,7 +44,7 @@ func (a *admissionState) noteHoldLocked(name string, q *qapi.Queue) map[string]*
 		switch {
 		case !u.admitted || u.queue != name:
 		case u.gang != nil:
-			for k, p := range u.gang.pendingPodsLocked() {
+			for k, p := range u.gang.PendingPodsLocked() {
 				act[k] = p
 			}
 		case u.pod.Spec.NodeName == "":

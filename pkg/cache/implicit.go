@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -28,18 +29,18 @@ type podNotices struct {
 // annotation, not by a name given (the pod-group label, or Volcano's
 // group-name annotation: GroupKeyOf's order).
 func implicitMember(pod *v1.Pod) bool {
-	if pod.Labels[PodGroupLabel] != "" {
+	if pod.Labels[gangbook.PodGroupLabel] != "" {
 		return false
 	}
-	_, named := podGroupName(pod)
+	_, named := gangbook.PodGroupName(pod)
 	return !named
 }
 
 // implicitLeftover reports whether pod, terminating, is left over from a
 // deleted controller object of the name whose gang by annotation the
 // group key is, as book records it (annotation.Book.Leftover). O(1).
-func implicitLeftover(book *annotation.Book, key GroupKey, pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil && implicitMember(pod) && book.Leftover(key.named(), pod)
+func implicitLeftover(book *annotation.Book, key gangbook.GroupKey, pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil && implicitMember(pod) && book.Leftover(key.Named(), pod)
 }
 
 // PodGroupsToCreate implements status.Source: the gangs asked for by

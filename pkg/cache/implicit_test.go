@@ -13,6 +13,7 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // ownedBy makes p a pod of controller kind/name (uid "uid-"+name).
@@ -42,18 +43,18 @@ func TestGroupKeyOfImplicit(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
-		want GroupKey
+		want gangbook.GroupKey
 		ok   bool
 	}{
 		{"annotated Job pod", mkPod("ns", "p", "", ownedBy("Job", "train"), minMemberAnn("4")), key("ns", "job-train"), true},
 		{"label wins", mkPod("ns", "p", "mine", ownedBy("Job", "train"), minMemberAnn("4")), key("ns", "mine"), true},
-		{"plain Job pod", mkPod("ns", "p", "", ownedBy("Job", "train")), GroupKey{}, false},
-		{"not a number", mkPod("ns", "p", "", ownedBy("Job", "train"), minMemberAnn("two")), GroupKey{}, false},
-		{"zero", mkPod("ns", "p", "", ownedBy("Job", "train"), minMemberAnn("0")), GroupKey{}, false},
-		{"no owner", mkPod("ns", "p", "", minMemberAnn("2")), GroupKey{}, false},
-		{"owner not controller", mkPod("ns", "p", "", ownedBy("Job", "train"), notController, minMemberAnn("2")), GroupKey{}, false},
+		{"plain Job pod", mkPod("ns", "p", "", ownedBy("Job", "train")), gangbook.GroupKey{}, false},
+		{"not a number", mkPod("ns", "p", "", ownedBy("Job", "train"), minMemberAnn("two")), gangbook.GroupKey{}, false},
+		{"zero", mkPod("ns", "p", "", ownedBy("Job", "train"), minMemberAnn("0")), gangbook.GroupKey{}, false},
+		{"no owner", mkPod("ns", "p", "", minMemberAnn("2")), gangbook.GroupKey{}, false},
+		{"owner not controller", mkPod("ns", "p", "", ownedBy("Job", "train"), notController, minMemberAnn("2")), gangbook.GroupKey{}, false},
 	} {
-		got, ok := GroupKeyOf(tc.pod)
+		got, ok := gangbook.GroupKeyOf(tc.pod)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: GroupKeyOf = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
@@ -110,7 +111,7 @@ func TestImplicitPodGroupsToCreate(t *testing.T) {
 	del(c, p0)
 	del(c, p1)
 	c.mu.Lock()
-	left := c.implicit.Has(key("ns", "job-train").named())
+	left := c.implicit.Has(key("ns", "job-train").Named())
 	later = c.implicit.ToCreate(time.Now().Add(annotation.RecreateAfter))
 	c.mu.Unlock()
 	if left || len(later) != 0 {
@@ -236,7 +237,7 @@ func TestImplicitFinishedMembers(t *testing.T) {
 	}
 	wantCounts(t, c, key("ns", "job-train"), &gang.Counts{Members: 2, Bound: 2, Succeeded: 2})
 	c.mu.RLock()
-	ph := gang.PhaseOf(c.groups[key("ns", "job-train")].spec, c.groups[key("ns", "job-train")].counts)
+	ph := gang.PhaseOf(c.groups[key("ns", "job-train")].Spec, c.groups[key("ns", "job-train")].Counts)
 	c.mu.RUnlock()
 	if ph != gang.PhaseFinished {
 		t.Errorf("phase %s, want Finished", ph)
@@ -265,8 +266,8 @@ func TestImplicitPodGroupFollowsTheCurrentOwner(t *testing.T) {
 	// The old Job's pods, terminating, are not members of the new Job's
 	// gang: they would count as placed and let the new pods past the
 	// barrier one by one.
-	if g := c.groups[key("ns", "job-train")]; len(g.members) != 2 || g.members["uid-ns-new0"] == nil || g.members["uid-ns-new1"] == nil {
-		t.Errorf("members of the recreated gang: %d, want only the new Job's 2", len(g.members))
+	if g := c.groups[key("ns", "job-train")]; len(g.Members) != 2 || g.Members["uid-ns-new0"] == nil || g.Members["uid-ns-new1"] == nil {
+		t.Errorf("members of the recreated gang: %d, want only the new Job's 2", len(g.Members))
 	}
 	update(c, oldPods[0], next(oldPods[0], func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }, boundTo("n1")))
 	if _, ok := c.memberOf["uid-ns-old0"]; ok {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -26,7 +27,7 @@ func TestInflightKeepsItsBackfillRoom(t *testing.T) {
 	c.onNode(logger, mkNode("n2", "2"))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(100), runningSince(t0)))
 	train := addTrain(c)
-	trainKey := queue.GroupUnit("ns", train[0].Labels[PodGroupLabel])
+	trainKey := queue.GroupUnit("ns", train[0].Labels[gangbook.PodGroupLabel])
 	endless := single("ns", "endless", cpu("2"), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, endless)
 

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // Finished members of Volcano's and upstream's gangs are listed by an
@@ -17,10 +18,10 @@ import (
 // JoinsByName reports whether pod joins a group by Volcano's group-name
 // annotation or upstream's spec.schedulingGroup rather than by the label.
 func JoinsByName(pod *v1.Pod) bool {
-	if _, labelled := pod.Labels[PodGroupLabel]; labelled {
+	if _, labelled := pod.Labels[gangbook.PodGroupLabel]; labelled {
 		return false
 	}
-	_, ok := podGroupName(pod)
+	_, ok := gangbook.PodGroupName(pod)
 	return ok
 }
 

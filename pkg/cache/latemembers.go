@@ -3,6 +3,7 @@ package cache
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -16,19 +17,13 @@ import (
 // (awaitsMembers); and a job restarted by recreating its PodGroup leaves
 // terminating pods of the earlier object that are not members (leftover).
 
-// membersAfterAdmission reports whether g's controller creates its members
-// only once it is admitted (groupspec.Rules).
-func (g *group) membersAfterAdmission() bool {
-	return g.obj != nil && g.obj.Rules.MembersAfterAdmission
-}
-
 // promisedMembers is the member count admission sees for g: the members
 // Caldera can place, or, for a gang whose controller creates them only once
 // it is admitted, at least its minMember.
-func promisedMembers(g *group) int32 {
-	n := int32(g.counts.Reachable())
-	if g.membersAfterAdmission() && g.overdueWhy == "" && n < g.spec.MinMember {
-		return g.spec.MinMember
+func promisedMembers(g *gangbook.Group) int32 {
+	n := int32(g.Counts.Reachable())
+	if g.MembersAfterAdmission() && g.OverdueWhy == "" && n < g.Spec.MinMember {
+		return g.Spec.MinMember
 	}
 	return n
 }
@@ -38,8 +33,8 @@ func promisedMembers(g *group) int32 {
 // the pods its controller is about to create. One that started (its object
 // says so, as after a restart) and has no member left is done and reserves
 // nothing.
-func awaitsMembers(g *group) bool {
-	return g.counts.Members == 0 && g.membersAfterAdmission() && !g.obj.Started
+func awaitsMembers(g *gangbook.Group) bool {
+	return g.Counts.Members == 0 && g.MembersAfterAdmission() && !g.Obj.Started
 }
 
 // leftover reports whether pod, terminating, is left over from an earlier
@@ -50,9 +45,9 @@ func awaitsMembers(g *group) bool {
 // node room stays counted as any pod's is until it is gone. Creation times
 // are whole seconds, so a pod created in the same second as the new object
 // stays a member.
-func leftover(g *group, pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil && g != nil && g.membersAfterAdmission() &&
-		pod.CreationTimestamp.Time.Before(g.obj.Source.Created)
+func leftover(g *gangbook.Group, pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil && g != nil && g.MembersAfterAdmission() &&
+		pod.CreationTimestamp.Time.Before(g.Obj.Source.Created)
 }
 
 // noConstraints is the pod a member not yet created is placed as.
@@ -63,13 +58,13 @@ var noConstraints = &v1.Pod{}
 // Those of a gang created members-after-admission each ask for an even
 // share of minResources (rounded up), on any node without a taint: all
 // that is known of pods not yet created.
-func (pp *passPlacement) missingClass(g *group, n int) placement.Class {
-	if !g.membersAfterAdmission() {
+func (pp *passPlacement) missingClass(g *gangbook.Group, n int) placement.Class {
+	if !g.MembersAfterAdmission() {
 		return placement.Class{Request: make([]int64, pp.Free.R), Count: n, Nodes: []int32{}}
 	}
 	per := resources.List{}
-	if m := int64(g.spec.MinMember); m > 0 {
-		for k, v := range g.spec.MinResources {
+	if m := int64(g.Spec.MinMember); m > 0 {
+		for k, v := range g.Spec.MinResources {
 			per[k] = (v + m - 1) / m
 		}
 	}
@@ -90,12 +85,12 @@ func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) 
 		return nil, 0
 	}
 	g := u.gang
-	if !awaitsMembers(g) || len(g.spec.MinTaskMember) > 1 || len(g.spec.MinResources) == 0 || g.spec.MinMember < 1 {
+	if !awaitsMembers(g) || len(g.Spec.MinTaskMember) > 1 || len(g.Spec.MinResources) == 0 || g.Spec.MinMember < 1 {
 		return nil, 0
 	}
 	pp.classKey = queue.Key{}
-	pp.classes = append(pp.classes[:0], pp.missingClass(g, int(g.spec.MinMember)))
-	return pp.classes, int(g.spec.MinMember)
+	pp.classes = append(pp.classes[:0], pp.missingClass(g, int(g.Spec.MinMember)))
+	return pp.classes, int(g.Spec.MinMember)
 }
 
 // checkPodless is Check for a unit with no member to place: a gang none of

@@ -235,14 +235,14 @@ func (c *Cache) RecordGroupMetrics() {
 	if c.adm.on() {
 		// Every group with a PodGroup has a unit that knows its queue.
 		for _, u := range c.adm.units {
-			if g := u.gang; g != nil && g.obj != nil {
-				counts[[2]string{u.queue, string(gang.PhaseOf(g.spec, g.counts))}]++
+			if g := u.gang; g != nil && g.Obj != nil {
+				counts[[2]string{u.queue, string(gang.PhaseOf(g.Spec, g.Counts))}]++
 			}
 		}
 	} else {
 		for _, g := range c.groups {
-			if g.obj != nil {
-				counts[[2]string{"", string(gang.PhaseOf(g.spec, g.counts))}]++
+			if g.Obj != nil {
+				counts[[2]string{"", string(gang.PhaseOf(g.Spec, g.Counts))}]++
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -29,7 +30,7 @@ func (a *admissionState) foldQueueLocked(name string) (q, asked string) {
 // was charged to it. O(units + pods), on a Queue's creation or deletion
 // only: an administrator's action, not a scheduling event. dirty and synced
 // are as syncGangUnitLocked takes them.
-func (a *admissionState) refoldLocked(name string, dirty map[GroupKey]struct{}, synced bool) {
+func (a *admissionState) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	for _, u := range a.units {
 		if u.asked != name && u.queue != name {
 			continue
@@ -69,8 +70,8 @@ func (a *admissionState) decisionMessage(u *unit, d queue.Decision) string {
 	if d.Queue == MissingQueue && u.asked != "" {
 		d.Queue = u.asked
 	}
-	if d.Check == queue.CheckMembers && u.gang != nil && u.gang.overdueWhy != "" {
-		return u.gang.overdueWhy
+	if d.Check == queue.CheckMembers && u.gang != nil && u.gang.OverdueWhy != "" {
+		return u.gang.OverdueWhy
 	}
 	if t, ok := a.feas.reservationOf(u.key); ok && !d.Admitted {
 		return d.Message() + "; " + t.String()

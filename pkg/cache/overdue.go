@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -29,19 +30,19 @@ const overdueGrace = 30 * time.Second
 // whose promise is withdrawn, until when.
 type overdueState struct {
 	waiting   map[queue.Key]time.Time
-	withdrawn map[GroupKey]time.Time
+	withdrawn map[gangbook.GroupKey]time.Time
 }
 
 // lacksMembers reports whether g, admitted on a promise, lacks minMember
 // members Caldera can place.
-func lacksMembers(g *group) bool {
-	return g.membersAfterAdmission() && int32(g.counts.Reachable()) < g.spec.MinMember
+func lacksMembers(g *gangbook.Group) bool {
+	return g.MembersAfterAdmission() && int32(g.Counts.Reachable()) < g.Spec.MinMember
 }
 
 // track starts or stops watching u's gang g for members past its
 // admission; synced says the scheduler's pod informer has delivered its
 // first list (before that the members may simply not have arrived). O(1).
-func (o *overdueState) track(g *group, u *unit, synced bool) {
+func (o *overdueState) track(g *gangbook.Group, u *unit, synced bool) {
 	if u == nil || !u.admitted || u.started || !lacksMembers(g) || !synced {
 		if u != nil {
 			delete(o.waiting, u.key)
@@ -61,7 +62,7 @@ func (o *overdueState) track(g *group, u *unit, synced bool) {
 // in their overdueWhy) and gives back the promises withdrawn overdueGrace
 // ago (restore: to decide again). units and groups are the admission
 // units and the groups by key. O(gangs watched).
-func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[GroupKey]*group) (withdraw, restore []*group) {
+func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[gangbook.GroupKey]*gangbook.Group) (withdraw, restore []*gangbook.Group) {
 	for key, since := range o.waiting {
 		u := units[key]
 		switch {
@@ -72,25 +73,25 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[
 		case now.Sub(since) >= overdueGrace:
 			delete(o.waiting, key)
 			g := u.gang
-			g.overdueWhy = overdueReason(g)
+			g.OverdueWhy = overdueReason(g)
 			if o.withdrawn == nil {
-				o.withdrawn = map[GroupKey]time.Time{}
+				o.withdrawn = map[gangbook.GroupKey]time.Time{}
 			}
-			o.withdrawn[g.key] = now.Add(overdueGrace)
+			o.withdrawn[g.Key] = now.Add(overdueGrace)
 			withdraw = append(withdraw, g)
 		}
 	}
 	for k, until := range o.withdrawn {
 		g := groups[k]
 		switch {
-		case g == nil || g.overdueWhy == "":
+		case g == nil || g.OverdueWhy == "":
 			delete(o.withdrawn, k)
 		case now.Before(until) && lacksMembers(g):
 		default:
 			// Time is up, or the members came: the promise is given
 			// again, and the gang is decided again.
 			delete(o.withdrawn, k)
-			g.overdueWhy = ""
+			g.OverdueWhy = ""
 			restore = append(restore, g)
 		}
 	}
@@ -103,7 +104,7 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[
 // those whose withdrawn promise is given back. The caller holds the
 // cache's lock; groups are the cache's groups by key, dirty and synced as
 // syncGangUnitLocked takes them.
-func (a *admissionState) returnLapsedLocked(now time.Time, groups map[GroupKey]*group, dirty map[GroupKey]struct{}, synced bool) {
+func (a *admissionState) returnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	for _, g := range a.short.due(now, a.units) {
 		a.unadmitLocked(g, dirty)
 	}
@@ -120,15 +121,15 @@ func (a *admissionState) returnLapsedLocked(now time.Time, groups map[GroupKey]*
 // overdueReason says why g's members did not reach Caldera: the scheduler
 // its unplaceable pods name, when one names a scheduler no profile here
 // serves; else how many exist. O(members), once per withdrawal.
-func overdueReason(g *group) string {
-	for _, m := range g.members {
+func overdueReason(g *gangbook.Group) string {
+	for _, m := range g.Members {
 		// Unreachable without scheduling gates: no profile here reserves
 		// for its scheduler name (reachableLocked).
-		if m.state.Unreachable && !m.state.Phase.Terminal() && len(m.pod.Spec.SchedulingGates) == 0 {
+		if m.State.Unreachable && !m.State.Phase.Terminal() && len(m.Pod.Spec.SchedulingGates) == 0 {
 			return fmt.Sprintf("PodGroup %s was admitted, but its pods name scheduler %q, which no profile of this scheduler serves: it waits for pods Caldera can place",
-				g.key, m.pod.Spec.SchedulerName)
+				g.Key, m.Pod.Spec.SchedulerName)
 		}
 	}
 	return fmt.Sprintf("PodGroup %s was admitted, but only %d of its minMember %d pods reached this scheduler within %v: it waits for its controller to create them",
-		g.key, g.counts.Reachable(), g.spec.MinMember, overdueGrace)
+		g.Key, g.Counts.Reachable(), g.Spec.MinMember, overdueGrace)
 }

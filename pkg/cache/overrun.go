@@ -58,6 +58,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/plan"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -116,7 +117,7 @@ type overrunEviction struct {
 type overrunCandidate struct {
 	pod   *v1.Pod
 	acct  *podAcct
-	group *group
+	group *gangbook.Group
 	lim   runlimit.Limit
 	end   int64 // by the annotation, Unix seconds
 }
@@ -127,7 +128,7 @@ type overrunCandidate struct {
 // the evictions chosen are recorded in.
 type overrunInput struct {
 	adm      *admissionState
-	groups   map[GroupKey]*group
+	groups   map[gangbook.GroupKey]*gangbook.Group
 	feasible *feasibleState
 	lead     *status.Leadership
 	book     *evictionBook
@@ -277,16 +278,16 @@ func (in overrunInput) overdue(uid types.UID, node string, now int64) (cand over
 // podOf is the pod uid accounted as acct, as the cache last saw it, with
 // its gang (nil for a singleton); nil when the cache keeps no copy (a pod
 // in no unit).
-func (in overrunInput) podOf(uid types.UID, acct *podAcct) (*v1.Pod, *group) {
+func (in overrunInput) podOf(uid types.UID, acct *podAcct) (*v1.Pod, *gangbook.Group) {
 	switch {
 	case acct.unit.IsZero():
 		return nil, nil
 	case acct.unit.Kind == queue.KindGroup:
-		g := in.groups[GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}]
-		if g == nil || g.members[uid] == nil {
+		g := in.groups[gangbook.GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}]
+		if g == nil || g.Members[uid] == nil {
 			return nil, nil
 		}
-		return g.members[uid].pod, g
+		return g.Members[uid].Pod, g
 	}
 	if u := in.adm.units[acct.unit]; u != nil && u.pod != nil && u.pod.UID == uid {
 		return u.pod, nil
@@ -318,8 +319,8 @@ func (o *overrunState) start(in overrunInput, t timed, u *unit, chosen []overrun
 	since := time.Unix(from, 0).UTC().Format(time.RFC3339)
 	var reserved runtime.Object
 	var reservedBy string
-	if u.gang != nil && u.gang.obj != nil {
-		reserved, reservedBy = status.GroupRef(u.gang.obj.Source), u.gang.profileLocked()
+	if u.gang != nil && u.gang.Obj != nil {
+		reserved, reservedBy = status.GroupRef(u.gang.Obj.Source), u.gang.ProfileLocked()
 	} else if u.pod != nil {
 		reserved, reservedBy = u.pod, u.pod.Spec.SchedulerName
 	}
@@ -329,8 +330,8 @@ func (o *overrunState) start(in overrunInput, t timed, u *unit, chosen []overrun
 		msg := fmt.Sprintf("ran %ds past its run-time limit of %ds (%s %s) into the reservation of %s from %s",
 			now.Unix()-cd.end, cd.lim.Seconds, cd.lim.Source, runlimit.Annotation, t.key, since)
 		e := overrunEviction{pod: cd.pod, queue: cd.acct.queue, preemptor: pre, msg: msg, reserved: reserved, reservedBy: reservedBy}
-		if cd.group != nil && cd.group.obj != nil {
-			src := cd.group.obj.Source
+		if cd.group != nil && cd.group.Obj != nil {
+			src := cd.group.Obj.Source
 			e.victimGroup = &src
 		}
 		out = append(out, e)

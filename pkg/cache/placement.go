@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -8,17 +9,17 @@ import (
 // are active (not finished); ok is false for a pod outside any known gang.
 // O(1).
 func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	if !labelled {
 		return 0, 0, false
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[key]
-	if g == nil || g.obj == nil {
+	if g == nil || g.Obj == nil {
 		return 0, 0, false
 	}
-	return int(g.spec.MinMember), g.counts.Active, true
+	return int(g.Spec.MinMember), g.Counts.Active, true
 }
 
 // GangPlacement returns GangShape's answers for pod's gang and appends to
@@ -28,20 +29,20 @@ func (c *Cache) GangShape(pod *v1.Pod) (minMember, active int, ok bool) {
 // scheduler's snapshot has on nodes, provided every profile that places
 // them records reservations (see Provider.TrackReservations). O(gang).
 func (c *Cache) GangPlacement(pod *v1.Pod, dst []string) (minMember, active int, nodes []string, ok bool) {
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	if !labelled {
 		return 0, 0, dst, false
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.groups[key]
-	if g == nil || g.obj == nil {
+	if g == nil || g.Obj == nil {
 		return 0, 0, dst, false
 	}
-	for uid, m := range g.members {
-		if n := m.node(); n != "" && uid != pod.UID {
+	for uid, m := range g.Members {
+		if n := m.Node(); n != "" && uid != pod.UID {
 			dst = append(dst, n)
 		}
 	}
-	return int(g.spec.MinMember), g.counts.Active, dst, true
+	return int(g.Spec.MinMember), g.Counts.Active, dst, true
 }

@@ -7,6 +7,7 @@ package cache
 // side alone.
 
 import (
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -17,7 +18,7 @@ func (c *Cache) onUnfinishedPod(logger klog.Logger, obj any) {
 	if pod == nil {
 		return
 	}
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	c.mu.Lock()
 	act := c.unfinishedPodLocked(pod, key, labelled)
 	c.mu.Unlock()
@@ -54,7 +55,7 @@ func (c *Cache) accountPod(obj any, deleted bool) (act map[string]*v1.Pod) {
 	if pod == nil {
 		return nil
 	}
-	gk, labelled := GroupKeyOf(pod)
+	gk, labelled := gangbook.GroupKeyOf(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.accountPodLocked(pod, gk, labelled, deleted)

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/disruption"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -71,10 +72,10 @@ func (b *protectBook) take(limit int) []*v1.Pod {
 // protection (disruption.Owed), and forgets it otherwise; synced says
 // whether the initial list is in (fresh members are handed out first).
 // O(1).
-func (b *protectBook) owes(g *group, m *member, pod *v1.Pod, synced *onceSignal) {
+func (b *protectBook) owes(g *gangbook.Group, m *gangbook.Member, pod *v1.Pod, synced *onceSignal) {
 	owed := disruption.Owed(disruption.Member{
-		Bound: m.state.Assigned, Finished: m.state.Phase.Terminal(),
-		MinMember: g.spec.MinMember, Annotations: pod.Annotations,
+		Bound: m.State.Assigned, Finished: m.State.Phase.Terminal(),
+		MinMember: g.Spec.MinMember, Annotations: pod.Annotations,
 	})
 	if !owed {
 		b.forget(pod.UID)

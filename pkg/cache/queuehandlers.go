@@ -6,6 +6,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -30,7 +31,7 @@ func (c *Cache) SetQueue(q *qapi.Queue, deleted bool) {
 // q stopped holding placement (noteHoldLocked); took is false when q was
 // ignored, shadowed by a Caldera Queue of its name. dirty and synced are
 // as syncGangUnitLocked takes them.
-func (a *admissionState) setQueueLocked(q *qapi.Queue, deleted bool, dirty map[GroupKey]struct{}, synced bool) (act map[string]*v1.Pod, took bool) {
+func (a *admissionState) setQueueLocked(q *qapi.Queue, deleted bool, dirty map[gangbook.GroupKey]struct{}, synced bool) (act map[string]*v1.Pod, took bool) {
 	if queueShadowedLocked(a.queues[q.Name], q) {
 		return nil, false
 	}
@@ -71,7 +72,7 @@ func (a *admissionState) setQueueLocked(q *qapi.Queue, deleted bool, dirty map[G
 // without one. dirty and synced are as syncGangUnitLocked takes them.
 // O(units + the namespace's accounts) when the label changed, which is
 // rare; O(1) otherwise.
-func (a *admissionState) namespaceQueueLocked(ns, q string, dirty map[GroupKey]struct{}, synced bool) {
+func (a *admissionState) namespaceQueueLocked(ns, q string, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	if a.nsQueue[ns] == q {
 		return
 	}
@@ -92,7 +93,7 @@ func (a *admissionState) namespaceQueueLocked(ns, q string, dirty map[GroupKey]s
 	}
 	for _, u := range a.units {
 		switch {
-		case u.gang != nil && u.gang.key.Namespace == ns:
+		case u.gang != nil && u.gang.Key.Namespace == ns:
 			a.syncGangUnitLocked(u.gang, dirty, synced)
 		case u.pod != nil && u.pod.Namespace == ns:
 			q, asked := a.resolveQueueLocked("", u.pod, ns)

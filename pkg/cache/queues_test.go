@@ -25,6 +25,7 @@ import (
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -275,7 +276,7 @@ func recount(c *Cache) []string {
 		want := resources.List{}
 		// A gang that started (had minMember bound) or has no unfinished
 		// member left needs no more room.
-		if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0) {
+		if u.admitted && !u.started && (u.gang == nil || u.gang.Counts.Active > 0) {
 			for r, v := range u.request {
 				if d := v - held[k][r]; d > 0 {
 					want[r] = d
@@ -289,7 +290,7 @@ func recount(c *Cache) []string {
 		if _, pending := a.pending.Get(k); pending == u.admitted {
 			errs = append(errs, fmt.Sprintf("unit %s: admitted %v but pending %v", k, u.admitted, pending))
 		}
-		if u.gang != nil && c.groups[u.gang.key] != u.gang {
+		if u.gang != nil && c.groups[u.gang.Key] != u.gang {
 			errs = append(errs, fmt.Sprintf("unit %s: its group is not the cache's", k))
 		}
 	}
@@ -323,14 +324,14 @@ func recount(c *Cache) []string {
 		if u.gang == nil {
 			continue
 		}
-		if _, dirty := a.demand.dirty[u.gang.key]; dirty {
+		if _, dirty := a.demand.dirty[u.gang.Key]; dirty {
 			continue
 		}
 		var want resources.List
 		if u.admitted && u.started {
-			for _, m := range u.gang.members {
-				if waiting(m) {
-					want = want.Add(m.request)
+			for _, m := range u.gang.Members {
+				if gangbook.Waiting(m) {
+					want = want.Add(m.Request)
 				}
 			}
 		}
@@ -350,18 +351,18 @@ func recount(c *Cache) []string {
 	}
 	for k, g := range c.groups {
 		var want resources.List
-		for _, m := range g.members {
-			if waiting(m) {
-				want = want.Add(m.request)
+		for _, m := range g.Members {
+			if gangbook.Waiting(m) {
+				want = want.Add(m.Request)
 			}
 		}
-		if !g.pendingReq.Equal(want) {
-			errs = append(errs, fmt.Sprintf("group %s: waiting members ask %v, recount %v", k, g.pendingReq, want))
+		if !g.PendingReq.Equal(want) {
+			errs = append(errs, fmt.Sprintf("group %s: waiting members ask %v, recount %v", k, g.PendingReq, want))
 		}
 	}
 	for k, g := range c.groups {
-		if _, ok := a.units[gangUnitKey(k)]; ok != (g.obj != nil) {
-			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.obj != nil, ok))
+		if _, ok := a.units[gangUnitKey(k)]; ok != (g.Obj != nil) {
+			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.Obj != nil, ok))
 		}
 	}
 	sort.Strings(errs)
@@ -758,7 +759,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	wantAdmitted(t, c, admission{true, ""}, pods...)
 	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, others...)
 	wantUsage(t, c, "q", 0, 3)
-	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").Named() {
 		t.Errorf("writes after admission = %+v, want one admitted write for ns/g", w)
 	}
 
@@ -777,7 +778,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, pods...)
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the release")
-	if w := pendingWrites(c); len(w) != 1 || !w[0].Unadmit || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Unadmit || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").Named() {
 		t.Errorf("writes after release = %+v, want one unadmit for ns/g", w)
 	}
 
@@ -809,7 +810,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
 	wantUsage(t, c, "q", 0, 3)
-	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").named() {
+	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").Named() {
 		t.Errorf("writes after re-admission = %+v, want one admitted write for ns/g (its annotation was removed)", w)
 	}
 	wantConsistent(t, c, "after re-admission")

@@ -57,9 +57,9 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 		switch {
 		case !u.admitted:
 			n.pending++
-		case u.gang != nil && u.gang.counts.Succeeded >= int(u.min) && u.gang.counts.Running == 0:
+		case u.gang != nil && u.gang.Counts.Succeeded >= int(u.min) && u.gang.Counts.Running == 0:
 			n.completed++
-		case u.gang != nil && u.gang.counts.Running > 0:
+		case u.gang != nil && u.gang.Counts.Running > 0:
 			n.running++
 		case u.gang == nil && u.pod.Status.Phase == v1.PodRunning:
 			n.running++

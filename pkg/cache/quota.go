@@ -36,7 +36,7 @@ func (a *admissionState) quotaCheckLocked() queue.QuotaFunc {
 
 func (a *admissionState) unitNamespaceLocked(u *unit) string {
 	if u.gang != nil {
-		return u.gang.key.Namespace
+		return u.gang.Key.Namespace
 	}
 	return u.pod.Namespace
 }
@@ -47,9 +47,9 @@ func (a *admissionState) unitChargedLocked(u *unit) resources.List {
 		return convert.PodRequest(u.pod)
 	}
 	out := resources.List{}
-	for _, m := range u.gang.members {
-		if !m.state.Phase.Terminal() {
-			out.Add(m.request)
+	for _, m := range u.gang.Members {
+		if !m.State.Phase.Terminal() {
+			out.Add(m.Request)
 		}
 	}
 	return out

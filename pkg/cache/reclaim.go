@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -107,7 +108,7 @@ func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
 		ends = append(ends, ids.Len())
 		rp := reclaim.Pod{
 			Node: p.Spec.NodeName, Queue: acct.queue,
-			Priority: podPriority(p), Started: startedAt(p), Request: acct.req,
+			Priority: gangbook.PodPriority(p), Started: startedAt(p), Request: acct.req,
 		}
 		b.describe(&last, acct.unit)
 		if last.unit != nil {
@@ -140,23 +141,23 @@ func (b *reclaimInput) describe(last *groupOfPods, key queue.Key) {
 	if u := last.unit; u != nil && u.gang != nil {
 		var seen bool
 		if last.group, seen = b.groupIDs.of(u.key); !seen {
-			b.in.Groups[last.group] = reclaim.Group{MinMember: u.min, Whole: u.gang.obj != nil && u.gang.obj.Rules.DisruptAll}
+			b.in.Groups[last.group] = reclaim.Group{MinMember: u.min, Whole: u.gang.Obj != nil && u.gang.Obj.Rules.DisruptAll}
 		}
 	}
 }
 
 // preemptorUnitLocked is pod's admission unit: its gang's, or its own.
 func (a *admissionState) preemptorUnitLocked(pod *v1.Pod) *unit {
-	if key, ok := GroupKeyOf(pod); ok {
+	if key, ok := gangbook.GroupKeyOf(pod); ok {
 		return a.units[gangUnitKey(key)]
 	}
 	return a.units[podUnitKey(pod)]
 }
 
 // preemptorLocked describes pod's group, one of groups, as a preemptor.
-func (a *admissionState) preemptorLocked(groups map[GroupKey]*group, pod *v1.Pod) (reclaim.Preemptor, bool, string) {
+func (a *admissionState) preemptorLocked(groups map[gangbook.GroupKey]*gangbook.Group, pod *v1.Pod) (reclaim.Preemptor, bool, string) {
 	first := convert.PodRequest(pod)
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	if !labelled {
 		u := a.units[podUnitKey(pod)]
 		if u == nil {
@@ -166,7 +167,7 @@ func (a *admissionState) preemptorLocked(groups map[GroupKey]*group, pod *v1.Pod
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
 			q, _ := a.resolveQueueLocked("", pod, pod.Namespace)
-			return reclaim.Preemptor{Queue: q, Priority: podPriority(pod), Members: []resources.List{first}}, true, ""
+			return reclaim.Preemptor{Queue: q, Priority: gangbook.PodPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.admitted {
 			return reclaim.Preemptor{}, false, "the pod is not admitted to queue " + u.queue
@@ -188,12 +189,12 @@ func (a *admissionState) preemptorLocked(groups map[GroupKey]*group, pod *v1.Pod
 	// which count). Siblings bound, or reserved and waiting in Permit, are
 	// on their nodes in the scheduler's snapshot already: counted again as
 	// members to place, their room would be asked for twice.
-	if need := int(u.min) - g.counts.Placed - 1; need > 0 {
+	if need := int(u.min) - g.Counts.Placed - 1; need > 0 {
 		var rest []resources.List
 		var uids []types.UID
-		for uid, m := range g.members {
-			if uid != pod.UID && m.node() == "" && !m.state.Phase.Terminal() {
-				rest = append(rest, m.request)
+		for uid, m := range g.Members {
+			if uid != pod.UID && m.Node() == "" && !m.State.Phase.Terminal() {
+				rest = append(rest, m.Request)
 				uids = append(uids, uid)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
@@ -52,7 +53,7 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 	own := ownUnit(pod)
 	end := runlimit.Unbounded
 	var group map[string]string
-	if key, member := GroupKeyOf(pod); member {
+	if key, member := gangbook.GroupKeyOf(pod); member {
 		group = groupAnnotations(c.groups[key])
 	}
 	if l, _ := c.adm.limitOfPod(pod, group); l.Bounded() {
@@ -80,7 +81,7 @@ func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]NodeHold {
 // ownUnit is the admission unit pod belongs to: its gang's, or its own
 // as a singleton.
 func ownUnit(pod *v1.Pod) queue.Key {
-	if key, member := GroupKeyOf(pod); member {
+	if key, member := gangbook.GroupKeyOf(pod); member {
 		return gangUnitKey(key)
 	}
 	return podUnitKey(pod)

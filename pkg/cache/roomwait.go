@@ -3,6 +3,7 @@ package cache
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -56,8 +57,8 @@ func (a *admissionState) noteRefusalsLocked(refused []queue.Outcome) map[string]
 // unitPendingPodsLocked adds to act u's pods that wait for a node.
 func (a *admissionState) unitPendingPodsLocked(u *unit, act map[string]*v1.Pod) {
 	if u.gang != nil {
-		if u.gang.enqueueable {
-			for k, p := range u.gang.pendingPodsLocked() {
+		if u.gang.Enqueueable {
+			for k, p := range u.gang.PendingPodsLocked() {
 				act[k] = p
 			}
 		}
@@ -86,7 +87,7 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 // not admitted for another reason (PreFilterNotAdmitted, with why);
 // PreFilterOK when admission lets it through, or runs none for pod's
 // profile (CalderaGang may serve profiles CalderaEnqueue does not). O(1).
-func (a *admissionState) admissionHoldLocked(pod *v1.Pod, groups map[GroupKey]*group) (PreFilterCode, string) {
+func (a *admissionState) admissionHoldLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbook.Group) (PreFilterCode, string) {
 	if !a.on() || !a.ours(pod) {
 		return PreFilterOK, ""
 	}
@@ -120,7 +121,7 @@ func (a *admissionState) awaitingRoomLocked(u *unit) (bool, string) {
 
 // unitOfLocked returns pod's admission unit, nil without admission or
 // without one; key and member are GroupKeyOf(pod), which the caller has.
-func (a *admissionState) unitOfLocked(pod *v1.Pod, key GroupKey, member bool) *unit {
+func (a *admissionState) unitOfLocked(pod *v1.Pod, key gangbook.GroupKey, member bool) *unit {
 	if !a.on() || !a.ours(pod) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -62,7 +63,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 			t.Errorf("write for %s: AwaitingRoom %v, want %v", w.PodGroup.Name, w.AwaitingRoom, want)
 		}
 	}
-	if g := c.groups[key("ns", "wide")]; !g.firstAttempt.IsZero() {
+	if g := c.groups[key("ns", "wide")]; !g.FirstAttempt.IsZero() {
 		t.Errorf("the gang's first attempt was stamped while it waited for room: its timeout would run")
 	}
 
@@ -163,7 +164,7 @@ func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
 
 // awaitingRoom is awaitingRoomLocked for pod's unit, under the lock.
 func awaitingRoom(c *Cache, pod *v1.Pod) (bool, string) {
-	key, member := GroupKeyOf(pod)
+	key, member := gangbook.GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))

@@ -3,6 +3,7 @@ package cache
 import (
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -49,8 +50,8 @@ func (s *shortGangs) track(u *unit, synced bool) {
 // which go back to pending, and stops tracking them; the first pass to see
 // one short starts its clock. units are the admission units by key.
 // O(short gangs).
-func (s shortGangs) due(now time.Time, units map[queue.Key]*unit) []*group {
-	var out []*group
+func (s shortGangs) due(now time.Time, units map[queue.Key]*unit) []*gangbook.Group {
+	var out []*gangbook.Group
 	for key, since := range s {
 		u := units[key]
 		switch {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 func rl(pairs ...string) v1.ResourceList {
@@ -32,7 +33,7 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 		return &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "m-0", Namespace: "ns", UID: types.UID("u"), ResourceVersion: "7", Generation: 2,
-				CreationTimestamp: now, Labels: map[string]string{PodGroupLabel: "g", "queue": "q"},
+				CreationTimestamp: now, Labels: map[string]string{gangbook.PodGroupLabel: "g", "queue": "q"},
 				Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...a large document...}"},
 				OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "j", UID: "j"}},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -86,8 +87,8 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 			if got, want := convert.PodRequest(slim), convert.PodRequest(full); !equality.Semantic.DeepEqual(got, want) {
 				t.Errorf("request %v after slimming, want %v", got, want)
 			}
-			if phaseOf(slim) != phaseOf(full) || podPriority(slim) != podPriority(full) {
-				t.Errorf("phase or priority changed: %v/%d, want %v/%d", phaseOf(slim), podPriority(slim), phaseOf(full), podPriority(full))
+			if phaseOf(slim) != phaseOf(full) || gangbook.PodPriority(slim) != gangbook.PodPriority(full) {
+				t.Errorf("phase or priority changed: %v/%d, want %v/%d", phaseOf(slim), gangbook.PodPriority(slim), phaseOf(full), gangbook.PodPriority(full))
 			}
 			keep := full.DeepCopy()
 			keep.Annotations, keep.ManagedFields = nil, nil
@@ -139,7 +140,7 @@ func TestSlimJobPod(t *testing.T) {
 	}
 	a, _ := SlimJobPod(annotated)
 	ap := a.(*v1.Pod)
-	if k, ok := GroupKeyOf(ap); !ok || k != key("ns", "job-train") || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
+	if k, ok := gangbook.GroupKeyOf(ap); !ok || k != key("ns", "job-train") || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
 		t.Errorf("slimmed annotated pod: group %v %v, annotations %v, phase %s", k, ok, ap.Annotations, ap.Status.Phase)
 	}
 	p, _ := SlimJobPod(plain)

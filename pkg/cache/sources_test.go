@@ -86,22 +86,22 @@ func TestDeletedBoundMemberLeavesAtOnce(t *testing.T) {
 	}
 	c.mu.Lock()
 	g := c.groups[key("ns", "g")]
-	if d := time.Until(g.finishing[r0.UID]); d <= 0 || d > finishSettle {
+	if d := time.Until(g.Finishing[r0.UID]); d <= 0 || d > finishSettle {
 		t.Errorf("the delete holds status for %v, want within (0, %v]", d, finishSettle)
 	}
-	g.finishing[r0.UID] = time.Now().Add(-time.Millisecond) // finishSettle has passed
+	g.Finishing[r0.UID] = time.Now().Add(-time.Millisecond) // finishSettle has passed
 	c.mu.Unlock()
 	syncStatus(c)
 	if got := pgStatus(t, c); got.Running != 0 {
 		t.Errorf("status after finishSettle = %+v, want 0 running", got)
 	}
-	if g.finishing != nil {
-		t.Errorf("finishing not forgotten: %v", g.finishing)
+	if g.Finishing != nil {
+		t.Errorf("finishing not forgotten: %v", g.Finishing)
 	}
 	// An unbound member cannot be finishing: its delete holds nothing.
 	del(c, pods[1])
-	if _, ok := c.groups[key("ns", "g")]; ok && c.groups[key("ns", "g")].finishing != nil {
-		t.Errorf("an unbound member's delete held status: %v", c.groups[key("ns", "g")].finishing)
+	if _, ok := c.groups[key("ns", "g")]; ok && c.groups[key("ns", "g")].Finishing != nil {
+		t.Errorf("an unbound member's delete held status: %v", c.groups[key("ns", "g")].Finishing)
 	}
 }
 

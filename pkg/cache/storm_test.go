@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -102,15 +103,15 @@ func aggregates(c *Cache) []string {
 	defer c.mu.RUnlock()
 	var out []string
 	for k, g := range c.groups {
-		uids := slices.Sorted(maps.Keys(g.members))
+		uids := slices.Sorted(maps.Keys(g.Members))
 		var reqs []resources.List
-		for _, m := range g.members {
-			if !m.state.Phase.Terminal() {
-				reqs = append(reqs, m.request)
+		for _, m := range g.Members {
+			if !m.State.Phase.Terminal() {
+				reqs = append(reqs, m.Request)
 			}
 		}
 		out = append(out, fmt.Sprintf("group %s: podgroup=%v min=%d counts=%+v members=%v priority=%d enqueueable=%v minRequest=%s",
-			k, g.obj != nil, g.spec.MinMember, g.counts, uids, g.priority, g.enqueueable, nonZero(gang.MinRequest(g.spec, reqs))))
+			k, g.Obj != nil, g.Spec.MinMember, g.Counts, uids, g.Priority, g.Enqueueable, nonZero(gang.MinRequest(g.Spec, reqs))))
 	}
 	for uid, k := range c.memberOf {
 		out = append(out, fmt.Sprintf("memberOf %s: %s", uid, k))
@@ -380,7 +381,7 @@ func (in *podInformers) change(old, p *v1.Pod, tombstone bool) {
 		if p == nil || !phaseOf(p).Terminal() {
 			return false
 		}
-		_, labelled := GroupKeyOf(p)
+		_, labelled := gangbook.GroupKeyOf(p)
 		return labelled
 	}
 	var ev *informerEvent

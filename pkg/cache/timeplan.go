@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/plan"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -335,13 +336,13 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 	var l runlimit.Limit
 	if u.gang == nil {
 		l, _ = a.limitOfPod(u.pod, nil)
-	} else if len(u.gang.members) == 0 {
+	} else if len(u.gang.Members) == 0 {
 		l, _ = runlimit.Of(nil, groupAnnotations(u.gang))
 	} else {
-		lims := make([]runlimit.Limit, 0, len(u.gang.members))
-		for _, m := range u.gang.members {
-			if m.pod != nil && !m.state.Phase.Terminal() {
-				ml, _ := a.limitOfPod(m.pod, groupAnnotations(u.gang))
+		lims := make([]runlimit.Limit, 0, len(u.gang.Members))
+		for _, m := range u.gang.Members {
+			if m.Pod != nil && !m.State.Phase.Terminal() {
+				ml, _ := a.limitOfPod(m.Pod, groupAnnotations(u.gang))
 				lims = append(lims, ml)
 			}
 		}
@@ -518,9 +519,9 @@ func (t timed) String() string {
 }
 
 // groupAnnotations are g's PodGroup's annotations, nil without one.
-func groupAnnotations(g *group) map[string]string {
-	if g == nil || g.obj == nil {
+func groupAnnotations(g *gangbook.Group) map[string]string {
+	if g == nil || g.Obj == nil {
 		return nil
 	}
-	return g.obj.Annotations
+	return g.Obj.Annotations
 }

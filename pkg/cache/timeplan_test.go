@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
@@ -236,7 +237,7 @@ func TestInflightEndsFromAdmission(t *testing.T) {
 		if at > 10 {
 			pass(c, t0.Add(time.Duration(at)*time.Second))
 		}
-		res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", train[0].Labels[PodGroupLabel]))
+		res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", train[0].Labels[gangbook.PodGroupLabel]))
 		if !ok || res.start != t0.Unix()+100 {
 			t.Errorf("pass at t0+%d: train's reservation %+v, want from t0+100 (short, unplaced, ends by t0+95)", at, res)
 		}

@@ -92,7 +92,7 @@ func TestRecreatedPodGroupStartsFresh(t *testing.T) {
 			}
 			c.mu.RLock()
 			g := c.groups[key("ns", "g")]
-			first, backoff, reason := g.firstAttempt, g.backoff, g.unschedulable
+			first, backoff, reason := g.FirstAttempt, g.Backoff, g.Unschedulable
 			c.mu.RUnlock()
 			if !first.IsZero() || backoff.Active(t0) || reason != "" {
 				t.Errorf("recreated group kept first attempt %v, backoff %+v, reason %q", first, backoff, reason)
@@ -191,7 +191,7 @@ func TestUnreachableMembersDoNotCount(t *testing.T) {
 	if want := "waiting for members: 2/3 (2 more exist but are gated or name another scheduler)"; ok || msg != want {
 		t.Errorf("Enqueueable = %v %q, want false %q", ok, msg, want)
 	}
-	if got := c.groups[key("ns", "g")].counts.Unreachable; got != 2 {
+	if got := c.groups[key("ns", "g")].Counts.Unreachable; got != 2 {
 		t.Errorf("Unreachable = %d, want 2", got)
 	}
 	// The other scheduler binds its pod: bound members count.
@@ -208,7 +208,7 @@ func TestUnreachableMembersDoNotCount(t *testing.T) {
 		t.Errorf("MinRequest cpu = %d, want 3000 (two of ours and the bound one)", req[resources.CPU])
 	}
 	update(c, held, next(held, func(p *v1.Pod) { p.Spec.SchedulingGates = nil }))
-	if got := c.groups[key("ns", "g")].counts.Unreachable; got != 0 {
+	if got := c.groups[key("ns", "g")].Counts.Unreachable; got != 0 {
 		t.Errorf("Unreachable after ungating = %d, want 0", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -15,8 +16,8 @@ import (
 // pod (a queue.KindPod key).
 type unit struct {
 	key   queue.Key
-	gang  *group  // nil for singletons
-	pod   *v1.Pod // the singleton's pod
+	gang  *gangbook.Group // nil for singletons
+	pod   *v1.Pod         // the singleton's pod
 	queue string
 	// asked is the queue the unit's labels name when no Queue has that
 	// name (queue is then MissingQueue), else "".
@@ -114,7 +115,7 @@ func (u *unit) refusal() string {
 	return u.notice.msg
 }
 
-func gangUnitKey(k GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
+func gangUnitKey(k gangbook.GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
 
 // podUnitKey is the singleton unit of pod p, sharing its strings.
 func podUnitKey(p *v1.Pod) queue.Key { return queue.PodUnit(p.Namespace, p.Name) }
@@ -173,13 +174,13 @@ func (a *admissionState) askedQueueLocked(named string, pod *v1.Pod, ns string) 
 // spec was raised is released), synced whether the scheduler's pod
 // informer has listed the members (short.go, overdue.go): both are the
 // cache's, read under its lock.
-func (a *admissionState) syncGangUnitLocked(g *group, dirty map[GroupKey]struct{}, synced bool) {
+func (a *admissionState) syncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	if !a.on() {
 		return
 	}
-	uk := gangUnitKey(g.key)
+	uk := gangUnitKey(g.Key)
 	u := a.units[uk]
-	if g.obj == nil {
+	if g.Obj == nil {
 		if u != nil {
 			a.dropUnitLocked(u)
 		}
@@ -202,16 +203,16 @@ func (a *admissionState) syncGangUnitLocked(g *group, dirty map[GroupKey]struct{
 		}
 	}
 	var first *v1.Pod
-	for _, m := range g.members {
-		first = m.pod
+	for _, m := range g.Members {
+		first = m.Pod
 		break
 	}
-	q, asked := a.resolveQueueLocked(g.obj.Queue, first, g.key.Namespace)
+	q, asked := a.resolveQueueLocked(g.Obj.Queue, first, g.Key.Namespace)
 	u.asked = asked
 	a.moveUnitLocked(u, q)
-	u.priority, u.created = g.priority, g.created
-	u.members, u.min = promisedMembers(g), g.spec.MinMember
-	annotated := g.obj.Admitted
+	u.priority, u.created = g.Priority, g.Created
+	u.members, u.min = promisedMembers(g), g.Spec.MinMember
+	annotated := g.Obj.Admitted
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
 		u.admitted = true
@@ -224,7 +225,7 @@ func (a *admissionState) syncGangUnitLocked(g *group, dirty map[GroupKey]struct{
 	// admitted by an earlier process is installed from its annotation
 	// before the scheduler's pod informer has delivered its members, and a
 	// request frozen then would reserve nothing.
-	u.request = g.minRequestLocked()
+	u.request = g.MinRequestLocked()
 	if u.admitted && !u.started && u.raised(g) {
 		// Admission checked the smaller minimum only (capability, share,
 		// placement); kept, the larger one would be reserved unchecked,
@@ -244,29 +245,29 @@ func (a *admissionState) syncGangUnitLocked(g *group, dirty map[GroupKey]struct{
 }
 
 // noteAdmittedSpec records the spec the gang's admission was decided for.
-func (u *unit) noteAdmittedSpec(g *group) {
-	u.admittedMin, u.admittedMinRes = g.spec.MinMember, g.spec.MinResources
+func (u *unit) noteAdmittedSpec(g *gangbook.Group) {
+	u.admittedMin, u.admittedMinRes = g.Spec.MinMember, g.Spec.MinResources
 }
 
 // raised reports whether g's spec asks for more than when u was admitted:
 // a larger minMember, or minResources above the admitted ones in some
 // resource. O(resources).
-func (u *unit) raised(g *group) bool {
-	if g.spec.MinMember > u.admittedMin {
+func (u *unit) raised(g *gangbook.Group) bool {
+	if g.Spec.MinMember > u.admittedMin {
 		return true
 	}
-	return u.admittedMinRes != nil && g.spec.MinResources != nil && !g.spec.MinResources.FitsIn(u.admittedMinRes)
+	return u.admittedMinRes != nil && g.Spec.MinResources != nil && !g.Spec.MinResources.FitsIn(u.admittedMinRes)
 }
 
 // unadmitLocked returns a released gang to its queue's pending groups: an
 // admitted gang that could not be placed must not keep its queue's room
 // reserved while others wait, or two admitted gangs could block each other.
 // dirty is the cache's set of groups whose status is to be written.
-func (a *admissionState) unadmitLocked(g *group, dirty map[GroupKey]struct{}) {
+func (a *admissionState) unadmitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}) {
 	if !a.on() {
 		return
 	}
-	u := a.units[gangUnitKey(g.key)]
+	u := a.units[gangUnitKey(g.Key)]
 	// A gang that started (had minMember bound) keeps its admission when it
 	// is released, as a running Volcano job stays Inqueue: its replacement
 	// members are scheduled next to the running ones. Sent back to pending,
@@ -277,11 +278,11 @@ func (a *admissionState) unadmitLocked(g *group, dirty map[GroupKey]struct{}) {
 	}
 	u.admitted, u.started = false, false
 	u.retell() // the next admission writes its Event and annotation again
-	dirty[g.key] = struct{}{}
+	dirty[g.Key] = struct{}{}
 	a.setInflightLocked(u)
-	u.request = g.minRequestLocked()
+	u.request = g.MinRequestLocked()
 	a.setPendingLocked(u)
-	a.writes.release(u.key, g.key.named(), g.obj.Source)
+	a.writes.release(u.key, g.Key.Named(), g.Obj.Source)
 	a.kickLocked()
 }
 
@@ -341,7 +342,7 @@ func (a *admissionState) setInflightLocked(u *unit) {
 	// Once a gang has had minMember members bound it has started, as Volcano
 	// counts a running job: it reserves nothing more, so members finishing
 	// one by one do not bring its reservation back.
-	if u.gang != nil && u.admitted && u.gang.counts.Bound >= int(u.min) && u.min > 0 {
+	if u.gang != nil && u.admitted && u.gang.Counts.Bound >= int(u.min) && u.min > 0 {
 		u.started = true
 	}
 	// A started gang whose every member is gone (all evicted or deleted,
@@ -350,7 +351,7 @@ func (a *admissionState) setInflightLocked(u *unit) {
 	// to pending, where its queue's capability and share are checked anew.
 	// Kept started, it would hold its admission for good, retrying one
 	// member at a time over whatever its queue has since given others.
-	if u.started && u.gang != nil && u.gang.counts.Bound == 0 {
+	if u.started && u.gang != nil && u.gang.Counts.Bound == 0 {
 		u.started = false
 		// Not started again, it may be short of members (its minMember
 		// raised while it ran, or members deleted with the bound ones):
@@ -364,7 +365,7 @@ func (a *admissionState) setInflightLocked(u *unit) {
 	// Rewritten in place: this runs on every bind and unbind of a unit's
 	// pods, and u.inflight is only read under the lock (Dump clones it).
 	clear(u.inflight)
-	if u.admitted && !u.started && (u.gang == nil || u.gang.counts.Active > 0 || awaitsMembers(u.gang)) {
+	if u.admitted && !u.started && (u.gang == nil || u.gang.Counts.Active > 0 || awaitsMembers(u.gang)) {
 		for k, v := range u.request {
 			if d := v - u.held[k]; d > 0 {
 				if u.inflight == nil {

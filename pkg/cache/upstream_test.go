@@ -15,6 +15,7 @@ import (
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // upstream's PodGroups join the cache's per-dialect table (volcano_test.go).
@@ -52,14 +53,14 @@ func upstreamMember(ns, name, group string, opts ...podOpt) *v1.Pod {
 // holds it alone: to Caldera it is a plain pod.
 func TestUpstreamMembership(t *testing.T) {
 	pod := upstreamMember("ns", "m0", "g")
-	if key, ok := GroupKeyOf(pod); !ok || key != (GroupKey{Namespace: "ns", Name: "g"}) {
+	if key, ok := gangbook.GroupKeyOf(pod); !ok || key != (gangbook.GroupKey{Namespace: "ns", Name: "g"}) {
 		t.Errorf("GroupKeyOf = %v, %v; want ns/g", key, ok)
 	}
 	slim, err := SlimJoinedPod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key, ok := GroupKeyOf(slim.(*v1.Pod)); !ok || key.Name != "g" {
+	if key, ok := gangbook.GroupKeyOf(slim.(*v1.Pod)); !ok || key.Name != "g" {
 		t.Errorf("slimmed member: GroupKeyOf = %v, %v; want ns/g", key, ok)
 	}
 	if !JoinsByName(pod) || implicitMember(pod) {
@@ -67,7 +68,7 @@ func TestUpstreamMembership(t *testing.T) {
 	}
 
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
-	if key, ok := GroupKeyOf(pod); ok {
+	if key, ok := gangbook.GroupKeyOf(pod); ok {
 		t.Errorf("with kube-scheduler's gang scheduling on, GroupKeyOf = %v; want a plain pod", key)
 	}
 }
@@ -123,7 +124,7 @@ func BenchmarkGroupKeyOf(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				_, _ = GroupKeyOf(bc.pod)
+				_, _ = gangbook.GroupKeyOf(bc.pod)
 			}
 		})
 	}

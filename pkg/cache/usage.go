@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -175,7 +176,7 @@ func (a *admissionState) usageLocked(q string) *queueUsage {
 // DeletePod: what nodes hold, per queue and in all, and the singletons
 // waiting for admission. pod's GroupKeyOf is gk and labelled. O(1), plus
 // the units refused for a capability deficit when a bound pod leaves.
-func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted bool) (act map[string]*v1.Pod) {
+func (c *Cache) accountPodLocked(pod *v1.Pod, gk gangbook.GroupKey, labelled, deleted bool) (act map[string]*v1.Pod) {
 	a := c.adm
 	c.adm.trackNominationLocked(pod, deleted)
 	finished := pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
@@ -207,7 +208,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk GroupKey, labelled, deleted boo
 	} else {
 		oldReq = old.req
 	}
-	*acct = podAcct{req: c.requests.podRequest(pod, oldReq), bound: pod.Spec.NodeName != "", prio: podPriority(pod), node: pod.Spec.NodeName}
+	*acct = podAcct{req: c.requests.podRequest(pod, oldReq), bound: pod.Spec.NodeName != "", prio: gangbook.PodPriority(pod), node: pod.Spec.NodeName}
 	if labelled && a.ours(pod) {
 		acct.unit = gangUnitKey(gk)
 	} else if singleton {
@@ -299,7 +300,7 @@ func (a *admissionState) singletonUnitLocked(pod *v1.Pod, acct *podAcct) {
 	q, asked := a.resolveQueueLocked("", pod, pod.Namespace)
 	u.asked = asked
 	a.moveUnitLocked(u, q)
-	u.priority, u.created = podPriority(pod), pod.CreationTimestamp.Time
+	u.priority, u.created = gangbook.PodPriority(pod), pod.CreationTimestamp.Time
 	if !u.request.Equal(acct.req) {
 		// Resized: an admitted singleton reserves what it asks now.
 		u.request = acct.req

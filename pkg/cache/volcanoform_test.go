@@ -152,8 +152,8 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	}
 	// A terminating pod's late update does not bring it back.
 	podEvent(c, next(pods[0], phase(v1.PodRunning)))
-	if g := c.groups[key("ns", "job")]; g == nil || len(g.members) != 0 {
-		t.Errorf("recreated PodGroup: members %v, want none", g.members)
+	if g := c.groups[key("ns", "job")]; g == nil || len(g.Members) != 0 {
+		t.Errorf("recreated PodGroup: members %v, want none", g.Members)
 	}
 }
 

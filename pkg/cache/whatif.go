@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -53,18 +54,18 @@ func (c *Cache) AdmissionOf(pod *v1.Pod) (AdmissionView, bool) {
 }
 
 // admissionOfLocked is AdmissionOf; groups are the cache's groups by key.
-func (a *admissionState) admissionOfLocked(pod *v1.Pod, groups map[GroupKey]*group) (AdmissionView, bool) {
+func (a *admissionState) admissionOfLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbook.Group) (AdmissionView, bool) {
 	if !a.on() || !a.ours(pod) {
 		return AdmissionView{Message: "not gated by queue admission: profile " + pod.Spec.SchedulerName + " runs no CalderaEnqueue"}, true
 	}
-	key, labelled := GroupKeyOf(pod)
+	key, labelled := gangbook.GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
 		g := groups[key]
 		if g == nil {
 			return AdmissionView{}, false
 		}
-		if g.obj == nil {
+		if g.Obj == nil {
 			return AdmissionView{Unit: gangUnitKey(key).String(), Message: "waiting for its PodGroup"}, true
 		}
 		uk = gangUnitKey(key)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
@@ -11,7 +12,7 @@ import (
 // waiting PodGroup and its expected start (the
 // scheduling.caldera.dev/expected-start annotation).
 type ReservationSeed struct {
-	Group GroupKey
+	Group gangbook.GroupKey
 	Start time.Time
 }
 
@@ -36,16 +37,16 @@ const (
 // replace the reservations kept (a fresh cache keeps none). It returns why
 // each seed left out was: a group with no unit in the cache, admitted
 // there, or named twice. O(len(seeds)).
-func (c *Cache) SeedReservations(seeds []ReservationSeed) map[GroupKey]string {
+func (c *Cache) SeedReservations(seeds []ReservationSeed) map[gangbook.GroupKey]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := &c.feasible
 	f.timed = f.timed[:0]
 	f.timedBy = make(map[queue.Key]int, len(seeds))
-	var skipped map[GroupKey]string
-	skip := func(k GroupKey, why string) {
+	var skipped map[gangbook.GroupKey]string
+	skip := func(k gangbook.GroupKey, why string) {
 		if skipped == nil {
-			skipped = map[GroupKey]string{}
+			skipped = map[gangbook.GroupKey]string{}
 		}
 		skipped[k] = why
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // What-if's fresh cache, seeded with the live scheduler's reservation of
@@ -20,12 +22,12 @@ func TestSeededReservationHoldsEarlierQueues(t *testing.T) {
 		podEvent(c, endless)
 		if seeded {
 			skipped := c.SeedReservations([]ReservationSeed{
-				{Group: GroupKey{"ns", "gone"}, Start: at},
-				{Group: GroupKey{"ns", "train"}, Start: at},
-				{Group: GroupKey{"ns", "train"}, Start: at},
+				{Group: gangbook.GroupKey{Namespace: "ns", Name: "gone"}, Start: at},
+				{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: at},
+				{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: at},
 			})
-			want := map[GroupKey]string{{"ns", "gone"}: SeedNoUnit, {"ns", "train"}: SeedTwice}
-			if len(skipped) != len(want) || skipped[GroupKey{"ns", "gone"}] != SeedNoUnit {
+			want := map[gangbook.GroupKey]string{{Namespace: "ns", Name: "gone"}: SeedNoUnit, {Namespace: "ns", Name: "train"}: SeedTwice}
+			if len(skipped) != len(want) || skipped[gangbook.GroupKey{Namespace: "ns", Name: "gone"}] != SeedNoUnit {
 				t.Errorf("skipped seeds %v, want %v", skipped, want)
 			}
 		}
@@ -57,8 +59,8 @@ func TestSeedOfAdmittedGroupSkipped(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
 	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	pass(c, t0.Add(10*time.Second)) // train fits now: admitted
-	skipped := c.SeedReservations([]ReservationSeed{{Group: GroupKey{"ns", "train"}, Start: t0.Add(100 * time.Second)}})
-	if skipped[GroupKey{"ns", "train"}] != SeedAdmitted {
+	skipped := c.SeedReservations([]ReservationSeed{{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: t0.Add(100 * time.Second)}})
+	if skipped[gangbook.GroupKey{Namespace: "ns", Name: "train"}] != SeedAdmitted {
 		t.Errorf("skipped %v, want train as admitted", skipped)
 	}
 	if len(c.Reservations()) != 0 {

@@ -26,6 +26,7 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -211,13 +212,13 @@ func applyNode(logger klog.Logger, c *cache.Cache, obj any) {
 func (f *Feed) wireFinished(ctx context.Context) error {
 	labelled := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = cache.PodGroupLabel
+			o.LabelSelector = gangbook.PodGroupLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
 		informers.WithTransform(cache.SlimPod))
 	jobs := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = "!" + cache.PodGroupLabel + "," + batchv1.JobNameLabel
+			o.LabelSelector = "!" + gangbook.PodGroupLabel + "," + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
 		informers.WithTransform(cache.SlimJobPod))
@@ -250,7 +251,7 @@ func (f *Feed) wireJoinedFinished(ctx context.Context, on bool) error {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = "!" + cache.PodGroupLabel + ",!" + batchv1.JobNameLabel
+			o.LabelSelector = "!" + gangbook.PodGroupLabel + ",!" + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
 		informers.WithTransform(cache.SlimJoinedPod))

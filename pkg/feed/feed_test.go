@@ -19,6 +19,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/feed"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -103,10 +104,10 @@ func TestFeedConvergesThroughARelist(t *testing.T) {
 	g2 := pgs[1].DeepCopy()
 	g2.Name, g2.UID = "g2", "ns-pg-g2"
 	moved := pods[1].DeepCopy() // g0-p1 joins g2
-	moved.Labels[cache.PodGroupLabel] = "g2"
+	moved.Labels[gangbook.PodGroupLabel] = "g2"
 	added := pods[5].DeepCopy()
 	added.Name, added.UID = "g2-new", "ns-g2-new"
-	added.Labels[cache.PodGroupLabel] = "g2"
+	added.Labels[gangbook.PodGroupLabel] = "g2"
 	// g0-p2 is deleted; g1 loses its PodGroup but keeps its pods.
 	finalPGs := []*v1alpha1.PodGroup{g0, g2}
 	finalPods := []*v1.Pod{pods[0], moved, pods[3], pods[4], pods[5], added}

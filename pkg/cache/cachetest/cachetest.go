@@ -36,6 +36,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -233,7 +234,7 @@ func (f *Feeder) relistUnfinished(pods []*v1.Pod) {
 func (f *Feeder) relistFinished(pods []*v1.Pod) {
 	for i, transform := range []func(any) (any, error){cache.SlimPod, cache.SlimJobPod} {
 		relist(f.finished[i], pods, func(p *v1.Pod) (*v1.Pod, bool) {
-			_, labelled := p.Labels[cache.PodGroupLabel]
+			_, labelled := p.Labels[gangbook.PodGroupLabel]
 			_, job := p.Labels[batchv1.JobNameLabel]
 			switch p.Status.Phase {
 			case v1.PodPending, v1.PodRunning, v1.PodUnknown:
@@ -331,7 +332,7 @@ func Gangs(ns string, groups, size int) ([]*v1alpha1.PodGroup, []*v1.Pod) {
 			pods = append(pods, &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: ns, Name: pname, UID: types.UID(ns + "-" + pname), CreationTimestamp: created,
-					Labels: map[string]string{cache.PodGroupLabel: name},
+					Labels: map[string]string{gangbook.PodGroupLabel: name},
 				},
 				Spec: v1.PodSpec{Containers: []v1.Container{{
 					Name:      "c",
@@ -345,11 +346,11 @@ func Gangs(ns string, groups, size int) ([]*v1alpha1.PodGroup, []*v1.Pod) {
 }
 
 func validate(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) error {
-	size := map[cache.GroupKey]int32{}
+	size := map[gangbook.GroupKey]int32{}
 	for _, p := range pods {
-		k, ok := cache.GroupKeyOf(p)
+		k, ok := gangbook.GroupKeyOf(p)
 		if !ok {
-			return fmt.Errorf("pod %s/%s has no %s label", p.Namespace, p.Name, cache.PodGroupLabel)
+			return fmt.Errorf("pod %s/%s has no %s label", p.Namespace, p.Name, gangbook.PodGroupLabel)
 		}
 		if p.Spec.NodeName != "" || (p.Status.Phase != "" && p.Status.Phase != v1.PodPending) {
 			return fmt.Errorf("pod %s/%s is not pending and unbound", p.Namespace, p.Name)
@@ -357,7 +358,7 @@ func validate(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) error {
 		size[k]++
 	}
 	for _, pg := range pgs {
-		k := cache.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
+		k := gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 		if pg.Spec.MinMember != size[k] {
 			return fmt.Errorf("PodGroup %s: minMember %d, but %d pods", k, pg.Spec.MinMember, size[k])
 		}

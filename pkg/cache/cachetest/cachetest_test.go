@@ -15,6 +15,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 func TestNewForTest(t *testing.T) {
@@ -25,12 +26,12 @@ func TestNewForTest(t *testing.T) {
 		if member, ok, msg := c.Enqueueable(p); !member || !ok {
 			t.Errorf("Enqueueable(%s) = (%v, %v, %q), want an enqueueable member", p.Name, member, ok, msg)
 		}
-		want.Name = p.Labels[cache.PodGroupLabel]
+		want.Name = p.Labels[gangbook.PodGroupLabel]
 		if got := c.SortInfo(p); !got.Created.Equal(want.Created) || got.Namespace != want.Namespace || got.Name != want.Name || got.Priority != 0 {
 			t.Errorf("SortInfo(%s) = %+v, want %+v", p.Name, got, want)
 		}
 	}
-	if req, ok := c.MinRequest(cache.GroupKey{Namespace: "ns", Name: "g1"}); !ok || req["cpu"] != 400 {
+	if req, ok := c.MinRequest(gangbook.GroupKey{Namespace: "ns", Name: "g1"}); !ok || req["cpu"] != 400 {
 		t.Errorf("MinRequest(ns/g1) = %v, %v; want 400m cpu from the four members", req, ok)
 	}
 }
@@ -77,7 +78,7 @@ func TestGetStartsNothingUntilStart(t *testing.T) {
 
 func TestNewForTestEmpty(t *testing.T) {
 	c := cachetest.NewForTest(t, nil, nil)
-	if _, ok := c.MinRequest(cache.GroupKey{Namespace: "ns", Name: "g0"}); ok {
+	if _, ok := c.MinRequest(gangbook.GroupKey{Namespace: "ns", Name: "g0"}); ok {
 		t.Errorf("empty cache knows group ns/g0")
 	}
 }
@@ -95,10 +96,10 @@ func TestRelistConverges(t *testing.T) {
 	g2 := pgs[1].DeepCopy()
 	g2.Name, g2.UID = "g2", "ns-pg-g2"
 	moved := pods[1].DeepCopy() // g0-p1 joins g2
-	moved.Labels[cache.PodGroupLabel] = "g2"
+	moved.Labels[gangbook.PodGroupLabel] = "g2"
 	added := pods[5].DeepCopy()
 	added.Name, added.UID = "g2-new", "ns-g2-new"
-	added.Labels[cache.PodGroupLabel] = "g2"
+	added.Labels[gangbook.PodGroupLabel] = "g2"
 	done := pods[4].DeepCopy() // g1-p1 succeeded
 	done.Status.Phase = v1.PodSucceeded
 	// g0-p2 is deleted; g1 loses its PodGroup but keeps its pods.

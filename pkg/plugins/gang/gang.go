@@ -16,6 +16,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	policy "github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 )
 
@@ -211,7 +212,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for room in the cluster")
 	}
 	d, deficit := readDeficit(state)
-	if _, ok := cache.GroupKeyOf(pod); !ok {
+	if _, ok := gangbook.GroupKeyOf(pod); !ok {
 		// Admitted over capability, or on room only evictions free, and
 		// CalderaReclaim made no plan: the pod goes back to its queue's
 		// pending units, like a released gang.
@@ -361,11 +362,11 @@ func sameGroupPod(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingH
 	if err != nil {
 		return fwk.Queue, err
 	}
-	want, ok := cache.GroupKeyOf(pod)
+	want, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return fwk.QueueSkip, nil
 	}
-	if got, ok := cache.GroupKeyOf(added); ok && got == want {
+	if got, ok := gangbook.GroupKeyOf(added); ok && got == want {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // BenchmarkPreEnqueue runs the plugin's PreEnqueue with the cache holding 1k
@@ -21,7 +21,7 @@ func BenchmarkPreEnqueue(b *testing.B) {
 		pgs, pods := cachetest.Gangs("ns", n/10, 10)
 		c := cachetest.NewForTest(b, pgs, pods)
 		g := &Gang{cache: c, plans: c.Evictions()}
-		unknown := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", Labels: map[string]string{cache.PodGroupLabel: "unknown"}}}
+		unknown := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", Labels: map[string]string{gangbook.PodGroupLabel: "unknown"}}}
 		solo := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}}
 		for _, tc := range []struct {
 			name string
@@ -50,7 +50,7 @@ func BenchmarkPreEnqueue(b *testing.B) {
 func TestSignPod(t *testing.T) {
 	g := &Gang{}
 	for _, pod := range []*v1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "member", Labels: map[string]string{cache.PodGroupLabel: "pg"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "member", Labels: map[string]string{gangbook.PodGroupLabel: "pg"}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "solo"}},
 	} {
 		fragments, st := g.SignPod(context.Background(), pod)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	policy "github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // fakeGroups answers the plugin's questions from its fields and records what
@@ -82,7 +83,7 @@ func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snaps
 func member(name, group string) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}}
 	if group != "" {
-		p.Labels = map[string]string{cache.PodGroupLabel: group}
+		p.Labels = map[string]string{gangbook.PodGroupLabel: group}
 	}
 	return p
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	policy "github.com/caldera-sched/caldera/pkg/placement"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -97,7 +98,7 @@ func (s *state) Clone() fwk.StateData { return s }
 // which a signature of the pod cannot capture, so members refuse to be signed
 // and are scored every cycle.
 func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if _, member := cache.GroupKeyOf(pod); member {
+	if _, member := gangbook.GroupKeyOf(pod); member {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member's placement score depends on its siblings' nodes")
 	}
 	return nil, nil
@@ -112,7 +113,7 @@ func (pl *Placement) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment
 // report reservations (so the cache misses assumed siblings) are the
 // snapshot's pods scanned, O(nodes + pods).
 func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	group, ok := cache.GroupKeyOf(pod)
+	group, ok := gangbook.GroupKeyOf(pod)
 	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -138,7 +139,7 @@ func (pl *Placement) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 		}
 		for _, ni := range all {
 			for _, pi := range ni.GetPods() {
-				if k, ok := cache.GroupKeyOf(pi.GetPod()); ok && k == group {
+				if k, ok := gangbook.GroupKeyOf(pi.GetPod()); ok && k == group {
 					siblings[ni.Node().Name]++
 				}
 			}

@@ -17,9 +17,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/gang"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	policy "github.com/caldera-sched/caldera/pkg/placement"
 )
 
@@ -69,7 +69,7 @@ func mkMember(ns, name, group, node string) *v1.Pod {
 		p.Status.Phase = v1.PodRunning
 	}
 	if group != "" {
-		p.Labels = map[string]string{cache.PodGroupLabel: group}
+		p.Labels = map[string]string{gangbook.PodGroupLabel: group}
 	}
 	return p
 }
@@ -313,7 +313,7 @@ func TestScoreMatchesSummaryOfAllNodes(t *testing.T) {
 			n := buf.node(ni, keys, []string{"cpu"})
 			n = policy.Node{Domains: slices.Clone(n.Domains), Allocatable: slices.Clone(n.Allocatable), Free: slices.Clone(n.Free)}
 			for _, pi := range ni.GetPods() {
-				if pi.GetPod().Labels[cache.PodGroupLabel] == "g" {
+				if pi.GetPod().Labels[gangbook.PodGroupLabel] == "g" {
 					n.Siblings++
 				}
 			}

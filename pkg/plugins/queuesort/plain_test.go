@@ -17,6 +17,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // defaultProfile is the plain profile of these tests.
@@ -57,9 +58,9 @@ func TestLessPlainIsPrioritySort(t *testing.T) {
 		var labels map[string]string
 		switch rng.IntN(4) {
 		case 1:
-			labels = map[string]string{cache.PodGroupLabel: "g0"} // a group the cache holds
+			labels = map[string]string{gangbook.PodGroupLabel: "g0"} // a group the cache holds
 		case 2:
-			labels = map[string]string{cache.PodGroupLabel: "unseen", qapi.QueueLabel: "team"}
+			labels = map[string]string{gangbook.PodGroupLabel: "unseen", qapi.QueueLabel: "team"}
 		case 3:
 			labels = map[string]string{qapi.QueueLabel: "team"}
 		}
@@ -171,7 +172,7 @@ func TestLessPlainDoesNotAllocate(t *testing.T) {
 	q := &QueueSort{cache: c}
 	member := queued(t, pods[0])
 	a := queuedAt(t, plainPod("a", ptr(1), t0, nil), t0)
-	b := queuedAt(t, plainPod("b", nil, t0, map[string]string{cache.PodGroupLabel: "g1"}), t0.Add(time.Second))
+	b := queuedAt(t, plainPod("b", nil, t0, map[string]string{gangbook.PodGroupLabel: "g1"}), t0.Add(time.Second))
 	// A plain pod that asks for a gang by annotation, as a Job's would:
 	// naming its implicit PodGroup allocates, and a plain pod never needs it.
 	asks := plainPod("c", nil, t0, nil)

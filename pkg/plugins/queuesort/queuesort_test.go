@@ -13,8 +13,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -35,7 +35,7 @@ func pod(ns, name, group string, prio int32, created time.Time) *v1.Pod {
 		Status:     v1.PodStatus{Phase: v1.PodPending},
 	}
 	if group != "" {
-		p.Labels = map[string]string{cache.PodGroupLabel: group}
+		p.Labels = map[string]string{gangbook.PodGroupLabel: group}
 	}
 	return p
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // The priorities of the system priority classes, as the apiserver creates
@@ -146,7 +147,7 @@ func TestLessSystemGangWhole(t *testing.T) {
 		return &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: "ns", Name: name, UID: types.UID("ns-" + name), CreationTimestamp: metav1.NewTime(t0),
-				Labels: map[string]string{cache.PodGroupLabel: "sys"},
+				Labels: map[string]string{gangbook.PodGroupLabel: "sys"},
 			},
 			Spec:   v1.PodSpec{SchedulerName: "caldera-scheduler", Priority: &prio, Containers: []v1.Container{{Name: "c"}}},
 			Status: v1.PodStatus{Phase: v1.PodPending},

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -111,7 +112,7 @@ func podOn(name, nodeName, cpu string, opts ...func(*v1.Pod)) *v1.Pod {
 
 func prio(n int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = ptr.To(n) } }
 func inGroup(g string) func(*v1.Pod) {
-	return func(p *v1.Pod) { p.Labels = map[string]string{cache.PodGroupLabel: g} }
+	return func(p *v1.Pod) { p.Labels = map[string]string{gangbook.PodGroupLabel: g} }
 }
 func nominatedTo(n string) func(*v1.Pod) { return func(p *v1.Pod) { p.Status.NominatedNodeName = n } }
 func labelled(k, v string) func(*v1.Pod) {

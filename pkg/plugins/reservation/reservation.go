@@ -22,6 +22,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
@@ -177,7 +178,7 @@ func (pl *Reservation) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragme
 	// is the same for every pod of the group, which Group() separates.
 	l, _ := runlimit.Of(pod, nil)
 	out := []fwk.SignFragment{{Key: Name + ".RunLimit()", Value: l.Hold()}}
-	if key, member := cache.GroupKeyOf(pod); member {
+	if key, member := gangbook.GroupKeyOf(pod); member {
 		out = append(out, fwk.SignFragment{Key: Name + ".Group()", Value: key.String()})
 	}
 	return out, nil

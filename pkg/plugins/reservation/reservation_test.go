@@ -19,6 +19,7 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
@@ -61,7 +62,7 @@ func limit(seconds int) podOpt {
 }
 
 func inGroup(group string) podOpt {
-	return func(p *v1.Pod) { p.Labels = map[string]string{cache.PodGroupLabel: group} }
+	return func(p *v1.Pod) { p.Labels = map[string]string{gangbook.PodGroupLabel: group} }
 }
 
 func node(name, cpu, mem string) *v1.Node {

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
@@ -142,7 +142,7 @@ func newSnapshot(nodes []*v1.Node, names map[string]bool, pods []*v1.Pod, pgs []
 		// The scheduler's own rule (label, Volcano annotation, gang
 		// annotation); a singleton is its own group, by the generator's name.
 		g := p.Labels[groupLabel]
-		key, inGroup := cache.GroupKeyOf(p)
+		key, inGroup := gangbook.GroupKeyOf(p)
 		if inGroup {
 			g = key.Name
 		}

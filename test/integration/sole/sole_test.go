@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -227,7 +227,7 @@ func settled(pods []v1.Pod, gangs []gangSpec, nodes []*v1.Node, all []v1.Pod) (b
 	var pendingDefault *v1.Pod
 	for i := range pods {
 		p := &pods[i]
-		group := p.Labels[cache.PodGroupLabel]
+		group := p.Labels[gangbook.PodGroupLabel]
 		if p.Spec.NodeName != "" {
 			if group != "" {
 				bound[group]++
