@@ -124,6 +124,9 @@ type admissionState struct {
 	overdue overdueState
 	// short holds the admitted gangs short of members (short.go).
 	short shortGangs
+	// observeWait, when set, is told how long each unit waited for its
+	// first admission (the cache's metric).
+	observeWait func(queue string, wait time.Duration)
 }
 
 func (a *admissionState) on() bool { return a != nil }
@@ -140,8 +143,9 @@ func (c *Cache) ChecksResourceQuota() bool {
 }
 
 // newAdmissionState returns an empty admission state for profiles, without
-// informers or goroutines.
-func newAdmissionState(opts AdmissionOptions, profiles ...string) *admissionState {
+// informers or goroutines; observeWait is told each unit's wait for its
+// first admission.
+func newAdmissionState(opts AdmissionOptions, observeWait func(queue string, wait time.Duration), profiles ...string) *admissionState {
 	ours := make(map[string]bool, len(profiles))
 	for _, p := range profiles {
 		ours[p] = true
@@ -163,6 +167,8 @@ func newAdmissionState(opts AdmissionOptions, profiles ...string) *admissionStat
 		outside:  resources.List{},
 		sorting:  map[string]queueSort{},
 		kick:     make(chan struct{}, 1),
+
+		observeWait: observeWait,
 	}
 }
 
@@ -173,6 +179,21 @@ func (a *admissionState) attachLocked(feas *feasibleState, groups map[gangbook.G
 	a.feas = feas
 	for _, g := range groups {
 		a.syncGangUnitLocked(g, dirty, synced)
+	}
+}
+
+// observeAdmissionLocked tells observeWait of a unit's first admission.
+func (a *admissionState) observeAdmissionLocked(u *unit, now time.Time) {
+	if u.waitObserved {
+		return
+	}
+	u.waitObserved = true
+	wait := now.Sub(u.created)
+	if u.created.IsZero() || wait < 0 {
+		wait = 0
+	}
+	if a.observeWait != nil {
+		a.observeWait(u.queue, wait)
 	}
 }
 
@@ -344,7 +365,7 @@ func (a *admissionState) admitLocked(u *unit, d queue.Decision, now time.Time, a
 	if u.gang != nil {
 		u.noteAdmittedSpec(u.gang)
 	}
-	observeAdmissionLocked(u, now)
+	a.observeAdmissionLocked(u, now)
 	a.setInflightLocked(u)
 	if u.gang != nil {
 		dirty[u.gang.Key] = struct{}{}

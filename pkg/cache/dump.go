@@ -111,7 +111,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		d.Options = &opts
 		d.Cluster.Used = a.used.Clone()
 		d.Cluster.Outside = a.outside.Clone()
-		d.Queues = a.queueDumps()
+		d.Queues = queueDumps(a)
 	}
 	for key, g := range c.groups {
 		d.Groups = append(d.Groups, dumpGroup(g, key, c.adm, now))
@@ -125,7 +125,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 // queueDumps dumps every queue: its spec, what it and its descendants
 // hold, what it reserves, its pending units and share. The caller holds
 // the cache's lock. O(queues x depth + units).
-func (a *admissionState) queueDumps() []QueueDump {
+func queueDumps(a *admissionState) []QueueDump {
 	alloc := make(map[string]resources.List, len(a.usage))
 	for name, u := range a.usage {
 		alloc[name] = alloc[name].Add(u.allocated)

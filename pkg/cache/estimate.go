@@ -154,10 +154,10 @@ func (a *admissionState) learnRunLocked(pod *v1.Pod, old *podAcct, now time.Time
 // after the reservations are kept. O(releases + estimated rooms log
 // estimated rooms + heads x the plan's search).
 func (pp *passPlacement) estimateStarts() {
-	e := &pp.c.adm.est
+	e := &pp.adm.est
 	heads := pp.tp.unheld[:0]
 	for _, k := range pp.tp.unheld {
-		if u := pp.c.adm.units[k]; u != nil && !u.admitted {
+		if u := pp.adm.units[k]; u != nil && !u.admitted {
 			heads = append(heads, k)
 		}
 	}
@@ -189,7 +189,7 @@ func (pp *passPlacement) estimateStarts() {
 		return
 	}
 	p := plan.New(pp.estimatedTimeline(), now, maxReservations)
-	for _, t := range pp.c.feasible.timed {
+	for _, t := range pp.feas.timed {
 		pp.reserveOn(p, t.key) // the reservations made on declared limits go first
 	}
 	for _, k := range heads {
@@ -229,8 +229,8 @@ func steady(old, start, now int64) int64 {
 // room now is the pass's working room, the starving heads' nodes held
 // out.
 func (pp *passPlacement) estimatedTimeline() *plan.Timeline {
-	a := pp.c.adm
-	tl := pp.c.feasible.releases.timeline(pp, a.ends)
+	a := pp.adm
+	tl := pp.feas.releases.timeline(pp, a.ends)
 	r := pp.Free.R
 	free := slices.Clone(pp.Free.Free)
 	for i, b := range pp.Free.Blocked {

@@ -42,13 +42,21 @@ type extraDemand struct {
 // g's demand changed. Callers take a member out before they change it and
 // add it back after.
 func countLocked(g *gangbook.Group, m *gangbook.Member, delta int, a *admissionState) {
-	if !g.Count(m, delta) || !a.on() {
+	if g.Count(m, delta) {
+		a.demandChangedLocked(g.Key)
+	}
+}
+
+// demandChangedLocked notes that the waiting demand of the gang of key
+// changed, for the next pass to sync; nothing with admission off.
+func (a *admissionState) demandChangedLocked(key gangbook.GroupKey) {
+	if !a.on() {
 		return
 	}
 	if a.demand.dirty == nil {
 		a.demand.dirty = map[gangbook.GroupKey]struct{}{}
 	}
-	a.demand.dirty[g.Key] = struct{}{}
+	a.demand.dirty[key] = struct{}{}
 }
 
 // syncExtraDemandLocked brings the unit's part of its queue's extra demand

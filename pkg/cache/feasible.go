@@ -24,9 +24,13 @@ type passPlacement struct {
 	// Pass is the nodes' free room laid out for the pass (Free is the
 	// working room placements take from and give back to).
 	noderoom.Pass
-	c      *Cache
-	gen    uint64
-	placer placement.Placer
+	// adm and feas are the admission side and the per-node room the pass
+	// reads; reclaim says whether CalderaReclaim may take room back.
+	adm     *admissionState
+	feas    *feasibleState
+	reclaim bool
+	gen     uint64
+	placer  placement.Placer
 
 	// reservedBy names, per node, the group the node is reserved for.
 	reservedBy []queue.Key
@@ -65,7 +69,7 @@ type passPlacement struct {
 func (c *Cache) placementLocked(now time.Time) *passPlacement {
 	f := &c.feasible
 	pp := &f.pass
-	pp.c = c
+	pp.adm, pp.feas, pp.reclaim = c.adm, f, c.reclaim
 	pp.gen++
 	pp.Prepare(&f.rooms, c.total)
 	pp.resetTime(now)
@@ -218,7 +222,7 @@ func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
 	}
 	pp.classKey = key
 	pp.classes = pp.classes[:0]
-	u := pp.c.adm.units[key]
+	u := pp.adm.units[key]
 	switch {
 	case u == nil:
 	case u.gang == nil:
@@ -277,10 +281,10 @@ func mapID(l resources.List) uintptr { return reflect.ValueOf(l).Pointer() }
 
 // memoOf returns u's remembered classes when still valid.
 func (pp *passPlacement) memoOf(u *unit) *classMemo {
-	m := pp.c.feasible.memos[u.key]
+	m := pp.feas.memos[u.key]
 	g := u.gang
 	if m == nil || m.counts != g.Counts || mapID(m.minReq) != mapID(g.MinRequest) || !g.MinRequestValid ||
-		m.min != g.Spec.MinMember || m.rgen != pp.ResourceGen || pp.c.feasible.rooms.Tainted() {
+		m.min != g.Spec.MinMember || m.rgen != pp.ResourceGen || pp.feas.rooms.Tainted() {
 		return nil
 	}
 	return m
@@ -288,7 +292,7 @@ func (pp *passPlacement) memoOf(u *unit) *classMemo {
 
 // remember keeps u's classes for later passes when they may use every node.
 func (pp *passPlacement) remember(u *unit, classes []placement.Class) {
-	f := &pp.c.feasible
+	f := pp.feas
 	g := u.gang
 	if f.rooms.Tainted() || !g.MinRequestValid {
 		return
@@ -325,7 +329,7 @@ func countOf(cl []placement.Class) int {
 // Check implements queue.Placement. A group that fits the free room now
 // is refused (fit 0) when starting it would delay a reservation (Delayed).
 func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
-	if plan == queue.PlanNone && !pp.tp.built && len(pp.c.feasible.timed) > 0 {
+	if plan == queue.PlanNone && !pp.tp.built && len(pp.feas.timed) > 0 {
 		pp.buildPlan() // before the classes: it uses their scratch
 	}
 	// A group whose members fit the free room now, refused only for

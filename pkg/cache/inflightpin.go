@@ -44,7 +44,7 @@ func (pp *passPlacement) admittedSteps(g queue.Group, classes []placement.Class)
 
 // pin records steps as key's pins. O(steps).
 func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
-	f := &pp.c.feasible
+	f := pp.feas
 	if len(steps) == 0 {
 		delete(f.pins, key)
 		return
@@ -73,7 +73,7 @@ func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []p
 // appended to dst. A pin is used once, and only where its member's request
 // matches and still fits. O(classes x pins).
 func (pp *passPlacement) placePinned(dst []placement.Step, key queue.Key, classes []placement.Class) []placement.Step {
-	p := pp.c.feasible.pins[key]
+	p := pp.feas.pins[key]
 	if p == nil || !slices.Equal(p.resources, pp.Resources) {
 		return dst
 	}

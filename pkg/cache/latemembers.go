@@ -80,7 +80,7 @@ func (pp *passPlacement) missingClass(g *gangbook.Group, n int) placement.Class 
 // The classes are the pass's scratch, not unitClasses' memo: admission
 // keeps judging the gang by its sums.
 func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
-	u := pp.c.adm.units[key]
+	u := pp.adm.units[key]
 	if u == nil || u.gang == nil {
 		return nil, 0
 	}

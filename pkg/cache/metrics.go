@@ -265,17 +265,10 @@ func (c *Cache) RecordGroupMetrics() {
 	m.groups = seen
 }
 
-// observeAdmissionLocked records a unit's first admission. Callers hold c.mu.
-func observeAdmissionLocked(u *unit, now time.Time) {
-	if u.waitObserved {
-		return
-	}
-	u.waitObserved = true
-	wait := now.Sub(u.created)
-	if u.created.IsZero() || wait < 0 {
-		wait = 0
-	}
-	admissionWait.WithLabelValues(u.queue).Observe(wait.Seconds())
+// observeAdmissionWait records how long a unit of queue waited for its
+// first admission: admission's observeWait.
+func observeAdmissionWait(queue string, wait time.Duration) {
+	admissionWait.WithLabelValues(queue).Observe(wait.Seconds())
 }
 
 // observePermitWait records how long a gang waited in Permit.

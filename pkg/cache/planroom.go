@@ -59,7 +59,6 @@ type draw struct {
 // cannot be split), which CalderaReclaim's exact plan settles: a gang it
 // cannot make room for is released and backs off.
 func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
-	c := pp.c
 	r := pp.Free.R
 	pp.planFree = slices.Grow(pp.planFree[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
 	copy(pp.planFree, pp.Free.Free)
@@ -89,7 +88,7 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 		// but nodes only know what the queue holds, at every priority,
 		// so every node counts what the queue holds there, up to the
 		// total preemption can free.
-		pre := c.adm.preemptibleLocked(g.Queue, g.Priority)
+		pre := pp.adm.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.Nodes {
 			held := nr.ByQueue[g.Queue]
 			for j, k := range pp.Resources {
@@ -114,7 +113,7 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 // finds the reserved room refused by the Filter, and is released.
 // O(reservations^2 x their nodes), in plan checks only.
 func (pp *passPlacement) keepReserved(g queue.Group) {
-	f := &pp.c.feasible
+	f := pp.feas
 	if len(f.timed) == 0 {
 		return
 	}
@@ -150,8 +149,7 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 		return rp
 	}
 	rp.ready = true
-	c := pp.c
-	a := c.adm
+	a := pp.adm
 	r := pp.Free.R
 	rp.victims, rp.budget = rp.victims[:0], rp.budget[:0]
 	rp.drawnAt = slices.Grow(rp.drawnAt[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
@@ -160,7 +158,7 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 		rp.drawn = map[drawKey]int64{}
 	}
 	clear(rp.drawn)
-	if !c.reclaim || a.shares == nil {
+	if !pp.reclaim || a.shares == nil {
 		return rp
 	}
 	for name, us := range a.usage {

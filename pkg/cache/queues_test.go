@@ -60,7 +60,7 @@ func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
 		opts.DefaultQueue = qapi.DefaultQueueName
 	}
 	c.mu.Lock()
-	c.adm = newAdmissionState(opts, testProfile)
+	c.adm = newAdmissionState(opts, observeAdmissionWait, testProfile)
 	c.adm.attachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
 	c.mu.Unlock()
 	wiringOf(c).queues = qc

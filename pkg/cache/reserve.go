@@ -69,7 +69,7 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	if fit < want {
 		return false
 	}
-	f := &pp.c.feasible
+	f := pp.feas
 	res := f.reservations[g.Key]
 	if res == nil {
 		res = &reservation{}
@@ -106,7 +106,7 @@ func roomScore(free, big []int64, i int) float64 {
 // admitted, left, or is no longer the starving head of its queue.
 func (pp *passPlacement) finish() {
 	pp.finishTime()
-	f := &pp.c.feasible
+	f := pp.feas
 	for key, res := range f.reservations {
 		if res.gen != pp.gen {
 			delete(f.reservations, key)

@@ -178,7 +178,7 @@ func (s *settingsBook) applyTo(c *Cache) {
 		c.reservingProfiles = maps.Clone(s.reserving)
 	}
 	if s.admission.set {
-		c.adm = newAdmissionState(s.admission.v, s.admitting...)
+		c.adm = newAdmissionState(s.admission.v, observeAdmissionWait, s.admitting...)
 		c.adm.attachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
 	}
 }

@@ -185,7 +185,7 @@ func (pp *passPlacement) resetTime(now time.Time) {
 func (pp *passPlacement) buildPlan() {
 	tp := &pp.tp
 	tp.built = true
-	tl := pp.c.feasible.releases.timeline(pp, pp.c.adm.ends)
+	tl := pp.feas.releases.timeline(pp, pp.adm.ends)
 	r := pp.Free.R
 	for i := range len(pp.Names) {
 		row := pp.Free.Free[i*r : (i+1)*r]
@@ -200,8 +200,8 @@ func (pp *passPlacement) buildPlan() {
 	} else {
 		tp.p.Reset(tl, tp.now, maxReservations)
 	}
-	for _, t := range pp.c.feasible.timed {
-		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted {
+	for _, t := range pp.feas.timed {
+		if u := pp.adm.units[t.key]; u != nil && !u.admitted {
 			pp.reserve(t.key)
 		}
 	}
@@ -214,7 +214,7 @@ func (pp *passPlacement) buildPlan() {
 // a cluster whose jobs declare no limits pays nothing for planning.
 func (pp *passPlacement) mayPlan() bool {
 	tp := &pp.tp
-	if tp.built || len(pp.c.adm.ends) > 0 {
+	if tp.built || len(pp.adm.ends) > 0 {
 		return true
 	}
 	if !tp.probed {
@@ -272,7 +272,7 @@ func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 		return plan.Reservation{}, false
 	}
 	g := plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)}
-	if t, ok := pp.c.feasible.reservationOf(key); ok {
+	if t, ok := pp.feas.reservationOf(key); ok {
 		g.Keep, g.KeepAt = pp.keptPlacement(t), t.start
 	}
 	res, err := p.Reserve(g)
@@ -328,11 +328,11 @@ func (pp *passPlacement) reserve(key queue.Key) {
 // a job let in to end by a reservation's start must end by it once bound.
 // O(members).
 func (pp *passPlacement) limitOf(key queue.Key) int64 {
-	u := pp.c.adm.units[key]
+	u := pp.adm.units[key]
 	if u == nil {
 		return 0
 	}
-	a := pp.c.adm
+	a := pp.adm
 	var l runlimit.Limit
 	if u.gang == nil {
 		l, _ = a.limitOfPod(u.pod, nil)
@@ -428,7 +428,7 @@ func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
 // finishTime keeps the reservations this pass asked for, of groups still
 // waiting, for the next pass and for users.
 func (pp *passPlacement) finishTime() {
-	f := &pp.c.feasible
+	f := pp.feas
 	for _, a := range pp.tp.temp {
 		f.releases.tl.Remove(a)
 	}
@@ -441,7 +441,7 @@ func (pp *passPlacement) finishTime() {
 	f.timed = f.timed[:0]
 	clear(f.timedBy)
 	for _, t := range pp.tp.held {
-		if u := pp.c.adm.units[t.key]; u != nil && !u.admitted && pp.tp.renewed[t.key] {
+		if u := pp.adm.units[t.key]; u != nil && !u.admitted && pp.tp.renewed[t.key] {
 			if f.timedBy == nil {
 				f.timedBy = map[queue.Key]int{}
 			}
@@ -471,8 +471,8 @@ func (pp *passPlacement) retryHeldOut(act map[string]*v1.Pod) {
 	if !pp.roomReturned {
 		return
 	}
-	for _, u := range pp.c.feasible.inflight {
-		pp.c.adm.unitPendingPodsLocked(u, act)
+	for _, u := range pp.feas.inflight {
+		pp.adm.unitPendingPodsLocked(u, act)
 	}
 }
 
@@ -480,7 +480,7 @@ func (pp *passPlacement) retryHeldOut(act map[string]*v1.Pod) {
 // bound pods on its nodes give back by its start. One scan of the pods
 // with a limit, in passes that keep a reservation only.
 func (pp *passPlacement) releasedByStarts() {
-	f := &pp.c.feasible
+	f := pp.feas
 	if len(f.timed) == 0 {
 		return
 	}
@@ -494,7 +494,7 @@ func (pp *passPlacement) releasedByStarts() {
 			where[n] = append(where[n], at{ti, ni})
 		}
 	}
-	for _, e := range pp.c.adm.ends {
+	for _, e := range pp.adm.ends {
 		for _, w := range where[e.node] {
 			if t := &f.timed[w.t]; e.end <= t.start {
 				t.released[w.n].Add(e.req)
