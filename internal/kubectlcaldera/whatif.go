@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	calderares "github.com/caldera-sched/caldera/pkg/resources"
@@ -113,7 +114,7 @@ type WhatIfResult struct {
 
 // WhatIfUnit is one unit of the job: a gang, or a pod outside any gang.
 type WhatIfUnit struct {
-	cache.AdmissionView
+	admission.AdmissionView
 	// Pods are the unit's pods in the job.
 	Pods []string `json:"pods"`
 	// Position is the unit's place in its queue's admission order before
@@ -280,7 +281,7 @@ func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]
 // newUnit is the unit whose first pod in the job is p, and whether it
 // would start: not when it stays gated, nor when admission counted room no
 // eviction plan can free.
-func newUnit(c *cache.Cache, p *corev1.Pod, v cache.AdmissionView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
+func newUnit(c *cache.Cache, p *corev1.Pod, v admission.AdmissionView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
 	starts := true
 	u := WhatIfUnit{AdmissionView: v, Pods: []string{p.Name}}
 	u.Position, u.Waiting = position(before, v.Queue, v.Unit)
@@ -347,7 +348,7 @@ func position(d *cache.CacheDump, queue, unit string) (int, int) {
 }
 
 // path is the checks v passed and the one it failed, in the pass's order.
-func path(v cache.AdmissionView) []PathStep {
+func path(v admission.AdmissionView) []PathStep {
 	if !v.Gated {
 		return nil
 	}

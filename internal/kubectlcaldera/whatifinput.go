@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
@@ -40,7 +40,7 @@ var shippedProfiles = []string{"caldera-scheduler", "caldera-scheduler-spread"}
 // schedulerSettings are what the scheduler's plugins set up in its cache
 // from their args: what a snapshot cache must be given to decide alike.
 type schedulerSettings struct {
-	admission        cache.AdmissionOptions
+	admission        admission.Options
 	profiles         []string
 	reclaim, preempt bool
 	// reclaimSet: a profile enabling CalderaReclaim was read.

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
@@ -43,12 +43,12 @@ type LiveReservation struct {
 // name): the order the scheduler's pass made them in, as near as the
 // annotations tell. A start that is no RFC 3339 time is reported, not
 // seeded.
-func liveReservations(lists map[string]runtime.Object, job jobObjects) ([]cache.ReservationSeed, []LiveReservation) {
+func liveReservations(lists map[string]runtime.Object, job jobObjects) ([]admission.ReservationSeed, []LiveReservation) {
 	own := map[gangbook.GroupKey]bool{}
 	for _, pg := range job.podGroups {
 		own[gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}] = true
 	}
-	var seeds []cache.ReservationSeed
+	var seeds []admission.ReservationSeed
 	var live []LiveReservation
 	for _, pg := range lists[podGroupsPath].(*v1alpha1.PodGroupList).Items {
 		v, ok := pg.Annotations[qapi.ExpectedStartAnnotation]
@@ -62,11 +62,11 @@ func liveReservations(lists map[string]runtime.Object, job jobObjects) ([]cache.
 			lr.Skipped = fmt.Sprintf("its expected start %q is no RFC 3339 time", v)
 		} else {
 			lr.LiveStart = at.UTC()
-			seeds = append(seeds, cache.ReservationSeed{Group: key, Start: at})
+			seeds = append(seeds, admission.ReservationSeed{Group: key, Start: at})
 		}
 		live = append(live, lr)
 	}
-	slices.SortFunc(seeds, func(a, b cache.ReservationSeed) int {
+	slices.SortFunc(seeds, func(a, b admission.ReservationSeed) int {
 		if c := a.Start.Compare(b.Start); c != 0 {
 			return c
 		}
@@ -98,8 +98,8 @@ func verdictNodes(verdict string) []string {
 // settleLive fills in what the pass made of each live reservation: left
 // out (skipped, by the group), or honoured, with the reservation the pass
 // kept for it (kept), if any.
-func settleLive(live []LiveReservation, skipped map[gangbook.GroupKey]string, kept []cache.ReservationView) {
-	byUnit := map[string]cache.ReservationView{}
+func settleLive(live []LiveReservation, skipped map[gangbook.GroupKey]string, kept []admission.ReservationView) {
+	byUnit := map[string]admission.ReservationView{}
 	for _, r := range kept {
 		byUnit[r.Unit] = r
 	}

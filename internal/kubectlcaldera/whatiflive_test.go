@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
@@ -40,8 +40,8 @@ func TestLiveReservations(t *testing.T) {
 		t.Errorf("seeds in order %v, want early, gone, late", order)
 	}
 	at := time.Date(2030, 1, 1, 0, 10, 0, 0, time.UTC)
-	settleLive(live, map[gangbook.GroupKey]string{{Namespace: "ml", Name: "gone"}: cache.SeedNoUnit},
-		[]cache.ReservationView{{Unit: "pg:ml/late", Start: at, Nodes: []string{"n2", "n0"}}})
+	settleLive(live, map[gangbook.GroupKey]string{{Namespace: "ml", Name: "gone"}: admission.SeedNoUnit},
+		[]admission.ReservationView{{Unit: "pg:ml/late", Start: at, Nodes: []string{"n2", "n0"}}})
 	var out bytes.Buffer
 	if err := printLive(&out, live); err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestLiveReservations(t *testing.T) {
 	for _, want := range []string{
 		"pg:ml/late   2030-01-01T00:10:00Z on n0, n2  yes       from 2030-01-01T00:10:00Z on n2, n0",
 		"pg:ml/early  2030-01-01T00:05:00Z            yes       not kept",
-		"pg:ml/gone   2030-01-01T00:07:00Z            no        left out: " + cache.SeedNoUnit,
+		"pg:ml/gone   2030-01-01T00:07:00Z            no        left out: " + admission.SeedNoUnit,
 		"pg:ml/bad    -                               no        left out: its expected start \"soon\" is no RFC 3339 time",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/dialect/upstream"
@@ -26,7 +27,7 @@ type CacheOptions struct {
 	Name string
 	// Admission, when set, turns queue admission on for Profiles
 	// (CalderaEnqueue's args).
-	Admission *cache.AdmissionOptions
+	Admission *admission.Options
 	// Profiles are the scheduler profiles whose pods Caldera admits.
 	Profiles []string
 	// Reclaim and Preempt are CalderaReclaim's eviction actions, which the

@@ -1,8 +1,11 @@
-// Package admission runs Caldera's admission passes: Volcano's enqueue action
-// as a loop. The pass itself (which groups a queue admits) is pure policy in
-// pkg/queue, applied to the cache's aggregates by the cache under its lock;
-// this package owns when passes run. The command starts one Loop per
-// scheduler, so the cache runs no goroutine of its own.
+// Package admission owns Caldera's queue admission, Volcano's enqueue
+// action: its State (queues, admission units, pod accounts and queue usage,
+// extras and deficits, the pass's placement check, the plan over time with
+// its reservations and estimates, evictions in flight) and the Loop that
+// runs its passes. Which groups a queue admits is pure policy in pkg/queue;
+// the State applies it under the cache's lock, which the cache takes before
+// it calls the methods named Locked. The command starts one Loop per
+// scheduler, so neither the cache nor the State runs a goroutine.
 package admission
 
 import (

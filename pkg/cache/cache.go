@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -61,10 +62,10 @@ type Cache struct {
 
 	// adm is the queue-admission side, nil unless a profile's
 	// CalderaEnqueue enabled it (Provider.EnableAdmission; set by Seal).
-	adm *admissionState
+	adm *admission.State
 	// feasible is per-node free room and reservations for admission's
 	// placement check (package noderoom, feasiblestate.go, feasible.go).
-	feasible feasibleState
+	feasible admission.FeasibleState
 	// reclaim and preempt: CalderaReclaim runs these actions, so admission
 	// may count what they can take back (from queues above their deserved
 	// share; from lower priorities of the group's own queue). Set once, by
@@ -73,7 +74,7 @@ type Cache struct {
 
 	// evictions are the evictions in flight, for every profile: reclaim's
 	// and preemption's, and the overrun evictions with their state.
-	evictions evictionBook
+	evictions admission.EvictionBook
 
 	// reservingProfiles are the profiles whose CalderaGang records
 	// reservations (Reserve, Permit), by name; set once, by
@@ -133,10 +134,10 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		if g.Enqueueable {
 			maps.Copy(act, g.PendingPodsLocked())
 		}
-		if c.adm.on() {
-			u := c.adm.units[gangUnitKey(g.Key)]
-			c.adm.short.track(u, true)
-			c.adm.overdue.track(g, u, true)
+		if c.adm.On() {
+			u := c.adm.Units[admission.GangUnitKey(g.Key)]
+			c.adm.Short.Track(u, true)
+			c.adm.Overdue.Track(g, u, true)
 		}
 	}
 	groups := len(c.groups)
@@ -211,7 +212,7 @@ func (c *Cache) dropIfEmptyLocked(g *gangbook.Group) {
 // the pending members to activate when the answer just became yes.
 func (c *Cache) refreshLocked(g *gangbook.Group) map[string]*v1.Pod {
 	c.dirty[g.Key] = struct{}{}
-	c.adm.syncGangUnitLocked(g, c.dirty, c.membersSynced.fired())
+	c.adm.SyncGangUnitLocked(g, c.dirty, c.membersSynced.fired())
 	ok := gang.CanEnqueue(g.Obj != nil, g.Spec, g.Counts)
 	was := g.Enqueueable
 	g.Enqueueable = ok

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -750,32 +751,32 @@ func TestPreFilter(t *testing.T) {
 		pod    *v1.Pod
 		at     time.Time
 		member bool
-		code   PreFilterCode
+		code   admission.PreFilterCode
 		msg    string
 	}{
-		{name: "not a member", pod: mkPod("ns", "solo", ""), at: t0, code: PreFilterOK},
-		{name: "no PodGroup", setup: members("1"), pod: probe, at: t0, member: true, code: PreFilterNoGroup, msg: "waiting for PodGroup ns/g"},
+		{name: "not a member", pod: mkPod("ns", "solo", ""), at: t0, code: admission.PreFilterOK},
+		{name: "no PodGroup", setup: members("1"), pod: probe, at: t0, member: true, code: admission.PreFilterNoGroup, msg: "waiting for PodGroup ns/g"},
 		{name: "fits", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "4"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("1", "1", "2")(c)
-		}, pod: probe, at: t0, member: true, code: PreFilterOK},
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "larger than the cluster", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "4"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("2", "2", "2")(c)
-		}, pod: probe, at: t0, member: true, code: PreFilterTooLarge,
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 6 cpu for its 3 minimum members, more than the cluster's total allocatable 4"},
 		{name: "counts the minMember smallest members", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "2500m"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("8", "1", "1500m")(c)
-		}, pod: probe, at: t0, member: true, code: PreFilterOK},
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "the smallest members are too large", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "2"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("8", "1", "1500m")(c)
-		}, pod: probe, at: t0, member: true, code: PreFilterTooLarge,
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 2500m cpu for its 2 minimum members, more than the cluster's total allocatable 2"},
 		{name: "finished members do not count", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "2"))
@@ -785,12 +786,12 @@ func TestPreFilter(t *testing.T) {
 			update(c, old, next(old, boundTo("n1"), phase(v1.PodSucceeded), cpu("100")))
 			huge := mkPod("ns", "m2", "g")
 			update(c, huge, next(huge, phase(v1.PodFailed)))
-		}, pod: probe, at: t0, member: true, code: PreFilterOK},
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "minResources beyond the cluster", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 1, minResources(v1.ResourceList{gpu: resource.MustParse("2")})))
 			members("1")(c)
-		}, pod: probe, at: t0, member: true, code: PreFilterTooLarge,
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 2 nvidia.com/gpu for its 1 minimum members, more than the cluster's total allocatable 0"},
 		{name: "cluster grew", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "4"))
@@ -798,7 +799,7 @@ func TestPreFilter(t *testing.T) {
 			members("2", "2", "2")(c)
 			c.PreFilter(probe, t0)
 			c.onNode(klog.Background(), mkNode("n2", "2"))
-		}, pod: probe, at: t0, member: true, code: PreFilterOK},
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "cluster shrank", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "4"))
 			c.onNode(klog.Background(), mkNode("n2", "2"))
@@ -806,28 +807,28 @@ func TestPreFilter(t *testing.T) {
 			members("2", "2", "2")(c)
 			c.PreFilter(probe, t0)
 			c.onNode(klog.Background(), mkNode("n2", "1"))
-		}, pod: probe, at: t0, member: true, code: PreFilterTooLarge,
+		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 6 cpu for its 3 minimum members, more than the cluster's total allocatable 5"},
 		{name: "backing off", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "0/1 nodes are available: 1 Insufficient cpu.")
-		}, pod: mkPod("ns", "m1", "g"), at: t0.Add(59 * time.Minute), member: true, code: PreFilterBackoff,
+		}, pod: mkPod("ns", "m1", "g"), at: t0.Add(59 * time.Minute), member: true, code: admission.PreFilterBackoff,
 			msg: "PodGroup ns/g is backing off until 2030-01-02T04:04:05Z after: 2/2 members unschedulable: 0/1 nodes are available: 1 Insufficient cpu."},
 		{name: "backoff over", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "no fit")
-		}, pod: probe, at: t0.Add(time.Hour), member: true, code: PreFilterOK},
+		}, pod: probe, at: t0.Add(time.Hour), member: true, code: admission.PreFilterOK},
 		{name: "second failure doubles the backoff", setup: func(c *Cache) {
 			c.onNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "no fit")
 			c.Unschedulable(logger, probe, t0.Add(time.Hour), backoff, "still no fit")
-		}, pod: probe, at: t0.Add(2*time.Hour + 59*time.Minute), member: true, code: PreFilterBackoff,
+		}, pod: probe, at: t0.Add(2*time.Hour + 59*time.Minute), member: true, code: admission.PreFilterBackoff,
 			msg: "PodGroup ns/g is backing off until 2030-01-02T06:04:05Z after: 2/2 members unschedulable: still no fit"},
 	}
 	for _, tc := range cases {
@@ -853,7 +854,7 @@ func TestPreFilterRecordsFirstAttempt(t *testing.T) {
 	c.PreFilter(p, t0.Add(1500*time.Millisecond))
 	c.PreFilter(p, t0.Add(time.Minute))
 	c.mu.Lock()
-	got := schedplugins.Status(v1alpha1.PodGroupStatus{}, c.adm.progressLocked(c.groups[key("ns", "g")])).ScheduleStartTime.Time
+	got := schedplugins.Status(v1alpha1.PodGroupStatus{}, c.adm.ProgressLocked(c.groups[key("ns", "g")])).ScheduleStartTime.Time
 	c.mu.Unlock()
 	if want := t0.Add(time.Second); !got.Equal(want) {
 		t.Errorf("ScheduleStartTime = %v, want the first attempt truncated to seconds, %v", got, want)
@@ -1089,7 +1090,7 @@ func TestUnreserveReleasesGang(t *testing.T) {
 			if reason != tc.wantReason {
 				t.Errorf("unschedulable reason = %q, want the failure's own %q", reason, tc.wantReason)
 			}
-			if _, code, _ := c.PreFilter(pods[0], tc.at.Add(time.Minute)); code != PreFilterBackoff {
+			if _, code, _ := c.PreFilter(pods[0], tc.at.Add(time.Minute)); code != admission.PreFilterBackoff {
 				t.Errorf("PreFilter during the backoff = %v, want PreFilterBackoff", code)
 			}
 			wantActivations(t, h)
@@ -1114,7 +1115,7 @@ func TestReleaseOfCompleteGangIsNoop(t *testing.T) {
 	if _, rejected := h.waiting[a0.UID].calls(); len(rejected) > 0 {
 		t.Errorf("placed member rejected: %q", rejected)
 	}
-	if _, code, _ := c.PreFilter(pods[2], t0.Add(time.Second)); code != PreFilterOK {
+	if _, code, _ := c.PreFilter(pods[2], t0.Add(time.Second)); code != admission.PreFilterOK {
 		t.Errorf("PreFilter = %v, want OK: a complete gang does not back off", code)
 	}
 }
@@ -1133,7 +1134,7 @@ func TestPodGroupDeleteRejectsWaitingMembers(t *testing.T) {
 	if _, ok, msg := c.Enqueueable(pods[2]); ok || msg != "waiting for PodGroup ns/g" {
 		t.Errorf("Enqueueable = (%v, %q), want waiting for the PodGroup", ok, msg)
 	}
-	if _, code, _ := c.PreFilter(pods[2], t0); code != PreFilterNoGroup {
+	if _, code, _ := c.PreFilter(pods[2], t0); code != admission.PreFilterNoGroup {
 		t.Errorf("PreFilter = %v, want PreFilterNoGroup", code)
 	}
 	// Deleting the PodGroup of a group without members forgets the group.
@@ -1478,7 +1479,7 @@ func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 		add(c, mkPod("ns", fmt.Sprint("m", i), "g", cpu("2")))
 	}
 	h.activations() // the gang became enqueueable: not what this test is about
-	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != PreFilterTooLarge {
+	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != admission.PreFilterTooLarge {
 		t.Fatalf("PreFilter code = %v, want PreFilterTooLarge", code)
 	}
 	c.onNode(logger, mkNode("n1", "3")) // shrinking activates nothing
@@ -1490,7 +1491,7 @@ func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 	if got := h.activations(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("activations after the cluster grew = %v, want %v", got, want)
 	}
-	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != PreFilterOK {
+	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != admission.PreFilterOK {
 		t.Fatalf("PreFilter code after growth = %v, want PreFilterOK", code)
 	}
 	c.onNode(logger, mkNode("n3", "4"))

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -35,13 +36,13 @@ func TestCapabilityDeficitAtPlacement(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 
 	at := t0.Add(time.Second)
 	_, code, msg := c.PreFilter(g[0], at)
 	want := "PodGroup ns/g would take queue q 4 cpu over its capability: it was admitted on room that lower-priority or over-share pods of the queue hold, and waits for them to be evicted"
-	if code != PreFilterCapabilityDeficit || msg != want {
-		t.Errorf("PreFilter = %v %q, want %v %q", code, msg, PreFilterCapabilityDeficit, want)
+	if code != admission.PreFilterCapabilityDeficit || msg != want {
+		t.Errorf("PreFilter = %v %q, want %v %q", code, msg, admission.PreFilterCapabilityDeficit, want)
 	}
 	in, ok, why := c.ReclaimInput(g[0], low, func(*v1.Pod) bool { return false })
 	if !ok {
@@ -59,7 +60,7 @@ func TestCapabilityDeficitAtPlacement(t *testing.T) {
 	if got, want := activatedPods(h), []string{"ns/g0", "ns/g1"}; !slices.Equal(got, want) {
 		t.Errorf("activated %v when the victim left, want %v", got, want)
 	}
-	if _, code, msg := c.PreFilter(g[0], at); code != PreFilterOK {
+	if _, code, msg := c.PreFilter(g[0], at); code != admission.PreFilterOK {
 		t.Errorf("PreFilter after the victim left = %v %q, want OK", code, msg)
 	}
 	wantConsistent(t, c, "after the victim left")
@@ -76,15 +77,15 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	pre := single("ns", "pre", inQueue("q"), cpu("4"), priority(1000))
 	podEvent(c, pre)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pre)
+	wantAdmitted(t, c, verdict{true, ""}, pre)
 	member, code, _ := c.PreFilter(pre, t0)
-	if member || code != PreFilterCapabilityDeficit {
+	if member || code != admission.PreFilterCapabilityDeficit {
 		t.Fatalf("PreFilter = %v %v, want a non-member refused with PreFilterCapabilityDeficit", member, code)
 	}
 	if !c.ReleaseSingleton(pre, t0) {
 		t.Fatal("ReleaseSingleton did not release the pod admitted over capability")
 	}
-	if _, code, _ := c.PreFilter(pre, t0); code != PreFilterNotAdmitted {
+	if _, code, _ := c.PreFilter(pre, t0); code != admission.PreFilterNotAdmitted {
 		t.Errorf("PreFilter after the release = %v, want PreFilterNotAdmitted (it waits for the next pass)", code)
 	}
 	wantUsage(t, c, "q", 8, 0)
@@ -97,8 +98,8 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 	if admitted(c, pre).ok {
 		t.Error("re-admitted on eviction room right after its plan failed")
 	}
-	pass(c, t0.Add(freeRoomOnlyFor+time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pre)
+	pass(c, t0.Add(admission.FreeRoomOnlyFor+time.Second))
+	wantAdmitted(t, c, verdict{true, ""}, pre)
 }
 
 // TestReleaseSingletonAdmittedOnPlan: a pod outside any gang admitted on room
@@ -114,14 +115,14 @@ func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 	free := single("ns", "free", inQueue("q"), cpu("2"), priority(1000))
 	podEvent(c, free)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, free)
+	wantAdmitted(t, c, verdict{true, ""}, free)
 	if c.ReleaseSingleton(free, t0) {
 		t.Error("released a pod admitted on free room")
 	}
 	pre := single("ns", "pre", inQueue("q"), cpu("6"), priority(1000))
 	podEvent(c, pre)
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pre)
+	wantAdmitted(t, c, verdict{true, ""}, pre)
 	if !c.ReleaseSingleton(pre, t0.Add(time.Second)) {
 		t.Fatal("did not release a pod admitted on room only preemption frees")
 	}
@@ -141,7 +142,7 @@ func TestPlanWaitingBook(t *testing.T) {
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
 	want := func(step string, n int) {
 		t.Helper()
-		if got := c.adm.planWaiting; got != n {
+		if got := c.adm.PlanWaiting; got != n {
 			t.Errorf("%s: planWaiting %d, want %d", step, got, n)
 		}
 	}
@@ -157,14 +158,14 @@ func TestPlanWaitingBook(t *testing.T) {
 	c.ReleaseSingleton(pre, t0.Add(time.Second))
 	want("released", 0)
 
-	pass(c, t0.Add(freeRoomOnlyFor+2*time.Second))
+	pass(c, t0.Add(admission.FreeRoomOnlyFor+2*time.Second))
 	want("admitted on the plan again", 1)
 	podDelete(c, pre)
 	want("deleted", 0)
 
 	again := single("ns", "again", inQueue("q"), cpu("6"), priority(1000))
 	podEvent(c, again)
-	pass(c, t0.Add(freeRoomOnlyFor+3*time.Second))
+	pass(c, t0.Add(admission.FreeRoomOnlyFor+3*time.Second))
 	want("a second one admitted on the plan", 1)
 	bound := again.DeepCopy()
 	bound.Spec.NodeName = "n0"
@@ -192,7 +193,7 @@ func TestUnplaceableSingletonLetsGo(t *testing.T) {
 	s4 := single("ns", "s4", inQueue("a"), cpu("6"), onSSD)
 	podEvent(c, s4)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, s4)
+	wantAdmitted(t, c, verdict{true, ""}, s4)
 
 	// b's pod takes the ssd room first; b wants more, so a deserves 8.
 	x := single("ns", "x", inQueue("b"), cpu("6"), boundTo("n0"), phase(v1.PodRunning))
@@ -207,7 +208,7 @@ func TestUnplaceableSingletonLetsGo(t *testing.T) {
 	if admitted(c, s4).ok {
 		t.Error("s4 fits no node, yet still admitted")
 	}
-	wantAdmitted(t, c, admission{true, ""}, s14)
+	wantAdmitted(t, c, verdict{true, ""}, s14)
 	wantUsage(t, c, "a", 0, 3)
 	wantConsistent(t, c, "after the release")
 
@@ -215,6 +216,6 @@ func TestUnplaceableSingletonLetsGo(t *testing.T) {
 	podEvent(c, single("ns", "s14", inQueue("a"), cpu("3"), boundTo("n1"), phase(v1.PodRunning)))
 	podDelete(c, x)
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, s4)
+	wantAdmitted(t, c, verdict{true, ""}, s4)
 	wantConsistent(t, c, "after the room came back")
 }

@@ -4,7 +4,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
@@ -40,16 +39,4 @@ func shadowedLocked(logger klog.Logger, g *gangbook.Group, s *groupspec.Spec) bo
 	logger.V(2).Info("Two gang APIs name one PodGroup; the one seen first is scheduled", "podGroup", g.Key.String(),
 		"held", g.Obj.Source.APIVersion, "ignored", s.Source.APIVersion)
 	return true
-}
-
-// queueShadowedLocked reports whether q, a dialect's queue, names a
-// Caldera Queue the cache holds: Caldera's is the queue. Caldera's own
-// Queues come from a typed informer, without an apiVersion.
-func queueShadowedLocked(held, q *qapi.Queue) bool {
-	return held != nil && foreignQueue(q) && !foreignQueue(held)
-}
-
-// foreignQueue reports whether q was read from a dialect's queue API.
-func foreignQueue(q *qapi.Queue) bool {
-	return q.APIVersion != "" && q.APIVersion != qapi.SchemeGroupVersion.String()
 }

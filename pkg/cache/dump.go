@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -24,11 +25,11 @@ const DumpDirEnv = "CALDERA_DUMP_DIR"
 // Amounts are flattened like resources.List: cpu in millicores, every other
 // resource in its base unit.
 type CacheDump struct {
-	Time    time.Time         `json:"time"`
-	Cluster ClusterDump       `json:"cluster"`
-	Queues  []QueueDump       `json:"queues"`
-	Groups  []GroupDump       `json:"groups"`
-	Options *AdmissionOptions `json:"admissionOptions,omitempty"`
+	Time    time.Time          `json:"time"`
+	Cluster ClusterDump        `json:"cluster"`
+	Queues  []QueueDump        `json:"queues"`
+	Groups  []GroupDump        `json:"groups"`
+	Options *admission.Options `json:"admissionOptions,omitempty"`
 }
 
 // ClusterDump is the cluster's totals.
@@ -106,11 +107,11 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		Queues:  []QueueDump{},
 		Groups:  make([]GroupDump, 0, len(c.groups)),
 	}
-	if a := c.adm; a.on() {
-		opts := a.opts
+	if a := c.adm; a.On() {
+		opts := a.Opts
 		d.Options = &opts
-		d.Cluster.Used = a.used.Clone()
-		d.Cluster.Outside = a.outside.Clone()
+		d.Cluster.Used = a.Used.Clone()
+		d.Cluster.Outside = a.Outside.Clone()
 		d.Queues = queueDumps(a)
 	}
 	for key, g := range c.groups {
@@ -125,36 +126,36 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 // queueDumps dumps every queue: its spec, what it and its descendants
 // hold, what it reserves, its pending units and share. The caller holds
 // the cache's lock. O(queues x depth + units).
-func queueDumps(a *admissionState) []QueueDump {
-	alloc := make(map[string]resources.List, len(a.usage))
-	for name, u := range a.usage {
-		alloc[name] = alloc[name].Add(u.allocated)
-		for _, anc := range a.tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.allocated)
+func queueDumps(a *admission.State) []QueueDump {
+	alloc := make(map[string]resources.List, len(a.Usage))
+	for name, u := range a.Usage {
+		alloc[name] = alloc[name].Add(u.Allocated)
+		for _, anc := range a.Tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.Allocated)
 		}
 	}
 	pending := map[string]int{}
-	for _, u := range a.units {
-		if !u.admitted {
-			pending[u.queue]++
+	for _, u := range a.Units {
+		if !u.Admitted {
+			pending[u.Queue]++
 		}
 	}
-	out := make([]QueueDump, 0, len(a.queues))
-	for name, q := range a.queues {
+	out := make([]QueueDump, 0, len(a.Queues))
+	for name, q := range a.Queues {
 		s := convert.QueueSpec(q)
 		qd := QueueDump{
 			Name: name, Parent: s.Parent, Weight: s.Weight, Priority: s.Priority,
 			State: string(s.State), Reclaimable: s.Reclaimable,
 			Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
 			Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
-			Order: keyStrings(a.pending.Order(name)),
+			Order: keyStrings(a.Pending.Order(name)),
 		}
-		if u := a.usage[name]; u != nil {
-			qd.Inflight = u.inflight.Clone()
+		if u := a.Usage[name]; u != nil {
+			qd.Inflight = u.Inflight.Clone()
 		}
-		if a.shares != nil {
-			qd.Deserved = a.shares.Deserved(name).Clone()
-			qd.Share = a.shares.Share(name)
+		if a.Shares != nil {
+			qd.Deserved = a.Shares.Deserved(name).Clone()
+			qd.Share = a.Shares.Share(name)
 		}
 		if qd.Deserved == nil {
 			qd.Deserved = resources.List{}
@@ -169,7 +170,7 @@ func queueDumps(a *admissionState) []QueueDump {
 
 // dumpGroup dumps g, the group of key: its counts, backoff and, from a, the
 // admission side, its admission. The caller holds the cache's lock.
-func dumpGroup(g *gangbook.Group, key gangbook.GroupKey, a *admissionState, now time.Time) GroupDump {
+func dumpGroup(g *gangbook.Group, key gangbook.GroupKey, a *admission.State, now time.Time) GroupDump {
 	gd := GroupDump{
 		Key:         key.String(),
 		Phase:       string(gang.PhaseOf(g.Spec, g.Counts)),
@@ -193,14 +194,14 @@ func dumpGroup(g *gangbook.Group, key gangbook.GroupKey, a *admissionState, now 
 		t := g.Backoff.Until.UTC()
 		gd.BackoffUntil = &t
 	}
-	if a.on() {
-		if u := a.units[gangUnitKey(key)]; u != nil {
-			gd.Queue, gd.Admitted = u.queue, u.admitted
+	if a.On() {
+		if u := a.Units[admission.GangUnitKey(key)]; u != nil {
+			gd.Queue, gd.Admitted = u.Queue, u.Admitted
 		}
-		if t, ok := a.feas.reservationOf(gangUnitKey(key)); ok {
-			at := time.Unix(t.start, 0).UTC()
-			gd.ExpectedStart, gd.ReservedNodes = &at, slices.Clone(t.nodes)
-		} else if at, ok := a.estimatedStartOf(gangUnitKey(key)); ok {
+		if t, ok := a.Feas.ReservationOf(admission.GangUnitKey(key)); ok {
+			at := time.Unix(t.Start, 0).UTC()
+			gd.ExpectedStart, gd.ReservedNodes = &at, slices.Clone(t.Nodes)
+		} else if at, ok := a.EstimatedStartOf(admission.GangUnitKey(key)); ok {
 			at = at.UTC()
 			gd.EstimatedStart = &at
 		}

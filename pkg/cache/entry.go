@@ -32,7 +32,7 @@ func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
 	}
 	c.requests.remember(pod) // a member's record and its account sum it once
 	act := c.unfinishedPodLocked(pod, key, labelled)
-	if c.adm.on() {
+	if c.adm.On() {
 		if replacedOld {
 			oldKey, oldLabelled := gangbook.GroupKeyOf(old)
 			act = withActs(act, c.accountPodLocked(old, oldKey, oldLabelled, true))
@@ -51,7 +51,7 @@ func (c *Cache) DeletePod(logger klog.Logger, pod *v1.Pod) {
 	c.mu.Lock()
 	c.unfinishedPodDeleteLocked(pod)
 	var act map[string]*v1.Pod
-	if c.adm.on() {
+	if c.adm.On() {
 		act = c.accountPodLocked(pod, key, labelled, true)
 	}
 	c.mu.Unlock()
@@ -91,7 +91,7 @@ func (c *Cache) ApplyNamespace(ns *v1.Namespace) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.adm.namespaceQueueLocked(ns.Name, ns.Labels[qapi.QueueLabel], c.dirty, c.membersSynced.fired())
+	c.adm.NamespaceQueueLocked(ns.Name, ns.Labels[qapi.QueueLabel], c.dirty, c.membersSynced.fired())
 }
 
 // DeleteNamespace takes a namespace deleted: its pods that name no queue
@@ -102,7 +102,7 @@ func (c *Cache) DeleteNamespace(ns *v1.Namespace) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.adm.namespaceQueueLocked(ns.Name, "", c.dirty, c.membersSynced.fired())
+	c.adm.NamespaceQueueLocked(ns.Name, "", c.dirty, c.membersSynced.fired())
 }
 
 // ApplyQueue takes a Caldera Queue added or updated. Only with admission.
@@ -116,7 +116,7 @@ func (c *Cache) DeleteQueue(q *qapi.Queue) { c.SetQueue(q, true) }
 func (c *Cache) QuotasChanged() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.adm.kickLocked()
+	c.adm.KickLocked()
 }
 
 // SetQuotas gives admission what it reads ResourceQuotas from
@@ -124,7 +124,7 @@ func (c *Cache) QuotasChanged() {
 func (c *Cache) SetQuotas(l corelisters.ResourceQuotaLister) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.adm.on() {
-		c.adm.quotas = l
+	if c.adm.On() {
+		c.adm.Quotas = l
 	}
 }

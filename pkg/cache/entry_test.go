@@ -3,6 +3,7 @@ package cache
 import (
 	"testing"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -15,9 +16,9 @@ func TestApplyPodReplacedUnderItsName(t *testing.T) {
 	c.ApplyPod(logger, nil, old)
 	c.mu.RLock()
 	_, member := c.memberOf["u1"]
-	acct := c.adm.pods["u1"]
+	acct := c.adm.Pods["u1"]
 	c.mu.RUnlock()
-	if !member || acct == nil || !acct.bound {
+	if !member || acct == nil || !acct.Bound {
 		t.Fatalf("after the add: member %v, account %+v; want a bound member", member, acct)
 	}
 
@@ -25,15 +26,15 @@ func TestApplyPodReplacedUnderItsName(t *testing.T) {
 	c.ApplyPod(logger, old, now)
 	c.mu.RLock()
 	_, member = c.memberOf["u1"]
-	_, oldAcct := c.adm.pods["u1"]
-	acct = c.adm.pods["u2"]
-	used := c.adm.used[string(v1.ResourceCPU)]
-	_, unit := c.adm.units[podUnitKey(now)]
+	_, oldAcct := c.adm.Pods["u1"]
+	acct = c.adm.Pods["u2"]
+	used := c.adm.Used[string(v1.ResourceCPU)]
+	_, unit := c.adm.Units[admission.PodUnitKey(now)]
 	c.mu.RUnlock()
 	if member || oldAcct {
 		t.Errorf("the replaced pod is still counted: member %v, account %v", member, oldAcct)
 	}
-	if acct == nil || acct.bound || acct.unit != podUnitKey(now) || !unit {
+	if acct == nil || acct.Bound || acct.Unit != admission.PodUnitKey(now) || !unit {
 		t.Errorf("the new pod's account %+v, unit %v; want an unbound singleton with its unit", acct, unit)
 	}
 	if used != 0 {
@@ -43,8 +44,8 @@ func TestApplyPodReplacedUnderItsName(t *testing.T) {
 	c.DeletePod(logger, now)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.adm.pods) != 0 || c.adm.units[podUnitKey(now)] != nil {
-		t.Errorf("after the delete: %d accounts, unit %v; want none", len(c.adm.pods), c.adm.units[podUnitKey(now)])
+	if len(c.adm.Pods) != 0 || c.adm.Units[admission.PodUnitKey(now)] != nil {
+		t.Errorf("after the delete: %d accounts, unit %v; want none", len(c.adm.Pods), c.adm.Units[admission.PodUnitKey(now)])
 	}
 }
 

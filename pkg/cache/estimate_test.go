@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -73,10 +74,10 @@ func TestEstimatedStartBehindUnlimited(t *testing.T) {
 	c, train := estimateFixture(t)
 	key := queue.GroupUnit("ns", "train")
 	pass(c, t0.Add(10*time.Second))
-	if _, ok := c.feasible.reservationOf(key); ok {
+	if _, ok := c.feasible.ReservationOf(key); ok {
 		t.Fatalf("train holds a reservation, though nothing it waits for declares a limit")
 	}
-	if s, ok := c.adm.estimatedStartOf(key); ok {
+	if s, ok := c.adm.EstimatedStartOf(key); ok {
 		t.Errorf("estimated start %v before anything was learned, want none", s)
 	}
 	_, msg := c.Admitted(train[0])
@@ -84,15 +85,15 @@ func TestEstimatedStartBehindUnlimited(t *testing.T) {
 	never := single("ns", "never", cpu("0"), boundTo("n2"))
 	podEvent(c, never)
 	podEvent(c, next(never, phase(v1.PodFailed)))
-	if n := c.adm.est.learned().Samples("default"); n != 5 {
+	if n := c.adm.Est.Learned().Samples("default"); n != 5 {
 		t.Fatalf("queue default learned %d run times, want 5", n)
 	}
 	pass(c, t0.Add(15*time.Second)) // within estimateEvery: the last plan stands
-	if s, ok := c.adm.estimatedStartOf(key); ok {
+	if s, ok := c.adm.EstimatedStartOf(key); ok {
 		t.Errorf("estimated start %v 5 s after the last plan, want the last plan's (none)", s)
 	}
 	pass(c, t0.Add(20*time.Second))
-	s, ok := c.adm.estimatedStartOf(key)
+	s, ok := c.adm.EstimatedStartOf(key)
 	if got := s.Sub(t0); !ok || got < 30*time.Second || got > 32*time.Second {
 		t.Fatalf("estimated start t0+%v (%v) once run times of 30 s are learned, want about t0+30s", got, ok)
 	}
@@ -123,11 +124,11 @@ func TestEstimatedStartBehindUnlimited(t *testing.T) {
 func TestEstimatedRoomFollowsPods(t *testing.T) {
 	c, _ := estimateFixture(t)
 	room := func(node, q string) int64 {
-		r := c.adm.est.room[estKey{node, q}]
+		r := c.adm.Est.Room[admission.EstKey{Node: node, Queue: q}]
 		if r == nil {
 			return 0
 		}
-		return r.req["cpu"]
+		return r.Req["cpu"]
 	}
 	if got := room("n0", "default"); got != 4000 {
 		t.Fatalf("n0's estimated room of queue default: %d mcpu, want 4000", got)
@@ -140,32 +141,32 @@ func TestEstimatedRoomFollowsPods(t *testing.T) {
 	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), runningSince(t0)))
 	podDelete(c, single("ns", "run1", cpu("4"), boundTo("n1"), runningSince(t0)))
 	podDelete(c, limited)
-	if len(c.adm.est.room) != 0 {
-		t.Errorf("estimated room left after every pod went: %+v", c.adm.est.room)
+	if len(c.adm.Est.Room) != 0 {
+		t.Errorf("estimated room left after every pod went: %+v", c.adm.Est.Room)
 	}
 }
 
 // A pod moved to another queue moves its room there, as started when the
 // latest of its old queue's pods on the node did.
 func TestEstimatedRoomRequeue(t *testing.T) {
-	var e estimates
-	a := &podAcct{node: "n", queue: "a", req: resources.List{"cpu": 2}}
-	b := &podAcct{node: "n", queue: "a", req: resources.List{"cpu": 3}}
-	e.bind(a, 100)
-	e.bind(b, 200)
-	e.requeue(a, "b")
-	a.queue = "b" // as retagLocked does after
-	if r := e.room[estKey{"n", "a"}]; r == nil || r.req["cpu"] != 3 || r.n != 1 {
+	var e admission.Estimates
+	a := &admission.PodAcct{Node: "n", Queue: "a", Req: resources.List{"cpu": 2}}
+	b := &admission.PodAcct{Node: "n", Queue: "a", Req: resources.List{"cpu": 3}}
+	e.Bind(a, 100)
+	e.Bind(b, 200)
+	e.Requeue(a, "b")
+	a.Queue = "b" // as retagLocked does after
+	if r := e.Room[admission.EstKey{Node: "n", Queue: "a"}]; r == nil || r.Req["cpu"] != 3 || r.N != 1 {
 		t.Errorf("queue a's room %+v, want b's 3 cpu alone", r)
 	}
-	if r := e.room[estKey{"n", "b"}]; r == nil || r.req["cpu"] != 2 || r.latest != 200 || r.n != 1 {
+	if r := e.Room[admission.EstKey{Node: "n", Queue: "b"}]; r == nil || r.Req["cpu"] != 2 || r.Latest != 200 || r.N != 1 {
 		t.Errorf("queue b's room %+v, want 2 cpu from 200", r)
 	}
-	e.unbind(a)
-	e.unbind(b)
-	e.unbind(b) // counted once
-	if len(e.room) != 0 {
-		t.Errorf("rooms left: %+v", e.room)
+	e.Unbind(a)
+	e.Unbind(b)
+	e.Unbind(b) // counted once
+	if len(e.Room) != 0 {
+		t.Errorf("rooms left: %+v", e.Room)
 	}
 }
 
@@ -182,7 +183,7 @@ func TestSteady(t *testing.T) {
 		{"earlier by more than a minute, close", 1100, 1030, 1030},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := steady(tc.old, tc.start, now); got != tc.out {
+			if got := admission.Steady(tc.old, tc.start, now); got != tc.out {
 				t.Errorf("steady(%d, %d, %d) = %d, want %d", tc.old, tc.start, now, got, tc.out)
 			}
 		})

@@ -8,14 +8,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 )
 
 // evictionsOf is what a preemptor's plan records for victims.
-func evictionsOf(preemptor types.UID, victims ...*v1.Pod) []Eviction {
-	out := make([]Eviction, len(victims))
+func evictionsOf(preemptor types.UID, victims ...*v1.Pod) []admission.Eviction {
+	out := make([]admission.Eviction, len(victims))
 	for i, v := range victims {
-		out[i] = Eviction{Victim: v.UID, Preemptor: preemptor, PreemptorName: "ns/" + string(preemptor), Mode: reclaim.Reclaim, Queue: "b", VictimQueue: "a"}
+		out[i] = admission.Eviction{Victim: v.UID, Preemptor: preemptor, PreemptorName: "ns/" + string(preemptor), Mode: reclaim.Reclaim, Queue: "b", VictimQueue: "a"}
 	}
 	return out
 }
@@ -70,8 +71,8 @@ func TestEvictionBookLifecycle(t *testing.T) {
 	wantInFlight(t, c, all, v1_)
 	podDelete(c, v1_)
 	wantInFlight(t, c, all)
-	if len(c.evictions.entries) != 0 {
-		t.Errorf("book holds %d entries after every pod left or failed", len(c.evictions.entries))
+	if len(c.evictions.Entries) != 0 {
+		t.Errorf("book holds %d entries after every pod left or failed", len(c.evictions.Entries))
 	}
 
 	// Abandoning a plan frees its victims for the next one.
@@ -101,14 +102,14 @@ func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 		t.Error("v1's eviction is still recorded after it was reported and the pod left")
 	}
 	// v2 is never reported; v3's plan, well after, forgets it.
-	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(abandonAfter+time.Minute)) {
+	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(admission.AbandonAfter+time.Minute)) {
 		t.Fatal("Start for v3 refused")
 	}
 	if _, _, ok := c.Evictions().Finish("pre", v2, nil); ok {
 		t.Error("v2's eviction outlived abandonAfter after the pod left")
 	}
-	if len(c.evictions.started) != 1 {
-		t.Errorf("%d entries queued after the sweep, want v3's only", len(c.evictions.started))
+	if len(c.evictions.Started) != 1 {
+		t.Errorf("%d entries queued after the sweep, want v3's only", len(c.evictions.Started))
 	}
 }
 
@@ -127,18 +128,18 @@ func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
 		t.Fatal("Finish(v1) found no eviction")
 	}
 	// Just before the bound both are still in flight.
-	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(abandonAfter)) {
+	if !c.Evictions().Start(evictionsOf("pre-2", v3), now.Add(admission.AbandonAfter)) {
 		t.Fatal("Start for v3 refused")
 	}
 	wantInFlight(t, c, all, v1_, v2, v3)
 	// After it, v2 (never reported) is free again; v1 (reported, still
 	// terminating) and v3 (recent) stay.
 	c.Evictions().Abandon("pre-2", []types.UID{v3.UID})
-	if !c.Evictions().Start(evictionsOf("pre-3", v3), now.Add(abandonAfter+time.Second)) {
+	if !c.Evictions().Start(evictionsOf("pre-3", v3), now.Add(admission.AbandonAfter+time.Second)) {
 		t.Fatal("Start for v3 refused after pre-2 abandoned it")
 	}
 	wantInFlight(t, c, all, v1_, v3)
-	if !c.Evictions().Start(evictionsOf("pre-4", v2), now.Add(abandonAfter+time.Second)) {
+	if !c.Evictions().Start(evictionsOf("pre-4", v2), now.Add(admission.AbandonAfter+time.Second)) {
 		t.Error("v2, never reported, is still claimed after abandonAfter")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -29,11 +30,11 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	h.activations()
 
 	at := t0.Add(time.Second)
-	check := func(p *v1.Pod, want PreFilterCode, wantMsg string) {
+	check := func(p *v1.Pod, want admission.PreFilterCode, wantMsg string) {
 		t.Helper()
 		wantPreFilter(t, c, p, at, want, wantMsg)
 	}
@@ -41,13 +42,13 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	bind := func(p *v1.Pod) { podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning))) }
 
 	// The minimum: admitted, placed without the check.
-	check(pods[0], PreFilterOK, "")
+	check(pods[0], admission.PreFilterOK, "")
 	c.Reserve(assumed(pods[0]))
 	h.park(pods[0])
 	if r := c.Permit(logger, assumed(pods[0]), at, time.Minute, gangPluginName); r.Allow {
 		t.Fatal("Permit allowed a gang short of its minimum")
 	}
-	check(pods[1], PreFilterOK, "")
+	check(pods[1], admission.PreFilterOK, "")
 	c.Reserve(assumed(pods[1]))
 	if r := c.Permit(logger, assumed(pods[1]), at, time.Minute, gangPluginName); !r.Allow {
 		t.Fatal("Permit did not allow the gang's minimum")
@@ -55,7 +56,7 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	h.unpark(pods[0])
 	// Placed but not bound: the unit's inflight still stands for the
 	// minimum, and a bound extra would lower it as if it were one of them.
-	check(pods[2], PreFilterExtraEarly, "PodGroup ns/g has its 2 minimum members placed; members beyond them wait for those to bind")
+	check(pods[2], admission.PreFilterExtraEarly, "PodGroup ns/g has its 2 minimum members placed; members beyond them wait for those to bind")
 	bind(pods[0])
 	bind(pods[1])
 	wantUsage(t, c, "team-a", 4, 0)
@@ -64,38 +65,38 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 	pass(c, at)
 
 	// Extras: reserved but unbound ones count, so a burst stops at the limit.
-	check(pods[2], PreFilterOK, "")
+	check(pods[2], admission.PreFilterOK, "")
 	c.Reserve(assumed(pods[2]))
-	check(pods[3], PreFilterOK, "")
+	check(pods[3], admission.PreFilterOK, "")
 	c.Reserve(assumed(pods[3]))
-	check(pods[4], PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 4, reserved 4, this member needs 2")
+	check(pods[4], admission.PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 4, reserved 4, this member needs 2")
 	// Seen bound: it moves from reserved to allocated.
 	bind(pods[2])
-	check(pods[4], PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 6, reserved 2, this member needs 2")
+	check(pods[4], admission.PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 6, reserved 2, this member needs 2")
 	// Unreserved (failed to bind): its room is free, and the started gang
 	// is neither released nor backed off.
 	c.Unreserve(logger, assumed(pods[3]), at, testBackoff, time.Minute)
-	check(pods[4], PreFilterOK, "")
+	check(pods[4], admission.PreFilterOK, "")
 	if c.Release(logger, key("ns", "g"), at, testBackoff, "no fit") {
 		t.Error("a gang with its minimum placed was released")
 	}
 	// Deleted while reserved: its room is free.
 	c.Reserve(assumed(pods[4]))
-	check(pods[3], PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 6, reserved 2, this member needs 2")
+	check(pods[3], admission.PreFilterOverCapability, "queue team-a: cpu capability 8, allocated 6, reserved 2, this member needs 2")
 	podDelete(c, pods[4])
-	check(pods[3], PreFilterOK, "")
+	check(pods[3], admission.PreFilterOK, "")
 
 	// The parent's capability counts a sibling child's usage.
 	b0 := single("ns", "b0", inQueue("team-b"), cpu("6"))
 	podEvent(c, b0)
 	pass(c, at)
 	podEvent(c, next(b0, boundTo("n1"), phase(v1.PodRunning)))
-	check(pods[3], PreFilterOverCapability, "queue org: cpu capability 12, allocated 12, reserved 0, this member needs 2")
+	check(pods[3], admission.PreFilterOverCapability, "queue org: cpu capability 12, allocated 12, reserved 0, this member needs 2")
 	podDelete(c, b0)
 	pass(c, at)
-	check(pods[3], PreFilterOK, "")
+	check(pods[3], admission.PreFilterOK, "")
 	wantConsistent(t, c, "after the extras")
-	if n := len(c.adm.extras.holds); n != 0 {
+	if n := len(c.adm.Extras.Holds); n != 0 {
 		t.Errorf("%d extras still counted as reserved, want 0", n)
 	}
 }
@@ -145,9 +146,9 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	at := t0.Add(time.Second)
-	check := func(p *v1.Pod, want PreFilterCode, wantMsg string) {
+	check := func(p *v1.Pod, want admission.PreFilterCode, wantMsg string) {
 		t.Helper()
 		wantPreFilter(t, c, p, at, want, wantMsg)
 	}
@@ -161,15 +162,15 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 	// Started: before a pass has counted its extras, queue a deserves
 	// only what it holds; the refusal asks for a pass, which counts the
 	// six waiting extras (12 cpu) as demand and activates the refused one.
-	check(pods[2], PreFilterOverShare, "queue a: cpu deserved share 4, held and reserved 4, this member needs 2")
+	check(pods[2], admission.PreFilterOverShare, "queue a: cpu deserved share 4, held and reserved 4, this member needs 2")
 	pass(c, at)
 	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m2"}) {
 		t.Errorf("the pass activated %v, want [ns/m2]", got)
 	}
-	if d := c.adm.shares.Deserved("a")["cpu"]; d != 16000 {
+	if d := c.adm.Shares.Deserved("a")["cpu"]; d != 16000 {
 		t.Errorf("queue a alone deserves %dm cpu, want all 16000m", d)
 	}
-	check(pods[2], PreFilterOK, "")
+	check(pods[2], admission.PreFilterOK, "")
 
 	// Queue b asks for 8 cpu: a deserves 8, and its extras stop there,
 	// counting the one reserved but not bound.
@@ -177,12 +178,12 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 	podEvent(c, b0)
 	pass(c, at)
 	c.Reserve(next(pods[2], boundTo("n1")))
-	check(pods[3], PreFilterOK, "")
+	check(pods[3], admission.PreFilterOK, "")
 	c.Reserve(next(pods[3], boundTo("n1")))
-	check(pods[4], PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
+	check(pods[4], admission.PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
 	podEvent(c, next(pods[2], boundTo("n1"), phase(v1.PodRunning)))
 	podEvent(c, next(pods[3], boundTo("n1"), phase(v1.PodRunning)))
-	check(pods[4], PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
+	check(pods[4], admission.PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2")
 	h.activations()
 	pass(c, at)
 	if got := activatedPods(h); len(got) != 0 {
@@ -197,7 +198,7 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m4"}) {
 		t.Errorf("the pass activated %v after b's demand left, want [ns/m4]", got)
 	}
-	check(pods[4], PreFilterOK, "")
+	check(pods[4], admission.PreFilterOK, "")
 	wantConsistent(t, c, "after b left")
 
 	// The gang is deleted: its demand leaves its queue.
@@ -205,8 +206,8 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 		podDelete(c, p)
 	}
 	pass(c, at)
-	if n := len(c.adm.demand.byQueue); n != 0 {
-		t.Errorf("extra demand left in %d queues after the gang's pods were deleted: %v", n, c.adm.demand.byQueue)
+	if n := len(c.adm.Demand.ByQueue); n != 0 {
+		t.Errorf("extra demand left in %d queues after the gang's pods were deleted: %v", n, c.adm.Demand.ByQueue)
 	}
 	wantConsistent(t, c, "after the gang left")
 }
@@ -235,7 +236,7 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 			}
 			podEvent(c, single("ns", "b0", inQueue("b"), cpu("8")))
 			pass(c, t0)
-			wantAdmitted(t, c, admission{true, ""}, pods...)
+			wantAdmitted(t, c, verdict{true, ""}, pods...)
 			for _, p := range pods[:2] {
 				c.Reserve(next(p, boundTo("n1")))
 				c.Permit(logger, next(p, boundTo("n1")), t0, time.Minute, gangPluginName)
@@ -243,9 +244,9 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 			}
 			pass(c, t0)
 			// a holds 8 (low and the minimum) of its deserved 8.
-			want, wantMsg := PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2"
+			want, wantMsg := admission.PreFilterOverShare, "queue a: cpu deserved share 8, held and reserved 8, this member needs 2"
 			if preempt {
-				want, wantMsg = PreFilterOK, ""
+				want, wantMsg = admission.PreFilterOK, ""
 			}
 			if _, code, msg := c.PreFilter(pods[2], t0); code != want || msg != wantMsg {
 				t.Errorf("PreFilter(m2) = %v %q, want %v %q", code, msg, want, wantMsg)
@@ -274,7 +275,7 @@ func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
 	pass(c, t0)
 	h.activations()
-	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOverCapability {
+	if _, code, msg := c.PreFilter(m1, t0); code != admission.PreFilterOverCapability {
 		t.Fatalf("PreFilter(m1) = %v %q, want OverCapability", code, msg)
 	}
 	pass(c, t0)
@@ -286,7 +287,7 @@ func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 	if got := activatedPods(h); !slices.Equal(got, []string{"ns/m1"}) {
 		t.Errorf("the pass activated %v after s finished, want [ns/m1]", got)
 	}
-	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOK {
+	if _, code, msg := c.PreFilter(m1, t0); code != admission.PreFilterOK {
 		t.Errorf("PreFilter(m1) = %v %q after s finished, want OK", code, msg)
 	}
 	wantConsistent(t, c, "after the finish")
@@ -294,7 +295,7 @@ func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 
 // wantPreFilter checks PreFilter's code for p, and its message unless
 // wantMsg is empty.
-func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want PreFilterCode, wantMsg string) {
+func wantPreFilter(t *testing.T, c *Cache, p *v1.Pod, at time.Time, want admission.PreFilterCode, wantMsg string) {
 	t.Helper()
 	_, code, msg := c.PreFilter(p, at)
 	if code != want || (wantMsg != "" && msg != wantMsg) {
@@ -313,7 +314,7 @@ func failedGang(t *testing.T, c *Cache, h *fakeHandle, cpuEach string) (r0, r1 *
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	at = t0.Add(time.Second)
 	for _, p := range pods {
 		c.Reserve(next(p, boundTo("n1")))
@@ -350,9 +351,9 @@ func TestReplacementsOfFinishedMembers(t *testing.T) {
 	c.onNode(logger, mkNode("n1", "16"))
 	r0, r1, at := failedGang(t, c, h, "2")
 	wantUsage(t, c, "a", 0, 0)
-	wantPreFilter(t, c, r0, at, PreFilterOK, "")
+	wantPreFilter(t, c, r0, at, admission.PreFilterOK, "")
 	c.Reserve(next(r0, boundTo("n1")))
-	wantPreFilter(t, c, r1, at, PreFilterOK, "")
+	wantPreFilter(t, c, r1, at, admission.PreFilterOK, "")
 	wantConsistent(t, c, "after the replacements")
 }
 
@@ -368,11 +369,11 @@ func TestReservedExtrasAreDemand(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"))
 	c.onNode(logger, mkNode("n1", "8"))
 	r0, r1, at := failedGang(t, c, h, "3")
-	wantPreFilter(t, c, r0, at, PreFilterOK, "")
+	wantPreFilter(t, c, r0, at, admission.PreFilterOK, "")
 	c.Reserve(next(r0, boundTo("n1")))
 	c.Permit(logger, next(r0, boundTo("n1")), at, time.Minute, gangPluginName)
 	// A pass runs while r0 waits in Permit for r1.
 	pass(c, at.Add(time.Second))
-	wantPreFilter(t, c, r1, at.Add(time.Second), PreFilterOK, "")
+	wantPreFilter(t, c, r1, at.Add(time.Second), admission.PreFilterOK, "")
 	wantConsistent(t, c, "after the replacements")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 				if tc.name == "fragmented-cold" {
 					b.StopTimer()
 					c.mu.Lock()
-					clear(c.feasible.memos)
+					clear(c.feasible.Memos)
 					c.mu.Unlock()
 					b.StartTimer()
 				}
@@ -85,8 +86,8 @@ func BenchmarkAdmissionPassReservations(b *testing.B) {
 	}
 	now := t0.Add(10 * time.Second)
 	pass(c, now)
-	if n := len(c.feasible.timed); n != maxReservations {
-		b.Fatalf("%d reservations, want %d", n, maxReservations)
+	if n := len(c.feasible.Timed); n != admission.MaxReservations {
+		b.Fatalf("%d reservations, want %d", n, admission.MaxReservations)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -119,7 +120,7 @@ func BenchmarkAdmissionPassEstimates(b *testing.B) {
 	benchCluster(c, func(i, k int) (string, bool) { return fmt.Sprint("q", (i+k)%100), k%2 == 1 })
 	for q := range 100 {
 		for s := range 10 {
-			c.adm.est.learned().Observe(fmt.Sprint("q", q), int64(600+60*s))
+			c.adm.Est.Learned().Observe(fmt.Sprint("q", q), int64(600+60*s))
 		}
 	}
 	benchGangs(c, func(g int) (string, int) {
@@ -130,17 +131,17 @@ func BenchmarkAdmissionPassEstimates(b *testing.B) {
 	})
 	now := t0.Add(10 * time.Second)
 	pass(c, now)
-	if len(c.adm.est.starts) == 0 {
-		b.Fatalf("no estimated start (%d reservations, %d unheld, %d rooms without a limit)", len(c.feasible.timed), len(c.feasible.pass.tp.unheld), len(c.adm.est.room))
+	if len(c.adm.Est.Starts) == 0 {
+		b.Fatalf("no estimated start (%d reservations, %d unheld, %d rooms without a limit)", len(c.feasible.Timed), len(c.feasible.Pass.Tp.Unheld), len(c.adm.Est.Room))
 	}
-	b.Logf("%d reservations, %d estimated starts, %d rooms without a limit", len(c.feasible.timed), len(c.adm.est.starts), len(c.adm.est.room))
+	b.Logf("%d reservations, %d estimated starts, %d rooms without a limit", len(c.feasible.Timed), len(c.adm.Est.Starts), len(c.adm.Est.Room))
 	for _, planning := range []bool{true, false} {
 		name := map[bool]string{true: "planning", false: "between"}[planning]
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if planning {
-					c.adm.est.planned = 0
+					c.adm.Est.Planned = 0
 				}
 				c.AdmissionPass(logger, now)
 			}

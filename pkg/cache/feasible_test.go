@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 )
@@ -37,16 +38,16 @@ func TestAdmissionUnplaceableGang(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "members not placeable: 4/5 fit on the free nodes"}, big...)
-	wantAdmitted(t, c, admission{true, ""}, pod)
-	wantAdmitted(t, c, admission{true, ""}, small...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 4/5 fit on the free nodes"}, big...)
+	wantAdmitted(t, c, verdict{true, ""}, pod)
+	wantAdmitted(t, c, verdict{true, ""}, small...)
 	wantConsistent(t, c, "after the pass")
 
 	// The admitted pod and gang bind; the big gang waits, now for room.
 	podEvent(c, next(pod, boundTo("n0")))
 	podEvent(c, next(small[0], boundTo("n1")))
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 15 exceeds remaining capability 6"}, big...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 15 exceeds remaining capability 6"}, big...)
 }
 
 // Admitted groups not bound yet hold their room in the check: two 3-cpu
@@ -59,7 +60,7 @@ func TestAdmissionInflightPlacedFirst(t *testing.T) {
 	podEvent(c, a)
 	podEvent(c, b)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, a, b)
+	wantAdmitted(t, c, verdict{true, ""}, a, b)
 	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
 	var g []*v1.Pod
 	for i := range 3 {
@@ -68,12 +69,12 @@ func TestAdmissionInflightPlacedFirst(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
 	// a binds, b is deleted: room for the gang.
 	podEvent(c, next(a, boundTo("n0")))
 	podDelete(c, b)
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 }
 
 // Eligibility: members with a node selector only use matching nodes, and
@@ -108,12 +109,12 @@ func TestAdmissionPlacementEligibility(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "members not placeable: 1/2 fit on the free nodes"}, z...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 1/2 fit on the free nodes"}, z...)
 	// tol's four 1-cpu members filled n0: four 3-cpu members find n1 and
 	// n2, not the tainted n3.
-	wantAdmitted(t, c, admission{false, "members not placeable: 2/4 fit on the free nodes"}, plain...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 2/4 fit on the free nodes"}, plain...)
 	// Tolerating the taint, four 1-cpu members fit.
-	wantAdmitted(t, c, admission{true, ""}, tol...)
+	wantAdmitted(t, c, verdict{true, ""}, tol...)
 }
 
 // Past the starvation threshold, a gang that could be placed on empty nodes
@@ -143,13 +144,13 @@ func TestAdmissionPlacementReservation(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "members not placeable: 0/2 fit on the free nodes"}, g...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 0/2 fit on the free nodes"}, g...)
 
 	// Before the threshold a pod of another queue backfills.
 	early := single("ns", "early", inQueue("other"), cpu("2"))
 	podEvent(c, early)
 	pass(c, t0.Add(30*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, early)
+	wantAdmitted(t, c, verdict{true, ""}, early)
 	podDelete(c, early)
 
 	// Past it the gang holds n0 and n1 (from the pass that finds it
@@ -161,8 +162,8 @@ func TestAdmissionPlacementReservation(t *testing.T) {
 	podEvent(c, late)
 	podEvent(c, late2)
 	pass(c, t0.Add(2*time.Minute))
-	wantAdmitted(t, c, admission{true, ""}, late)
-	wantAdmitted(t, c, admission{false, "members not placeable: 0/1 fit on the free nodes"}, late2)
+	wantAdmitted(t, c, verdict{true, ""}, late)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 0/1 fit on the free nodes"}, late2)
 
 	// The room drains: the gang is admitted on its reserved nodes and the
 	// reservation ends; late2 follows when n2 has room.
@@ -170,11 +171,11 @@ func TestAdmissionPlacementReservation(t *testing.T) {
 		podDelete(c, p)
 	}
 	pass(c, t0.Add(3*time.Minute))
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 	pass(c, t0.Add(4*time.Minute))
-	wantAdmitted(t, c, admission{true, ""}, late2)
+	wantAdmitted(t, c, verdict{true, ""}, late2)
 	c.mu.RLock()
-	left := len(c.feasible.reservations)
+	left := len(c.feasible.Reservations)
 	c.mu.RUnlock()
 	if left != 0 {
 		t.Errorf("%d reservations left after the gang was admitted", left)
@@ -192,7 +193,7 @@ func TestNodeRoomIncremental(t *testing.T) {
 	room := func(n string) int64 {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
-		r := c.feasible.rooms.Node(n)
+		r := c.feasible.Rooms.Node(n)
 		if r == nil {
 			return -1
 		}
@@ -202,7 +203,7 @@ func TestNodeRoomIncremental(t *testing.T) {
 		t.Errorf("n2 free = %d, want 1000", got)
 	}
 	c.mu.RLock()
-	q := cpuOf(c.feasible.rooms.Node("n2").ByQueue["q"])
+	q := cpuOf(c.feasible.Rooms.Node("n2").ByQueue["q"])
 	c.mu.RUnlock()
 	if q != 3000 {
 		t.Errorf("n2 holds %d for queue q, want 3000", q)
@@ -230,14 +231,14 @@ func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
 	pass(c, t0.Add(time.Second)) // from the remembered classes
-	wantAdmitted(t, c, admission{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
+	wantAdmitted(t, c, verdict{false, "members not placeable: 2/3 fit on the free nodes"}, g...)
 	podDelete(c, g[2])
 	small := memberOf("ns", "g3", "g", cpu("2"))
 	podEvent(c, small)
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g[0], g[1], small)
+	wantAdmitted(t, c, verdict{true, ""}, g[0], g[1], small)
 }
 
 // A preemptor's placement counts, on each node, what its queue's
@@ -258,7 +259,7 @@ func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 	pre := single("ns", "pre", inQueue("q"), cpu("7"), priority(1000))
 	podEvent(c, pre)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pre)
+	wantAdmitted(t, c, verdict{true, ""}, pre)
 }
 
 // A reclaimer's placement counts, on each node, what a victim queue above
@@ -282,7 +283,7 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	r := single("ns", "r", inQueue("q"), cpu("2"), zoned)
 	podEvent(c, r)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, r)
+	wantAdmitted(t, c, verdict{true, ""}, r)
 
 	// The room counted on a node never exceeds the victim's excess: with
 	// a third queue's demand the victim deserves 6 of the 10 cpu the
@@ -299,7 +300,7 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	big := single("ns", "big", inQueue("q"), cpu("3"))
 	podEvent(c2, big)
 	pass(c2, t0)
-	wantAdmitted(t, c2, admission{false, "members not placeable: 0/1 fit with the room reclaim and preemption can free"}, big)
+	wantAdmitted(t, c2, verdict{false, "members not placeable: 0/1 fit with the room reclaim and preemption can free"}, big)
 }
 
 // The same when the reclaimer may use every node but the first nodes the
@@ -319,7 +320,7 @@ func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 	r := single("ns", "r", inQueue("q"), cpu("6"))
 	podEvent(c, r)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, r)
+	wantAdmitted(t, c, verdict{true, ""}, r)
 }
 
 // Counted on every node it holds some, a victim's excess still bounds the
@@ -363,7 +364,7 @@ func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 		podEvent(c2, p)
 	}
 	pass(c2, t0)
-	wantAdmitted(t, c2, admission{false, "members not placeable: 1/2 fit with the room reclaim and preemption can free"}, g...)
+	wantAdmitted(t, c2, verdict{false, "members not placeable: 1/2 fit with the room reclaim and preemption can free"}, g...)
 }
 
 // Fair share divides what the queues can have, not the whole allocatable:
@@ -392,8 +393,8 @@ func TestAdmissionShareExcludesPodsOutsideQueues(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, g...)
-	if u := unitOf(c, gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "b"})); u == nil || !u.onPlan {
+	wantAdmitted(t, c, verdict{true, ""}, g...)
+	if u := unitOf(c, admission.GangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "b"})); u == nil || !u.OnPlan {
 		t.Errorf("gang b admitted, but not on a reclaim plan: %+v", u)
 	}
 	if got := admitted(c, more); got.ok {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -50,7 +51,7 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	// After the plain check: a plain pod's group does not matter.
-	acct := c.adm.accountLocked(pod.UID)
+	acct := c.adm.AccountLocked(pod.UID)
 	key, ok := groupOfAccounted(pod, acct)
 	var info SortInfo
 	if !ok {
@@ -63,22 +64,22 @@ func (c *Cache) SortInfo(pod *v1.Pod) SortInfo {
 	}
 	var q string
 	if acct != nil {
-		q = acct.queue
+		q = acct.Queue
 	}
-	qs := c.adm.queueSortLocked(q)
-	info.QueuePriority, info.QueueShare = qs.priority, qs.share
+	qs := c.adm.QueueSortLocked(q)
+	info.QueuePriority, info.QueueShare = qs.Priority, qs.Share
 	return info
 }
 
 // groupOfAccounted is GroupKeyOf(pod), read from the pod's admission
 // account when it names a unit: the pod event that made the account worked
 // the group out, so a queue-sort comparison reads no label or annotation.
-func groupOfAccounted(pod *v1.Pod, acct *podAcct) (gangbook.GroupKey, bool) {
-	if acct == nil || acct.unit.IsZero() {
+func groupOfAccounted(pod *v1.Pod, acct *admission.PodAcct) (gangbook.GroupKey, bool) {
+	if acct == nil || acct.Unit.IsZero() {
 		return gangbook.GroupKeyOf(pod)
 	}
-	if acct.unit.Kind == queue.KindGroup {
-		return gangbook.GroupKey{Namespace: acct.unit.Namespace, Name: acct.unit.Name}, true
+	if acct.Unit.Kind == queue.KindGroup {
+		return gangbook.GroupKey{Namespace: acct.Unit.Namespace, Name: acct.Unit.Name}, true
 	}
 	return gangbook.GroupKey{}, false
 }
@@ -116,90 +117,51 @@ func (c *Cache) markQueueSeen() {
 	}
 }
 
-// PreFilterCode says why PreFilter refused a member.
-type PreFilterCode int
-
-// PreFilter outcomes.
-const (
-	PreFilterOK PreFilterCode = iota
-	// PreFilterBackoff: the group failed recently and waits before retrying.
-	PreFilterBackoff
-	// PreFilterTooLarge: the group needs more than the whole cluster has.
-	PreFilterTooLarge
-	// PreFilterNoGroup: the PodGroup vanished after the pod was queued.
-	PreFilterNoGroup
-	// PreFilterOverCapability: a member beyond the gang's minimum would take
-	// its queue or an ancestor past its capability.
-	PreFilterOverCapability
-	// PreFilterExtraEarly: a member beyond the gang's minimum waits for the
-	// minimum to bind before it is checked against capability.
-	PreFilterExtraEarly
-	// PreFilterCapabilityDeficit: the unit was admitted on room that
-	// evictions in its queue or subtree would free, and placing its minimum
-	// now would take a queue past its capability (deficit.go). Reported
-	// for pods outside any gang too.
-	PreFilterCapabilityDeficit
-	// PreFilterOverShare: a member beyond the gang's minimum would take its
-	// queue or an ancestor above its deserved share; the admission pass
-	// activates it when it fits.
-	PreFilterOverShare
-	// PreFilterAwaitingRoom: the pod's unit is refused for capacity and
-	// not admitted (roomwait.go): the pod is Unschedulable until the
-	// admission pass admits it, and its gang is neither started nor
-	// released.
-	PreFilterAwaitingRoom
-	// PreFilterNotAdmitted: the pod's unit is not admitted, for a reason
-	// no room cures. PreEnqueue keeps such pods out of the scheduling
-	// queue, but pods a refusal for room let in are still there when a
-	// later pass refuses their unit for quota: they must not bind.
-	PreFilterNotAdmitted
-)
-
 // PreFilter records the group's first scheduling attempt and checks that it is
 // neither backing off nor larger than the cluster, and that its members fit
 // their queues' capabilities: a member beyond the gang's minimum on its own
 // (extraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
 // gang gets only the capability check.
-func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFilterCode, msg string) {
+func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code admission.PreFilterCode, msg string) {
 	key, member := gangbook.GroupKeyOf(pod)
 	if !member {
 		// Read under the read lock, written under the write lock only on
 		// a refusal (singletonDeficitsLocked).
 		c.mu.RLock()
-		code, why := c.adm.admissionHoldLocked(pod, c.groups)
+		code, why := c.adm.AdmissionHoldLocked(pod, c.groups)
 		var ds []queue.Deficit
-		if code == PreFilterOK {
-			ds = c.adm.singletonDeficitsLocked(pod)
+		if code == admission.PreFilterOK {
+			ds = c.adm.SingletonDeficitsLocked(pod)
 		}
 		c.mu.RUnlock()
-		if code != PreFilterOK {
+		if code != admission.PreFilterOK {
 			return false, code, why
 		}
 		if len(ds) == 0 {
-			return false, PreFilterOK, ""
+			return false, admission.PreFilterOK, ""
 		}
 		c.mu.Lock()
-		c.adm.refuseDeficitLocked(podUnitKey(pod))
+		c.adm.RefuseDeficitLocked(admission.PodUnitKey(pod))
 		c.mu.Unlock()
-		return false, PreFilterCapabilityDeficit, deficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
+		return false, admission.PreFilterCapabilityDeficit, admission.DeficitMessage("pod "+pod.Namespace+"/"+pod.Name, ds)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if code, why := c.adm.admissionHoldLocked(pod, c.groups); code != PreFilterOK {
+	if code, why := c.adm.AdmissionHoldLocked(pod, c.groups); code != admission.PreFilterOK {
 		// Before the first attempt is stamped: the gang's timeout runs
 		// from its admission, not from the wait for new nodes.
 		return true, code, why
 	}
 	g := c.groups[key]
 	if g == nil || g.Obj == nil {
-		return true, PreFilterNoGroup, "waiting for PodGroup " + key.String()
+		return true, admission.PreFilterNoGroup, "waiting for PodGroup " + key.String()
 	}
 	if g.FirstAttempt.IsZero() {
 		g.FirstAttempt = at
 		c.dirty[key] = struct{}{}
 	}
 	if g.Backoff.Active(at) {
-		return true, PreFilterBackoff, fmt.Sprintf("PodGroup %s is backing off until %s after: %s",
+		return true, admission.PreFilterBackoff, fmt.Sprintf("PodGroup %s is backing off until %s after: %s",
 			key, g.Backoff.Until.Format(time.RFC3339), g.Unschedulable)
 	}
 	need := g.MinRequestLocked()
@@ -212,10 +174,10 @@ func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code PreFil
 			c.dirty[key] = struct{}{}
 		}
 		c.tooLarge[key] = struct{}{}
-		return true, PreFilterTooLarge, msg
+		return true, admission.PreFilterTooLarge, msg
 	}
 	delete(c.tooLarge, key)
-	code, msg = c.adm.extraFitsLocked(g, pod, c.preempt)
+	code, msg = c.adm.ExtraFitsLocked(g, pod, c.preempt)
 	return true, code, msg
 }
 
@@ -245,7 +207,7 @@ func (c *Cache) Reserve(pod *v1.Pod) {
 		m.State.Reserved = true
 		m.ReservedOn = pod.Spec.NodeName
 		countLocked(g, m, +1, c.adm)
-		c.adm.reserveExtraLocked(g, pod.UID, m)
+		c.adm.ReserveExtraLocked(g, pod.UID, m)
 	}
 	c.dirty[key] = struct{}{}
 }
@@ -345,7 +307,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 	reason, why := "a member failed to bind", RejectBindFailure
 	echo := false
 	c.mu.Lock()
-	c.adm.dropExtraLocked(pod.UID)
+	c.adm.DropExtraLocked(pod.UID)
 	if g := c.groups[key]; g != nil {
 		if m := g.Members[pod.UID]; m != nil {
 			// A member that a release rejected: its Unreserve is that release's
@@ -387,8 +349,8 @@ func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, pol
 		return
 	}
 	c.mu.Lock()
-	if c.adm.on() {
-		c.adm.markFreeRoomOnlyLocked(c.adm.units[gangUnitKey(key)], at)
+	if c.adm.On() {
+		c.adm.MarkFreeRoomOnlyLocked(c.adm.Units[admission.GangUnitKey(key)], at)
 	}
 	c.mu.Unlock()
 	if c.Release(logger, key, at, policy, reason) {
@@ -410,7 +372,7 @@ func (c *Cache) Release(logger klog.Logger, key gangbook.GroupKey, at time.Time,
 	// keep theirs and the gang keeps its admission (CalderaReclaim refuses
 	// an unadmitted preemptor); its members fail Filter only until the
 	// victims are gone, and are retried then.
-	if g == nil || g.Obj == nil || g.Backoff.Active(at) || c.evictions.gangPlan(key) {
+	if g == nil || g.Obj == nil || g.Backoff.Active(at) || c.evictions.GangPlan(key) {
 		c.mu.Unlock()
 		return false
 	}
@@ -427,7 +389,7 @@ func (c *Cache) Release(logger klog.Logger, key gangbook.GroupKey, at time.Time,
 	}
 	msg := gang.UnschedulableMessage(g.Spec, g.Counts, reason)
 	g.Unschedulable = msg
-	c.adm.unadmitLocked(g, c.dirty)
+	c.adm.UnadmitLocked(g, c.dirty)
 	c.dirty[key] = struct{}{}
 	var started bool
 	g.Backoff, started = policy.Fail(g.Backoff, at)

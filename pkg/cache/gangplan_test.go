@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
@@ -31,10 +32,10 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 	podEvent(c, m0)
 	podEvent(c, m1)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{ok: true}, m0, m1)
+	wantAdmitted(t, c, verdict{ok: true}, m0, m1)
 
-	group := gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
-	if !c.Evictions().Start([]Eviction{{Victim: victim.UID, Preemptor: m0.UID, PreemptorName: "ns/m0", Group: group,
+	group := admission.GangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
+	if !c.Evictions().Start([]admission.Eviction{{Victim: victim.UID, Preemptor: m0.UID, PreemptorName: "ns/m0", Group: group,
 		Mode: reclaim.Preempt, Queue: "q", VictimQueue: "q"}}, time.Now()) {
 		t.Fatal("Start refused on an empty book")
 	}
@@ -48,11 +49,11 @@ func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 
 	// m1 fails Filter while the victim terminates: nothing is released.
 	c.Unschedulable(logger, m1, t0, gang.Backoff{Base: time.Hour, Max: time.Hour}, "0/2 nodes are available: 2 Insufficient cpu.")
-	wantAdmitted(t, c, admission{ok: true}, m0, m1)
+	wantAdmitted(t, c, verdict{ok: true}, m0, m1)
 	if node, ok := c.Evictions().GangPlan(m1); !ok || node != "n2" {
 		t.Errorf("GangPlan(m1) = %q, %v; want n2, true", node, ok)
 	}
-	if _, code, msg := c.PreFilter(m1, t0); code != PreFilterOK {
+	if _, code, msg := c.PreFilter(m1, t0); code != admission.PreFilterOK {
 		t.Errorf("the gang backs off while its plan evicts: %s", msg)
 	}
 
@@ -118,8 +119,8 @@ func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
 	if e, _, ok := c.Evictions().Finish(member.UID, all[0], nil); !ok || e.Victim != all[0].UID {
 		t.Errorf("Finish after the victim left = %+v, %v; want its eviction", e, ok)
 	}
-	if len(c.evictions.gangs) != 0 {
-		t.Errorf("book holds plans %v after the plan ended", c.evictions.gangs)
+	if len(c.evictions.Gangs) != 0 {
+		t.Errorf("book holds plans %v after the plan ended", c.evictions.Gangs)
 	}
 }
 
@@ -151,10 +152,10 @@ func TestEvictionsNameGroups(t *testing.T) {
 }
 
 // gangEvictions is what the plan of member's gang g records for victims.
-func gangEvictions(member *v1.Pod, victims ...*v1.Pod) []Eviction {
+func gangEvictions(member *v1.Pod, victims ...*v1.Pod) []admission.Eviction {
 	evs := evictionsOf(member.UID, victims...)
 	for i := range evs {
-		evs[i].Group = gangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
+		evs[i].Group = admission.GangUnitKey(gangbook.GroupKey{Namespace: "ns", Name: "g"}).String()
 	}
 	return evs
 }

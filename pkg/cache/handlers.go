@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/dialect"
@@ -101,7 +102,7 @@ func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 func (c *Cache) joinLocked(pod *v1.Pod, key gangbook.GroupKey, labelled, finished bool) (act map[string]*v1.Pod) {
 	// A pod left over from an earlier object of its group's name is in no
 	// group: a member leaves it, below.
-	labelled = labelled && !leftover(c.groups[key], pod) && !implicitLeftover(&c.implicit, key, pod)
+	labelled = labelled && !admission.Leftover(c.groups[key], pod) && !implicitLeftover(&c.implicit, key, pod)
 	prevKey, known := c.memberOf[pod.UID]
 	if known {
 		if _, m := c.memberLocked(prevKey, pod.UID); !finished && m != nil && m.State.Phase.Terminal() {
@@ -140,7 +141,7 @@ func (c *Cache) joinLocked(pod *v1.Pod, key gangbook.GroupKey, labelled, finishe
 			// admitted). Nothing else would move it again.
 			act = map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}
 		}
-		if act == nil && !wasBound && m.State.Assigned && c.adm.on() && g.Enqueueable &&
+		if act == nil && !wasBound && m.State.Assigned && c.adm.On() && g.Enqueueable &&
 			g.Counts.Bound == int(g.Spec.MinMember) && g.Counts.Pending > 0 {
 			// The gang just started: the members beyond its minimum that
 			// PreFilter held back (earlyExtra) may be placed now. The
@@ -306,7 +307,7 @@ func (c *Cache) removeMemberLocked(key gangbook.GroupKey, uid types.UID) {
 	if m.Implicit {
 		c.implicit.Remove(key.Named())
 	}
-	c.adm.forgetRefusedExtraLocked(uid)
+	c.adm.ForgetRefusedExtraLocked(uid)
 	g.MinRequestValid = false
 	g.RemovePriority(gangbook.PodPriority(m.Pod))
 	c.refreshLocked(g)
@@ -331,7 +332,7 @@ func (c *Cache) SetGroup(logger klog.Logger, s *groupspec.Spec) {
 		// Take the leftover pods out of g: O(members), once per PodGroup
 		// object.
 		for uid, m := range g.Members {
-			if leftover(g, m.Pod) {
+			if admission.Leftover(g, m.Pod) {
 				c.removeMemberLocked(g.Key, uid)
 			}
 		}
@@ -431,7 +432,7 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
 	if n, _ := dialect.ObjectOf[*v1.Node](obj); n != nil {
-		c.feasible.rooms.SetNode(n, alloc)
+		c.feasible.Rooms.SetNode(n, alloc)
 	}
 	// The scheduler may requeue a gang on this node event before our total
 	// has grown, and our PreFilter then refuses it again with no further
@@ -439,11 +440,11 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	// gangs it refused as larger than the cluster.
 	var act map[string]*v1.Pod
 	if len(alloc.Exceeding(old)) > 0 {
-		if c.adm.on() {
+		if c.adm.On() {
 			// Room appeared (a node added, say by an autoscaler for
 			// the units waiting for room): admission looks at once,
 			// not at its next period.
-			c.adm.kickLocked()
+			c.adm.KickLocked()
 		}
 		for key := range c.tooLarge {
 			if g := c.groups[key]; g != nil && g.Enqueueable {
@@ -469,5 +470,5 @@ func (c *Cache) onNodeDelete(obj any) {
 		c.total.Sub(old)
 		delete(c.nodes, name)
 	}
-	c.feasible.rooms.DeleteNode(name)
+	c.feasible.Rooms.DeleteNode(name)
 }

@@ -33,10 +33,10 @@ func TestInflightKeepsItsBackfillRoom(t *testing.T) {
 
 	for _, at := range []time.Duration{10, 11, 12} {
 		pass(c, t0.Add(at*time.Second))
-		wantAdmitted(t, c, admission{true, ""}, endless)
-		res, ok := c.feasible.reservationOf(trainKey)
-		nodes := slices.Sorted(slices.Values(res.nodes))
-		if !ok || res.start != t0.Unix()+100 || !slices.Equal(nodes, []string{"n0", "n1"}) {
+		wantAdmitted(t, c, verdict{true, ""}, endless)
+		res, ok := c.feasible.ReservationOf(trainKey)
+		nodes := slices.Sorted(slices.Values(res.Nodes))
+		if !ok || res.Start != t0.Unix()+100 || !slices.Equal(nodes, []string{"n0", "n1"}) {
 			t.Fatalf("pass at t0+%d: train's reservation %+v, want from t0+100 on n0 and n1", at, res)
 		}
 	}

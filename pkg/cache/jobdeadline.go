@@ -3,7 +3,6 @@ package cache
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
@@ -24,54 +23,27 @@ func (c *Cache) ApplyJob(job *batchv1.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.adm
-	if !a.on() {
+	if !a.On() {
 		return
 	}
 	d := job.Spec.ActiveDeadlineSeconds
 	if d == nil || *d <= 0 {
-		delete(a.jobDeadlines, job.UID)
+		delete(a.JobDeadlines, job.UID)
 		return
 	}
-	if a.jobDeadlines == nil {
-		a.jobDeadlines = map[types.UID]int64{}
+	if a.JobDeadlines == nil {
+		a.JobDeadlines = map[types.UID]int64{}
 	}
-	a.jobDeadlines[job.UID] = *d
+	a.JobDeadlines[job.UID] = *d
 }
 
 // DeleteJob forgets job's deadline. O(1).
 func (c *Cache) DeleteJob(job *batchv1.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.adm.on() {
-		delete(c.adm.jobDeadlines, job.UID)
+	if c.adm.On() {
+		delete(c.adm.JobDeadlines, job.UID)
 	}
-}
-
-// limitOfPod is pod's run-time limit (runlimit.OfJob): its own, its
-// PodGroup's (group: the PodGroup's annotations, nil without one) and its
-// Job's deadline, the smallest. O(1).
-func (a *admissionState) limitOfPod(pod *v1.Pod, group map[string]string) (runlimit.Limit, error) {
-	if pod != nil && len(a.jobDeadlines) > 0 {
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
-			if d, ok := a.jobDeadlines[ref.UID]; ok {
-				return runlimit.OfJob(pod, group, &d)
-			}
-		}
-	}
-	return runlimit.Of(pod, group)
-}
-
-// SlimJob is an informer transform for the Job informer that feeds
-// ApplyJob: it keeps the identity and the deadline, nothing else.
-func SlimJob(obj any) (any, error) {
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		return obj, nil
-	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, UID: job.UID, ResourceVersion: job.ResourceVersion},
-		Spec:       batchv1.JobSpec{ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds},
-	}, nil
 }
 
 // noteRunLimit tells pod, once (note), of each run-time limit annotation

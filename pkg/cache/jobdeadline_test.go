@@ -71,11 +71,11 @@ func TestJobDeadlineEndsBoundPod(t *testing.T) {
 	addPG(c, mkPG("ns", "next", 1))
 	podEvent(c, memberOf("ns", "next-0", "next", cpu("4")))
 	pass(c, t0.Add(10*time.Second))
-	res := c.feasible.timed
+	res := c.feasible.Timed
 	if len(res) != 1 {
 		t.Fatalf("reservations %+v, want one for next", res)
 	}
-	if got := res[0].start - t0.Unix(); got != 55 {
+	if got := res[0].Start - t0.Unix(); got != 55 {
 		t.Errorf("next reserved from t0%+d, want t0+55 (the Job's 50 s deadline + 5 s grace)", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -123,8 +124,8 @@ func metricValue(name string, v int64) float64 {
 // and a dashboard summing over replicas would count every queue twice. A
 // standby, or a leader that lost the Lease, drops its series at its next
 // pass.
-func (m *metricsState) recordQueues(a *admissionState, lead *status.Leadership) {
-	if !a.on() {
+func (m *metricsState) recordQueues(a *admission.State, lead *status.Leadership) {
+	if !a.On() {
 		return
 	}
 	if lead != nil {
@@ -134,24 +135,24 @@ func (m *metricsState) recordQueues(a *admissionState, lead *status.Leadership) 
 		}
 	}
 	// A queue's allocated counts its descendants', as in Queue status.
-	alloc := make(map[string]resources.List, len(a.usage))
-	for name, u := range a.usage {
-		alloc[name] = alloc[name].Add(u.allocated)
-		for _, anc := range a.tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.allocated)
+	alloc := make(map[string]resources.List, len(a.Usage))
+	for name, u := range a.Usage {
+		alloc[name] = alloc[name].Add(u.Allocated)
+		for _, anc := range a.Tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.Allocated)
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := make(map[[2]string]struct{}, len(m.queueRes))
-	shares := make(map[string]struct{}, len(a.queues))
-	deservedOf := make(map[string]resources.List, len(a.queues))
-	for name := range a.queues {
+	shares := make(map[string]struct{}, len(a.Queues))
+	deservedOf := make(map[string]resources.List, len(a.Queues))
+	for name := range a.Queues {
 		var deserved resources.List
 		share := 0.0
-		if a.shares != nil {
-			deserved = a.shares.Deserved(name)
-			share = a.shares.Share(name)
+		if a.Shares != nil {
+			deserved = a.Shares.Deserved(name)
+			share = a.Shares.Share(name)
 		}
 		// Report every resource either list names, so that a queue's two
 		// gauges can be compared series by series.
@@ -232,11 +233,11 @@ func (m *metricsState) forgetQueue(name string) {
 func (c *Cache) RecordGroupMetrics() {
 	counts := map[[2]string]int{}
 	c.mu.RLock()
-	if c.adm.on() {
+	if c.adm.On() {
 		// Every group with a PodGroup has a unit that knows its queue.
-		for _, u := range c.adm.units {
-			if g := u.gang; g != nil && g.Obj != nil {
-				counts[[2]string{u.queue, string(gang.PhaseOf(g.Spec, g.Counts))}]++
+		for _, u := range c.adm.Units {
+			if g := u.Gang; g != nil && g.Obj != nil {
+				counts[[2]string{u.Queue, string(gang.PhaseOf(g.Spec, g.Counts))}]++
 			}
 		}
 	} else {

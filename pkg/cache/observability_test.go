@@ -100,7 +100,7 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 	}
 	n0, s0 := histogramCountSum(t, "caldera_admission_wait_seconds", map[string]string{"queue": "obs-a"})
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	n1, s1 := histogramCountSum(t, "caldera_admission_wait_seconds", map[string]string{"queue": "obs-a"})
 	if n1-n0 != 1 || s1-s0 != 3600 {
 		t.Errorf("admission wait: %d samples summing %vs added, want 1 of 3600s", n1-n0, s1-s0)
@@ -112,8 +112,8 @@ func TestMetricsQueuesAndGroups(t *testing.T) {
 	}
 
 	c.mu.RLock()
-	wantDeserved := float64(c.adm.shares.Deserved("obs-a")["cpu"]) / 1000
-	wantShare := c.adm.shares.Share("obs-a")
+	wantDeserved := float64(c.adm.Shares.Deserved("obs-a")["cpu"]) / 1000
+	wantShare := c.adm.Shares.Share("obs-a")
 	c.mu.RUnlock()
 	if v, ok := gaugeValue(t, "caldera_queue_deserved", map[string]string{"queue": "obs-a", "resource": "cpu"}); !ok || v != wantDeserved || v == 0 {
 		t.Errorf("queue_deserved{obs-a,cpu} = %v (present %v), want %v", v, ok, wantDeserved)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 	"github.com/caldera-sched/caldera/pkg/status"
@@ -26,7 +27,7 @@ import (
 
 // overruns is the reservations fixture's configuration with overrun
 // evictions on, as CalderaEnqueue's defaults have them.
-var overruns = AdmissionOptions{AdmitSingletons: true, StarvationThreshold: -1, EvictOverruns: true}
+var overruns = admission.Options{AdmitSingletons: true, StarvationThreshold: -1, EvictOverruns: true}
 
 // The fixture's reservation: train, two 4-cpu members, from t0+100 (when
 // run0 ends by its limit) on n0 and n2.
@@ -63,7 +64,7 @@ func TestOverrunEvictions(t *testing.T) {
 	type event struct{ kind, name, eventType, message string }
 	for _, tc := range []struct {
 		name string
-		opts AdmissionOptions
+		opts admission.Options
 		// setup runs after the fixture's first pass at t0+10, which
 		// reserves n0 and n2 for train from t0+100; it returns the pods
 		// the API server holds besides the fixture's.
@@ -193,7 +194,7 @@ func TestOverrunEvictions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, train, h := reservationsFixture(t, tc.opts)
 			evictionPass(c, h, t0.Add(10*time.Second))
-			if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok || res.start != t0.Unix()+100 {
+			if res, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !ok || res.Start != t0.Unix()+100 {
 				t.Fatalf("train's reservation %+v, want one from t0+100", res)
 			}
 			cs := fake.NewSimpleClientset(podObjects(append(tc.setup(t, c), fixtureRun0()))...)
@@ -215,7 +216,7 @@ func TestOverrunEvictions(t *testing.T) {
 			}
 			var got []event
 			for _, e := range h.recorded() {
-				if e.reason == ReasonOverranRunLimit {
+				if e.reason == admission.ReasonOverranRunLimit {
 					got = append(got, event{e.kind, e.name, e.eventType, e.message})
 				}
 			}
@@ -246,7 +247,7 @@ func TestOverrunEvictions(t *testing.T) {
 			}
 			podDelete(c, fixtureRun0())
 			evictionPass(c, h, t0.Add(132*time.Second))
-			wantAdmitted(t, c, admission{true, ""}, train...)
+			wantAdmitted(t, c, verdict{true, ""}, train...)
 		})
 	}
 }
@@ -267,7 +268,7 @@ func TestOverrunEvictsLongestOverdueOnly(t *testing.T) {
 	cs := fake.NewSimpleClientset(a, b)
 	h.cs = cs
 	evictionPass(c, h, t0.Add(10*time.Second))
-	if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "g")); !ok || res.start != t0.Unix()+20 {
+	if res, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "g")); !ok || res.Start != t0.Unix()+20 {
 		t.Fatalf("g's reservation %+v, want one from t0+20", res)
 	}
 	evictionPass(c, h, t0.Add(60*time.Second)) // a is 40 s past its limit, b 20 s
@@ -322,7 +323,7 @@ func TestOverrunEvictionRetriesAndLeadership(t *testing.T) {
 	// (short is overdue): the message names the start it was given first.
 	var msgs []string
 	for _, e := range h.recorded() {
-		if e.reason == ReasonOverranRunLimit && e.kind == "Pod" {
+		if e.reason == admission.ReasonOverranRunLimit && e.kind == "Pod" {
 			msgs = append(msgs, e.message)
 		}
 	}
@@ -410,21 +411,21 @@ func podsNamed(names []string) []*v1.Pod {
 func TestOverrunIndexFollowsEnds(t *testing.T) {
 	c, _, _ := reservationsFixture(t, overruns)
 	pass(c, t0.Add(10*time.Second))
-	o := &c.evictions.overrun
+	o := &c.evictions.Overrun
 	check := func(step string) {
 		t.Helper()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		o.follow(&c.feasible.releases, c.adm.ends) // as the next pass starts
-		if o.byNode == nil {
-			o.build(&c.feasible.releases, c.adm.ends)
+		o.Follow(&c.feasible.Releases, c.adm.Ends) // as the next pass starts
+		if o.ByNode == nil {
+			o.Build(&c.feasible.Releases, c.adm.Ends)
 		}
 		want := map[string][]string{}
-		for uid, e := range c.adm.ends {
-			want[e.node] = append(want[e.node], string(uid))
+		for uid, e := range c.adm.Ends {
+			want[e.Node] = append(want[e.Node], string(uid))
 		}
 		got := map[string][]string{}
-		for n, set := range o.byNode {
+		for n, set := range o.ByNode {
 			for uid := range set {
 				got[n] = append(got[n], string(uid))
 			}
@@ -483,12 +484,12 @@ func TestOverrunGrace(t *testing.T) {
 	evictionPass(c, h, t0.Add(10*time.Second))
 	cs := fake.NewSimpleClientset(podObjects([]*v1.Pod{fixtureRun0()})...)
 	h.cs = cs
-	at := t0.Add(100*time.Second + overrunGrace - time.Second)
+	at := t0.Add(100*time.Second + admission.OverrunGrace - time.Second)
 	evictionPass(c, h, at)
 	if got := deletedPods(cs); len(got) != 0 {
 		t.Fatalf("evicted %v %v past run0's limit, within the grace", got, at.Sub(t0.Add(100*time.Second)))
 	}
-	evictionPass(c, h, t0.Add(100*time.Second+overrunGrace))
+	evictionPass(c, h, t0.Add(100*time.Second+admission.OverrunGrace))
 	if got := deletedPods(cs); !slices.Equal(got, []string{"ns/run0"}) {
 		t.Errorf("evicted %v at the grace's end, want [ns/run0]", got)
 	}

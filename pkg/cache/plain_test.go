@@ -92,8 +92,8 @@ func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
 
 	wantUsage(t, c, "default", 1, 0)
 	c.mu.RLock()
-	clusterUsed := cpuOf(c.adm.used)
-	room := c.feasible.rooms.Node("n1")
+	clusterUsed := cpuOf(c.adm.Used)
+	room := c.feasible.Rooms.Node("n1")
 	nodeUsed, inQueues := cpuOf(room.Used), int64(0)
 	for _, l := range room.ByQueue {
 		inQueues += cpuOf(l)

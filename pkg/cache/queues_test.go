@@ -22,6 +22,7 @@ import (
 	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gang"
@@ -41,7 +42,7 @@ const testProfile = "caldera-test"
 // newAdmissionCache builds a test cache with queue admission enabled, fed
 // directly: Queue, Namespace and pod events are delivered by calling the
 // handlers, and passes by calling AdmissionPass with an explicit time.
-func newAdmissionCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue) (*Cache, *fakeHandle, *qfake.Clientset) {
+func newAdmissionCache(tb testing.TB, opts admission.Options, queues ...*qapi.Queue) (*Cache, *fakeHandle, *qfake.Clientset) {
 	c, h := newTestCache(tb)
 	objs := make([]runtime.Object, 0, len(queues))
 	for _, q := range queues {
@@ -55,24 +56,24 @@ func newAdmissionCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Que
 	return c, h, qc
 }
 
-func enableAdmission(c *Cache, opts AdmissionOptions, qc *qfake.Clientset) {
+func enableAdmission(c *Cache, opts admission.Options, qc *qfake.Clientset) {
 	if opts.DefaultQueue == "" {
 		opts.DefaultQueue = qapi.DefaultQueueName
 	}
 	c.mu.Lock()
-	c.adm = newAdmissionState(opts, observeAdmissionWait, testProfile)
-	c.adm.attachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
+	c.adm = admission.NewState(opts, observeAdmissionWait, testProfile)
+	c.adm.AttachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
 	c.mu.Unlock()
 	wiringOf(c).queues = qc
 }
 
 // noticePendingLocked runs the admission side's notice of pending verdicts
-// (admissionState.noticePendingLocked) as the status writer's pull does,
+// (admission.State.NoticePendingLocked) as the status writer's pull does,
 // for the tests that drive it between passes.
-func (c *Cache) noticePendingLocked(now time.Time) { c.adm.noticePendingLocked(now, c.dirty) }
+func (c *Cache) noticePendingLocked(now time.Time) { c.adm.NoticePendingLocked(now, c.dirty) }
 
 // singletons is the usual configuration: pods without a PodGroup need admission.
-var singletons = AdmissionOptions{AdmitSingletons: true, StarvationThreshold: -1}
+var singletons = admission.Options{AdmitSingletons: true, StarvationThreshold: -1}
 
 type queueOpt func(*qapi.Queue)
 
@@ -163,17 +164,17 @@ func podDelete(c *Cache, p *v1.Pod) {
 
 func pass(c *Cache, at time.Time) { c.AdmissionPass(logger, at) }
 
-type admission struct {
+type verdict struct {
 	ok  bool
 	msg string
 }
 
-func admitted(c *Cache, p *v1.Pod) admission {
+func admitted(c *Cache, p *v1.Pod) verdict {
 	ok, msg := c.Admitted(p)
-	return admission{ok, msg}
+	return verdict{ok, msg}
 }
 
-func wantAdmitted(t *testing.T, c *Cache, want admission, pods ...*v1.Pod) {
+func wantAdmitted(t *testing.T, c *Cache, want verdict, pods ...*v1.Pod) {
 	t.Helper()
 	for _, p := range pods {
 		if got := admitted(c, p); got != want {
@@ -183,15 +184,15 @@ func wantAdmitted(t *testing.T, c *Cache, want admission, pods ...*v1.Pod) {
 }
 
 // unitOf returns a copy of the admission unit of key, or nil.
-func unitOf(c *Cache, key queue.Key) *unit {
+func unitOf(c *Cache, key queue.Key) *admission.Unit {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	u := c.adm.units[key]
+	u := c.adm.Units[key]
 	if u == nil {
 		return nil
 	}
 	cp := *u
-	cp.held, cp.inflight, cp.request = u.held.Clone(), u.inflight.Clone(), u.request.Clone()
+	cp.Held, cp.Inflight, cp.Request = u.Held.Clone(), u.Inflight.Clone(), u.Request.Clone()
 	return &cp
 }
 
@@ -199,11 +200,11 @@ func unitOf(c *Cache, key queue.Key) *unit {
 func usageOf(c *Cache, q string) (allocated, inflight resources.List) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	u := c.adm.usage[q]
+	u := c.adm.Usage[q]
 	if u == nil {
 		return nil, nil
 	}
-	return u.allocated.Clone(), u.inflight.Clone()
+	return u.Allocated.Clone(), u.Inflight.Clone()
 }
 
 // cpuOf reads a list's cpu in millicores.
@@ -232,7 +233,7 @@ func activatedPods(h *fakeHandle) []string {
 func pendingWrites(c *Cache) []status.Admission {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.adm.takeAdmissionWritesLocked()
+	return c.adm.TakeAdmissionWritesLocked()
 }
 
 // recount recomputes every admission aggregate from the per-pod and per-unit
@@ -245,57 +246,57 @@ func recount(c *Cache) []string {
 	used, outside := resources.List{}, resources.List{}
 	alloc := map[string]resources.List{}
 	held := map[queue.Key]resources.List{}
-	for uid, p := range a.pods {
-		if u := a.units[p.unit]; !p.unit.IsZero() && u != nil && u.queue != p.queue {
-			errs = append(errs, fmt.Sprintf("pod %s of unit %s is accounted in queue %q, its unit in %q", uid, p.unit, p.queue, u.queue))
+	for uid, p := range a.Pods {
+		if u := a.Units[p.Unit]; !p.Unit.IsZero() && u != nil && u.Queue != p.Queue {
+			errs = append(errs, fmt.Sprintf("pod %s of unit %s is accounted in queue %q, its unit in %q", uid, p.Unit, p.Queue, u.Queue))
 		}
-		if !p.bound {
+		if !p.Bound {
 			continue
 		}
-		used.Add(p.req)
-		if p.queue != "" {
-			alloc[p.queue] = alloc[p.queue].Add(p.req)
+		used.Add(p.Req)
+		if p.Queue != "" {
+			alloc[p.Queue] = alloc[p.Queue].Add(p.Req)
 		} else {
-			outside.Add(p.req)
+			outside.Add(p.Req)
 		}
-		if !p.unit.IsZero() {
-			held[p.unit] = held[p.unit].Add(p.req)
+		if !p.Unit.IsZero() {
+			held[p.Unit] = held[p.Unit].Add(p.Req)
 		}
 	}
-	if !used.Equal(a.used) {
-		errs = append(errs, fmt.Sprintf("cluster used %v, recount %v", a.used, used))
+	if !used.Equal(a.Used) {
+		errs = append(errs, fmt.Sprintf("cluster used %v, recount %v", a.Used, used))
 	}
-	if !outside.Equal(a.outside) {
-		errs = append(errs, fmt.Sprintf("held outside the queues %v, recount %v", a.outside, outside))
+	if !outside.Equal(a.Outside) {
+		errs = append(errs, fmt.Sprintf("held outside the queues %v, recount %v", a.Outside, outside))
 	}
 	infl := map[string]resources.List{}
-	for k, u := range a.units {
-		if !u.held.Equal(held[k]) {
-			errs = append(errs, fmt.Sprintf("unit %s holds %v, recount %v", k, u.held, held[k]))
+	for k, u := range a.Units {
+		if !u.Held.Equal(held[k]) {
+			errs = append(errs, fmt.Sprintf("unit %s holds %v, recount %v", k, u.Held, held[k]))
 		}
 		want := resources.List{}
 		// A gang that started (had minMember bound) or has no unfinished
 		// member left needs no more room.
-		if u.admitted && !u.started && (u.gang == nil || u.gang.Counts.Active > 0) {
-			for r, v := range u.request {
+		if u.Admitted && !u.Started && (u.Gang == nil || u.Gang.Counts.Active > 0) {
+			for r, v := range u.Request {
 				if d := v - held[k][r]; d > 0 {
 					want[r] = d
 				}
 			}
 		}
-		if !u.inflight.Equal(want) {
-			errs = append(errs, fmt.Sprintf("unit %s (admitted %v) has inflight %v, recount %v", k, u.admitted, u.inflight, want))
+		if !u.Inflight.Equal(want) {
+			errs = append(errs, fmt.Sprintf("unit %s (admitted %v) has inflight %v, recount %v", k, u.Admitted, u.Inflight, want))
 		}
-		infl[u.queue] = infl[u.queue].Add(u.inflight)
-		if _, pending := a.pending.Get(k); pending == u.admitted {
-			errs = append(errs, fmt.Sprintf("unit %s: admitted %v but pending %v", k, u.admitted, pending))
+		infl[u.Queue] = infl[u.Queue].Add(u.Inflight)
+		if _, pending := a.Pending.Get(k); pending == u.Admitted {
+			errs = append(errs, fmt.Sprintf("unit %s: admitted %v but pending %v", k, u.Admitted, pending))
 		}
-		if u.gang != nil && c.groups[u.gang.Key] != u.gang {
+		if u.Gang != nil && c.groups[u.Gang.Key] != u.Gang {
 			errs = append(errs, fmt.Sprintf("unit %s: its group is not the cache's", k))
 		}
 	}
 	queues := map[string]bool{}
-	for q := range a.usage {
+	for q := range a.Usage {
 		queues[q] = true
 	}
 	for q := range alloc {
@@ -306,8 +307,8 @@ func recount(c *Cache) []string {
 	}
 	for q := range queues {
 		var ua, ui resources.List
-		if u := a.usage[q]; u != nil {
-			ua, ui = u.allocated, u.inflight
+		if u := a.Usage[q]; u != nil {
+			ua, ui = u.Allocated, u.Inflight
 		}
 		if !ua.Equal(alloc[q]) {
 			errs = append(errs, fmt.Sprintf("queue %q allocated %v, recount %v", q, ua, alloc[q]))
@@ -319,32 +320,32 @@ func recount(c *Cache) []string {
 	// Extra demand: each group's waiting members, and per queue the parts
 	// of the units the pass has synced (a dirty group's unit may lag).
 	demand := map[string]resources.List{}
-	for k, u := range a.units {
-		demand[u.extraQueue] = demand[u.extraQueue].Add(u.extraDemand)
-		if u.gang == nil {
+	for k, u := range a.Units {
+		demand[u.ExtraQueue] = demand[u.ExtraQueue].Add(u.ExtraDemand)
+		if u.Gang == nil {
 			continue
 		}
-		if _, dirty := a.demand.dirty[u.gang.Key]; dirty {
+		if _, dirty := a.Demand.Dirty[u.Gang.Key]; dirty {
 			continue
 		}
 		var want resources.List
-		if u.admitted && u.started {
-			for _, m := range u.gang.Members {
+		if u.Admitted && u.Started {
+			for _, m := range u.Gang.Members {
 				if gangbook.Waiting(m) {
 					want = want.Add(m.Request)
 				}
 			}
 		}
-		if !u.extraDemand.Equal(want) || (len(want) > 0 && u.extraQueue != u.queue) {
-			errs = append(errs, fmt.Sprintf("unit %s: extra demand %v in queue %q, recount %v in %q", k, u.extraDemand, u.extraQueue, want, u.queue))
+		if !u.ExtraDemand.Equal(want) || (len(want) > 0 && u.ExtraQueue != u.Queue) {
+			errs = append(errs, fmt.Sprintf("unit %s: extra demand %v in queue %q, recount %v in %q", k, u.ExtraDemand, u.ExtraQueue, want, u.Queue))
 		}
 	}
 	for q, l := range demand {
-		if !l.Equal(a.demand.byQueue[q]) {
-			errs = append(errs, fmt.Sprintf("queue %q extra demand %v, recount %v", q, a.demand.byQueue[q], l))
+		if !l.Equal(a.Demand.ByQueue[q]) {
+			errs = append(errs, fmt.Sprintf("queue %q extra demand %v, recount %v", q, a.Demand.ByQueue[q], l))
 		}
 	}
-	for q, l := range a.demand.byQueue {
+	for q, l := range a.Demand.ByQueue {
 		if _, ok := demand[q]; !ok {
 			errs = append(errs, fmt.Sprintf("queue %q extra demand %v, recount none", q, l))
 		}
@@ -361,7 +362,7 @@ func recount(c *Cache) []string {
 		}
 	}
 	for k, g := range c.groups {
-		if _, ok := a.units[gangUnitKey(k)]; ok != (g.Obj != nil) {
+		if _, ok := a.Units[admission.GangUnitKey(k)]; ok != (g.Obj != nil) {
 			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.Obj != nil, ok))
 		}
 	}
@@ -397,7 +398,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, h, _ := newAdmissionCache(t, AdmissionOptions{AdmitSingletons: true, DefaultQueue: "fallback"})
+			c, h, _ := newAdmissionCache(t, admission.Options{AdmitSingletons: true, DefaultQueue: "fallback"})
 			c.onNode(logger, mkNode("n1", "16"))
 			c.ApplyNamespace(mkNamespace("ns", tc.nsQ))
 			var pods []*v1.Pod
@@ -418,24 +419,24 @@ func TestAdmissionQueueResolution(t *testing.T) {
 			}
 			// A queue no Queue object has yet is folded into MissingQueue,
 			// the name it asked for kept (the default queue is not folded).
-			if u := unitOf(c, uk); u == nil || (u.queue != tc.want && (u.queue != MissingQueue || u.asked != tc.want)) {
+			if u := unitOf(c, uk); u == nil || (u.Queue != tc.want && (u.Queue != admission.MissingQueue || u.Asked != tc.want)) {
 				t.Fatalf("unit %s: %+v, want it in queue %q", uk, u, tc.want)
 			}
 			h.activations()
 
 			// The queue does not exist yet: the group waits, and says why.
 			pass(c, t0)
-			wantAdmitted(t, c, admission{false, "queue " + tc.want + " not found"}, pods...)
+			wantAdmitted(t, c, verdict{false, "queue " + tc.want + " not found"}, pods...)
 			if got := activatedPods(h); len(got) != 0 {
 				t.Errorf("activated %v before the queue exists", got)
 			}
 			// Created after its groups: the next pass admits them.
 			c.SetQueue(mkQueue(tc.want), false)
-			if u := unitOf(c, uk); u == nil || u.queue != tc.want || u.asked != "" {
+			if u := unitOf(c, uk); u == nil || u.Queue != tc.want || u.Asked != "" {
 				t.Fatalf("unit %s after its Queue was created: %+v, want it in queue %q", uk, u, tc.want)
 			}
 			pass(c, t0.Add(time.Second))
-			wantAdmitted(t, c, admission{true, ""}, pods...)
+			wantAdmitted(t, c, verdict{true, ""}, pods...)
 			if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
 				t.Errorf("activated %v, want %v", got, want)
 			}
@@ -468,7 +469,7 @@ func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 	wantUsage(t, c, "default", 1, 0)
 	wantConsistent(t, c, "after the namespace was labelled")
 	for _, k := range []queue.Key{queue.GroupUnit("ns", "g"), queue.PodUnit("ns", "s0"), queue.PodUnit("ns", "s1")} {
-		if u := unitOf(c, k); u == nil || u.queue != "team" {
+		if u := unitOf(c, k); u == nil || u.Queue != "team" {
 			t.Errorf("unit %s: %+v, want it in queue team", k, u)
 		}
 	}
@@ -497,7 +498,7 @@ func TestAdmissionWeightedShares(t *testing.T) {
 			podEvent(c, p)
 		}
 	}
-	wantAdmitted(t, c, admission{false, "waiting for admission to queue a"}, pods["a"][0])
+	wantAdmitted(t, c, verdict{false, "waiting for admission to queue a"}, pods["a"][0])
 	if got := activatedPods(h); len(got) != 0 {
 		t.Fatalf("activated %v before any pass", got)
 	}
@@ -517,12 +518,12 @@ func TestAdmissionWeightedShares(t *testing.T) {
 		t.Fatalf("admitted %v, want a:4 b:12", counts)
 	}
 	// Oldest first within a queue.
-	wantAdmitted(t, c, admission{true, ""}, slices.Concat(pods["a"][:4], pods["b"][:12])...)
+	wantAdmitted(t, c, verdict{true, ""}, slices.Concat(pods["a"][:4], pods["b"][:12])...)
 	sort.Strings(want)
 	if got := activatedPods(h); !slices.Equal(got, want) {
 		t.Errorf("activated\n %v\nwant\n %v", got, want)
 	}
-	wantAdmitted(t, c, admission{false, "queue a: cpu request 1 exceeds remaining deserved share 0"}, pods["a"][4])
+	wantAdmitted(t, c, verdict{false, "queue a: cpu request 1 exceeds remaining deserved share 0"}, pods["a"][4])
 	wantUsage(t, c, "a", 0, 4)
 	wantUsage(t, c, "b", 0, 12)
 	wantConsistent(t, c, "after the pass")
@@ -588,28 +589,28 @@ func TestAdmissionClosedQueue(t *testing.T) {
 	}
 	h.activations()
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "queue q is closed"}, g0, g1, s)
+	wantAdmitted(t, c, verdict{false, "queue q is closed"}, g0, g1, s)
 	if got := activatedPods(h); len(got) != 0 {
 		t.Errorf("a closed queue activated %v", got)
 	}
 	c.SetQueue(mkQueue("q"), false)
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
+	wantAdmitted(t, c, verdict{true, ""}, g0, g1, s)
 	if got, want := activatedPods(h), names(g0, g1, s); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
 	// Closing keeps what is admitted.
 	c.SetQueue(mkQueue("q", state(qapi.QueueStateClosed)), false)
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g0, g1, s)
+	wantAdmitted(t, c, verdict{true, ""}, g0, g1, s)
 	wantUsage(t, c, "q", 0, 3)
 	// Deleting the queue keeps admitted groups admitted too; new ones wait.
 	c.SetQueue(mkQueue("q"), true)
 	late := single("ns", "late", inQueue("q"))
 	podEvent(c, late)
 	pass(c, t0.Add(3*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g0, s)
-	wantAdmitted(t, c, admission{false, "queue q not found"}, late)
+	wantAdmitted(t, c, verdict{true, ""}, g0, s)
+	wantAdmitted(t, c, verdict{false, "queue q not found"}, late)
 	wantConsistent(t, c, "after the queue was deleted")
 }
 
@@ -623,8 +624,8 @@ func TestAdmissionCapability(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods[:3]...)
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
+	wantAdmitted(t, c, verdict{true, ""}, pods[:3]...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
 	if got, want := activatedPods(h), names(pods[:3]...); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -638,14 +639,14 @@ func TestAdmissionCapability(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 3, 0)
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[3])
 	// A pod finishing does.
 	podEvent(c, next(bound[0], phase(v1.PodSucceeded)))
 	wantUsage(t, c, "q", 2, 0)
 	wantConsistent(t, c, "after a pod finished")
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pods[3])
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[4])
+	wantAdmitted(t, c, verdict{true, ""}, pods[3])
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 1 exceeds remaining capability 0"}, pods[4])
 	if got, want := activatedPods(h), names(pods[3]); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -653,16 +654,16 @@ func TestAdmissionCapability(t *testing.T) {
 	huge := single("ns", "huge", inQueue("q"), cpu("4"), createdAt(t0.Add(-time.Hour)))
 	podEvent(c, huge)
 	pass(c, t0.Add(3*time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 4 exceeds capability 3"}, huge)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 4 exceeds capability 3"}, huge)
 	wantConsistent(t, c, "at the end")
 }
 
 func TestAdmissionSingletonsDisabled(t *testing.T) {
-	c, h, _ := newAdmissionCache(t, AdmissionOptions{}, mkQueue("default"))
+	c, h, _ := newAdmissionCache(t, admission.Options{}, mkQueue("default"))
 	c.onNode(logger, mkNode("n1", "16"))
 	s := single("ns", "s")
 	podEvent(c, s)
-	wantAdmitted(t, c, admission{true, ""}, s)
+	wantAdmitted(t, c, verdict{true, ""}, s)
 	if u := unitOf(c, queue.PodUnit("ns", "s")); u != nil {
 		t.Errorf("a singleton got a unit without AdmitSingletons: %+v", u)
 	}
@@ -673,10 +674,10 @@ func TestAdmissionSingletonsDisabled(t *testing.T) {
 	addPG(c, mkPG("ns", "g", 1))
 	m := memberOf("ns", "m", "g")
 	podEvent(c, m)
-	wantAdmitted(t, c, admission{false, "waiting for admission to queue default"}, m)
+	wantAdmitted(t, c, verdict{false, "waiting for admission to queue default"}, m)
 	h.activations()
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, m)
+	wantAdmitted(t, c, verdict{true, ""}, m)
 	if got, want := activatedPods(h), names(m); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -685,7 +686,7 @@ func TestAdmissionSingletonsDisabled(t *testing.T) {
 	c.onAnyPod(other, false)
 	wantUsage(t, c, "default", 1, 1)
 	c.mu.RLock()
-	used := cpuOf(c.adm.used)
+	used := cpuOf(c.adm.Used)
 	c.mu.RUnlock()
 	if used != 6000 {
 		t.Errorf("cluster used %dm cpu, want 6000m", used)
@@ -704,11 +705,11 @@ func TestAdmissionGangLifecycle(t *testing.T) {
 	podEvent(c, pods[0])
 	podEvent(c, pods[1])
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "waiting for members: 2/3"}, pods[0])
+	wantAdmitted(t, c, verdict{false, "waiting for members: 2/3"}, pods[0])
 	podEvent(c, pods[2])
 	h.activations() // CalderaGang's activation: the gang has its members
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -734,7 +735,7 @@ func TestAdmissionGangLifecycle(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the gang finished")
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.Admitted {
 		t.Errorf("a finished gang's unit: %+v, want it still admitted", u)
 	}
 	// The PodGroup goes.
@@ -756,8 +757,8 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, pods...)
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, others...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 2 exceeds remaining capability 1"}, others...)
 	wantUsage(t, c, "q", 0, 3)
 	if w := pendingWrites(c); len(w) != 1 || !w[0].Admitted || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").Named() {
 		t.Errorf("writes after admission = %+v, want one admitted write for ns/g", w)
@@ -775,7 +776,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	}
 	c.Unreserve(logger, pods[0], t0.Add(time.Second), testBackoff, time.Minute) // the rejection's echo
 	h.unpark(pods[0])
-	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, pods...)
+	wantAdmitted(t, c, verdict{false, "waiting for admission to queue q"}, pods...)
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the release")
 	if w := pendingWrites(c); len(w) != 1 || !w[0].Unadmit || w[0].PodGroup == nil || *w[0].PodGroup != key("ns", "g").Named() {
@@ -788,9 +789,9 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	podEvent(c, vip)
 	h.activations()
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, vip)
-	wantAdmitted(t, c, admission{true, ""}, others...)
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 3 exceeds remaining capability 2"}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, vip)
+	wantAdmitted(t, c, verdict{true, ""}, others...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 3 exceeds remaining capability 2"}, pods...)
 	if got, want := activatedPods(h), names(slices.Concat(others, []*v1.Pod{vip})...); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -805,7 +806,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	}
 	delPG(c, mkPG("ns", "other", 2))
 	pass(c, t0.Add(3*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	if got, want := activatedPods(h), names(pods...); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want %v", got, want)
 	}
@@ -818,7 +819,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	if c.Release(logger, key("ns", "g"), t0.Add(4*time.Second), testBackoff, "no fit") {
 		t.Error("a gang backing off was released again")
 	}
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 }
 
 func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
@@ -835,21 +836,21 @@ func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
 	enableAdmission(c, singletons, qfake.NewSimpleClientset())
 	// Known before the Queue is: the annotated gang is admitted without a
 	// pass, the other waits.
-	wantAdmitted(t, c, admission{true, ""}, done...)
-	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, fresh...)
+	wantAdmitted(t, c, verdict{true, ""}, done...)
+	wantAdmitted(t, c, verdict{false, "waiting for admission to queue q"}, fresh...)
 	// Until the Queue exists, its groups are charged to MissingQueue.
-	wantUsage(t, c, MissingQueue, 0, 2)
+	wantUsage(t, c, admission.MissingQueue, 0, 2)
 	// The scheduler's pod informer delivers the pods: the bound one holds.
 	for _, p := range append(slices.Clone(done), fresh...) {
 		c.onAnyPod(p, false)
 	}
-	wantUsage(t, c, MissingQueue, 1, 1)
+	wantUsage(t, c, admission.MissingQueue, 1, 1)
 	wantConsistent(t, c, "after the pods")
 
 	// Only room for one more cpu: the annotated gang's inflight counts.
 	c.SetQueue(mkQueue("q", capability("3")), false)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
 	if got := activatedPods(h); len(got) != 0 {
 		t.Errorf("activated %v", got)
 	}
@@ -857,15 +858,15 @@ func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
 	// or stale: it does not admit. (The update resets the verdict until the
 	// next pass.)
 	addPG(c, mkPG("ns", "new", 2, pgQueue("q"), admittedAt))
-	wantAdmitted(t, c, admission{false, "waiting for admission to queue q"}, fresh...)
+	wantAdmitted(t, c, verdict{false, "waiting for admission to queue q"}, fresh...)
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 2 exceeds remaining capability 1"}, fresh...)
 	// A PodGroup that arrives annotated after its pods (recreated, say) is
 	// admitted without a pass.
 	late := memberOf("ns", "l0", "late")
 	podEvent(c, late)
 	addPG(c, mkPG("ns", "late", 1, pgQueue("q"), admittedAt))
-	wantAdmitted(t, c, admission{true, ""}, late)
+	wantAdmitted(t, c, verdict{true, ""}, late)
 	wantUsage(t, c, "q", 1, 2)
 	wantConsistent(t, c, "at the end")
 }
@@ -1362,10 +1363,10 @@ func TestAdmissionConcurrent(t *testing.T) {
 	wantConsistent(t, c, "after the concurrent events")
 
 	c.mu.RLock()
-	nUnits, nPods := len(c.adm.units), len(c.adm.pods)
+	nUnits, nPods := len(c.adm.Units), len(c.adm.Pods)
 	admittedUnits := 0
-	for _, u := range c.adm.units {
-		if u.admitted {
+	for _, u := range c.adm.Units {
+		if u.Admitted {
 			admittedUnits++
 		}
 	}
@@ -1386,13 +1387,13 @@ func TestAdmissionConcurrent(t *testing.T) {
 func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts AdmissionOptions
+		opts admission.Options
 		pods func() []*v1.Pod
 	}{
 		{"members of a missing PodGroup", singletons, func() []*v1.Pod {
 			return []*v1.Pod{memberOf("ns", "m0", "gone"), memberOf("ns", "m1", "gone")}
 		}},
-		{"plain pods without singleton admission", AdmissionOptions{StarvationThreshold: -1}, func() []*v1.Pod {
+		{"plain pods without singleton admission", admission.Options{StarvationThreshold: -1}, func() []*v1.Pod {
 			return []*v1.Pod{single("ns", "p0"), single("ns", "p1")}
 		}},
 	} {
@@ -1452,7 +1453,7 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{ok: true}, fits)
+	wantAdmitted(t, c, verdict{ok: true}, fits)
 	if ok, _ := c.Admitted(waiting); ok {
 		t.Fatal("the 2-cpu pod was admitted past its queue's capability")
 	}
@@ -1499,7 +1500,7 @@ func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{ok: true}, m0, m1, other)
+	wantAdmitted(t, c, verdict{ok: true}, m0, m1, other)
 	h.nominateInMemory(t, m1, "n1")
 	h.nominateInMemory(t, other, "n2")
 
@@ -1595,17 +1596,17 @@ func TestVerdictNumbersAreDeferred(t *testing.T) {
 	if got := notice(t0.Add(time.Second)); len(got) != 0 {
 		t.Errorf("a change of numbers only was written at once: %q", got)
 	}
-	if got := notice(t0.Add(verdictRefresh - time.Second)); len(got) != 0 {
+	if got := notice(t0.Add(admission.VerdictRefresh - time.Second)); len(got) != 0 {
 		t.Errorf("written before verdictRefresh passed: %q", got)
 	}
-	if got := notice(t0.Add(verdictRefresh)); len(got) != 1 || got[0] != "queue q: cpu request 2 exceeds remaining capability 0" {
+	if got := notice(t0.Add(admission.VerdictRefresh)); len(got) != 1 || got[0] != "queue q: cpu request 2 exceeds remaining capability 0" {
 		t.Errorf("after verdictRefresh: %q, want the newest numbers", got)
 	}
 	// A change of check is written at once: the pod moves to queue r,
 	// whose capability it can never fit.
 	podEvent(c, next(waiting, inQueue("r")))
-	pass(c, t0.Add(verdictRefresh+time.Second))
-	if got := notice(t0.Add(verdictRefresh + time.Second)); len(got) != 1 || !strings.Contains(got[0], "queue r") {
+	pass(c, t0.Add(admission.VerdictRefresh+time.Second))
+	if got := notice(t0.Add(admission.VerdictRefresh + time.Second)); len(got) != 1 || !strings.Contains(got[0], "queue r") {
 		t.Errorf("a change of queue: %q, want it written at once", got)
 	}
 }
@@ -1656,7 +1657,7 @@ func TestAdmissionWritesAreNeverDropped(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.noticePendingLocked(t0.Add(time.Second))
-		return len(c.adm.writes.verdicts)
+		return len(c.adm.Writes.Verdicts)
 	}
 	if n := owed(); n != 100 {
 		t.Fatalf("%d verdicts owed for 100 new refused pods", n)

@@ -21,7 +21,7 @@ import (
 func (c *Cache) Admitting() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.adm.on()
+	return c.adm.On()
 }
 
 // AdmissionWrites implements status.Source. It first queues a NotAdmitted
@@ -30,11 +30,11 @@ func (c *Cache) Admitting() bool {
 func (c *Cache) AdmissionWrites() []status.Admission {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.adm.on() {
+	if !c.adm.On() {
 		return nil
 	}
-	c.adm.noticePendingLocked(time.Now(), c.dirty)
-	return c.adm.takeAdmissionWritesLocked()
+	c.adm.NoticePendingLocked(time.Now(), c.dirty)
+	return c.adm.TakeAdmissionWritesLocked()
 }
 
 // QueueStatusUpdates implements status.Source: the Queues whose status
@@ -42,62 +42,62 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 	type counts struct{ pending, admitted, running, completed int32 }
 	c.mu.RLock()
-	if !c.adm.on() {
+	if !c.adm.On() {
 		c.mu.RUnlock()
 		return nil
 	}
 	a := c.adm
 	per := map[string]*counts{}
-	for _, u := range a.units {
-		n := per[u.queue]
+	for _, u := range a.Units {
+		n := per[u.Queue]
 		if n == nil {
 			n = &counts{}
-			per[u.queue] = n
+			per[u.Queue] = n
 		}
 		switch {
-		case !u.admitted:
+		case !u.Admitted:
 			n.pending++
-		case u.gang != nil && u.gang.Counts.Succeeded >= int(u.min) && u.gang.Counts.Running == 0:
+		case u.Gang != nil && u.Gang.Counts.Succeeded >= int(u.Min) && u.Gang.Counts.Running == 0:
 			n.completed++
-		case u.gang != nil && u.gang.Counts.Running > 0:
+		case u.Gang != nil && u.Gang.Counts.Running > 0:
 			n.running++
-		case u.gang == nil && u.pod.Status.Phase == v1.PodRunning:
+		case u.Gang == nil && u.Pod.Status.Phase == v1.PodRunning:
 			n.running++
 		default:
 			n.admitted++
 		}
 	}
 	// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
-	alloc := make(map[string]resources.List, len(a.usage))
-	for name, u := range a.usage {
-		alloc[name] = alloc[name].Add(u.allocated)
-		for _, anc := range a.tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.allocated)
+	alloc := make(map[string]resources.List, len(a.Usage))
+	for name, u := range a.Usage {
+		alloc[name] = alloc[name].Add(u.Allocated)
+		for _, anc := range a.Tree.Ancestors(name) {
+			alloc[anc] = alloc[anc].Add(u.Allocated)
 		}
 	}
 	var want []*qapi.Queue
-	names := make([]string, 0, len(a.queues))
-	for name := range a.queues {
+	names := make([]string, 0, len(a.Queues))
+	for name := range a.Queues {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		q := a.queues[name]
+		q := a.Queues[name]
 		st := q.Status.DeepCopy()
 		n := per[name]
 		if n == nil {
 			n = &counts{}
 		}
 		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
-		st.Head = queuedGroups(a.pending.Head(name, QueueHeadLength))
+		st.Head = queuedGroups(a.Pending.Head(name, QueueHeadLength))
 		st.Allocated = convert.ResourceList(alloc[name])
 		share := 0.0
-		if a.shares != nil {
-			st.Deserved = convert.ResourceList(a.shares.Deserved(name))
-			share = a.shares.Share(name)
+		if a.Shares != nil {
+			st.Deserved = convert.ResourceList(a.Shares.Deserved(name))
+			share = a.Shares.Share(name)
 			st.Share = queue.FormatShare(share)
 		}
-		setCondition(&st.Conditions, q.Generation, qapi.QueueConditionInvalidParent, a.tree.Problem(name))
+		setCondition(&st.Conditions, q.Generation, qapi.QueueConditionInvalidParent, a.Tree.Problem(name))
 		over := metav1.Condition{Type: qapi.QueueConditionOverDeserved, Status: metav1.ConditionFalse, Reason: qapi.ReasonWithinDeserved, Message: "allocated is within the deserved share"}
 		if share > 1 {
 			over.Status, over.Reason, over.Message = metav1.ConditionTrue, qapi.ReasonAboveDeserved, "allocated exceeds the deserved share "+st.Share
@@ -203,27 +203,15 @@ type nominations struct{ c *Cache }
 func (n nominations) Stale(pod *v1.Pod) bool {
 	n.c.mu.RLock()
 	defer n.c.mu.RUnlock()
-	return n.c.adm.nominationStale(pod)
+	return n.c.adm.NominationStale(pod)
 }
 
 // Settled forgets that uid was handed out, so that a later period may
 // hand it out again.
 func (n nominations) Settled(uid types.UID) {
 	n.c.mu.Lock()
-	delete(n.c.adm.clearing, uid)
+	delete(n.c.adm.Clearing, uid)
 	n.c.mu.Unlock()
-}
-
-// nominationStale is nominations.Stale: pod is the one nominated, and its
-// unit is not admitted. The caller holds the cache's lock.
-func (a *admissionState) nominationStale(pod *v1.Pod) bool {
-	if a.nominated[pod.UID] == pod {
-		if acct := a.pods[pod.UID]; acct != nil {
-			u := a.units[acct.unit]
-			return u != nil && !u.admitted
-		}
-	}
-	return false
 }
 
 // NodeNames implements status.Source.
@@ -243,15 +231,15 @@ func (c *Cache) Gated(nominated []*v1.Pod) []*v1.Pod {
 	var drop []*v1.Pod
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if !c.adm.on() {
+	if !c.adm.On() {
 		return nil
 	}
 	for _, p := range nominated {
-		acct := c.adm.pods[p.UID]
-		if acct == nil || acct.bound {
+		acct := c.adm.Pods[p.UID]
+		if acct == nil || acct.Bound {
 			continue
 		}
-		if u := c.adm.units[acct.unit]; u != nil && !u.admitted {
+		if u := c.adm.Units[acct.Unit]; u != nil && !u.Admitted {
 			drop = append(drop, p)
 		}
 	}

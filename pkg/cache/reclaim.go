@@ -5,9 +5,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/caldera-sched/caldera/pkg/convert"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
@@ -30,16 +29,16 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	a := c.adm
-	if !a.on() {
+	if !a.On() {
 		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
 	}
 	b := reclaimInput{a: a, in: reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}, groupIDs: groupIDMemo{}}
-	pre, ok, why := a.preemptorLocked(c.groups, pod)
+	pre, ok, why := a.PreemptorLocked(c.groups, pod)
 	if !ok {
 		return b.in, false, why
 	}
 	b.in.Preemptor = pre
-	b.in.Deficits = c.adm.reclaimDeficitsLocked(c.adm.preemptorUnitLocked(pod))
+	b.in.Deficits = c.adm.ReclaimDeficitsLocked(c.adm.PreemptorUnitLocked(pod))
 	b.queue(pre.Queue)
 	b.addPods(running, leaving)
 	return b.in, true, ""
@@ -47,7 +46,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 
 // reclaimInput builds a reclaim.Input under the cache's read lock.
 type reclaimInput struct {
-	a        *admissionState
+	a        *admission.State
 	in       reclaim.Input
 	groupIDs groupIDMemo
 }
@@ -58,10 +57,10 @@ func (b *reclaimInput) queue(name string) reclaim.Queue {
 	q, ok := b.in.Queues[name]
 	if !ok {
 		q.Allocated = resources.List{}
-		if b.a.shares != nil {
-			q.Deserved = b.a.shares.Deserved(name)
+		if b.a.Shares != nil {
+			q.Deserved = b.a.Shares.Deserved(name)
 		}
-		if spec, ok := b.a.tree.Spec(name); ok {
+		if spec, ok := b.a.Tree.Spec(name); ok {
 			q.Guarantee, q.Reclaimable = spec.Guarantee, spec.Reclaimable
 		}
 		b.in.Queues[name] = q
@@ -91,15 +90,15 @@ func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
 	lastQueue, lastAlloc := "", resources.List(nil)
 	var last groupOfPods
 	for _, p := range running {
-		acct := a.pods[p.UID]
-		if acct == nil || acct.queue == "" || p.DeletionTimestamp != nil || leaving(p) {
+		acct := a.Pods[p.UID]
+		if acct == nil || acct.Queue == "" || p.DeletionTimestamp != nil || leaving(p) {
 			continue // not Caldera's, or on its way out
 		}
-		if lastAlloc == nil || acct.queue != lastQueue {
-			lastQueue, lastAlloc = acct.queue, b.queue(acct.queue).Allocated
+		if lastAlloc == nil || acct.Queue != lastQueue {
+			lastQueue, lastAlloc = acct.Queue, b.queue(acct.Queue).Allocated
 		}
-		lastAlloc.Add(acct.req)
-		if !acct.bound {
+		lastAlloc.Add(acct.Req)
+		if !acct.Bound {
 			continue // assumed, still binding: holds room, never a victim
 		}
 		ids.WriteString(p.Namespace)
@@ -107,12 +106,12 @@ func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
 		ids.WriteString(p.Name)
 		ends = append(ends, ids.Len())
 		rp := reclaim.Pod{
-			Node: p.Spec.NodeName, Queue: acct.queue,
-			Priority: gangbook.PodPriority(p), Started: startedAt(p), Request: acct.req,
+			Node: p.Spec.NodeName, Queue: acct.Queue,
+			Priority: gangbook.PodPriority(p), Started: startedAt(p), Request: acct.Req,
 		}
-		b.describe(&last, acct.unit)
+		b.describe(&last, acct.Unit)
 		if last.unit != nil {
-			rp.Priority, rp.Group = last.unit.priority, last.group
+			rp.Priority, rp.Group = last.unit.Priority, last.group
 		}
 		b.in.Pods = append(b.in.Pods, rp)
 	}
@@ -127,7 +126,7 @@ func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
 type groupOfPods struct {
 	set   bool
 	key   queue.Key
-	unit  *unit
+	unit  *admission.Unit
 	group string
 }
 
@@ -137,73 +136,13 @@ func (b *reclaimInput) describe(last *groupOfPods, key queue.Key) {
 	if last.set && key == last.key {
 		return
 	}
-	*last = groupOfPods{set: true, key: key, unit: b.a.units[key]}
-	if u := last.unit; u != nil && u.gang != nil {
+	*last = groupOfPods{set: true, key: key, unit: b.a.Units[key]}
+	if u := last.unit; u != nil && u.Gang != nil {
 		var seen bool
-		if last.group, seen = b.groupIDs.of(u.key); !seen {
-			b.in.Groups[last.group] = reclaim.Group{MinMember: u.min, Whole: u.gang.Obj != nil && u.gang.Obj.Rules.DisruptAll}
+		if last.group, seen = b.groupIDs.of(u.Key); !seen {
+			b.in.Groups[last.group] = reclaim.Group{MinMember: u.Min, Whole: u.Gang.Obj != nil && u.Gang.Obj.Rules.DisruptAll}
 		}
 	}
-}
-
-// preemptorUnitLocked is pod's admission unit: its gang's, or its own.
-func (a *admissionState) preemptorUnitLocked(pod *v1.Pod) *unit {
-	if key, ok := gangbook.GroupKeyOf(pod); ok {
-		return a.units[gangUnitKey(key)]
-	}
-	return a.units[podUnitKey(pod)]
-}
-
-// preemptorLocked describes pod's group, one of groups, as a preemptor.
-func (a *admissionState) preemptorLocked(groups map[gangbook.GroupKey]*gangbook.Group, pod *v1.Pod) (reclaim.Preemptor, bool, string) {
-	first := convert.PodRequest(pod)
-	key, labelled := gangbook.GroupKeyOf(pod)
-	if !labelled {
-		u := a.units[podUnitKey(pod)]
-		if u == nil {
-			if a.opts.AdmitSingletons {
-				return reclaim.Preemptor{}, false, "the pod is not known to its queue yet"
-			}
-			// Singletons bypass queues: they may only preempt within the
-			// queue they would resolve to.
-			q, _ := a.resolveQueueLocked("", pod, pod.Namespace)
-			return reclaim.Preemptor{Queue: q, Priority: gangbook.PodPriority(pod), Members: []resources.List{first}}, true, ""
-		}
-		if !u.admitted {
-			return reclaim.Preemptor{}, false, "the pod is not admitted to queue " + u.queue
-		}
-		return reclaim.Preemptor{Queue: u.queue, Priority: u.priority, Members: []resources.List{first}}, true, ""
-	}
-	uk := gangUnitKey(key)
-	u, g := a.units[uk], groups[key]
-	if u == nil || g == nil {
-		return reclaim.Preemptor{}, false, "the pod's PodGroup is not known yet"
-	}
-	if !u.admitted {
-		return reclaim.Preemptor{}, false, "the PodGroup is not admitted to queue " + u.queue
-	}
-	pre := reclaim.Preemptor{Group: uk.String(), Queue: u.queue, Priority: u.priority,
-		Members: []resources.List{first}, MemberIDs: []string{string(pod.UID)}}
-	// The gang needs minMember members placed; the pod is one, the rest
-	// come from its siblings that hold no node (reclaim.PickSiblings picks
-	// which count). Siblings bound, or reserved and waiting in Permit, are
-	// on their nodes in the scheduler's snapshot already: counted again as
-	// members to place, their room would be asked for twice.
-	if need := int(u.min) - g.Counts.Placed - 1; need > 0 {
-		var rest []resources.List
-		var uids []types.UID
-		for uid, m := range g.Members {
-			if uid != pod.UID && m.Node() == "" && !m.State.Phase.Terminal() {
-				rest = append(rest, m.Request)
-				uids = append(uids, uid)
-			}
-		}
-		for _, i := range reclaim.PickSiblings(rest, need) {
-			pre.Members = append(pre.Members, rest[i])
-			pre.MemberIDs = append(pre.MemberIDs, string(uids[i]))
-		}
-	}
-	return pre, true, ""
 }
 
 // startedAt is when a pod began to hold its node: its start time, else when

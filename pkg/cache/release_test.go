@@ -23,14 +23,14 @@ func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
 	pass(c, t0)
 	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
 	podEvent(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
-	wantAdmitted(t, c, admission{ok: true}, m0)
+	wantAdmitted(t, c, verdict{ok: true}, m0)
 
 	podDelete(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
 	m2 := memberOf("ns", "m2", "g", cpu("2"))
 	podEvent(c, m2)
 	c.Unschedulable(logger, m2, t0, gang.Backoff{}, "0/1 nodes are available: 1 Insufficient cpu.")
 	pass(c, t0)
-	wantAdmitted(t, c, admission{ok: true}, m2)
+	wantAdmitted(t, c, verdict{ok: true}, m2)
 	wantUsage(t, c, "q", 2, 0)
 	wantConsistent(t, c, "after the release")
 	if writes := pendingWrites(c); len(writes) > 1 {
@@ -58,7 +58,7 @@ func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 		podEvent(c, m)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{ok: true}, pending)
+	wantAdmitted(t, c, verdict{ok: true}, pending)
 	wantUsage(t, c, "q", 3, 1)
 	wantConsistent(t, c, "after admitting the partly bound gang")
 

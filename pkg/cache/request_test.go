@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
@@ -104,15 +105,15 @@ func TestUnitHoldSharesNoListItChanges(t *testing.T) {
 		{true, b, b},
 		{false, a, resources.List{resources.CPU: 1000, "memory": -1 << 30}},
 	}
-	var u unit
+	var u admission.Unit
 	for i, s := range steps {
 		if s.hold {
-			u.hold(s.req)
+			u.Hold(s.req)
 		} else {
-			u.release(s.req)
+			u.Release(s.req)
 		}
-		if !u.held.Equal(s.want) || (len(s.want) == 0) != (len(u.held) == 0) {
-			t.Fatalf("step %d: held %v, want %v", i, u.held, s.want)
+		if !u.Held.Equal(s.want) || (len(s.want) == 0) != (len(u.Held) == 0) {
+			t.Fatalf("step %d: held %v, want %v", i, u.Held, s.want)
 		}
 		if a[resources.CPU] != 1000 || a["memory"] != 1<<30 || len(a) != 2 || b[resources.CPU] != 2000 || len(b) != 1 {
 			t.Fatalf("step %d changed a shared request list: a=%v b=%v", i, a, b)

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 )
@@ -15,7 +16,7 @@ import (
 // newListingCache is newAdmissionCache as a restart finds it: the
 // scheduler's pod informer has not yet listed the gang members
 // (MembersListed not called).
-func newListingCache(tb testing.TB, opts AdmissionOptions, queues ...*qapi.Queue) *Cache {
+func newListingCache(tb testing.TB, opts admission.Options, queues ...*qapi.Queue) *Cache {
 	c, _ := newUnlistedCache(tb)
 	enableAdmission(c, opts, qfake.NewSimpleClientset())
 	for _, q := range queues {

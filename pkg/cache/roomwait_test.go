@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 )
@@ -46,7 +47,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 			t.Errorf("PreEnqueue holds %s, refused for room: %s", p.Name, msg)
 		}
 		_, code, msg := c.PreFilter(p, t0)
-		if code != PreFilterAwaitingRoom || !strings.HasPrefix(msg, "waiting for room: ") {
+		if code != admission.PreFilterAwaitingRoom || !strings.HasPrefix(msg, "waiting for room: ") {
 			t.Errorf("PreFilter(%s) = %v %q, want PreFilterAwaitingRoom with the verdict", p.Name, code, msg)
 		}
 	}
@@ -72,7 +73,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 		c.onNode(logger, mkNode(fmt.Sprint("new", i), "8"))
 	}
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, wide...)
+	wantAdmitted(t, c, verdict{true, ""}, wide...)
 	if waits, _ := awaitingRoom(c, wide[0]); waits {
 		t.Errorf("an admitted gang still waits for room")
 	}
@@ -142,7 +143,7 @@ func TestRefusedForQuotaAfterRoomStaysOut(t *testing.T) {
 			t.Fatalf("premise: PreEnqueue lets %s through, refused by its queue's capability: %v %q", p.Name, ok, msg)
 		}
 		_, code, msg := c.PreFilter(p, t0.Add(time.Second))
-		if code != PreFilterNotAdmitted || !strings.Contains(msg, "capability") {
+		if code != admission.PreFilterNotAdmitted || !strings.Contains(msg, "capability") {
 			t.Errorf("PreFilter(%s) = %v %q, want PreFilterNotAdmitted with the verdict", p.Name, code, msg)
 		}
 	}
@@ -157,7 +158,7 @@ func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
 	big := single("ns", "big", cpu("8"), notOurs)
 	podEvent(c, big)
 	pass(c, t0)
-	if _, code, msg := c.PreFilter(big, t0); code != PreFilterOK {
+	if _, code, msg := c.PreFilter(big, t0); code != admission.PreFilterOK {
 		t.Errorf("PreFilter(a pod of another profile) = %v %q, want PreFilterOK", code, msg)
 	}
 }
@@ -167,5 +168,5 @@ func awaitingRoom(c *Cache, pod *v1.Pod) (bool, string) {
 	key, member := gangbook.GroupKeyOf(pod)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.adm.awaitingRoomLocked(c.adm.unitOfLocked(pod, key, member))
+	return c.adm.AwaitingRoomLocked(c.adm.UnitOfLocked(pod, key, member))
 }

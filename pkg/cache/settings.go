@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+
+	"github.com/caldera-sched/caldera/pkg/admission"
 )
 
 // agreed is one setting that every profile making it must make alike.
@@ -52,7 +54,7 @@ type settingsBook struct {
 	// sealed: Seal has applied the settings; later ones are refused, since
 	// nothing would wire what they need.
 	sealed    bool
-	admission agreed[AdmissionOptions]
+	admission agreed[admission.Options]
 	// admitting are the profiles with CalderaEnqueue, whose pods
 	// admission admits.
 	admitting []string
@@ -78,7 +80,7 @@ func (s *settingsBook) change(what string, set func() error) error {
 // pass the same options. Seal installs the admission state; what feeds it
 // (Queues, namespaces, every pod, quotas) is wired by pkg/feed, and the
 // command runs the AdmissionLoop.
-func (p *Provider) EnableAdmission(profile string, opts AdmissionOptions) error {
+func (p *Provider) EnableAdmission(profile string, opts admission.Options) error {
 	s := &p.settings
 	return s.change("queue admission for profile "+profile, func() error {
 		if err := s.admission.agree("args", profile, opts); err != nil {
@@ -178,7 +180,7 @@ func (s *settingsBook) applyTo(c *Cache) {
 		c.reservingProfiles = maps.Clone(s.reserving)
 	}
 	if s.admission.set {
-		c.adm = newAdmissionState(s.admission.v, observeAdmissionWait, s.admitting...)
-		c.adm.attachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
+		c.adm = admission.NewState(s.admission.v, observeAdmissionWait, s.admitting...)
+		c.adm.AttachLocked(&c.feasible, c.groups, c.dirty, c.membersSynced.fired())
 	}
 }

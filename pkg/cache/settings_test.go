@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -36,7 +37,7 @@ func trackReservations(c *Cache, profile string) {
 // pass admits for every profile, so it may count on an action only if
 // every profile's CalderaReclaim runs it.
 func TestSettingsConflicts(t *testing.T) {
-	enq := func(opts AdmissionOptions) func(*Provider, string) error {
+	enq := func(opts admission.Options) func(*Provider, string) error {
 		return func(p *Provider, prof string) error { return p.EnableAdmission(prof, opts) }
 	}
 	evict := func(reclaim, preempt bool) func(*Provider, string) error {
@@ -52,7 +53,7 @@ func TestSettingsConflicts(t *testing.T) {
 		want []string
 	}{
 		{"same admission", enq(singletons), enq(singletons), nil},
-		{"admission differs", enq(singletons), enq(AdmissionOptions{AdmitSingletons: false, StarvationThreshold: -1}),
+		{"admission differs", enq(singletons), enq(admission.Options{AdmitSingletons: false, StarvationThreshold: -1}),
 			[]string{"args: profiles disagree", "profile batch-b asks for {", "AdmitSingletons:false", "profile batch-a for {", "AdmitSingletons:true"}},
 		{"same evictions", evict(true, true), evict(true, true), nil},
 		{"reclaim differs", evict(true, true), evict(false, true),
@@ -115,7 +116,7 @@ func TestSealAppliesSettings(t *testing.T) {
 	}
 	of := func(sched string) *v1.Pod { return &v1.Pod{Spec: v1.PodSpec{SchedulerName: sched}} }
 	c.mu.RLock()
-	got := []bool{c.adm.on(), c.adm.ours(of("batch-a")), c.adm.ours(of("batch-b")), c.adm.ours(of("other")), c.reclaim, c.preempt, c.reservingProfiles["batch-b"]}
+	got := []bool{c.adm.On(), c.adm.Ours(of("batch-a")), c.adm.Ours(of("batch-b")), c.adm.Ours(of("other")), c.reclaim, c.preempt, c.reservingProfiles["batch-b"]}
 	c.mu.RUnlock()
 	if want := []bool{true, true, true, false, false, true, true}; !slices.Equal(got, want) {
 		t.Errorf("after Seal: admission on, ours(a, b, other), reclaim, preempt, b reserving = %v, want %v", got, want)

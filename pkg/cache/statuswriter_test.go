@@ -119,7 +119,7 @@ func writer(c *Cache) *status.Writer {
 			cl.UpstreamObjects = r
 		}
 	}
-	if c.adm.on() {
+	if c.adm.On() {
 		cl.Queues = wiringOf(c).queues
 	}
 	return status.New(c, cl)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -117,32 +118,32 @@ func aggregates(c *Cache) []string {
 		out = append(out, fmt.Sprintf("memberOf %s: %s", uid, k))
 	}
 	a := c.adm
-	out = append(out, "used: "+nonZero(a.used))
+	out = append(out, "used: "+nonZero(a.Used))
 	// The running members of a deleted PodGroup stay charged to the queue
 	// their gang was in (a designed history dependence, see
 	// docs/reliability.md); they are compared without their queue.
 	allocated := map[string]resources.List{}
-	for q, u := range a.usage {
-		allocated[q] = u.allocated.Clone()
+	for q, u := range a.Usage {
+		allocated[q] = u.Allocated.Clone()
 	}
 	byPrio := map[string]resources.List{}
-	for q, m := range a.byPrio {
+	for q, m := range a.ByPrio {
 		for prio, l := range m {
 			byPrio[fmt.Sprintf("%s/%d", q, prio)] = l.Clone()
 		}
 	}
-	for uid, p := range a.pods {
-		if !p.unit.IsZero() && a.units[p.unit] == nil && p.unit.Kind == queue.KindGroup {
-			if p.bound {
-				allocated[p.queue].Sub(p.req)
-				if l := byPrio[fmt.Sprintf("%s/%d", p.queue, p.prio)]; l != nil {
-					l.Sub(p.req)
+	for uid, p := range a.Pods {
+		if !p.Unit.IsZero() && a.Units[p.Unit] == nil && p.Unit.Kind == queue.KindGroup {
+			if p.Bound {
+				allocated[p.Queue].Sub(p.Req)
+				if l := byPrio[fmt.Sprintf("%s/%d", p.Queue, p.Prio)]; l != nil {
+					l.Sub(p.Req)
 				}
 			}
-			out = append(out, fmt.Sprintf("pod %s: unit=%s (gone) req=%s bound=%v", uid, p.unit, nonZero(p.req), p.bound))
+			out = append(out, fmt.Sprintf("pod %s: unit=%s (gone) req=%s bound=%v", uid, p.Unit, nonZero(p.Req), p.Bound))
 			continue
 		}
-		out = append(out, fmt.Sprintf("pod %s: unit=%s queue=%s req=%s bound=%v", uid, p.unit, p.queue, nonZero(p.req), p.bound))
+		out = append(out, fmt.Sprintf("pod %s: unit=%s queue=%s req=%s bound=%v", uid, p.Unit, p.Queue, nonZero(p.Req), p.Bound))
 	}
 	for q, l := range allocated {
 		if s := nonZero(l); s != "" {
@@ -154,8 +155,8 @@ func aggregates(c *Cache) []string {
 			out = append(out, fmt.Sprintf("queue/priority %s: allocated %s", qp, s))
 		}
 	}
-	for k, u := range a.units {
-		out = append(out, fmt.Sprintf("unit %s: queue=%s members=%d min=%d held=%s", k, u.queue, u.members, u.min, nonZero(u.held)))
+	for k, u := range a.Units {
+		out = append(out, fmt.Sprintf("unit %s: queue=%s members=%d min=%d held=%s", k, u.Queue, u.Members, u.Min, nonZero(u.Held)))
 	}
 	sort.Strings(out)
 	return out
@@ -210,7 +211,7 @@ func TestResizedMemberChangesGangMinimum(t *testing.T) {
 	if got, _ := c.MinRequest(key(stormNS, "g")); got[resources.CPU] != 4000 {
 		t.Fatalf("gang minimum after a member was resized from 1 to 3 cpu = %s, want cpu=4", got)
 	}
-	if u := unitOf(c, queue.GroupUnit(stormNS, "g")); u == nil || u.request[resources.CPU] != 4000 {
+	if u := unitOf(c, queue.GroupUnit(stormNS, "g")); u == nil || u.Request[resources.CPU] != 4000 {
 		t.Fatalf("admission unit of the resized gang = %+v, want a request of 4 cpu", u)
 	}
 }
@@ -221,20 +222,20 @@ func indexErrors(c *Cache) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var errs []string
-	accounted := map[*podAcct]bool{}
-	for _, p := range c.adm.pods {
+	accounted := map[*admission.PodAcct]bool{}
+	for _, p := range c.adm.Pods {
 		accounted[p] = true
 	}
-	for unit, l := range c.adm.unitPods {
+	for unit, l := range c.adm.UnitPods {
 		for i, p := range l {
-			if !accounted[p] || p.unit != unit || int(p.slot) != i {
+			if !accounted[p] || p.Unit != unit || int(p.Slot) != i {
 				errs = append(errs, fmt.Sprintf("account %+v is indexed under unit %s at %d (is a pod's account: %v)", p, unit, i, accounted[p]))
 			}
 		}
 	}
-	for uid, p := range c.adm.pods {
-		if l := c.adm.unitPods[p.unit]; !p.unit.IsZero() && (int(p.slot) >= len(l) || l[p.slot] != p) {
-			errs = append(errs, fmt.Sprintf("pod %s of unit %s is not indexed", uid, p.unit))
+	for uid, p := range c.adm.Pods {
+		if l := c.adm.UnitPods[p.Unit]; !p.Unit.IsZero() && (int(p.Slot) >= len(l) || l[p.Slot] != p) {
+			errs = append(errs, fmt.Sprintf("pod %s of unit %s is not indexed", uid, p.Unit))
 		}
 	}
 	return errs

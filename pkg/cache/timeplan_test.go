@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -27,7 +28,7 @@ func runningSince(t time.Time) podOpt {
 // reservationsFixture: three 4-cpu nodes; n0 runs a 4-cpu pod until t0+100,
 // n1 one until t0+300, n2 is empty. Gang train (two 4-cpu members, the
 // oldest group) fits only once n0 is empty, at t0+100, on n0 and n2.
-func reservationsFixture(t *testing.T, opts AdmissionOptions, more ...*qapi.Queue) (*Cache, []*v1.Pod, *fakeHandle) {
+func reservationsFixture(t *testing.T, opts admission.Options, more ...*qapi.Queue) (*Cache, []*v1.Pod, *fakeHandle) {
 	c, h, _ := newAdmissionCache(t, opts, append([]*qapi.Queue{mkQueue("default")}, more...)...)
 	for i := range 3 {
 		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
@@ -61,17 +62,17 @@ func TestReservationRefusesUnbounded(t *testing.T) {
 	if ok, msg := c.Admitted(train[0]); ok || !strings.Contains(msg, "exceeds remaining capability") {
 		t.Errorf("train: Admitted = %v %q, want refused for room", ok, msg)
 	}
-	res := c.feasible.timed
-	if len(res) != 1 || res[0].key != queue.GroupUnit("ns", "train") {
+	res := c.feasible.Timed
+	if len(res) != 1 || res[0].Key != queue.GroupUnit("ns", "train") {
 		t.Fatalf("reservations %+v, want one for the train gang", res)
 	}
-	if got, want := res[0].start, t0.Unix()+100; got != want {
+	if got, want := res[0].Start, t0.Unix()+100; got != want {
 		t.Errorf("reservation starts at t0%+d, want t0+100 (when run0 ends)", got-t0.Unix())
 	}
-	if nodes := slices.Sorted(slices.Values(res[0].nodes)); !slices.Equal(nodes, []string{"n0", "n2"}) {
+	if nodes := slices.Sorted(slices.Values(res[0].Nodes)); !slices.Equal(nodes, []string{"n0", "n2"}) {
 		t.Errorf("reserved nodes %v, want [n0 n2]", nodes)
 	}
-	if !res[0].guaranteed {
+	if !res[0].Guaranteed {
 		t.Errorf("reservation not guaranteed, though every pod it waits for declares a limit")
 	}
 	ok, msg := c.Admitted(endless)
@@ -136,9 +137,9 @@ func TestReservationsOff(t *testing.T) {
 	endless := single("ns", "endless", cpu("4"), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, endless)
 	pass(c, t0.Add(10*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, endless)
-	if len(c.feasible.timed) != 0 {
-		t.Errorf("reservations %+v with reservations off", c.feasible.timed)
+	wantAdmitted(t, c, verdict{true, ""}, endless)
+	if len(c.feasible.Timed) != 0 {
+		t.Errorf("reservations %+v with reservations off", c.feasible.Timed)
 	}
 }
 
@@ -147,8 +148,8 @@ func TestReservationsOff(t *testing.T) {
 func TestReservationHoldsAcrossPasses(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons, mkQueue("urgent", queuePriority(10)))
 	pass(c, t0.Add(10*time.Second))
-	if len(c.feasible.timed) != 1 {
-		t.Fatalf("reservations %+v after the first pass, want train's", c.feasible.timed)
+	if len(c.feasible.Timed) != 1 {
+		t.Fatalf("reservations %+v after the first pass, want train's", c.feasible.Timed)
 	}
 	endless := single("ns", "endless", cpu("4"), inQueue("urgent"), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, endless)
@@ -164,9 +165,9 @@ func TestReservationEndsWithAdmission(t *testing.T) {
 	pass(c, t0.Add(10*time.Second))
 	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	pass(c, t0.Add(100*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, train...)
-	if len(c.feasible.timed) != 0 {
-		t.Errorf("reservations %+v after the gang was admitted", c.feasible.timed)
+	wantAdmitted(t, c, verdict{true, ""}, train...)
+	if len(c.feasible.Timed) != 0 {
+		t.Errorf("reservations %+v after the gang was admitted", c.feasible.Timed)
 	}
 }
 
@@ -232,13 +233,13 @@ func TestInflightEndsFromAdmission(t *testing.T) {
 	short := single("ns", "short", cpu("4"), limit(85), createdAt(t0.Add(2*time.Second)))
 	podEvent(c, short)
 	pass(c, t0.Add(10*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, short)
+	wantAdmitted(t, c, verdict{true, ""}, short)
 	for _, at := range []int64{10, 20, 30} {
 		if at > 10 {
 			pass(c, t0.Add(time.Duration(at)*time.Second))
 		}
-		res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", train[0].Labels[gangbook.PodGroupLabel]))
-		if !ok || res.start != t0.Unix()+100 {
+		res, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", train[0].Labels[gangbook.PodGroupLabel]))
+		if !ok || res.Start != t0.Unix()+100 {
 			t.Errorf("pass at t0+%d: train's reservation %+v, want from t0+100 (short, unplaced, ends by t0+95)", at, res)
 		}
 	}
@@ -250,16 +251,16 @@ func TestInflightEndsFromAdmission(t *testing.T) {
 func TestReservationFollowsChangedEnds(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
 	pass(c, t0.Add(10*time.Second))
-	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
+	if got := c.feasible.Timed; len(got) != 1 || got[0].Start != t0.Unix()+100 {
 		t.Fatalf("reservations %+v, want train's from t0+100", got)
 	}
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(50), runningSince(t0)))
 	pass(c, t0.Add(20*time.Second))
-	got := c.feasible.timed
-	if len(got) != 1 || got[0].start != t0.Unix()+50 {
+	got := c.feasible.Timed
+	if len(got) != 1 || got[0].Start != t0.Unix()+50 {
 		t.Fatalf("reservations %+v after run1's limit became 50 s, want train's from t0+50", got)
 	}
-	if nodes := slices.Sorted(slices.Values(got[0].nodes)); !slices.Equal(nodes, []string{"n1", "n2"}) {
+	if nodes := slices.Sorted(slices.Values(got[0].Nodes)); !slices.Equal(nodes, []string{"n1", "n2"}) {
 		t.Errorf("reserved nodes %v, want [n1 n2]", nodes)
 	}
 }
@@ -294,7 +295,7 @@ func TestBackfillKeepsTheReservationNextPass(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
 	backfillShort(t, c)
 	pass(c, t0.Add(11*time.Second))
-	if got := c.feasible.timed; len(got) != 1 || got[0].start != t0.Unix()+100 {
+	if got := c.feasible.Timed; len(got) != 1 || got[0].Start != t0.Unix()+100 {
 		t.Errorf("reservations %+v in the pass after the backfill, want train's from t0+100 still", got)
 	}
 }
@@ -334,7 +335,7 @@ func backfillShort(t *testing.T, c *Cache) {
 	short := single("ns", "short", cpu("4"), limit(60), createdAt(t0.Add(time.Second)))
 	podEvent(c, short)
 	pass(c, t0.Add(10*time.Second))
-	wantAdmitted(t, c, admission{true, ""}, short)
+	wantAdmitted(t, c, verdict{true, ""}, short)
 }
 
 // Past the starvation threshold, a head with a reservation over time is
@@ -354,7 +355,7 @@ func TestStarvingHeadGuardedByItsReservation(t *testing.T) {
 	if ok, _ := c.Admitted(train[0]); ok {
 		t.Fatal("train admitted, want it waiting for its reservation")
 	}
-	wantAdmitted(t, c, admission{true, ""}, short)
+	wantAdmitted(t, c, verdict{true, ""}, short)
 	if ok, msg := c.Admitted(long); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Errorf("long: Admitted = %v %q, want refused for delaying train's reservation", ok, msg)
 	}
@@ -375,14 +376,14 @@ func TestOwnLaterReservationIsNoBackfill(t *testing.T) {
 	if ok, msg := c.Admitted(job); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Fatalf("job in the first pass: Admitted = %v %q, want refused for train's reservation", ok, msg)
 	}
-	if _, ok := c.feasible.reservationOf(queue.PodUnit("ns", "job")); !ok {
-		t.Fatalf("job holds no reservation after the first pass; reservations %+v", c.feasible.timed)
+	if _, ok := c.feasible.ReservationOf(queue.PodUnit("ns", "job")); !ok {
+		t.Fatalf("job holds no reservation after the first pass; reservations %+v", c.feasible.Timed)
 	}
 	pass(c, t0.Add(20*time.Second))
 	if ok, msg := c.Admitted(job); ok || !strings.Contains(msg, "delay the reservation of pg:ns/train") {
 		t.Errorf("job in the next pass: Admitted = %v %q, want refused: it would delay train", ok, msg)
 	}
-	if res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok || res.start != t0.Unix()+100 {
+	if res, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !ok || res.Start != t0.Unix()+100 {
 		t.Errorf("train's reservation %+v (kept %v), want it still from t0+100", res, ok)
 	}
 	if ok, _ := c.Admitted(train[0]); ok {
@@ -417,7 +418,7 @@ func TestBackfillEndsByReservationOnceBound(t *testing.T) {
 			runningSince(t0.Add(10700 * time.Millisecond))(bound)
 			podEvent(c, bound)
 			pass(c, t0.Add(12*time.Second))
-			if res, kept := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !kept || res.start != t0.Unix()+100 {
+			if res, kept := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !kept || res.Start != t0.Unix()+100 {
 				t.Errorf("train's reservation after the job bound: %+v (kept %v), want it still from t0+100", res, kept)
 			}
 		})
@@ -434,7 +435,7 @@ func TestDelayedGroupNotAdmittedOnPlan(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
 	enableEvictions(c, false, true)
 	pass(c, t0.Add(10*time.Second))
-	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+	if _, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !ok {
 		t.Fatalf("train holds no reservation after the first pass")
 	}
 	job := single("ns", "job", cpu("4"), priority(10), createdAt(t0.Add(11*time.Second)))
@@ -465,7 +466,7 @@ func TestPlanAdmissionHeldToReservations(t *testing.T) {
 			c, _, _ := reservationsFixture(t, singletons)
 			enableEvictions(c, false, true)
 			pass(c, t0.Add(10*time.Second))
-			if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+			if _, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !ok {
 				t.Fatalf("train holds no reservation after the first pass")
 			}
 			addPG(c, mkPG("ns", "urgent", 2, pgCreatedAt(t0.Add(11*time.Second))))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qfake "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned/fake"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/queue"
@@ -75,8 +76,8 @@ func TestRecreatedPodGroupStartsFresh(t *testing.T) {
 			podEvent(c, p0)
 			podEvent(c, p1)
 			pass(c, t0)
-			wantAdmitted(t, c, admission{true, ""}, p0, p1)
-			if _, code, _ := c.PreFilter(p0, t0); code != PreFilterOK {
+			wantAdmitted(t, c, verdict{true, ""}, p0, p1)
+			if _, code, _ := c.PreFilter(p0, t0); code != admission.PreFilterOK {
 				t.Fatalf("PreFilter = %v", code)
 			}
 			c.Unschedulable(logger, p0, t0, gang.Backoff{Base: time.Hour, Max: time.Hour}, "0/1 nodes are available")
@@ -97,7 +98,7 @@ func TestRecreatedPodGroupStartsFresh(t *testing.T) {
 			if !first.IsZero() || backoff.Active(t0) || reason != "" {
 				t.Errorf("recreated group kept first attempt %v, backoff %+v, reason %q", first, backoff, reason)
 			}
-			if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
+			if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.Admitted {
 				t.Errorf("recreated gang's unit: %+v, want it pending", u)
 			}
 		})
@@ -112,12 +113,12 @@ func TestStaleAdmittedAnnotationDoesNotAdmit(t *testing.T) {
 	pg := mkPG("ns", "g", 1, admittedAt)
 	pg.CreationTimestamp.Time = t0 // admittedAt writes t0 - 1m
 	addPG(c, pg)
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.Admitted {
 		t.Errorf("unit: %+v, want it pending", u)
 	}
 	ok := mkPG("ns", "h", 1, admittedAt)
 	addPG(c, ok)
-	if u := unitOf(c, queue.GroupUnit("ns", "h")); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "h")); u == nil || !u.Admitted {
 		t.Errorf("unit of a PodGroup admitted after its creation: %+v, want it admitted", u)
 	}
 }
@@ -143,7 +144,7 @@ func TestAdmittedGangBeforeItsMembersReservesItsMinimum(t *testing.T) {
 	wantUsage(t, c, "q", 0, 2)
 	h.activations()
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, n...)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 2 exceeds remaining capability 1"}, n...)
 	wantConsistent(t, c, "after the pass")
 }
 
@@ -230,33 +231,33 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 	pass(c, t0)
 	c.mu.RLock()
 	var queues []string
-	for q := range c.adm.usage {
+	for q := range c.adm.Usage {
 		queues = append(queues, q)
 	}
-	pendingQueues := c.adm.pending.Queues()
+	pendingQueues := c.adm.Pending.Queues()
 	c.mu.RUnlock()
 	slices.Sort(queues)
-	if !slices.Equal(queues, []string{MissingQueue}) && !slices.Equal(queues, []string{MissingQueue, "default"}) {
-		t.Errorf("per-queue usage kept for %v, want only %q (and default)", queues, MissingQueue)
+	if !slices.Equal(queues, []string{admission.MissingQueue}) && !slices.Equal(queues, []string{admission.MissingQueue, "default"}) {
+		t.Errorf("per-queue usage kept for %v, want only %q (and default)", queues, admission.MissingQueue)
 	}
 	if len(pendingQueues) > 2 {
 		t.Errorf("pending heaps for %d queues, want at most 2", len(pendingQueues))
 	}
-	wantAdmitted(t, c, admission{false, "queue tenant-7 not found"}, pods[7])
+	wantAdmitted(t, c, verdict{false, "queue tenant-7 not found"}, pods[7])
 
 	// Bound while its queue does not exist (another scheduler, a restart).
 	podEvent(c, next(pods[3], boundTo("n1")))
-	wantUsage(t, c, MissingQueue, 1, 0)
+	wantUsage(t, c, admission.MissingQueue, 1, 0)
 	c.SetQueue(mkQueue("tenant-3"), false)
 	wantUsage(t, c, "tenant-3", 1, 0)
-	wantUsage(t, c, MissingQueue, 0, 0)
+	wantUsage(t, c, admission.MissingQueue, 0, 0)
 	c.SetQueue(mkQueue("tenant-pg"), false)
 	pass(c, t0.Add(time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.queue != "tenant-pg" || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.Queue != "tenant-pg" || !u.Admitted {
 		t.Errorf("gang after its Queue was created: %+v", u)
 	}
 	c.SetQueue(mkQueue("tenant-3"), true)
-	wantUsage(t, c, MissingQueue, 1, 0)
+	wantUsage(t, c, admission.MissingQueue, 1, 0)
 	wantConsistent(t, c, "after queues came and went")
 	if msg := admitted(c, pods[9]).msg; !strings.Contains(msg, "tenant-9") {
 		t.Errorf("message %q does not name the queue asked for", msg)
@@ -279,25 +280,25 @@ func TestShortGangReturnsToPending(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 
 	// Replaced within the grace: still admitted.
 	podDelete(c, g[1])
 	pass(c, t0.Add(time.Second))
 	again := memberOf("ns", "g1", "g", cpu("2"), withUID("uid-ns-g1-again"))
 	podEvent(c, again)
-	pass(c, t0.Add(time.Second+shortGrace))
-	wantAdmitted(t, c, admission{true, ""}, g[0], again)
+	pass(c, t0.Add(time.Second+admission.ShortGrace))
+	wantAdmitted(t, c, verdict{true, ""}, g[0], again)
 
 	// Short for longer than the grace: back to pending, its room free.
 	podDelete(c, again)
 	pass(c, t0.Add(10*time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.Admitted {
 		t.Fatalf("unit %+v: returned before its grace", u)
 	}
-	pass(c, t0.Add(10*time.Second+shortGrace))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
-		t.Errorf("unit %+v: still admitted after %v short of members", u, shortGrace)
+	pass(c, t0.Add(10*time.Second+admission.ShortGrace))
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.Admitted {
+		t.Errorf("unit %+v: still admitted after %v short of members", u, admission.ShortGrace)
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the short gang went back")
@@ -330,19 +331,19 @@ func TestStartedGangShortOfMembersReturns(t *testing.T) {
 	pass(c, t0)
 	addPG(c, mkPG("ns", "g", 7, admittedAt, pgQueue("q")))
 	pass(c, t0.Add(time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted || !u.started {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.Admitted || !u.Started {
 		t.Fatalf("premise: unit %+v, want admitted and started", u)
 	}
 	for _, p := range bound {
 		podDelete(c, p)
 	}
 	pass(c, t0.Add(2*time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.admitted || u.started {
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || !u.Admitted || u.Started {
 		t.Fatalf("premise: unit %+v, want admitted, not started again", u)
 	}
-	pass(c, t0.Add(3*time.Second+shortGrace))
-	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.admitted {
-		t.Errorf("unit %+v: still admitted %v after it lost its bound members, 4 of 7", u, shortGrace)
+	pass(c, t0.Add(3*time.Second+admission.ShortGrace))
+	if u := unitOf(c, queue.GroupUnit("ns", "g")); u == nil || u.Admitted {
+		t.Errorf("unit %+v: still admitted %v after it lost its bound members, 4 of 7", u, admission.ShortGrace)
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the short gang went back")
@@ -366,20 +367,20 @@ func TestRaisedMinMemberIsAdmittedAgain(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 
 	// Lowered or unchanged: the admission stands.
 	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, g...)
 
 	// Raised to 4 members of 2 cpu: 8 cpu, past the queue's capability 4.
 	addPG(c, mkPG("ns", "g", 4, pgQueue("q")))
 	s := single("ns", "s", cpu("1"), inQueue("q"))
 	podEvent(c, s)
 	pass(c, t0.Add(2*time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 8 exceeds capability 4"}, g...)
-	wantAdmitted(t, c, admission{true, ""}, s)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 8 exceeds capability 4"}, g...)
+	wantAdmitted(t, c, verdict{true, ""}, s)
 	wantConsistent(t, c, "after the raised gang went back")
 }
 
@@ -391,9 +392,9 @@ func TestRaisedMinResourcesIsAdmittedAgain(t *testing.T) {
 	g0 := memberOf("ns", "g0", "g", cpu("1"))
 	podEvent(c, g0)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, g0)
+	wantAdmitted(t, c, verdict{true, ""}, g0)
 	addPG(c, mkPG("ns", "g", 1, pgQueue("q"), minResources(v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")})))
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{false, "queue q: cpu request 8 exceeds capability 4"}, g0)
+	wantAdmitted(t, c, verdict{false, "queue q: cpu request 8 exceeds capability 4"}, g0)
 	wantConsistent(t, c, "after the raised gang went back")
 }

@@ -21,6 +21,7 @@ import (
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
@@ -104,7 +105,7 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 			pods := []*v1.Pod{d.member("ns", "m0", "g"), d.member("ns", "m1", "g"), d.member("ns", "m2", "g")}
 			addAll(c, pods...)
 			// 3 cpu on a 2-cpu cluster: refused before any member is placed.
-			if member, code, msg := c.PreFilter(pods[0], t0); !member || code == PreFilterOK {
+			if member, code, msg := c.PreFilter(pods[0], t0); !member || code == admission.PreFilterOK {
 				t.Errorf("PreFilter = %v, %v (%s); want the gang refused as too large", member, code, msg)
 			}
 		})
@@ -119,8 +120,8 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 				podEvent(c, p)
 			}
 			pass(c, t0)
-			wantAdmitted(t, c, admission{true, ""}, a...)
-			wantAdmitted(t, c, admission{false, "queue q: cpu request 2 exceeds remaining capability 1"}, b...)
+			wantAdmitted(t, c, verdict{true, ""}, a...)
+			wantAdmitted(t, c, verdict{false, "queue q: cpu request 2 exceeds remaining capability 1"}, b...)
 		})
 	}
 }
@@ -140,16 +141,16 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 	c.SetGroup(logger, volcano.Spec(second))
 
 	pass(c, t0)
-	if u := unitOf(c, queue.GroupUnit("ns", "first")); u == nil || !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "first")); u == nil || !u.Admitted {
 		t.Fatalf("first gang, no pods yet: unit %+v, want admitted", u)
 	}
-	if u := unitOf(c, queue.GroupUnit("ns", "second")); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "second")); u == nil || u.Admitted {
 		t.Fatalf("second gang beyond capability: unit %+v, want pending", u)
 	}
 	wantUsage(t, c, "q", 0, 3)
 	// Its reservation holds in later passes, though no pod exists yet.
 	pass(c, t0.Add(time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "second")); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "second")); u == nil || u.Admitted {
 		t.Fatalf("second gang, next pass: unit %+v, want pending", u)
 	}
 
@@ -171,7 +172,7 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 	for _, p := range pods {
 		podEvent(c, p)
 	}
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	for _, p := range pods {
 		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	}
@@ -209,7 +210,7 @@ func TestVolcanoQueue(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0)
-	wantAdmitted(t, c, admission{false, "queue vq: cpu request 3 exceeds capability 2"}, pods...)
+	wantAdmitted(t, c, verdict{false, "queue vq: cpu request 3 exceeds capability 2"}, pods...)
 
 	syncVolcanoStatus(t, c, vcc)
 	var warnings int
@@ -234,7 +235,7 @@ func TestVolcanoQueue(t *testing.T) {
 	c.SetQueue(mkQueue("vq", capability("8")), false)
 	vcc.reader.OnQueue(vq, false)
 	pass(c, t0.Add(time.Second))
-	wantAdmitted(t, c, admission{true, ""}, pods...)
+	wantAdmitted(t, c, verdict{true, ""}, pods...)
 }
 
 // fakeVolcano is Volcano's API as the status writer sees it, in memory:
@@ -409,7 +410,7 @@ func TestVolcanoGangAfterRestart(t *testing.T) {
 	c.SetGroup(logger, volcano.Spec(inqueue))
 	c.SetGroup(logger, volcano.Spec(done))
 	for _, name := range []string{"inqueue", "done"} {
-		if u := unitOf(c, queue.GroupUnit("ns", name)); u == nil || !u.admitted {
+		if u := unitOf(c, queue.GroupUnit("ns", name)); u == nil || !u.Admitted {
 			t.Errorf("%s: unit %+v, want admitted from its phase", name, u)
 		}
 	}

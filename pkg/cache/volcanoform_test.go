@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	vc "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/dialect/volcano"
 	"github.com/caldera-sched/caldera/pkg/queue"
 )
@@ -46,8 +47,8 @@ func TestVolcanoQuotaFormMinResources(t *testing.T) {
 	withVolcano(t, c, pg)
 	c.SetGroup(logger, volcano.Spec(pg))
 	pass(c, t0)
-	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.admitted {
-		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "job"))
+	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.Admitted {
+		d, _ := c.adm.Pending.Decision(queue.GroupUnit("ns", "job"))
 		t.Fatalf("gang with the controller's minResources: unit %+v, decision %+v, want admitted", u, d)
 	}
 	wantUsage(t, c, "q", 0, 4)
@@ -87,11 +88,11 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 	c.SetGroup(logger, volcano.Spec(pg))
 	c.SetGroup(logger, volcano.Spec(more))
 	pass(c, t0)
-	if u := unitOf(c, queue.GroupUnit("ns", "train")); u == nil || !u.admitted {
-		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", "train"))
+	if u := unitOf(c, queue.GroupUnit("ns", "train")); u == nil || !u.Admitted {
+		d, _ := c.adm.Pending.Decision(queue.GroupUnit("ns", "train"))
 		t.Fatalf("pod-less gang on tainted GPU nodes: unit %+v, decision %+v, want admitted", u, d)
 	}
-	if u := unitOf(c, queue.GroupUnit("ns", "more")); u == nil || u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "more")); u == nil || u.Admitted {
 		t.Fatalf("second gang beyond the GPUs: unit %+v, want pending", u)
 	}
 	syncVolcanoStatus(t, c, vcc)
@@ -123,7 +124,7 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 		pods[i] = next(p, boundTo("n1"), phase(v1.PodRunning))
 		podEvent(c, pods[i])
 	}
-	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.started {
+	if u := unitOf(c, queue.GroupUnit("ns", "job")); u == nil || !u.Started {
 		t.Fatalf("first PodGroup, both members running: unit %+v, want started", u)
 	}
 
@@ -143,7 +144,7 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	pass(c, t0.Add(time.Minute))
 
 	u := unitOf(c, queue.GroupUnit("ns", "job"))
-	if u == nil || !u.admitted || u.started {
+	if u == nil || !u.Admitted || u.Started {
 		t.Fatalf("recreated PodGroup: unit %+v, want admitted again and not started", u)
 	}
 	syncVolcanoStatus(t, c, vcc)
@@ -215,7 +216,7 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	lostKey, smallKey := queue.GroupUnit("ns", "lost"), queue.GroupUnit("ns", "small")
 
 	pass(c, t0)
-	if u := unitOf(c, lostKey); u == nil || !u.admitted {
+	if u := unitOf(c, lostKey); u == nil || !u.Admitted {
 		t.Fatalf("lost, no pods yet: unit %+v, want admitted on its promise", u)
 	}
 	// Its controller creates the pods, on a scheduler nobody serves here.
@@ -225,15 +226,15 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 		podEvent(c, p)
 	}
 	pass(c, t0.Add(time.Second)) // starts the clock
-	pass(c, t0.Add(time.Second+overdueGrace-time.Millisecond))
-	if u := unitOf(c, lostKey); !u.admitted {
+	pass(c, t0.Add(time.Second+admission.OverdueGrace-time.Millisecond))
+	if u := unitOf(c, lostKey); !u.Admitted {
 		t.Fatalf("lost returned to pending before overdueGrace")
 	}
-	pass(c, t0.Add(time.Second+overdueGrace))
-	if u := unitOf(c, lostKey); u.admitted {
-		t.Fatalf("lost still admitted %v after admission with no pod Caldera can place", overdueGrace)
+	pass(c, t0.Add(time.Second+admission.OverdueGrace))
+	if u := unitOf(c, lostKey); u.Admitted {
+		t.Fatalf("lost still admitted %v after admission with no pod Caldera can place", admission.OverdueGrace)
 	}
-	if u := unitOf(c, smallKey); u == nil || !u.admitted {
+	if u := unitOf(c, smallKey); u == nil || !u.Admitted {
 		t.Errorf("small: unit %+v, want admitted into the room lost held", u)
 	}
 	syncVolcanoStatus(t, c, vcc)
@@ -243,8 +244,8 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	}
 	// The promise is given again later: with room, it is admitted again.
 	c.DeleteGroup(logger, volcano.Spec(small))
-	pass(c, t0.Add(time.Second+2*overdueGrace))
-	if u := unitOf(c, lostKey); !u.admitted {
+	pass(c, t0.Add(time.Second+2*admission.OverdueGrace))
+	if u := unitOf(c, lostKey); !u.Admitted {
 		t.Errorf("lost: not admitted again once its promise was given back")
 	}
 }
@@ -265,7 +266,7 @@ func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
 	podEvent(c, placed)
 	podEvent(c, waiting)
 	pass(c, t0)
-	wantAdmitted(t, c, admission{true, ""}, placed, waiting)
+	wantAdmitted(t, c, verdict{true, ""}, placed, waiting)
 
 	closing := vq.DeepCopy()
 	closing.Status.State = vc.QueueStateClosing
@@ -277,7 +278,7 @@ func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
 		t.Errorf("a placed member of a Closing queue lost its admission")
 	}
 	pass(c, t0.Add(time.Second))
-	if u := unitOf(c, queue.GroupUnit("ns", "job")); !u.admitted {
+	if u := unitOf(c, queue.GroupUnit("ns", "job")); !u.Admitted {
 		t.Errorf("the gang lost its admission: Volcano keeps it Inqueue")
 	}
 
@@ -316,9 +317,9 @@ func TestVolcanoShortTaskIsNoExtra(t *testing.T) {
 		h.park(w)
 		c.Permit(logger, next(w, boundTo("n1")), t0, time.Minute, gangPluginName)
 	}
-	wantPreFilter(t, c, master, t0, PreFilterOK, "")
+	wantPreFilter(t, c, master, t0, admission.PreFilterOK, "")
 	// A fifth worker is an extra: its task has its minimum.
 	more := task("w4", "worker")
 	podEvent(c, more)
-	wantPreFilter(t, c, more, t0, PreFilterExtraEarly, "PodGroup ns/job has its 4 minimum members placed; members beyond them wait for those to bind")
+	wantPreFilter(t, c, more, t0, admission.PreFilterExtraEarly, "PodGroup ns/job has its 4 minimum members placed; members beyond them wait for those to bind")
 }

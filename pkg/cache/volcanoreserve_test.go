@@ -66,15 +66,15 @@ func TestVolcanoPodlessGangReserved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := volcanoTrainFixture(t, tc.tasks, 2*time.Second)
 
-			res, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train"))
+			res, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train"))
 			if !tc.want {
 				if ok {
 					t.Errorf("train with two tasks reserved %+v, want none: how minResources splits is unknown", res)
 				}
 				return
 			}
-			nodes := slices.Sorted(slices.Values(res.nodes))
-			if !ok || res.start != t0.Unix()+20 || !slices.Equal(nodes, []string{"n0", "n2"}) {
+			nodes := slices.Sorted(slices.Values(res.Nodes))
+			if !ok || res.Start != t0.Unix()+20 || !slices.Equal(nodes, []string{"n0", "n2"}) {
 				t.Errorf("train's reservation %+v (ok %v), want from t0+20 (r0's end) on n0 and n2", res, ok)
 			}
 		})
@@ -88,7 +88,7 @@ func TestVolcanoPodlessGangReserved(t *testing.T) {
 // a limit waits and says why.
 func TestVolcanoPodlessJobBackfills(t *testing.T) {
 	c := volcanoTrainFixture(t, nil, time.Second)
-	if _, ok := c.feasible.reservationOf(queue.GroupUnit("ns", "train")); !ok {
+	if _, ok := c.feasible.ReservationOf(queue.GroupUnit("ns", "train")); !ok {
 		t.Fatalf("premise: train has no reservation")
 	}
 
@@ -102,8 +102,8 @@ func TestVolcanoPodlessJobBackfills(t *testing.T) {
 		c.SetGroup(logger, volcano.Spec(job))
 		pass(c, t0.Add(2*time.Second))
 		u := unitOf(c, queue.GroupUnit("ns", job.Name))
-		d, _ := c.adm.pending.Decision(queue.GroupUnit("ns", job.Name))
-		if u == nil || u.admitted != tc.ok {
+		d, _ := c.adm.Pending.Decision(queue.GroupUnit("ns", job.Name))
+		if u == nil || u.Admitted != tc.ok {
 			t.Errorf("podless job with limit %q: unit %+v, want admitted %v", tc.limit, u, tc.ok)
 		}
 		if !tc.ok && (d.Check != queue.CheckReservation || d.Behind != queue.GroupUnit("ns", "train")) {

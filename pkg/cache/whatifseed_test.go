@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
@@ -21,13 +22,13 @@ func TestSeededReservationHoldsEarlierQueues(t *testing.T) {
 		endless := single("ns", "endless", cpu("4"), inQueue("urgent"), createdAt(t0.Add(2*time.Second)))
 		podEvent(c, endless)
 		if seeded {
-			skipped := c.SeedReservations([]ReservationSeed{
+			skipped := c.SeedReservations([]admission.ReservationSeed{
 				{Group: gangbook.GroupKey{Namespace: "ns", Name: "gone"}, Start: at},
 				{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: at},
 				{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: at},
 			})
-			want := map[gangbook.GroupKey]string{{Namespace: "ns", Name: "gone"}: SeedNoUnit, {Namespace: "ns", Name: "train"}: SeedTwice}
-			if len(skipped) != len(want) || skipped[gangbook.GroupKey{Namespace: "ns", Name: "gone"}] != SeedNoUnit {
+			want := map[gangbook.GroupKey]string{{Namespace: "ns", Name: "gone"}: admission.SeedNoUnit, {Namespace: "ns", Name: "train"}: admission.SeedTwice}
+			if len(skipped) != len(want) || skipped[gangbook.GroupKey{Namespace: "ns", Name: "gone"}] != admission.SeedNoUnit {
 				t.Errorf("skipped seeds %v, want %v", skipped, want)
 			}
 		}
@@ -59,8 +60,8 @@ func TestSeedOfAdmittedGroupSkipped(t *testing.T) {
 	c, _, _ := reservationsFixture(t, singletons)
 	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	pass(c, t0.Add(10*time.Second)) // train fits now: admitted
-	skipped := c.SeedReservations([]ReservationSeed{{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: t0.Add(100 * time.Second)}})
-	if skipped[gangbook.GroupKey{Namespace: "ns", Name: "train"}] != SeedAdmitted {
+	skipped := c.SeedReservations([]admission.ReservationSeed{{Group: gangbook.GroupKey{Namespace: "ns", Name: "train"}, Start: t0.Add(100 * time.Second)}})
+	if skipped[gangbook.GroupKey{Namespace: "ns", Name: "train"}] != admission.SeedAdmitted {
 		t.Errorf("skipped %v, want train as admitted", skipped)
 	}
 	if len(c.Reservations()) != 0 {

@@ -56,7 +56,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 			syncStatus(c)
 			echo()
 			for i, ps := range pods {
-				if u := unitOf(c, queue.GroupUnit("ns", name(i))); u != nil && u.admitted && !admittedEver[name(i)] {
+				if u := unitOf(c, queue.GroupUnit("ns", name(i))); u != nil && u.Admitted && !admittedEver[name(i)] {
 					admittedEver[name(i)] = true
 					for _, p := range ps {
 						podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qclient "github.com/caldera-sched/caldera/pkg/apis/generated/clientset/versioned"
 	qinformers "github.com/caldera-sched/caldera/pkg/apis/generated/informers/externalversions"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
@@ -353,7 +354,7 @@ func (f *Feed) wireJobDeadlines(ctx context.Context) error {
 	if !f.c.Admitting() {
 		return nil
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0, informers.WithTransform(cache.SlimJob))
+	factory := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0, informers.WithTransform(admission.SlimJob))
 	reg, err := factory.Batch().V1().Jobs().Informer().AddEventHandler(clientcache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { applyJob(f.c, obj) },
 		UpdateFunc: func(_, obj any) { applyJob(f.c, obj) },

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
@@ -130,7 +131,7 @@ func TestFeedConvergesThroughARelist(t *testing.T) {
 // what it asks for.
 func TestWireSealsTheCache(t *testing.T) {
 	_, p, _ := fed(t, nil, nil)
-	if err := p.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+	if err := p.EnableAdmission("late", admission.Options{}); err == nil {
 		t.Errorf("admission enabled after the feed was wired")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -71,7 +72,7 @@ func TestGetStartsNothingUntilStart(t *testing.T) {
 	if err := p.EnableStatus("late", cache.ReconcilerOptions{SyncPeriod: time.Second}); err == nil {
 		t.Errorf("EnableStatus after Start: no error")
 	}
-	if err := p.EnableAdmission("late", cache.AdmissionOptions{}); err == nil {
+	if err := p.EnableAdmission("late", admission.Options{}); err == nil {
 		t.Errorf("EnableAdmission after Start: no error, but nothing would start it")
 	}
 }

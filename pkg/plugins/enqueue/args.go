@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
-	"github.com/caldera-sched/caldera/pkg/cache"
 )
 
 // Args are CalderaEnqueue's plugin args. Unset fields take the defaults below.
@@ -122,8 +122,8 @@ func (a *Args) Validate() error {
 }
 
 // Options converts defaulted args for the cache.
-func (a *Args) Options() cache.AdmissionOptions {
-	return cache.AdmissionOptions{
+func (a *Args) Options() admission.Options {
+	return admission.Options{
 		DefaultQueue:         a.DefaultQueue,
 		AdmitSingletons:      *a.AdmitSingletons,
 		OvercommitFactor:     *a.OvercommitFactor,

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/plugins/args/argstest"
 )
 
@@ -25,7 +25,7 @@ func TestArgsDefaults(t *testing.T) {
 	if err := a.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	want := cache.AdmissionOptions{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
+	want := admission.Options{DefaultQueue: "default", AdmitSingletons: true, OvercommitFactor: 1.2,
 		StarvationThreshold: 300 * time.Second, Period: 2 * time.Second, CheckResourceQuota: true, ReservationsPerQueue: 1,
 		EvictOverruns: true}
 	if got := a.Options(); got != want {

@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	policy "github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -39,7 +40,7 @@ type groups interface {
 	Enqueueable(pod *v1.Pod) (isMember, ok bool, msg string)
 	// PreFilter: the pod's unit is neither backing off, nor larger than the
 	// cluster, nor past its queue's capability.
-	PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code cache.PreFilterCode, msg string)
+	PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code admission.PreFilterCode, msg string)
 	// ReleaseSingleton returns a pod outside any gang, admitted on room
 	// that only evictions free, to its queue's pending units.
 	ReleaseSingleton(pod *v1.Pod, at time.Time) bool
@@ -134,7 +135,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 // preemption), and CalderaReclaim plans the evictions that free the room.
 func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	member, code, msg := g.cache.PreFilter(pod, time.Now())
-	if code == cache.PreFilterAwaitingRoom {
+	if code == admission.PreFilterAwaitingRoom {
 		// Refused admission for want of room: Unschedulable, the reason a
 		// cluster autoscaler acts on. Evictions cannot help a unit not
 		// admitted, and PostFilter does not release the gang: it holds
@@ -142,22 +143,22 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		state.Write(awaitingRoomKey, awaitingRoom{})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
-	if code == cache.PreFilterNotAdmitted {
+	if code == admission.PreFilterNotAdmitted {
 		// A refusal for room let the pod into the scheduling queue; a later
 		// pass refused its unit for a reason no room cures, and PreEnqueue
 		// does not see the pod again until it leaves the queue. PostFilter
 		// sends back any sibling that got to Permit meanwhile.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
-	if code == cache.PreFilterCapabilityDeficit {
+	if code == admission.PreFilterCapabilityDeficit {
 		state.Write(deficitKey, deficitRefused{msg: msg})
 		klog.FromContext(ctx).V(4).Info("Member waits for room under its queue's capability", "pod", klog.KObj(pod), "reason", msg)
 		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 	}
-	if !member || code == cache.PreFilterOK {
+	if !member || code == admission.PreFilterOK {
 		return nil, nil
 	}
-	if code == cache.PreFilterOverCapability || code == cache.PreFilterOverShare || code == cache.PreFilterExtraEarly {
+	if code == admission.PreFilterOverCapability || code == admission.PreFilterOverShare || code == admission.PreFilterExtraEarly {
 		state.Write(extraKey, extraRefused{})
 	}
 	klog.FromContext(ctx).V(4).Info("Gang member rejected in PreFilter", "pod", klog.KObj(pod), "reason", msg)

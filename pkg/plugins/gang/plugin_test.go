@@ -14,6 +14,7 @@ import (
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	policy "github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -26,7 +27,7 @@ type fakeGroups struct {
 	enqMsg           string
 
 	pfMember bool
-	pfCode   cache.PreFilterCode
+	pfCode   admission.PreFilterCode
 	pfMsg    string
 
 	inFlight bool
@@ -42,7 +43,7 @@ func (f *fakeGroups) Enqueueable(*v1.Pod) (bool, bool, string) {
 	return f.enqMember, f.enqOK, f.enqMsg
 }
 
-func (f *fakeGroups) PreFilter(*v1.Pod, time.Time) (bool, cache.PreFilterCode, string) {
+func (f *fakeGroups) PreFilter(*v1.Pod, time.Time) (bool, admission.PreFilterCode, string) {
 	return f.pfMember, f.pfCode, f.pfMsg
 }
 
@@ -130,22 +131,22 @@ func TestPreFilter(t *testing.T) {
 	}{
 		{"a pod outside any gang", fakeGroups{}, fwk.Success, false, false},
 		{"a member that may go on", fakeGroups{pfMember: true}, fwk.Success, false, false},
-		{"a gang backing off", fakeGroups{pfMember: true, pfCode: cache.PreFilterBackoff, pfMsg: "backing off"}, fwk.UnschedulableAndUnresolvable, false, false},
-		{"a gang larger than the cluster", fakeGroups{pfMember: true, pfCode: cache.PreFilterTooLarge, pfMsg: "too large"}, fwk.UnschedulableAndUnresolvable, false, false},
-		{"a member whose PodGroup vanished", fakeGroups{pfMember: true, pfCode: cache.PreFilterNoGroup, pfMsg: "no PodGroup"}, fwk.UnschedulableAndUnresolvable, false, false},
-		{"an extra member over capability", fakeGroups{pfMember: true, pfCode: cache.PreFilterOverCapability, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, true, false},
+		{"a gang backing off", fakeGroups{pfMember: true, pfCode: admission.PreFilterBackoff, pfMsg: "backing off"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"a gang larger than the cluster", fakeGroups{pfMember: true, pfCode: admission.PreFilterTooLarge, pfMsg: "too large"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"a member whose PodGroup vanished", fakeGroups{pfMember: true, pfCode: admission.PreFilterNoGroup, pfMsg: "no PodGroup"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"an extra member over capability", fakeGroups{pfMember: true, pfCode: admission.PreFilterOverCapability, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, true, false},
 		// No plan: evicting pods cannot lift a deserved share; the gang is
 		// not released (extraKey).
-		{"an extra member above its queue's share", fakeGroups{pfMember: true, pfCode: cache.PreFilterOverShare, pfMsg: "over share"}, fwk.UnschedulableAndUnresolvable, true, false},
-		{"an extra member before the minimum binds", fakeGroups{pfMember: true, pfCode: cache.PreFilterExtraEarly, pfMsg: "minimum first"}, fwk.UnschedulableAndUnresolvable, true, false},
+		{"an extra member above its queue's share", fakeGroups{pfMember: true, pfCode: admission.PreFilterOverShare, pfMsg: "over share"}, fwk.UnschedulableAndUnresolvable, true, false},
+		{"an extra member before the minimum binds", fakeGroups{pfMember: true, pfCode: admission.PreFilterExtraEarly, pfMsg: "minimum first"}, fwk.UnschedulableAndUnresolvable, true, false},
 		// Unschedulable, not unresolvable: CalderaReclaim must plan the
 		// evictions that free the room, for gangs and singletons alike.
-		{"a gang's minimum in a capability deficit", fakeGroups{pfMember: true, pfCode: cache.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
-		{"a singleton in a capability deficit", fakeGroups{pfCode: cache.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
+		{"a gang's minimum in a capability deficit", fakeGroups{pfMember: true, pfCode: admission.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
+		{"a singleton in a capability deficit", fakeGroups{pfCode: admission.PreFilterCapabilityDeficit, pfMsg: "deficit"}, fwk.Unschedulable, false, true},
 		// Queued while its unit waited for room, refused since for quota:
 		// it must not go on to bind unadmitted.
-		{"a member whose gang is not admitted", fakeGroups{pfMember: true, pfCode: cache.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
-		{"a singleton not admitted", fakeGroups{pfCode: cache.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"a member whose gang is not admitted", fakeGroups{pfMember: true, pfCode: admission.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
+		{"a singleton not admitted", fakeGroups{pfCode: admission.PreFilterNotAdmitted, pfMsg: "over capability"}, fwk.UnschedulableAndUnresolvable, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state := framework.NewCycleState()

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -187,13 +187,13 @@ func (pl *Reclaim) start(pod *v1.Pod, in policy.Input, decided policy.Plan, runn
 			found++
 		}
 	}
-	evs := make([]cache.Eviction, 0, len(decided.Victims))
+	evs := make([]admission.Eviction, 0, len(decided.Victims))
 	for _, v := range decided.Victims {
 		vp := in.Pods[v]
 		ns, n, _ := strings.Cut(vp.ID, "/")
 		victim := want[name{ns, n}]
 		p.victims = append(p.victims, victim)
-		evs = append(evs, cache.Eviction{Victim: victim.UID, Preemptor: pod.UID, PreemptorName: pod.Namespace + "/" + pod.Name,
+		evs = append(evs, admission.Eviction{Victim: victim.UID, Preemptor: pod.UID, PreemptorName: pod.Namespace + "/" + pod.Name,
 			Group: in.Preemptor.Group, Mode: decided.Mode, Queue: in.Preemptor.Queue, VictimQueue: vp.Queue})
 	}
 	return p, pl.evictions.Start(evs, in.Options.Now)

@@ -24,7 +24,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/ptr"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	policy "github.com/caldera-sched/caldera/pkg/reclaim"
@@ -39,7 +39,7 @@ type fakeCache struct {
 	inFlight bool
 	node     string // the node GangPlan hands the pod
 	leaving  map[types.UID]bool
-	started  [][]cache.Eviction
+	started  [][]admission.Eviction
 }
 
 func (f *fakeCache) ReclaimInput(*v1.Pod, []*v1.Pod, func(*v1.Pod) bool) (policy.Input, bool, string) {
@@ -47,13 +47,13 @@ func (f *fakeCache) ReclaimInput(*v1.Pod, []*v1.Pod, func(*v1.Pod) bool) (policy
 }
 func (f *fakeCache) InFlight([]*v1.Pod) map[types.UID]bool { return f.leaving }
 func (f *fakeCache) GangPlan(*v1.Pod) (string, bool)       { return f.node, f.inFlight }
-func (f *fakeCache) Start(evs []cache.Eviction, _ time.Time) bool {
+func (f *fakeCache) Start(evs []admission.Eviction, _ time.Time) bool {
 	f.started = append(f.started, evs)
 	return true
 }
 func (f *fakeCache) Abandon(types.UID, []types.UID) {}
-func (f *fakeCache) Finish(types.UID, *v1.Pod, error) (cache.Eviction, *groupspec.Source, bool) {
-	return cache.Eviction{}, nil, false
+func (f *fakeCache) Finish(types.UID, *v1.Pod, error) (admission.Eviction, *groupspec.Source, bool) {
+	return admission.Eviction{}, nil, false
 }
 func (f *fakeCache) HoldForGang(*v1.Pod, string, map[types.UID]string) map[types.UID]*v1.Pod {
 	return nil
@@ -464,13 +464,13 @@ func TestMarkBudgets(t *testing.T) {
 // evictedCache reports one eviction in flight, as the book would.
 type evictedCache struct {
 	fakeCache
-	e   cache.Eviction
+	e   admission.Eviction
 	src *groupspec.Source
 }
 
-func (f *evictedCache) Finish(_ types.UID, victim *v1.Pod, _ error) (cache.Eviction, *groupspec.Source, bool) {
+func (f *evictedCache) Finish(_ types.UID, victim *v1.Pod, _ error) (admission.Eviction, *groupspec.Source, bool) {
 	if victim.UID != f.e.Victim {
-		return cache.Eviction{}, nil, false
+		return admission.Eviction{}, nil, false
 	}
 	return f.e, f.src, true
 }
@@ -496,7 +496,7 @@ func TestEvictedEvents(t *testing.T) {
 		{"the eviction failed", policy.Reclaim, errors.New("conflict"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &evictedCache{e: cache.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, src: src}
+			c := &evictedCache{e: admission.Eviction{Victim: victim.UID, Preemptor: "pre", PreemptorName: "ns/pre", Mode: tc.mode, Queue: "b", VictimQueue: "a"}, src: src}
 			pl, rec := profile(nil)
 			pl.cache, pl.evictions = c, c
 			pl.evicted(context.Background(), "pre", victim, tc.err)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/groupspec"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
@@ -68,10 +69,10 @@ type accounting interface {
 type evictionBook interface {
 	InFlight(pods []*v1.Pod) map[types.UID]bool
 	GangPlan(pod *v1.Pod) (node string, inFlight bool)
-	Start(evs []cache.Eviction, now time.Time) bool
+	Start(evs []admission.Eviction, now time.Time) bool
 	Abandon(preemptor types.UID, victims []types.UID)
 	// Finish also names the victim's PodGroup, nil for none.
-	Finish(preemptor types.UID, victim *v1.Pod, err error) (e cache.Eviction, victimGroup *groupspec.Source, ok bool)
+	Finish(preemptor types.UID, victim *v1.Pod, err error) (e admission.Eviction, victimGroup *groupspec.Source, ok bool)
 	// HoldForGang also returns the members of pod's gang among nodes'
 	// keys, as the cache last saw them.
 	HoldForGang(pod *v1.Pod, group string, nodes map[types.UID]string) map[types.UID]*v1.Pod

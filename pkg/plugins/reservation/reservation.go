@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -45,7 +46,7 @@ type Reservation struct {
 type rooms interface {
 	// ReservedRoom returns, per node, the holds pod must leave room for if
 	// it is placed there at now; nil when there are none.
-	ReservedRoom(pod *v1.Pod, now time.Time) map[string][]cache.NodeHold
+	ReservedRoom(pod *v1.Pod, now time.Time) map[string][]admission.NodeHold
 }
 
 var _ rooms = (*cache.Cache)(nil)
@@ -76,7 +77,7 @@ func (pl *Reservation) Name() string { return Name }
 
 // state is one cycle's holds, read-only after PreFilter.
 type state struct {
-	holds map[string][]cache.NodeHold
+	holds map[string][]admission.NodeHold
 	// request is the pod's request as the cache counts it.
 	request resources.List
 }
@@ -130,7 +131,7 @@ func (pl *Reservation) Filter(_ context.Context, cs fwk.CycleState, _ *v1.Pod, n
 // room now, leaves hold h its need at its start. A resource the pod does
 // not request is not checked: placing the pod cannot take it, so refusing
 // the node would not keep the reservation whole.
-func leaves(free resources.List, h cache.NodeHold, req resources.List) bool {
+func leaves(free resources.List, h admission.NodeHold, req resources.List) bool {
 	for name, need := range h.Need {
 		r := req[name]
 		if need <= 0 || r <= 0 {
@@ -147,7 +148,7 @@ func leaves(free resources.List, h cache.NodeHold, req resources.List) bool {
 // the reservation and its start, never the node: kube-scheduler counts the
 // nodes per reason ("3 room reserved for ..."), and a reason per node would
 // list every reserved node in the pod's condition.
-func Reason(h cache.NodeHold) string {
+func Reason(h admission.NodeHold) string {
 	return fmt.Sprintf("room reserved for %s from %s", h.Reservation, h.Start.UTC().Format(time.RFC3339))
 }
 

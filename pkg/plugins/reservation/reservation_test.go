@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
@@ -94,7 +95,7 @@ func newFixture(t *testing.T) *fixture {
 		CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}, Spec: v1alpha1.PodGroupSpec{MinMember: 2}}
 
 	c, f := cachetest.NewUnstarted(t)
-	opts := cache.AdmissionOptions{DefaultQueue: qapi.DefaultQueueName, AdmitSingletons: true, StarvationThreshold: -1}
+	opts := admission.Options{DefaultQueue: qapi.DefaultQueueName, AdmitSingletons: true, StarvationThreshold: -1}
 	if err := f.Provider().EnableAdmission(cachetest.Profile, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +230,8 @@ func checkFilter(t *testing.T, st *fwk.Status, want string) {
 }
 
 // hold is a hold of reservation r from t0+at seconds.
-func hold(r string, at int, need, released resources.List) cache.NodeHold {
-	return cache.NodeHold{Reservation: r, Start: t0.Add(time.Duration(at) * time.Second), Need: need, ReleasedBy: released}
+func hold(r string, at int, need, released resources.List) admission.NodeHold {
+	return admission.NodeHold{Reservation: r, Start: t0.Add(time.Duration(at) * time.Second), Need: need, ReleasedBy: released}
 }
 
 // The Filter's arithmetic on holds given directly: free now + released by
@@ -242,29 +243,29 @@ func TestFilter(t *testing.T) {
 	cpuHold := hold("pg:ns/a", 100, resources.List{resources.CPU: 6000}, resources.List{resources.CPU: 4000})
 	for _, tc := range []struct {
 		name  string
-		holds []cache.NodeHold
+		holds []admission.NodeHold
 		req   resources.List
 		want  string
 	}{
-		{"fits with the releases counted", []cache.NodeHold{cpuHold}, resources.List{resources.CPU: 2000}, ""},
-		{"refused when it would eat the need", []cache.NodeHold{cpuHold}, resources.List{resources.CPU: 2001}, Reason(cpuHold)},
+		{"fits with the releases counted", []admission.NodeHold{cpuHold}, resources.List{resources.CPU: 2000}, ""},
+		{"refused when it would eat the need", []admission.NodeHold{cpuHold}, resources.List{resources.CPU: 2001}, Reason(cpuHold)},
 		{"no hold on the node", nil, resources.List{resources.CPU: 8000}, ""},
-		{"multiple resources: memory short", []cache.NodeHold{hold("pg:ns/a", 100,
+		{"multiple resources: memory short", []admission.NodeHold{hold("pg:ns/a", 100,
 			resources.List{resources.CPU: 1000, mem: 20 * gib}, nil)},
 			resources.List{resources.CPU: 1000, mem: 5 * gib}, "room reserved for pg:ns/a from 2026-12-05T07:00:00Z"},
-		{"multiple resources: both left", []cache.NodeHold{hold("pg:ns/a", 100,
+		{"multiple resources: both left", []admission.NodeHold{hold("pg:ns/a", 100,
 			resources.List{resources.CPU: 1000, mem: 20 * gib}, resources.List{mem: 8 * gib})},
 			resources.List{resources.CPU: 3000, mem: 12 * gib}, ""},
-		{"a resource the pod does not request", []cache.NodeHold{hold("pg:ns/a", 100,
+		{"a resource the pod does not request", []admission.NodeHold{hold("pg:ns/a", 100,
 			resources.List{resources.CPU: 1000, "nvidia.com/gpu": 2}, nil)},
 			resources.List{resources.CPU: 1000}, ""},
-		{"the later hold refuses", []cache.NodeHold{cpuHold,
+		{"the later hold refuses", []admission.NodeHold{cpuHold,
 			hold("pg:ns/b", 200, resources.List{resources.CPU: 7000}, resources.List{resources.CPU: 4000})},
 			resources.List{resources.CPU: 2000}, "room reserved for pg:ns/b from 2026-12-05T07:01:40Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := framework.NewCycleState()
-			holds := map[string][]cache.NodeHold{"other": {cpuHold}}
+			holds := map[string][]admission.NodeHold{"other": {cpuHold}}
 			if tc.holds != nil {
 				holds["n"] = tc.holds
 			}

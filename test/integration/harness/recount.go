@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 )
@@ -67,7 +68,7 @@ func (s *Scheduler) RecountCache(t *testing.T) *cache.Cache {
 // named profiles (no admission when opts is nil), and waits until it has
 // every object; ctx ends it. For schedulers RecountCache cannot reach, such
 // as a process (whose options come from its dump).
-func (e *Env) NewRecount(ctx context.Context, opts *cache.AdmissionOptions, profiles []string) (*cache.Cache, error) {
+func (e *Env) NewRecount(ctx context.Context, opts *admission.Options, profiles []string) (*cache.Cache, error) {
 	c, err := snapshot.StartCache(ctx, e.Config, snapshot.CacheOptions{
 		Name: "recount", Admission: opts, Profiles: profiles, SyncTimeout: cacheTimeout,
 	})

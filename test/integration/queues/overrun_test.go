@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/caldera-sched/caldera/pkg/cache"
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
@@ -67,14 +67,14 @@ func TestOverrunEvictedForReservation(t *testing.T) {
 	// promised and still running, is evicted for the gang.
 	harness.WaitFor(t, time.Until(eta)+5*time.Second, func() (bool, error) { return !time.Now().Before(eta), nil }, "the expected start")
 	env.SetPodPhase(t, ns, "r0", v1.PodSucceeded)
-	ev := env.WaitEvent(t, ns, "quick", cache.ReasonOverranRunLimit, timeout)
+	ev := env.WaitEvent(t, ns, "quick", admission.ReasonOverranRunLimit, timeout)
 	evictedAfter := time.Since(eta)
 	want := "past its run-time limit of 5s (pod annotation " + runlimit.Annotation + ") into the reservation of pg:" + ns + "/train from " + eta.UTC().Format(time.RFC3339)
 	if !strings.HasPrefix(ev.Note, "ran ") || !strings.HasSuffix(ev.Note, want) {
-		t.Errorf("quick's %s Event: %q, want \"ran Ns %s\"", cache.ReasonOverranRunLimit, ev.Note, want)
+		t.Errorf("quick's %s Event: %q, want \"ran Ns %s\"", admission.ReasonOverranRunLimit, ev.Note, want)
 	}
-	if ev := env.WaitEvent(t, ns, "train", cache.ReasonOverranRunLimit, timeout); !strings.HasPrefix(ev.Note, ns+"/quick: ran ") {
-		t.Errorf("train's %s Event: %q, want it to name ns/quick", cache.ReasonOverranRunLimit, ev.Note)
+	if ev := env.WaitEvent(t, ns, "train", admission.ReasonOverranRunLimit, timeout); !strings.HasPrefix(ev.Note, ns+"/quick: ran ") {
+		t.Errorf("train's %s Event: %q, want it to name ns/quick", admission.ReasonOverranRunLimit, ev.Note)
 	}
 	harness.WaitDeletions(t, deleted, 1)
 	if _, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), "quick", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"time"
@@ -12,32 +12,32 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// unit is one unit of admission: a gang (a queue.KindGroup key) or a singleton
+// Unit is one unit of admission: a gang (a queue.KindGroup key) or a singleton
 // pod (a queue.KindPod key).
-type unit struct {
-	key   queue.Key
-	gang  *gangbook.Group // nil for singletons
-	pod   *v1.Pod         // the singleton's pod
-	queue string
-	// asked is the queue the unit's labels name when no Queue has that
+type Unit struct {
+	Key   queue.Key
+	Gang  *gangbook.Group // nil for singletons
+	Pod   *v1.Pod         // the singleton's pod
+	Queue string
+	// Asked is the queue the unit's labels name when no Queue has that
 	// name (queue is then MissingQueue), else "".
-	asked    string
-	priority int32
+	Asked    string
+	Priority int32
 	created  time.Time
-	request  resources.List
-	members  int32
-	min      int32
-	admitted bool
+	Request  resources.List
+	Members  int32
+	Min      int32
+	Admitted bool
 	// annotated: the PodGroup carries the admitted-at annotation.
 	annotated bool
-	// started: the admitted gang had minMember members bound; it reserves
+	// Started: the admitted gang had minMember members bound; it reserves
 	// nothing from then on.
-	started bool
-	// held is what the unit's bound, unfinished pods request; inflight is
+	Started bool
+	// Held is what the unit's bound, unfinished pods request; inflight is
 	// what it adds to its queue's inflight: request - held while admitted
 	// (nil when nothing).
-	held     resources.List
-	inflight resources.List
+	Held     resources.List
+	Inflight resources.List
 	// heldShared: held is the one bound pod's request list, which pods
 	// share (interned), so it must be copied before it is changed. A bound
 	// singleton then holds no list of its own.
@@ -47,14 +47,14 @@ type unit struct {
 	// gang starts asks for more than admission checked (raisedLocked).
 	admittedMin    int32
 	admittedMinRes resources.List
-	// onPlan: admitted on room only a reclaim or preemption plan frees
+	// OnPlan: admitted on room only a reclaim or preemption plan frees
 	// (queue.Decision.OnPlan).
-	onPlan bool
+	OnPlan bool
 	// failedFit: a singleton admitted on free room that the scheduler
 	// tried and found no node for since (ReleaseSingleton); the next pass
 	// releases it if it fits no node of its free room either.
 	failedFit bool
-	// planBooked: counted in admissionState.planWaiting (onPlan and still
+	// planBooked: counted in State.planWaiting (onPlan and still
 	// reserving room).
 	planBooked bool
 	// freeRoomUntil: admission counts no eviction room for the unit before
@@ -72,10 +72,10 @@ type unit struct {
 	roomVerdict *queue.Decision
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
-	// extraDemand is the unit's part of extraQueue's extra demand
+	// ExtraDemand is the unit's part of extraQueue's extra demand
 	// (extrademand.go); nil when none.
-	extraDemand resources.List
-	extraQueue  string
+	ExtraDemand resources.List
+	ExtraQueue  string
 }
 
 // gangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
@@ -97,10 +97,10 @@ type unitNotice struct {
 }
 
 // told reports whether a verdict of u's stands written.
-func (u *unit) told() bool { return u.notice != nil && u.notice.id != "" }
+func (u *Unit) told() bool { return u.notice != nil && u.notice.id != "" }
 
 // retell makes u's next verdict be written, whatever it is.
-func (u *unit) retell() {
+func (u *Unit) retell() {
 	if u.notice != nil {
 		u.notice.id = ""
 	}
@@ -108,52 +108,53 @@ func (u *unit) retell() {
 
 // refusal is the refusal u was last told, "" when none or after an
 // admission.
-func (u *unit) refusal() string {
+func (u *Unit) refusal() string {
 	if u.notice == nil {
 		return ""
 	}
 	return u.notice.msg
 }
 
-func gangUnitKey(k gangbook.GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
+// GangUnitKey is the admission unit of the gang of k.
+func GangUnitKey(k gangbook.GroupKey) queue.Key { return queue.GroupUnit(k.Namespace, k.Name) }
 
-// podUnitKey is the singleton unit of pod p, sharing its strings.
-func podUnitKey(p *v1.Pod) queue.Key { return queue.PodUnit(p.Namespace, p.Name) }
+// PodUnitKey is the singleton unit of pod p, sharing its strings.
+func PodUnitKey(p *v1.Pod) queue.Key { return queue.PodUnit(p.Namespace, p.Name) }
 
 // queueSort is what QueueSort reads about a queue.
 type queueSort struct {
-	priority int32
-	share    float64
+	Priority int32
+	Share    float64
 }
 
 // QueueSortInfo returns the queue priority and share QueueSort compares for
 // pod, without allocating.
-func (a *admissionState) queueSortLocked(queueName string) queueSort {
+func (a *State) QueueSortLocked(queueName string) queueSort {
 	if a == nil {
 		return queueSort{}
 	}
-	return a.sorting[queueName]
+	return a.Sorting[queueName]
 }
 
-// accountLocked is pod uid's admission account, nil without admission or
+// AccountLocked is pod uid's admission account, nil without admission or
 // without one.
-func (a *admissionState) accountLocked(uid types.UID) *podAcct {
+func (a *State) AccountLocked(uid types.UID) *PodAcct {
 	if a == nil {
 		return nil
 	}
-	return a.pods[uid]
+	return a.Pods[uid]
 }
 
-// resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
+// ResolveQueueLocked names the queue of a group, folded (foldQueueLocked):
 // the one its PodGroup names (groupspec.Spec.Queue, "" for none), else the
 // pod's label, else the namespace's, else the default queue. asked is the
 // name asked for when it was folded, else "".
-func (a *admissionState) resolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
+func (a *State) ResolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
 	return a.foldQueueLocked(a.askedQueueLocked(named, pod, ns))
 }
 
 // askedQueueLocked is the queue name a group asks for.
-func (a *admissionState) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
+func (a *State) askedQueueLocked(named string, pod *v1.Pod, ns string) string {
 	if named != "" {
 		return named
 	}
@@ -165,40 +166,40 @@ func (a *admissionState) askedQueueLocked(named string, pod *v1.Pod, ns string) 
 	if q := a.nsQueue[ns]; q != "" {
 		return q
 	}
-	return a.opts.DefaultQueue
+	return a.Opts.DefaultQueue
 }
 
-// syncGangUnitLocked brings a gang's admission unit up to date after any
+// SyncGangUnitLocked brings a gang's admission unit up to date after any
 // change to the group; O(log n) in the number of pending groups. dirty is
 // the cache's set of groups whose status is to be written (a gang whose
 // spec was raised is released), synced whether the scheduler's pod
 // informer has listed the members (short.go, overdue.go): both are the
 // cache's, read under its lock.
-func (a *admissionState) syncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
-	if !a.on() {
+func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
+	if !a.On() {
 		return
 	}
-	uk := gangUnitKey(g.Key)
-	u := a.units[uk]
+	uk := GangUnitKey(g.Key)
+	u := a.Units[uk]
 	if g.Obj == nil {
 		if u != nil {
-			a.dropUnitLocked(u)
+			a.DropUnitLocked(u)
 		}
 		return
 	}
 	fresh := u == nil
 	if fresh {
-		u = &unit{key: uk, gang: g}
-		a.units[uk] = u
+		u = &Unit{Key: uk, Gang: g}
+		a.Units[uk] = u
 		// Bound pods accounted before the unit existed (its PodGroup was
 		// recreated, or came after them) are held by it from now on; the
 		// move below adds them to its queue.
-		for _, p := range a.unitPods[uk] {
-			if p.bound {
-				if old := a.usage[p.queue]; old != nil && p.queue != "" {
-					old.allocated.Sub(p.req)
+		for _, p := range a.UnitPods[uk] {
+			if p.Bound {
+				if old := a.Usage[p.Queue]; old != nil && p.Queue != "" {
+					old.Allocated.Sub(p.Req)
 				}
-				u.hold(p.req)
+				u.Hold(p.Req)
 			}
 		}
 	}
@@ -207,17 +208,17 @@ func (a *admissionState) syncGangUnitLocked(g *gangbook.Group, dirty map[gangboo
 		first = m.Pod
 		break
 	}
-	q, asked := a.resolveQueueLocked(g.Obj.Queue, first, g.Key.Namespace)
-	u.asked = asked
+	q, asked := a.ResolveQueueLocked(g.Obj.Queue, first, g.Key.Namespace)
+	u.Asked = asked
 	a.moveUnitLocked(u, q)
-	u.priority, u.created = g.Priority, g.Created
-	u.members, u.min = promisedMembers(g), g.Spec.MinMember
+	u.Priority, u.created = g.Priority, g.Created
+	u.Members, u.Min = promisedMembers(g), g.Spec.MinMember
 	annotated := g.Obj.Admitted
 	if fresh && annotated {
 		// Admitted by an earlier leader or process: never re-admit past capacity.
-		u.admitted = true
+		u.Admitted = true
 		u.noteAdmittedSpec(g)
-		a.pending.Delete(uk)
+		a.Pending.Delete(uk)
 	}
 	u.annotated = annotated
 	// The request follows the members and minMember until the gang starts
@@ -225,125 +226,125 @@ func (a *admissionState) syncGangUnitLocked(g *gangbook.Group, dirty map[gangboo
 	// admitted by an earlier process is installed from its annotation
 	// before the scheduler's pod informer has delivered its members, and a
 	// request frozen then would reserve nothing.
-	u.request = g.MinRequestLocked()
-	if u.admitted && !u.started && u.raised(g) {
+	u.Request = g.MinRequestLocked()
+	if u.Admitted && !u.Started && u.raised(g) {
 		// Admission checked the smaller minimum only (capability, share,
 		// placement); kept, the larger one would be reserved unchecked,
 		// and a gang its nodes can never hold would keep its queue's room
 		// from work that fits. Decided again, it is admitted at once if it
 		// still fits. A gang that started keeps its admission, as when
 		// it is released.
-		a.unadmitLocked(g, dirty)
+		a.UnadmitLocked(g, dirty)
 	}
-	a.short.track(u, synced)
-	a.overdue.track(g, u, synced)
-	if !u.admitted {
+	a.Short.Track(u, synced)
+	a.Overdue.Track(g, u, synced)
+	if !u.Admitted {
 		a.setPendingLocked(u)
-		a.kickLocked()
+		a.KickLocked()
 	}
 	a.setInflightLocked(u)
 }
 
 // noteAdmittedSpec records the spec the gang's admission was decided for.
-func (u *unit) noteAdmittedSpec(g *gangbook.Group) {
+func (u *Unit) noteAdmittedSpec(g *gangbook.Group) {
 	u.admittedMin, u.admittedMinRes = g.Spec.MinMember, g.Spec.MinResources
 }
 
 // raised reports whether g's spec asks for more than when u was admitted:
 // a larger minMember, or minResources above the admitted ones in some
 // resource. O(resources).
-func (u *unit) raised(g *gangbook.Group) bool {
+func (u *Unit) raised(g *gangbook.Group) bool {
 	if g.Spec.MinMember > u.admittedMin {
 		return true
 	}
 	return u.admittedMinRes != nil && g.Spec.MinResources != nil && !g.Spec.MinResources.FitsIn(u.admittedMinRes)
 }
 
-// unadmitLocked returns a released gang to its queue's pending groups: an
+// UnadmitLocked returns a released gang to its queue's pending groups: an
 // admitted gang that could not be placed must not keep its queue's room
 // reserved while others wait, or two admitted gangs could block each other.
 // dirty is the cache's set of groups whose status is to be written.
-func (a *admissionState) unadmitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}) {
-	if !a.on() {
+func (a *State) UnadmitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]struct{}) {
+	if !a.On() {
 		return
 	}
-	u := a.units[gangUnitKey(g.Key)]
+	u := a.Units[GangUnitKey(g.Key)]
 	// A gang that started (had minMember bound) keeps its admission when it
 	// is released, as a running Volcano job stays Inqueue: its replacement
 	// members are scheduled next to the running ones. Sent back to pending,
 	// its request would count its running members' resources a second
 	// time, on top of the cluster's used amount, and could never fit again.
-	if u == nil || !u.admitted || u.started {
+	if u == nil || !u.Admitted || u.Started {
 		return
 	}
-	u.admitted, u.started = false, false
+	u.Admitted, u.Started = false, false
 	u.retell() // the next admission writes its Event and annotation again
 	dirty[g.Key] = struct{}{}
 	a.setInflightLocked(u)
-	u.request = g.MinRequestLocked()
+	u.Request = g.MinRequestLocked()
 	a.setPendingLocked(u)
-	a.writes.release(u.key, g.Key.Named(), g.Obj.Source)
-	a.kickLocked()
+	a.Writes.release(u.Key, g.Key.Named(), g.Obj.Source)
+	a.KickLocked()
 }
 
-// dropUnitLocked forgets a unit: its group or pod is gone.
-func (a *admissionState) dropUnitLocked(u *unit) {
-	a.pending.Delete(u.key)
-	a.writes.forgetUnit(u.key)
-	if q := a.usage[u.queue]; q != nil {
-		q.inflight.Sub(u.inflight)
+// DropUnitLocked forgets a unit: its group or pod is gone.
+func (a *State) DropUnitLocked(u *Unit) {
+	a.Pending.Delete(u.Key)
+	a.Writes.forgetUnit(u.Key)
+	if q := a.Usage[u.Queue]; q != nil {
+		q.Inflight.Sub(u.Inflight)
 	}
 	a.bookPlan(u, false)
-	delete(a.units, u.key)
+	delete(a.Units, u.Key)
 	a.dropExtraDemandLocked(u)
-	a.feas.track(u, true)
-	if len(a.unitPods[u.key]) == 0 {
-		delete(a.unitPods, u.key)
+	a.Feas.track(u, true)
+	if len(a.UnitPods[u.Key]) == 0 {
+		delete(a.UnitPods, u.Key)
 	}
-	a.kickLocked()
+	a.KickLocked()
 }
 
 // moveUnitLocked sets the unit's queue, moving what it holds and reserves.
-func (a *admissionState) moveUnitLocked(u *unit, q string) {
-	if u.queue == q {
+func (a *State) moveUnitLocked(u *Unit, q string) {
+	if u.Queue == q {
 		return
 	}
-	if old := a.usage[u.queue]; old != nil && u.queue != "" {
-		old.allocated.Sub(u.held)
-		old.inflight.Sub(u.inflight)
+	if old := a.Usage[u.Queue]; old != nil && u.Queue != "" {
+		old.Allocated.Sub(u.Held)
+		old.Inflight.Sub(u.Inflight)
 	}
-	u.queue = q
+	u.Queue = q
 	nu := a.usageLocked(q)
-	nu.allocated.Add(u.held)
-	nu.inflight.Add(u.inflight)
+	nu.Allocated.Add(u.Held)
+	nu.Inflight.Add(u.Inflight)
 	// Re-tag the pods accounted to the unit, so that their later events
 	// subtract from the right queue: O(unit size), never a scan of all pods.
-	for _, p := range a.unitPods[u.key] {
+	for _, p := range a.UnitPods[u.Key] {
 		a.retagLocked(p, q)
 	}
 }
 
 // bookPlan keeps planWaiting, the units admitted on a plan's room that
 // still reserve room, in step with u: O(1).
-func (a *admissionState) bookPlan(u *unit, waiting bool) {
+func (a *State) bookPlan(u *Unit, waiting bool) {
 	if u.planBooked == waiting {
 		return
 	}
 	u.planBooked = waiting
 	if waiting {
-		a.planWaiting++
+		a.PlanWaiting++
 	} else {
-		a.planWaiting--
+		a.PlanWaiting--
 	}
 }
 
 // setInflightLocked recomputes what an admitted unit still reserves.
-func (a *admissionState) setInflightLocked(u *unit) {
+func (a *State) setInflightLocked(u *Unit) {
 	// Once a gang has had minMember members bound it has started, as Volcano
 	// counts a running job: it reserves nothing more, so members finishing
 	// one by one do not bring its reservation back.
-	if u.gang != nil && u.admitted && u.gang.Counts.Bound >= int(u.min) && u.min > 0 {
-		u.started = true
+	if u.Gang != nil && u.Admitted && u.Gang.Counts.Bound >= int(u.Min) && u.Min > 0 {
+		u.Started = true
 	}
 	// A started gang whose every member is gone (all evicted or deleted,
 	// none finished) runs nothing: it is admitted but not started again,
@@ -351,38 +352,38 @@ func (a *admissionState) setInflightLocked(u *unit) {
 	// to pending, where its queue's capability and share are checked anew.
 	// Kept started, it would hold its admission for good, retrying one
 	// member at a time over whatever its queue has since given others.
-	if u.started && u.gang != nil && u.gang.Counts.Bound == 0 {
-		u.started = false
+	if u.Started && u.Gang != nil && u.Gang.Counts.Bound == 0 {
+		u.Started = false
 		// Not started again, it may be short of members (its minMember
 		// raised while it ran, or members deleted with the bound ones):
 		// then it can never bind its minimum, and the short tracker must
 		// send it back to pending, as before it started. It had members
 		// bound, so the pod informer has listed them.
-		a.short.track(u, true)
+		a.Short.Track(u, true)
 	}
-	q := a.usageLocked(u.queue)
-	q.inflight.Sub(u.inflight)
+	q := a.usageLocked(u.Queue)
+	q.Inflight.Sub(u.Inflight)
 	// Rewritten in place: this runs on every bind and unbind of a unit's
 	// pods, and u.inflight is only read under the lock (Dump clones it).
-	clear(u.inflight)
-	if u.admitted && !u.started && (u.gang == nil || u.gang.Counts.Active > 0 || awaitsMembers(u.gang)) {
-		for k, v := range u.request {
-			if d := v - u.held[k]; d > 0 {
-				if u.inflight == nil {
-					u.inflight = resources.List{}
+	clear(u.Inflight)
+	if u.Admitted && !u.Started && (u.Gang == nil || u.Gang.Counts.Active > 0 || awaitsMembers(u.Gang)) {
+		for k, v := range u.Request {
+			if d := v - u.Held[k]; d > 0 {
+				if u.Inflight == nil {
+					u.Inflight = resources.List{}
 				}
-				u.inflight[k] = d
+				u.Inflight[k] = d
 			}
 		}
 	}
-	q.inflight.Add(u.inflight)
-	a.bookPlan(u, u.onPlan && len(u.inflight) > 0)
+	q.Inflight.Add(u.Inflight)
+	a.bookPlan(u, u.OnPlan && len(u.Inflight) > 0)
 	a.syncExtraDemandLocked(u)
-	a.feas.track(u, false)
+	a.Feas.track(u, false)
 	// A pending unit's request is net of what its bound members hold, which
 	// this call follows: refresh the pending entry when that changed.
-	if !u.admitted {
-		if g, ok := a.pending.Get(u.key); ok && !g.Request.Equal(pendingRequest(u)) {
+	if !u.Admitted {
+		if g, ok := a.Pending.Get(u.Key); ok && !g.Request.Equal(pendingRequest(u)) {
 			a.setPendingLocked(u)
 		}
 	}
@@ -390,35 +391,35 @@ func (a *admissionState) setInflightLocked(u *unit) {
 
 // setPendingLocked (re)places u among its queue's groups waiting for
 // admission.
-func (a *admissionState) setPendingLocked(u *unit) {
-	a.pending.Set(queue.Group{Key: u.key, Queue: u.queue, Priority: u.priority, Created: u.created,
-		Request: pendingRequest(u), Members: u.members, MinMember: u.min, FreeRoomUntil: u.freeRoomUntil})
+func (a *State) setPendingLocked(u *Unit) {
+	a.Pending.Set(queue.Group{Key: u.Key, Queue: u.Queue, Priority: u.Priority, Created: u.created,
+		Request: pendingRequest(u), Members: u.Members, MinMember: u.Min, FreeRoomUntil: u.freeRoomUntil})
 }
 
-// hold adds a bound pod's request to what u holds. The first one is
+// Hold adds a bound pod's request to what u holds. The first one is
 // shared, not copied (see heldShared).
-func (u *unit) hold(req resources.List) {
+func (u *Unit) Hold(req resources.List) {
 	switch {
-	case len(u.held) == 0:
-		u.held, u.heldShared = req, true
+	case len(u.Held) == 0:
+		u.Held, u.heldShared = req, true
 	case u.heldShared:
-		u.held, u.heldShared = u.held.Clone(), false
+		u.Held, u.heldShared = u.Held.Clone(), false
 		fallthrough
 	default:
-		u.held = u.held.Add(req)
+		u.Held = u.Held.Add(req)
 	}
 }
 
-// release subtracts a pod's request from what u holds.
-func (u *unit) release(req resources.List) {
+// Release subtracts a pod's request from what u holds.
+func (u *Unit) Release(req resources.List) {
 	if u.heldShared {
-		if u.held.Equal(req) {
-			u.held, u.heldShared = nil, false
+		if u.Held.Equal(req) {
+			u.Held, u.heldShared = nil, false
 			return
 		}
-		u.held, u.heldShared = u.held.Clone(), false
+		u.Held, u.heldShared = u.Held.Clone(), false
 	}
-	u.held = u.held.Sub(req)
+	u.Held = u.Held.Sub(req)
 }
 
 // pendingRequest is what admission must still find room for: u's request
@@ -427,13 +428,13 @@ func (u *unit) release(req resources.List) {
 // before it was admitted here (a scheduler killed while it bound the gang,
 // before the admission was recorded on the PodGroup) would otherwise need
 // their room twice and never be admitted.
-func pendingRequest(u *unit) resources.List {
-	if len(u.held) == 0 {
-		return u.request
+func pendingRequest(u *Unit) resources.List {
+	if len(u.Held) == 0 {
+		return u.Request
 	}
-	out := make(resources.List, len(u.request))
-	for k, v := range u.request {
-		if d := v - u.held[k]; d > 0 {
+	out := make(resources.List, len(u.Request))
+	for k, v := range u.Request {
+		if d := v - u.Held[k]; d > 0 {
 			out[k] = d
 		}
 	}

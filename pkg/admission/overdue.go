@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"fmt"
@@ -20,10 +20,10 @@ import (
 // controller may have been waiting for room, or for the quota), and the
 // gang may be admitted again if it fits.
 
-// overdueGrace is how long an admitted gang may wait for its controller's
+// OverdueGrace is how long an admitted gang may wait for its controller's
 // pods, and how long its promise stays withdrawn once that passed:
 // Volcano's controller creates a job's pods within a second of Inqueue.
-const overdueGrace = 30 * time.Second
+const OverdueGrace = 30 * time.Second
 
 // overdueState is, per gang unit, when it began waiting for members past
 // its admission (zero: the next pass starts the clock), and per gang
@@ -39,21 +39,21 @@ func lacksMembers(g *gangbook.Group) bool {
 	return g.MembersAfterAdmission() && int32(g.Counts.Reachable()) < g.Spec.MinMember
 }
 
-// track starts or stops watching u's gang g for members past its
+// Track starts or stops watching u's gang g for members past its
 // admission; synced says the scheduler's pod informer has delivered its
 // first list (before that the members may simply not have arrived). O(1).
-func (o *overdueState) track(g *gangbook.Group, u *unit, synced bool) {
-	if u == nil || !u.admitted || u.started || !lacksMembers(g) || !synced {
+func (o *overdueState) Track(g *gangbook.Group, u *Unit, synced bool) {
+	if u == nil || !u.Admitted || u.Started || !lacksMembers(g) || !synced {
 		if u != nil {
-			delete(o.waiting, u.key)
+			delete(o.waiting, u.Key)
 		}
 		return
 	}
-	if _, ok := o.waiting[u.key]; !ok {
+	if _, ok := o.waiting[u.Key]; !ok {
 		if o.waiting == nil {
 			o.waiting = map[queue.Key]time.Time{}
 		}
-		o.waiting[u.key] = time.Time{}
+		o.waiting[u.Key] = time.Time{}
 	}
 }
 
@@ -62,22 +62,22 @@ func (o *overdueState) track(g *gangbook.Group, u *unit, synced bool) {
 // in their overdueWhy) and gives back the promises withdrawn overdueGrace
 // ago (restore: to decide again). units and groups are the admission
 // units and the groups by key. O(gangs watched).
-func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[gangbook.GroupKey]*gangbook.Group) (withdraw, restore []*gangbook.Group) {
+func (o *overdueState) due(now time.Time, units map[queue.Key]*Unit, groups map[gangbook.GroupKey]*gangbook.Group) (withdraw, restore []*gangbook.Group) {
 	for key, since := range o.waiting {
 		u := units[key]
 		switch {
-		case u == nil || u.gang == nil || !u.admitted || u.started || !lacksMembers(u.gang):
+		case u == nil || u.Gang == nil || !u.Admitted || u.Started || !lacksMembers(u.Gang):
 			delete(o.waiting, key)
 		case since.IsZero():
 			o.waiting[key] = now
-		case now.Sub(since) >= overdueGrace:
+		case now.Sub(since) >= OverdueGrace:
 			delete(o.waiting, key)
-			g := u.gang
+			g := u.Gang
 			g.OverdueWhy = overdueReason(g)
 			if o.withdrawn == nil {
 				o.withdrawn = map[gangbook.GroupKey]time.Time{}
 			}
-			o.withdrawn[g.Key] = now.Add(overdueGrace)
+			o.withdrawn[g.Key] = now.Add(OverdueGrace)
 			withdraw = append(withdraw, g)
 		}
 	}
@@ -98,23 +98,23 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*unit, groups map[
 	return withdraw, restore
 }
 
-// returnLapsedLocked, at the start of an admission pass at now, returns to
+// ReturnLapsedLocked, at the start of an admission pass at now, returns to
 // pending the admitted gangs short of members for shortGrace (short.go)
 // or waiting for them overdueGrace past admission, and decides again
 // those whose withdrawn promise is given back. The caller holds the
 // cache's lock; groups are the cache's groups by key, dirty and synced as
 // syncGangUnitLocked takes them.
-func (a *admissionState) returnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
-	for _, g := range a.short.due(now, a.units) {
-		a.unadmitLocked(g, dirty)
+func (a *State) ReturnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
+	for _, g := range a.Short.due(now, a.Units) {
+		a.UnadmitLocked(g, dirty)
 	}
-	withdraw, restore := a.overdue.due(now, a.units, groups)
+	withdraw, restore := a.Overdue.due(now, a.Units, groups)
 	for _, g := range withdraw {
-		a.unadmitLocked(g, dirty)
-		a.syncGangUnitLocked(g, dirty, synced)
+		a.UnadmitLocked(g, dirty)
+		a.SyncGangUnitLocked(g, dirty, synced)
 	}
 	for _, g := range restore {
-		a.syncGangUnitLocked(g, dirty, synced)
+		a.SyncGangUnitLocked(g, dirty, synced)
 	}
 }
 
@@ -131,5 +131,5 @@ func overdueReason(g *gangbook.Group) string {
 		}
 	}
 	return fmt.Sprintf("PodGroup %s was admitted, but only %d of its minMember %d pods reached this scheduler within %v: it waits for its controller to create them",
-		g.Key, g.Counts.Reachable(), g.Spec.MinMember, overdueGrace)
+		g.Key, g.Counts.Reachable(), g.Spec.MinMember, OverdueGrace)
 }

@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func holdsPlacement(q *qapi.Queue) bool {
 // placement, and returns the pods to activate when it stopped holding:
 // the unplaced members of its admitted groups. O(units) when it flips,
 // which is rare; O(1) otherwise.
-func (a *admissionState) noteHoldLocked(name string, q *qapi.Queue) map[string]*v1.Pod {
+func (a *State) noteHoldLocked(name string, q *qapi.Queue) map[string]*v1.Pod {
 	held := holdsPlacement(q)
 	if held == a.held[name] {
 		return nil
@@ -40,15 +40,15 @@ func (a *admissionState) noteHoldLocked(name string, q *qapi.Queue) map[string]*
 	}
 	delete(a.held, name)
 	act := map[string]*v1.Pod{}
-	for _, u := range a.units {
+	for _, u := range a.Units {
 		switch {
-		case !u.admitted || u.queue != name:
-		case u.gang != nil:
-			for k, p := range u.gang.PendingPodsLocked() {
+		case !u.Admitted || u.Queue != name:
+		case u.Gang != nil:
+			for k, p := range u.Gang.PendingPodsLocked() {
 				act[k] = p
 			}
-		case u.pod.Spec.NodeName == "":
-			act[u.pod.Namespace+"/"+u.pod.Name] = u.pod
+		case u.Pod.Spec.NodeName == "":
+			act[u.Pod.Namespace+"/"+u.Pod.Name] = u.Pod
 		}
 	}
 	return act
@@ -56,9 +56,9 @@ func (a *admissionState) noteHoldLocked(name string, q *qapi.Queue) map[string]*
 
 // heldMessage is why an admitted group's pod waits in a queue that holds
 // placement; "" when it need not.
-func (a *admissionState) heldMessage(u *unit, pod *v1.Pod) string {
-	if !a.held[u.queue] || pod.Spec.NodeName != "" {
+func (a *State) heldMessage(u *Unit, pod *v1.Pod) string {
+	if !a.held[u.Queue] || pod.Spec.NodeName != "" {
 		return ""
 	}
-	return fmt.Sprintf("queue %s is not Open: nothing new is placed in it until it opens", u.queue)
+	return fmt.Sprintf("queue %s is not Open: nothing new is placed in it until it opens", u.Queue)
 }

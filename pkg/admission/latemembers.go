@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -37,7 +37,7 @@ func awaitsMembers(g *gangbook.Group) bool {
 	return g.Counts.Members == 0 && g.MembersAfterAdmission() && !g.Obj.Started
 }
 
-// leftover reports whether pod, terminating, is left over from an earlier
+// Leftover reports whether pod, terminating, is left over from an earlier
 // PodGroup of g's name, for a gang created members-after-admission:
 // created before g's object, it belonged to the one its controller deleted
 // and made again to restart the job (Volcano's policy RestartJob). Such a pod is not a member of the new gang, which
@@ -45,7 +45,7 @@ func awaitsMembers(g *gangbook.Group) bool {
 // node room stays counted as any pod's is until it is gone. Creation times
 // are whole seconds, so a pod created in the same second as the new object
 // stays a member.
-func leftover(g *gangbook.Group, pod *v1.Pod) bool {
+func Leftover(g *gangbook.Group, pod *v1.Pod) bool {
 	return pod.DeletionTimestamp != nil && g != nil && g.MembersAfterAdmission() &&
 		pod.CreationTimestamp.Time.Before(g.Obj.Source.Created)
 }
@@ -58,7 +58,7 @@ var noConstraints = &v1.Pod{}
 // Those of a gang created members-after-admission each ask for an even
 // share of minResources (rounded up), on any node without a taint: all
 // that is known of pods not yet created.
-func (pp *passPlacement) missingClass(g *gangbook.Group, n int) placement.Class {
+func (pp *PassPlacement) missingClass(g *gangbook.Group, n int) placement.Class {
 	if !g.MembersAfterAdmission() {
 		return placement.Class{Request: make([]int64, pp.Free.R), Count: n, Nodes: []int32{}}
 	}
@@ -79,16 +79,16 @@ func (pp *passPlacement) missingClass(g *gangbook.Group, n int) placement.Class 
 // tasks nothing tells how minResources splits, and it gets no reservation.
 // The classes are the pass's scratch, not unitClasses' memo: admission
 // keeps judging the gang by its sums.
-func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
-	u := pp.adm.units[key]
-	if u == nil || u.gang == nil {
+func (pp *PassPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
+	u := pp.Adm.Units[key]
+	if u == nil || u.Gang == nil {
 		return nil, 0
 	}
-	g := u.gang
+	g := u.Gang
 	if !awaitsMembers(g) || len(g.Spec.MinTaskMember) > 1 || len(g.Spec.MinResources) == 0 || g.Spec.MinMember < 1 {
 		return nil, 0
 	}
-	pp.classKey = queue.Key{}
+	pp.ClassKey = queue.Key{}
 	pp.classes = append(pp.classes[:0], pp.missingClass(g, int(g.Spec.MinMember)))
 	return pp.classes, int(g.Spec.MinMember)
 }
@@ -100,10 +100,10 @@ func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) 
 // first. Judged by sums alone, a Volcano job without a limit was admitted
 // into a reservation's room, and its pods then found every node of that
 // room held by the reservation.
-func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed bool) (fit, want int) {
+func (pp *PassPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed bool) (fit, want int) {
 	pp.lastSteps = pp.lastSteps[:0]
-	pp.lastOK = true
-	if !pp.tp.built {
+	pp.LastOK = true
+	if !pp.Tp.built {
 		return 0, 0
 	}
 	classes, n := pp.plannedClasses(g.Key)
@@ -111,7 +111,7 @@ func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed boo
 		return 0, 0
 	}
 	if vetoed || plan == queue.PlanNone && !pp.backfills(g, classes) {
-		pp.lastOK = false
+		pp.LastOK = false
 		return 0, n
 	}
 	return 0, 0

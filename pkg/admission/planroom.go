@@ -1,8 +1,4 @@
-package cache
-
-// The room a reclaim or preemption plan would free, for the placement check
-// (see feasible.go): each node's free room plus what the plan's victims hold
-// there.
+package admission
 
 import (
 	"slices"
@@ -18,7 +14,7 @@ import (
 // excess, and per node what the pass's admissions have already drawn from
 // the queues there.
 type reclaimPool struct {
-	ready   bool
+	Ready   bool
 	victims []string  // sorted
 	budget  [][]int64 // per victim, per resource: excess not yet drawn
 	drawn   map[drawKey]int64
@@ -58,7 +54,7 @@ type draw struct {
 // node both are optimistic (the victims may be younger, or gangs that
 // cannot be split), which CalderaReclaim's exact plan settles: a gang it
 // cannot make room for is released and backs off.
-func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
+func (pp *PassPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
 	r := pp.Free.R
 	pp.planFree = slices.Grow(pp.planFree[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
 	copy(pp.planFree, pp.Free.Free)
@@ -88,7 +84,7 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 		// but nodes only know what the queue holds, at every priority,
 		// so every node counts what the queue holds there, up to the
 		// total preemption can free.
-		pre := pp.adm.preemptibleLocked(g.Queue, g.Priority)
+		pre := pp.Adm.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.Nodes {
 			held := nr.ByQueue[g.Queue]
 			for j, k := range pp.Resources {
@@ -112,28 +108,28 @@ func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 // made for another. Without this cap a group admitted on a plan evicts,
 // finds the reserved room refused by the Filter, and is released.
 // O(reservations^2 x their nodes), in plan checks only.
-func (pp *passPlacement) keepReserved(g queue.Group) {
-	f := pp.feas
-	if len(f.timed) == 0 {
+func (pp *PassPlacement) keepReserved(g queue.Group) {
+	f := pp.Feas
+	if len(f.Timed) == 0 {
 		return
 	}
 	end := plan.Unbounded
 	if l := pp.limitOf(g.Key); l > 0 {
-		end = pp.tp.now + l
+		end = pp.Tp.now + l
 	}
 	r := pp.Free.R
-	for _, t := range f.timed {
-		if t.key == g.Key || t.start >= end {
+	for _, t := range f.Timed {
+		if t.Key == g.Key || t.Start >= end {
 			continue
 		}
-		for ni, n := range t.nodes {
+		for ni, n := range t.Nodes {
 			i, ok := pp.Index[n]
-			if !ok || ni >= len(t.released) {
+			if !ok || ni >= len(t.Released) {
 				continue
 			}
-			need := f.needAt(n, t.start, g.Key)
+			need := f.needAt(n, t.Start, g.Key)
 			for j, k := range pp.Resources {
-				limit := max(0, pp.Free.Free[i*r+j]+t.released[ni][k]-need[k])
+				limit := max(0, pp.Free.Free[i*r+j]+t.Released[ni][k]-need[k])
 				pp.planFree[i*r+j] = min(pp.planFree[i*r+j], limit)
 			}
 		}
@@ -143,13 +139,13 @@ func (pp *passPlacement) keepReserved(g queue.Group) {
 // reclaimPool builds, on the pass's first reclaim Check, each reclaimable
 // queue's excess above what it keeps (max of its deserved share and its
 // guarantee).
-func (pp *passPlacement) reclaimPool() *reclaimPool {
-	rp := &pp.pool
-	if rp.ready {
+func (pp *PassPlacement) reclaimPool() *reclaimPool {
+	rp := &pp.Pool
+	if rp.Ready {
 		return rp
 	}
-	rp.ready = true
-	a := pp.adm
+	rp.Ready = true
+	a := pp.Adm
 	r := pp.Free.R
 	rp.victims, rp.budget = rp.victims[:0], rp.budget[:0]
 	rp.drawnAt = slices.Grow(rp.drawnAt[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
@@ -158,17 +154,17 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 		rp.drawn = map[drawKey]int64{}
 	}
 	clear(rp.drawn)
-	if !pp.reclaim || a.shares == nil {
+	if !pp.Reclaim || a.Shares == nil {
 		return rp
 	}
-	for name, us := range a.usage {
-		spec, ok := a.tree.Spec(name)
+	for name, us := range a.Usage {
+		spec, ok := a.Tree.Spec(name)
 		if !ok || !spec.Reclaimable {
 			continue
 		}
-		des := a.shares.Deserved(name)
+		des := a.Shares.Deserved(name)
 		for _, k := range pp.Resources {
-			if us.allocated[k]-max(des[k], spec.Guarantee[k]) > 0 {
+			if us.Allocated[k]-max(des[k], spec.Guarantee[k]) > 0 {
 				rp.victims = append(rp.victims, name)
 				break
 			}
@@ -176,11 +172,11 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 	}
 	sort.Strings(rp.victims)
 	for _, name := range rp.victims {
-		us, des := a.usage[name], a.shares.Deserved(name)
-		spec, _ := a.tree.Spec(name)
+		us, des := a.Usage[name], a.Shares.Deserved(name)
+		spec, _ := a.Tree.Spec(name)
 		b := make([]int64, r)
 		for j, k := range pp.Resources {
-			b[j] = max(us.allocated[k]-max(des[k], spec.Guarantee[k]), 0)
+			b[j] = max(us.Allocated[k]-max(des[k], spec.Guarantee[k]), 0)
 		}
 		rp.budget = append(rp.budget, b)
 	}
@@ -193,8 +189,8 @@ func (pp *passPlacement) reclaimPool() *reclaimPool {
 // there hold, each within what is left of its excess. It returns how many
 // steps, in order, could be so attributed, and keeps their draws for
 // Commit.
-func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, steps []placement.Step) int {
-	rp := &pp.pool
+func (pp *PassPlacement) attribute(g queue.Group, classes []placement.Class, steps []placement.Step) int {
+	rp := &pp.Pool
 	r := pp.Free.R
 	rp.last = rp.last[:0]
 	rp.base = slices.Grow(rp.base[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
@@ -253,8 +249,8 @@ func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, ste
 
 // commitDraws takes from the victims' excess what the last successful
 // reclaim Check attributed to them.
-func (pp *passPlacement) commitDraws() {
-	rp := &pp.pool
+func (pp *PassPlacement) commitDraws() {
+	rp := &pp.Pool
 	r := pp.Free.R
 	for _, d := range rp.last {
 		rp.budget[d.victim][d.res] -= d.v

@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ import (
 // so that its removal is exact even if the unit moved queue or the pod was
 // resized meanwhile. Guarded by Cache.mu; O(1) per event.
 type extraBook struct {
-	holds   map[types.UID]extraHold
+	Holds   map[types.UID]extraHold
 	byQueue map[string]resources.List
 }
 
@@ -36,24 +36,24 @@ type extraHold struct {
 }
 
 func (b *extraBook) add(uid types.UID, q string, req resources.List) {
-	if _, ok := b.holds[uid]; ok {
+	if _, ok := b.Holds[uid]; ok {
 		return
 	}
-	if b.holds == nil {
-		b.holds, b.byQueue = map[types.UID]extraHold{}, map[string]resources.List{}
+	if b.Holds == nil {
+		b.Holds, b.byQueue = map[types.UID]extraHold{}, map[string]resources.List{}
 	}
-	b.holds[uid] = extraHold{queue: q, req: req}
+	b.Holds[uid] = extraHold{queue: q, req: req}
 	b.byQueue[q] = b.byQueue[q].Add(req)
 }
 
-// drop forgets uid's entry: the member is bound (its request is now in its
+// Drop forgets uid's entry: the member is bound (its request is now in its
 // queue's allocated, in the same critical section), unreserved or deleted.
-func (b *extraBook) drop(uid types.UID) {
-	h, ok := b.holds[uid]
+func (b *extraBook) Drop(uid types.UID) {
+	h, ok := b.Holds[uid]
 	if !ok {
 		return
 	}
-	delete(b.holds, uid)
+	delete(b.Holds, uid)
 	if l := b.byQueue[h.queue].Sub(h.req); l.IsZero() {
 		delete(b.byQueue, h.queue)
 	} else {
@@ -79,13 +79,13 @@ const (
 )
 
 // extraKindLocked classifies member uid of g; only with admission on.
-func (a *admissionState) extraKindLocked(g *gangbook.Group, uid types.UID) (extraKind, *unit) {
-	u := a.units[gangUnitKey(g.Key)]
+func (a *State) extraKindLocked(g *gangbook.Group, uid types.UID) (extraKind, *Unit) {
+	u := a.Units[GangUnitKey(g.Key)]
 	min := int(g.Spec.MinMember)
 	if min <= 0 {
 		return minimumMember, u
 	}
-	if g.Counts.Bound >= min || (u != nil && u.started) {
+	if g.Counts.Bound >= min || (u != nil && u.Started) {
 		return extraMember, u
 	}
 	placed := g.Counts.Placed
@@ -99,15 +99,15 @@ func (a *admissionState) extraKindLocked(g *gangbook.Group, uid types.UID) (extr
 	return minimumMember, u
 }
 
-// extraFitsLocked is PreFilter's check for a member beyond the minimum:
+// ExtraFitsLocked is PreFilter's check for a member beyond the minimum:
 // whether its queue and every ancestor stay within capability, and within
 // the deserved share of the last admission pass (extrademand.go). A member
 // refused for the share kicks a pass: its demand may not have been counted
 // yet, and the pass activates it when it fits; preempt is the cache's
 // setting (extraPreemptibleLocked). O(depth x r) plus one lookup per queue
 // under the top-level ancestor.
-func (a *admissionState) extraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt bool) (PreFilterCode, string) {
-	if !a.on() {
+func (a *State) ExtraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt bool) (PreFilterCode, string) {
+	if !a.On() {
 		return PreFilterOK, ""
 	}
 	kind, u := a.extraKindLocked(g, pod.UID)
@@ -117,8 +117,8 @@ func (a *admissionState) extraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt
 			g.Key, g.Spec.MinMember)
 	case kind == minimumMember:
 		if ds := a.deficitsLocked(u); len(ds) > 0 {
-			a.refuseDeficitLocked(u.key)
-			return PreFilterCapabilityDeficit, deficitMessage("PodGroup "+g.Key.String(), ds)
+			a.RefuseDeficitLocked(u.Key)
+			return PreFilterCapabilityDeficit, DeficitMessage("PodGroup "+g.Key.String(), ds)
 		}
 		return PreFilterOK, ""
 	case u == nil:
@@ -139,9 +139,9 @@ func (a *admissionState) extraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt
 	// that finished unbound is subtracted too; the window this covers is
 	// then not compensated, which errs towards admitting.)
 	var own resources.List
-	if u.admitted && g.Counts.Bound-g.Counts.Succeeded-g.Counts.Failed >= int(g.Spec.MinMember) {
-		for k, v := range u.request {
-			if d := v - u.held[k] - u.inflight[k]; d > 0 {
+	if u.Admitted && g.Counts.Bound-g.Counts.Succeeded-g.Counts.Failed >= int(g.Spec.MinMember) {
+		for k, v := range u.Request {
+			if d := v - u.Held[k] - u.Inflight[k]; d > 0 {
 				if own == nil {
 					own = resources.List{}
 				}
@@ -149,47 +149,47 @@ func (a *admissionState) extraFitsLocked(g *gangbook.Group, pod *v1.Pod, preempt
 			}
 		}
 	}
-	use := func(q string) queue.Use { return a.shareUseLocked(q, u.queue, own) }
-	if ok, msg := queue.CapabilityFit(a.tree, u.queue, req, use); !ok {
+	use := func(q string) queue.Use { return a.shareUseLocked(q, u.Queue, own) }
+	if ok, msg := queue.CapabilityFit(a.Tree, u.Queue, req, use); !ok {
 		// Room under a capability comes back when a bound pod leaves or
 		// finishes, which kicks a pass; a finish is no pod deletion, so
 		// no event of the scheduler's would requeue the member.
 		a.refuseExtraLocked(pod, g.Key)
 		return PreFilterOverCapability, msg
 	}
-	if ok, msg := queue.ShareFit(a.shares, u.queue, req, a.extraPreemptibleLocked(u.queue, pod, preempt), use); !ok {
+	if ok, msg := queue.ShareFit(a.Shares, u.Queue, req, a.extraPreemptibleLocked(u.Queue, pod, preempt), use); !ok {
 		a.refuseExtraLocked(pod, g.Key)
-		a.kickLocked()
+		a.KickLocked()
 		return PreFilterOverShare, msg
 	}
-	a.forgetRefusedExtraLocked(pod.UID)
+	a.ForgetRefusedExtraLocked(pod.UID)
 	return PreFilterOK, ""
 }
 
 // extraPreemptibleLocked is what the share check of an extra may count as
 // swapped (queue.ShareFit): the room lower-priority pods of its queue hold,
 // when preemption is on (preempt, the cache's setting).
-func (a *admissionState) extraPreemptibleLocked(q string, pod *v1.Pod, preempt bool) resources.List {
+func (a *State) extraPreemptibleLocked(q string, pod *v1.Pod, preempt bool) resources.List {
 	if !preempt {
 		return nil
 	}
 	return a.preemptibleLocked(q, gangbook.PodPriority(pod))
 }
 
-// reserveExtraLocked counts member m of g in the book when Reserve places it
+// ReserveExtraLocked counts member m of g in the book when Reserve places it
 // beyond the gang's minimum.
-func (a *admissionState) reserveExtraLocked(g *gangbook.Group, uid types.UID, m *gangbook.Member) {
-	if !a.on() || m.State.Assigned {
+func (a *State) ReserveExtraLocked(g *gangbook.Group, uid types.UID, m *gangbook.Member) {
+	if !a.On() || m.State.Assigned {
 		return
 	}
 	if kind, u := a.extraKindLocked(g, uid); kind != minimumMember && u != nil {
-		a.extras.add(uid, u.queue, m.Request)
+		a.Extras.add(uid, u.Queue, m.Request)
 	}
 }
 
-// dropExtraLocked forgets the member's entry in the book, if any.
-func (a *admissionState) dropExtraLocked(uid types.UID) {
-	if a.on() {
-		a.extras.drop(uid)
+// DropExtraLocked forgets the member's entry in the book, if any.
+func (a *State) DropExtraLocked(uid types.UID) {
+	if a.On() {
+		a.Extras.Drop(uid)
 	}
 }

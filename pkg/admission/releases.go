@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +36,7 @@ func (r *releases) dirty(uid types.UID) {
 // timeline returns the timeline of ends laid out on pass p: rebuilt when
 // p's layout changed, else with the changed pods applied. The free room
 // now is the caller's to set (SetFree).
-func (r *releases) timeline(p *passPlacement, ends map[types.UID]podEnd) *plan.Timeline {
+func (r *releases) timeline(p *PassPlacement, ends map[types.UID]podEnd) *plan.Timeline {
 	if r.tl == nil || r.nodeGen != p.NodeGen || r.resourceGen != p.ResourceGen {
 		r.rebuild(p, ends)
 		return r.tl
@@ -57,7 +57,7 @@ func (r *releases) timeline(p *passPlacement, ends map[types.UID]podEnd) *plan.T
 	return r.tl
 }
 
-func (r *releases) rebuild(p *passPlacement, ends map[types.UID]podEnd) {
+func (r *releases) rebuild(p *PassPlacement, ends map[types.UID]podEnd) {
 	r.nodeGen, r.resourceGen = p.NodeGen, p.ResourceGen
 	r.held = make(map[types.UID]plan.Alloc, len(ends))
 	allocs := make([]plan.Alloc, 0, len(ends))
@@ -73,7 +73,7 @@ func (r *releases) rebuild(p *passPlacement, ends map[types.UID]podEnd) {
 
 // allocOf is e on p's layout; false when its node is not in it.
 func allocOf(p *noderoom.Pass, e podEnd) (plan.Alloc, bool) {
-	i, ok := p.Index[e.node]
+	i, ok := p.Index[e.Node]
 	if !ok {
 		return plan.Alloc{}, false
 	}

@@ -1,10 +1,4 @@
-package cache
-
-// Admission over time (pkg/plan): when bound pods with a run-time limit
-// give their room back, and the reservations a pass makes for the groups
-// that cannot start now. The pass's placement check (feasible.go) refuses
-// what would delay a reservation; the reservations are kept from pass to
-// pass so that a later pass refuses the same before it reaches their heads.
+package admission
 
 import (
 	"fmt"
@@ -23,41 +17,41 @@ import (
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
-// maxReservations bounds a pass's reservations in all, whatever the number
+// MaxReservations bounds a pass's reservations in all, whatever the number
 // of queues: each costs a search over the release timeline, and the ones
 // far down would be planned again before they start anyway.
-const maxReservations = 64
+const MaxReservations = 64
 
 // podEnd is a bound pod with a run-time limit: where it holds what, and
 // when it gives it back at the latest (Unix seconds).
 type podEnd struct {
-	node  string
+	Node  string
 	req   resources.List
 	start time.Time
 	end   int64
 }
 
-// trackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
+// TrackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
 // it is gone or finished): only bound pods with a limit are kept, so a
 // cluster of pods without limits pays one map lookup per event. group are
 // the annotations of the pod's PodGroup (nil without one). The start
 // is the pod's status.startTime, else when it was first seen bound. O(1).
-func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[string]string) {
-	old, had := a.ends[pod.UID]
-	if acct == nil || !acct.bound {
+func (a *State) TrackEndLocked(pod *v1.Pod, acct *PodAcct, group map[string]string) {
+	old, had := a.Ends[pod.UID]
+	if acct == nil || !acct.Bound {
 		if had {
-			delete(a.ends, pod.UID)
-			a.feas.releases.dirty(pod.UID)
-			a.feas.forgetRelease(old)
+			delete(a.Ends, pod.UID)
+			a.Feas.Releases.dirty(pod.UID)
+			a.Feas.forgetRelease(old)
 		}
 		return
 	}
-	lim, _ := a.limitOfPod(pod, group) // an invalid annotation is ignored, as if absent (told by podNotices.noteRunLimit)
+	lim, _ := a.LimitOfPod(pod, group) // an invalid annotation is ignored, as if absent (told by podNotices.noteRunLimit)
 	if !lim.Bounded() {
 		if had {
-			delete(a.ends, pod.UID)
-			a.feas.releases.dirty(pod.UID)
-			a.feas.forgetRelease(old)
+			delete(a.Ends, pod.UID)
+			a.Feas.Releases.dirty(pod.UID)
+			a.Feas.forgetRelease(old)
 		}
 		return
 	}
@@ -70,17 +64,17 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 	default:
 		start = time.Now()
 	}
-	if a.ends == nil {
-		a.ends = map[types.UID]podEnd{}
+	if a.Ends == nil {
+		a.Ends = map[types.UID]podEnd{}
 	}
-	e := podEnd{node: acct.node, req: acct.req, start: start, end: runlimit.EndOf(start, lim)}
-	if !had || old.node != e.node || old.end != e.end || !old.req.Equal(e.req) {
-		a.feas.releases.dirty(pod.UID)
+	e := podEnd{Node: acct.Node, req: acct.Req, start: start, end: runlimit.EndOf(start, lim)}
+	if !had || old.Node != e.Node || old.end != e.end || !old.req.Equal(e.req) {
+		a.Feas.Releases.dirty(pod.UID)
 		if had {
-			a.feas.forgetRelease(old)
+			a.Feas.forgetRelease(old)
 		}
 	}
-	a.ends[pod.UID] = e
+	a.Ends[pod.UID] = e
 }
 
 // forgetRelease takes e, a bound pod's end as the last pass planned with
@@ -90,28 +84,28 @@ func (a *admissionState) trackEndLocked(pod *v1.Pod, acct *podAcct, group map[st
 // would count twice until the next pass plans again, and a pod outlasting
 // a reservation could take room it needs. What now ends by a start is not
 // added: the next pass counts it. O(reservations).
-func (f *feasibleState) forgetRelease(e podEnd) {
-	for i := range f.timed {
-		t := &f.timed[i]
-		if e.end > t.start {
+func (f *FeasibleState) forgetRelease(e podEnd) {
+	for i := range f.Timed {
+		t := &f.Timed[i]
+		if e.end > t.Start {
 			continue
 		}
-		if k := slices.Index(t.nodes, e.node); k >= 0 && k < len(t.released) {
-			t.released[k] = t.released[k].Less(e.req)
+		if k := slices.Index(t.Nodes, e.Node); k >= 0 && k < len(t.Released) {
+			t.Released[k] = t.Released[k].Less(e.req)
 		}
 	}
 }
 
-// timed is one reservation as kept between passes and shown to users.
-type timed struct {
-	key        queue.Key
-	start, end int64 // Unix seconds; end is plan.Unbounded without a limit
-	nodes      []string
-	guaranteed bool
+// Timed is one reservation as kept between passes and shown to users.
+type Timed struct {
+	Key        queue.Key
+	Start, end int64 // Unix seconds; end is plan.Unbounded without a limit
+	Nodes      []string
+	Guaranteed bool
 	// need is what its members take on each of nodes (same order), and
 	// released what the pods running there when it was planned give back
 	// by its start.
-	need, released []resources.List
+	Need, Released []resources.List
 	// steps is where each member goes, for the next pass to plan the same
 	// placement again while it still fits at start (plan.Gang.Keep).
 	steps []keptStep
@@ -132,7 +126,7 @@ type timePlan struct {
 	now   int64
 	built bool
 	p     *plan.Plan
-	held  []timed
+	held  []Timed
 	// renewed says which of held a Hold of this pass asked for; the others
 	// were carried from the last pass and end with it.
 	renewed map[queue.Key]bool
@@ -159,22 +153,22 @@ type timePlan struct {
 	job      plan.Job
 	jobSteps []placement.Step
 	delayed  bool
-	delayBy  timed
+	delayBy  Timed
 	// vetoed is the group the last plain Check found room for now and
 	// refused for delaying a reservation: no plan's room helps it.
 	vetoed queue.Key
-	// unheld are the heads Hold found no reservation for, in order: they
+	// Unheld are the heads Hold found no reservation for, in order: they
 	// get an estimated start (estimate.go).
-	unheld []queue.Key
+	Unheld []queue.Key
 }
 
-// resetTime readies the time plan for a pass at now.
-func (pp *passPlacement) resetTime(now time.Time) {
-	tp := &pp.tp
+// ResetTime readies the time plan for a pass at now.
+func (pp *PassPlacement) ResetTime(now time.Time) {
+	tp := &pp.Tp
 	tp.now, tp.built = now.Unix(), false
 	tp.inflight, tp.temp = tp.inflight[:0], tp.temp[:0]
 	tp.probed, tp.limitedInflight = false, false
-	tp.held, tp.unheld = tp.held[:0], tp.unheld[:0]
+	tp.held, tp.Unheld = tp.held[:0], tp.Unheld[:0]
 	clear(tp.renewed)
 	tp.jobKey, tp.delayed, tp.vetoed = queue.Key{}, false, queue.Key{}
 }
@@ -182,10 +176,10 @@ func (pp *passPlacement) resetTime(now time.Time) {
 // buildPlan brings the release timeline up to date with the working room
 // and plans again, first, the reservations the last pass kept. O(changed
 // pods with a limit x log E + nodes x resources), plus the reservations.
-func (pp *passPlacement) buildPlan() {
-	tp := &pp.tp
+func (pp *PassPlacement) buildPlan() {
+	tp := &pp.Tp
 	tp.built = true
-	tl := pp.feas.releases.timeline(pp, pp.adm.ends)
+	tl := pp.Feas.Releases.timeline(pp, pp.Adm.Ends)
 	r := pp.Free.R
 	for i := range len(pp.Names) {
 		row := pp.Free.Free[i*r : (i+1)*r]
@@ -196,25 +190,25 @@ func (pp *passPlacement) buildPlan() {
 	}
 	pp.addInflight(tl)
 	if tp.p == nil {
-		tp.p = plan.New(tl, tp.now, maxReservations)
+		tp.p = plan.New(tl, tp.now, MaxReservations)
 	} else {
-		tp.p.Reset(tl, tp.now, maxReservations)
+		tp.p.Reset(tl, tp.now, MaxReservations)
 	}
-	for _, t := range pp.feas.timed {
-		if u := pp.adm.units[t.key]; u != nil && !u.admitted {
-			pp.reserve(t.key)
+	for _, t := range pp.Feas.Timed {
+		if u := pp.Adm.Units[t.Key]; u != nil && !u.Admitted {
+			pp.reserve(t.Key)
 		}
 	}
-	pp.classKey = queue.Key{} // reserve used the class scratch
+	pp.ClassKey = queue.Key{} // reserve used the class scratch
 }
 
 // mayPlan says whether a reservation can exist in this pass: some room
 // must come back at a known time, from a bound pod or an admitted unit
 // with a limit. Without one no group that fails to fit now ever fits, and
 // a cluster whose jobs declare no limits pays nothing for planning.
-func (pp *passPlacement) mayPlan() bool {
-	tp := &pp.tp
-	if tp.built || len(pp.adm.ends) > 0 {
+func (pp *PassPlacement) mayPlan() bool {
+	tp := &pp.Tp
+	if tp.built || len(pp.Adm.Ends) > 0 {
 		return true
 	}
 	if !tp.probed {
@@ -230,8 +224,8 @@ func (pp *passPlacement) mayPlan() bool {
 }
 
 // Hold implements queue.Planner.
-func (pp *passPlacement) Hold(g queue.Group) bool {
-	tp := &pp.tp
+func (pp *PassPlacement) Hold(g queue.Group) bool {
+	tp := &pp.Tp
 	if !pp.mayPlan() {
 		pp.noteUnheld(g.Key)
 		return false
@@ -243,7 +237,7 @@ func (pp *passPlacement) Hold(g queue.Group) bool {
 		tp.renewed = map[queue.Key]bool{}
 	}
 	tp.renewed[g.Key] = true
-	isG := func(t timed) bool { return t.key == g.Key }
+	isG := func(t Timed) bool { return t.Key == g.Key }
 	if !slices.ContainsFunc(tp.held, isG) {
 		pp.reserve(g.Key)
 	}
@@ -255,15 +249,15 @@ func (pp *passPlacement) Hold(g queue.Group) bool {
 }
 
 // noteUnheld notes a head Hold found no reservation for.
-func (pp *passPlacement) noteUnheld(key queue.Key) {
-	if !slices.Contains(pp.tp.unheld, key) {
-		pp.tp.unheld = append(pp.tp.unheld, key)
+func (pp *PassPlacement) noteUnheld(key queue.Key) {
+	if !slices.Contains(pp.Tp.Unheld, key) {
+		pp.Tp.Unheld = append(pp.Tp.Unheld, key)
 	}
 }
 
 // reserveOn plans key's reservation on p; false when key has nothing to
 // place or never fits.
-func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
+func (pp *PassPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
 	classes, want := pp.unitClasses(key)
 	if want == 0 {
 		classes, want = pp.plannedClasses(key)
@@ -272,8 +266,8 @@ func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 		return plan.Reservation{}, false
 	}
 	g := plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)}
-	if t, ok := pp.feas.reservationOf(key); ok {
-		g.Keep, g.KeepAt = pp.keptPlacement(t), t.start
+	if t, ok := pp.Feas.ReservationOf(key); ok {
+		g.Keep, g.KeepAt = pp.keptPlacement(t), t.Start
 	}
 	res, err := p.Reserve(g)
 	return res, err == nil
@@ -281,7 +275,7 @@ func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 
 // keptPlacement is t's placement by this pass's node indexes; nil when a
 // node of it is gone.
-func (pp *passPlacement) keptPlacement(t timed) []placement.Step {
+func (pp *PassPlacement) keptPlacement(t Timed) []placement.Step {
 	out := make([]placement.Step, 0, len(t.steps))
 	for _, s := range t.steps {
 		i, ok := pp.Index[s.node]
@@ -294,28 +288,28 @@ func (pp *passPlacement) keptPlacement(t timed) []placement.Step {
 }
 
 // reserve plans key's reservation and records it.
-func (pp *passPlacement) reserve(key queue.Key) {
-	res, ok := pp.reserveOn(pp.tp.p, key)
+func (pp *PassPlacement) reserve(key queue.Key) {
+	res, ok := pp.reserveOn(pp.Tp.p, key)
 	if !ok {
 		return
 	}
 	classes := pp.classes // reserveOn's, for key
-	t := timed{key: key, start: res.Start, end: res.End, guaranteed: res.Guaranteed, steps: make([]keptStep, len(res.Steps))}
+	t := Timed{Key: key, Start: res.Start, end: res.End, Guaranteed: res.Guaranteed, steps: make([]keptStep, len(res.Steps))}
 	for k, s := range res.Steps {
 		n := pp.Names[s.Node]
 		t.steps[k] = keptStep{s.Class, n}
-		i := slices.Index(t.nodes, n)
+		i := slices.Index(t.Nodes, n)
 		if i < 0 {
-			i = len(t.nodes)
-			t.nodes, t.need = append(t.nodes, n), append(t.need, resources.List{})
+			i = len(t.Nodes)
+			t.Nodes, t.Need = append(t.Nodes, n), append(t.Need, resources.List{})
 		}
 		for j, v := range classes[s.Class].Request {
 			if v != 0 {
-				t.need[i][pp.Resources[j]] += v
+				t.Need[i][pp.Resources[j]] += v
 			}
 		}
 	}
-	pp.tp.held = append(pp.tp.held, t)
+	pp.Tp.held = append(pp.Tp.held, t)
 }
 
 // limitOf is key's run-time limit in seconds for the plan, 0 without one:
@@ -327,22 +321,22 @@ func (pp *passPlacement) reserve(key queue.Key) {
 // the kubelet counts the limit from that start rounded up (runlimit.EndOf);
 // a job let in to end by a reservation's start must end by it once bound.
 // O(members).
-func (pp *passPlacement) limitOf(key queue.Key) int64 {
-	u := pp.adm.units[key]
+func (pp *PassPlacement) limitOf(key queue.Key) int64 {
+	u := pp.Adm.Units[key]
 	if u == nil {
 		return 0
 	}
-	a := pp.adm
+	a := pp.Adm
 	var l runlimit.Limit
-	if u.gang == nil {
-		l, _ = a.limitOfPod(u.pod, nil)
-	} else if len(u.gang.Members) == 0 {
-		l, _ = runlimit.Of(nil, groupAnnotations(u.gang))
+	if u.Gang == nil {
+		l, _ = a.LimitOfPod(u.Pod, nil)
+	} else if len(u.Gang.Members) == 0 {
+		l, _ = runlimit.Of(nil, GroupAnnotations(u.Gang))
 	} else {
-		lims := make([]runlimit.Limit, 0, len(u.gang.Members))
-		for _, m := range u.gang.Members {
+		lims := make([]runlimit.Limit, 0, len(u.Gang.Members))
+		for _, m := range u.Gang.Members {
 			if m.Pod != nil && !m.State.Phase.Terminal() {
-				ml, _ := a.limitOfPod(m.Pod, groupAnnotations(u.gang))
+				ml, _ := a.LimitOfPod(m.Pod, GroupAnnotations(u.Gang))
 				lims = append(lims, ml)
 			}
 		}
@@ -361,8 +355,8 @@ func (pp *passPlacement) limitOf(key queue.Key) int64 {
 // backfill like any other: the reservations planned after its own were
 // placed around its later start, and taking room now, before they were
 // placed, can push the ones before it back.
-func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) bool {
-	tp := &pp.tp
+func (pp *PassPlacement) backfills(g queue.Group, classes []placement.Class) bool {
+	tp := &pp.Tp
 	tp.jobKey, tp.delayed = g.Key, false
 	if !tp.built || len(tp.held) == 0 || pp.startsOnReservation(g.Key) {
 		tp.jobKey = queue.Key{}
@@ -375,17 +369,17 @@ func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) boo
 		tp.jobSteps = append(tp.jobSteps[:0], steps...)
 		return true
 	}
-	tp.jobKey, tp.delayed, tp.delayBy = queue.Key{}, true, timed{}
+	tp.jobKey, tp.delayed, tp.delayBy = queue.Key{}, true, Timed{}
 	end := plan.Unbounded
 	if tp.job.Limit > 0 {
 		end = tp.now + tp.job.Limit
 	}
 	for _, t := range tp.held {
-		if t.key != g.Key && t.start < end && (tp.delayBy.key.IsZero() || t.start < tp.delayBy.start) {
+		if t.Key != g.Key && t.Start < end && (tp.delayBy.Key.IsZero() || t.Start < tp.delayBy.Start) {
 			tp.delayBy = t
 		}
 	}
-	if tp.delayBy.key.IsZero() {
+	if tp.delayBy.Key.IsZero() {
 		// No other reservation starts before it ends: the plan refused it
 		// for its own later reservation's room, or for room it does not
 		// model (a starving group's own reserved nodes, which the plan
@@ -400,15 +394,15 @@ func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) boo
 
 // startsOnReservation reports whether key holds a reservation of this pass
 // that starts now.
-func (pp *passPlacement) startsOnReservation(key queue.Key) bool {
-	tp := &pp.tp
-	i := slices.IndexFunc(tp.held, func(t timed) bool { return t.key == key })
-	return i >= 0 && tp.held[i].start <= tp.now
+func (pp *PassPlacement) startsOnReservation(key queue.Key) bool {
+	tp := &pp.Tp
+	i := slices.IndexFunc(tp.held, func(t Timed) bool { return t.Key == key })
+	return i >= 0 && tp.held[i].Start <= tp.now
 }
 
 // commitJob takes, in the plan, the room of g's last backfill check.
-func (pp *passPlacement) commitJob(g queue.Group) {
-	tp := &pp.tp
+func (pp *PassPlacement) commitJob(g queue.Group) {
+	tp := &pp.Tp
 	if tp.jobKey != g.Key {
 		return
 	}
@@ -417,39 +411,39 @@ func (pp *passPlacement) commitJob(g queue.Group) {
 }
 
 // Delayed implements queue.Planner.
-func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
-	tp := &pp.tp
-	if !tp.delayed || pp.lastKey != g.Key {
+func (pp *PassPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
+	tp := &pp.Tp
+	if !tp.delayed || pp.LastKey != g.Key {
 		return queue.Key{}, time.Time{}, false
 	}
-	return tp.delayBy.key, time.Unix(tp.delayBy.start, 0), true
+	return tp.delayBy.Key, time.Unix(tp.delayBy.Start, 0), true
 }
 
 // finishTime keeps the reservations this pass asked for, of groups still
 // waiting, for the next pass and for users.
-func (pp *passPlacement) finishTime() {
-	f := pp.feas
-	for _, a := range pp.tp.temp {
-		f.releases.tl.Remove(a)
+func (pp *PassPlacement) finishTime() {
+	f := pp.Feas
+	for _, a := range pp.Tp.temp {
+		f.Releases.tl.Remove(a)
 	}
-	pp.tp.temp = pp.tp.temp[:0]
+	pp.Tp.temp = pp.Tp.temp[:0]
 	pp.forgetPlaced()
-	before := make(map[queue.Key]int64, len(f.timed))
-	for _, t := range f.timed {
-		before[t.key] = t.start
+	before := make(map[queue.Key]int64, len(f.Timed))
+	for _, t := range f.Timed {
+		before[t.Key] = t.Start
 	}
-	f.timed = f.timed[:0]
-	clear(f.timedBy)
-	for _, t := range pp.tp.held {
-		if u := pp.adm.units[t.key]; u != nil && !u.admitted && pp.tp.renewed[t.key] {
-			if f.timedBy == nil {
-				f.timedBy = map[queue.Key]int{}
+	f.Timed = f.Timed[:0]
+	clear(f.TimedBy)
+	for _, t := range pp.Tp.held {
+		if u := pp.Adm.Units[t.Key]; u != nil && !u.Admitted && pp.Tp.renewed[t.Key] {
+			if f.TimedBy == nil {
+				f.TimedBy = map[queue.Key]int{}
 			}
-			f.timedBy[t.key] = len(f.timed)
-			f.timed = append(f.timed, t)
+			f.TimedBy[t.Key] = len(f.Timed)
+			f.Timed = append(f.Timed, t)
 		}
 	}
-	f.anyTimed.Store(len(f.timed) > 0)
+	f.AnyTimed.Store(len(f.Timed) > 0)
 	pp.releasedByStarts()
 	pp.estimateStarts()
 	// Room a reservation no longer holds (it ended, or starts later) is
@@ -457,69 +451,69 @@ func (pp *passPlacement) finishTime() {
 	// for the next pod deletion or the scheduler's periodic flush.
 	pp.roomReturned = false
 	for key, start := range before {
-		if t, ok := f.reservationOf(key); !ok || t.start > start {
+		if t, ok := f.ReservationOf(key); !ok || t.Start > start {
 			pp.roomReturned = true
 			break
 		}
 	}
 }
 
-// retryHeldOut adds to act the waiting pods of admitted units when the
+// RetryHeldOut adds to act the waiting pods of admitted units when the
 // pass gave reserved room back: the CalderaReservation Filter may have
 // kept them out of it. O(admitted units still placing).
-func (pp *passPlacement) retryHeldOut(act map[string]*v1.Pod) {
+func (pp *PassPlacement) RetryHeldOut(act map[string]*v1.Pod) {
 	if !pp.roomReturned {
 		return
 	}
-	for _, u := range pp.feas.inflight {
-		pp.adm.unitPendingPodsLocked(u, act)
+	for _, u := range pp.Feas.Inflight {
+		pp.Adm.unitPendingPodsLocked(u, act)
 	}
 }
 
 // releasedByStarts fills each kept reservation's released amounts: what
 // bound pods on its nodes give back by its start. One scan of the pods
 // with a limit, in passes that keep a reservation only.
-func (pp *passPlacement) releasedByStarts() {
-	f := pp.feas
-	if len(f.timed) == 0 {
+func (pp *PassPlacement) releasedByStarts() {
+	f := pp.Feas
+	if len(f.Timed) == 0 {
 		return
 	}
 	type at struct{ t, n int }
 	where := map[string][]at{}
-	for ti := range f.timed {
-		t := &f.timed[ti]
-		t.released = make([]resources.List, len(t.nodes))
-		for ni, n := range t.nodes {
-			t.released[ni] = resources.List{}
+	for ti := range f.Timed {
+		t := &f.Timed[ti]
+		t.Released = make([]resources.List, len(t.Nodes))
+		for ni, n := range t.Nodes {
+			t.Released[ni] = resources.List{}
 			where[n] = append(where[n], at{ti, ni})
 		}
 	}
-	for _, e := range pp.adm.ends {
-		for _, w := range where[e.node] {
-			if t := &f.timed[w.t]; e.end <= t.start {
-				t.released[w.n].Add(e.req)
+	for _, e := range pp.Adm.Ends {
+		for _, w := range where[e.Node] {
+			if t := &f.Timed[w.t]; e.end <= t.Start {
+				t.Released[w.n].Add(e.req)
 			}
 		}
 	}
 }
 
-// reservationOf returns the reservation the last pass kept for unit key.
+// ReservationOf returns the reservation the last pass kept for unit key.
 // O(1).
-func (f *feasibleState) reservationOf(key queue.Key) (timed, bool) {
-	i, ok := f.timedBy[key]
+func (f *FeasibleState) ReservationOf(key queue.Key) (Timed, bool) {
+	i, ok := f.TimedBy[key]
 	if !ok {
-		return timed{}, false
+		return Timed{}, false
 	}
-	return f.timed[i], true
+	return f.Timed[i], true
 }
 
 // String says when and where the reservation starts, as verdicts show it.
-func (t timed) String() string {
-	return fmt.Sprintf("reserved from %s on %s", time.Unix(t.start, 0).UTC().Format(time.RFC3339), strings.Join(t.nodes, ", "))
+func (t Timed) String() string {
+	return fmt.Sprintf("reserved from %s on %s", time.Unix(t.Start, 0).UTC().Format(time.RFC3339), strings.Join(t.Nodes, ", "))
 }
 
-// groupAnnotations are g's PodGroup's annotations, nil without one.
-func groupAnnotations(g *gangbook.Group) map[string]string {
+// GroupAnnotations are g's PodGroup's annotations, nil without one.
+func GroupAnnotations(g *gangbook.Group) map[string]string {
 	if g == nil || g.Obj == nil {
 		return nil
 	}

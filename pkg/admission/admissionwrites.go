@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"cmp"
@@ -21,7 +21,7 @@ import (
 // writer always writes the present state, never a queue of past ones.
 // Guarded by Cache.mu.
 type admissionWrites struct {
-	verdicts map[queue.Key]verdictNote
+	Verdicts map[queue.Key]verdictNote
 	// seq numbers the verdicts as noted: the writer writes them (and so
 	// posts their Events) in the order decided.
 	seq      uint64
@@ -47,11 +47,11 @@ type releaseNote struct {
 // admission supersedes a release not yet written: it writes the admitted
 // mark again anyway.
 func (w *admissionWrites) verdict(key queue.Key, admitted bool, check queue.Check, msg string) {
-	if w.verdicts == nil {
-		w.verdicts = map[queue.Key]verdictNote{}
+	if w.Verdicts == nil {
+		w.Verdicts = map[queue.Key]verdictNote{}
 	}
 	w.seq++
-	w.verdicts[key] = verdictNote{seq: w.seq, admitted: admitted, check: check, msg: msg}
+	w.Verdicts[key] = verdictNote{seq: w.seq, admitted: admitted, check: check, msg: msg}
 	if admitted {
 		delete(w.releases, key)
 	}
@@ -78,7 +78,7 @@ func (w *admissionWrites) clearNomination(pod *v1.Pod) {
 // that does not hold the Lease nobody pulls, and the sets must stay as
 // small as the live units.
 func (w *admissionWrites) forgetUnit(key queue.Key) {
-	delete(w.verdicts, key)
+	delete(w.Verdicts, key)
 	delete(w.releases, key)
 }
 
@@ -88,22 +88,22 @@ func (w *admissionWrites) forgetPod(uid types.UID) {
 	delete(w.clears, uid)
 }
 
-// takeAdmissionWritesLocked hands out and forgets what admission owes the
+// TakeAdmissionWritesLocked hands out and forgets what admission owes the
 // writer: releases first, so that a gang released and refused since has
 // its mark removed before its refusal is written. A verdict is built from
 // the unit as it is now (its waiting pods included); a unit gone since has
 // nothing left to tell. O(k log k) for the k units noted since the last call.
-func (a *admissionState) takeAdmissionWritesLocked() []status.Admission {
-	w := &a.writes
-	out := make([]status.Admission, 0, len(w.releases)+len(w.verdicts)+len(w.clears))
+func (a *State) TakeAdmissionWritesLocked() []status.Admission {
+	w := &a.Writes
+	out := make([]status.Admission, 0, len(w.releases)+len(w.Verdicts)+len(w.clears))
 	for _, r := range w.releases {
 		k := r.key
 		out = append(out, status.Admission{PodGroup: &k, Dialect: r.source.Dialect, UID: types.UID(r.source.UID), Unadmit: true})
 	}
-	keys := slices.Collect(maps.Keys(w.verdicts))
-	slices.SortFunc(keys, func(a, b queue.Key) int { return cmp.Compare(w.verdicts[a].seq, w.verdicts[b].seq) })
+	keys := slices.Collect(maps.Keys(w.Verdicts))
+	slices.SortFunc(keys, func(a, b queue.Key) int { return cmp.Compare(w.Verdicts[a].seq, w.Verdicts[b].seq) })
 	for _, key := range keys {
-		if wr, ok := a.admissionWriteLocked(key, w.verdicts[key]); ok {
+		if wr, ok := a.admissionWriteLocked(key, w.Verdicts[key]); ok {
 			out = append(out, wr)
 		}
 	}
@@ -111,31 +111,31 @@ func (a *admissionState) takeAdmissionWritesLocked() []status.Admission {
 		out = append(out, status.Admission{ClearNomination: true, Pod: pod})
 	}
 	clear(w.releases)
-	clear(w.verdicts)
+	clear(w.Verdicts)
 	clear(w.clears)
 	return out
 }
 
 // admissionWriteLocked is the write for unit key's noted verdict, and false
 // when the unit, or its gang's object, is gone.
-func (a *admissionState) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admission, bool) {
-	u := a.units[key]
-	if u == nil || u.gang != nil && u.gang.Obj == nil {
+func (a *State) admissionWriteLocked(key queue.Key, n verdictNote) (status.Admission, bool) {
+	u := a.Units[key]
+	if u == nil || u.Gang != nil && u.Gang.Obj == nil {
 		return status.Admission{}, false
 	}
-	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.pod, AwaitingRoom: !n.admitted && u.waitsForRoom()}
-	if t, ok := a.feas.reservationOf(key); ok && !n.admitted {
-		at := time.Unix(t.start, 0)
+	w := status.Admission{Admitted: n.admitted, Check: n.check, Message: n.msg, Pod: u.Pod, AwaitingRoom: !n.admitted && u.WaitsForRoom()}
+	if t, ok := a.Feas.ReservationOf(key); ok && !n.admitted {
+		at := time.Unix(t.Start, 0)
 		w.ExpectedStart = &at
-	} else if at, ok := a.estimatedStartOf(key); ok && !n.admitted {
+	} else if at, ok := a.EstimatedStartOf(key); ok && !n.admitted {
 		w.EstimatedStart = &at
 	}
-	if g := u.gang; g != nil {
+	if g := u.Gang; g != nil {
 		k := g.Key.Named()
 		w.PodGroup, w.Dialect, w.UID, w.Profile = &k, g.Obj.Source.Dialect, types.UID(g.Obj.Source.UID), g.ProfileLocked()
 		w.Waiting = g.WaitingPodsLocked()
-	} else if u.pod.Spec.NodeName == "" {
-		w.Waiting = []*v1.Pod{u.pod}
+	} else if u.Pod.Spec.NodeName == "" {
+		w.Waiting = []*v1.Pod{u.Pod}
 	}
 	return w, true
 }

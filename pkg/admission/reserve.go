@@ -1,8 +1,4 @@
-package cache
-
-// The starving head's reservation: the part of the placement check
-// (feasible.go) that holds room for a group beyond this pass. The room of a
-// reclaim or preemption plan is in planroom.go.
+package admission
 
 import (
 	"slices"
@@ -17,7 +13,7 @@ import (
 // with the most free room now (the least to wait for), among the nodes no
 // other group holds. Nothing new is admitted onto them while the
 // reservation is renewed.
-func (pp *passPlacement) Reserve(g queue.Group) bool {
+func (pp *PassPlacement) Reserve(g queue.Group) bool {
 	classes, want := pp.unitClasses(g.Key)
 	if want == 0 {
 		return false
@@ -27,7 +23,7 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	// Order every class's nodes by free room, largest first.
 	byFree := make([]int32, 0, n)
 	for i := range n {
-		if pp.Free.Blocked == nil || !pp.Free.Blocked[i] || pp.reservedBy[i] == g.Key {
+		if pp.Free.Blocked == nil || !pp.Free.Blocked[i] || pp.ReservedBy[i] == g.Key {
 			byFree = append(byFree, int32(i))
 		}
 	}
@@ -69,21 +65,21 @@ func (pp *passPlacement) Reserve(g queue.Group) bool {
 	if fit < want {
 		return false
 	}
-	f := pp.feas
-	res := f.reservations[g.Key]
+	f := pp.Feas
+	res := f.Reservations[g.Key]
 	if res == nil {
 		res = &reservation{}
-		if f.reservations == nil {
-			f.reservations = map[queue.Key]*reservation{}
+		if f.Reservations == nil {
+			f.Reservations = map[queue.Key]*reservation{}
 		}
-		f.reservations[g.Key] = res
+		f.Reservations[g.Key] = res
 	}
-	res.nodes, res.gen = res.nodes[:0], pp.gen
+	res.Nodes, res.gen = res.Nodes[:0], pp.Gen
 	for _, s := range steps {
 		name := pp.Names[s.Node]
-		if !slices.Contains(res.nodes, name) {
-			res.nodes = append(res.nodes, name)
-			pp.block(int(s.Node), g.Key)
+		if !slices.Contains(res.Nodes, name) {
+			res.Nodes = append(res.Nodes, name)
+			pp.Block(int(s.Node), g.Key)
 		}
 	}
 	return true
@@ -102,36 +98,36 @@ func roomScore(free, big []int64, i int) float64 {
 	return s
 }
 
-// finish drops the reservations this pass did not renew: their group was
+// Finish drops the reservations this pass did not renew: their group was
 // admitted, left, or is no longer the starving head of its queue.
-func (pp *passPlacement) finish() {
+func (pp *PassPlacement) Finish() {
 	pp.finishTime()
-	f := pp.feas
-	for key, res := range f.reservations {
-		if res.gen != pp.gen {
-			delete(f.reservations, key)
+	f := pp.Feas
+	for key, res := range f.Reservations {
+		if res.gen != pp.Gen {
+			delete(f.Reservations, key)
 		}
 	}
 }
 
-// block marks node i reserved for key.
-func (pp *passPlacement) block(i int, key queue.Key) {
+// Block marks node i reserved for key.
+func (pp *PassPlacement) Block(i int, key queue.Key) {
 	n := len(pp.Names)
 	if pp.Free.Blocked == nil {
 		pp.Free.Blocked = make([]bool, n)
-		pp.reservedBy = make([]queue.Key, n)
+		pp.ReservedBy = make([]queue.Key, n)
 	}
-	pp.Free.Blocked[i], pp.reservedBy[i] = true, key
+	pp.Free.Blocked[i], pp.ReservedBy[i] = true, key
 }
 
 // unblockOwn lifts, for key's own checks, the block on the nodes reserved
 // for it, and returns them.
-func (pp *passPlacement) unblockOwn(key queue.Key) []int {
+func (pp *PassPlacement) unblockOwn(key queue.Key) []int {
 	if pp.Free.Blocked == nil {
 		return nil
 	}
 	var own []int
-	for i, k := range pp.reservedBy {
+	for i, k := range pp.ReservedBy {
 		if k == key {
 			pp.Free.Blocked[i] = false
 			own = append(own, i)
@@ -140,8 +136,8 @@ func (pp *passPlacement) unblockOwn(key queue.Key) []int {
 	return own
 }
 
-func (pp *passPlacement) reblock(own []int, key queue.Key) {
+func (pp *PassPlacement) reblock(own []int, key queue.Key) {
 	for _, i := range own {
-		pp.block(i, key)
+		pp.Block(i, key)
 	}
 }

@@ -1,9 +1,4 @@
-package cache
-
-// The admitted units not yet placed, in the plan over time: placeInflight
-// (feasible.go) puts them in the working room first in every pass, and
-// the plan gives those with a limit their end, counted from when they were
-// let in.
+package admission
 
 import (
 	"slices"
@@ -29,8 +24,8 @@ type sinceMark struct {
 
 // markSince records that the pass saw key admitted and unplaced: from now
 // if it is new, from its admission if it was let in before.
-func (pp *passPlacement) markSince(key queue.Key) {
-	tp := &pp.tp
+func (pp *PassPlacement) markSince(key queue.Key) {
+	tp := &pp.Tp
 	if tp.since == nil {
 		tp.since = map[queue.Key]sinceMark{}
 	}
@@ -38,25 +33,25 @@ func (pp *passPlacement) markSince(key queue.Key) {
 	if !ok {
 		s.at = tp.now
 	}
-	s.gen = pp.gen
+	s.gen = pp.Gen
 	tp.since[key] = s
 }
 
 // forgetPlaced drops the units no longer admitted and unplaced: those this
 // pass neither admitted nor found unplaced. O(entries).
-func (pp *passPlacement) forgetPlaced() {
-	for k, s := range pp.tp.since {
-		if s.gen != pp.gen {
-			delete(pp.tp.since, k)
+func (pp *PassPlacement) forgetPlaced() {
+	for k, s := range pp.Tp.since {
+		if s.gen != pp.Gen {
+			delete(pp.Tp.since, k)
 		}
 	}
 }
 
 // noteInflight records where placeInflight put an admitted unit's members.
-func (pp *passPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
+func (pp *PassPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
 	pp.markSince(key)
 	for _, s := range steps {
-		pp.tp.inflight = append(pp.tp.inflight, inflightRoom{key, s.Node, classes[s.Class].Request})
+		pp.Tp.inflight = append(pp.Tp.inflight, inflightRoom{key, s.Node, classes[s.Class].Request})
 	}
 }
 
@@ -65,8 +60,8 @@ func (pp *passPlacement) noteInflight(key queue.Key, classes []placement.Class, 
 // backfilled job's room, taken but not yet bound, would never come back
 // as far as the next pass knew, and the reservation it was let in around
 // would move past it.
-func (pp *passPlacement) addInflight(tl *plan.Timeline) {
-	tp := &pp.tp
+func (pp *PassPlacement) addInflight(tl *plan.Timeline) {
+	tp := &pp.Tp
 	r := pp.Free.R
 	limits := map[queue.Key]int64{}
 	for _, f := range tp.inflight {

@@ -1,14 +1,4 @@
-package cache
-
-// Where an admitted unit was let in. A pass places the admitted, unplaced
-// units first (placeInflight), first-fit. A job admitted around a
-// reservation was let into the room the reservation leaves (the backfill
-// check's steps), which first-fit may not find again: placed on a node the
-// reservation needs, the job would hold that room in the plan of every
-// pass until it binds, and the reservation it was admitted around would
-// move later for no change in the cluster. So Commit pins each admitted
-// unit's members to the nodes it chose, and placeInflight takes them there
-// while they fit.
+package admission
 
 import (
 	"slices"
@@ -34,8 +24,8 @@ type pin struct {
 // admittedSteps are the classes and steps Commit applies for g: those the
 // backfill check chose, which the plan took, when g went through it, else
 // the placement check's.
-func (pp *passPlacement) admittedSteps(g queue.Group, classes []placement.Class) ([]placement.Class, []placement.Step) {
-	tp := &pp.tp
+func (pp *PassPlacement) admittedSteps(g queue.Group, classes []placement.Class) ([]placement.Class, []placement.Step) {
+	tp := &pp.Tp
 	if tp.jobKey == g.Key && len(tp.jobSteps) == len(pp.lastSteps) {
 		return tp.job.Classes, tp.jobSteps
 	}
@@ -43,8 +33,8 @@ func (pp *passPlacement) admittedSteps(g queue.Group, classes []placement.Class)
 }
 
 // pin records steps as key's pins. O(steps).
-func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
-	f := pp.feas
+func (pp *PassPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
+	f := pp.Feas
 	if len(steps) == 0 {
 		delete(f.pins, key)
 		return
@@ -72,8 +62,8 @@ func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []p
 // room, lowering the classes' counts by what it placed; the steps are
 // appended to dst. A pin is used once, and only where its member's request
 // matches and still fits. O(classes x pins).
-func (pp *passPlacement) placePinned(dst []placement.Step, key queue.Key, classes []placement.Class) []placement.Step {
-	p := pp.feas.pins[key]
+func (pp *PassPlacement) placePinned(dst []placement.Step, key queue.Key, classes []placement.Class) []placement.Step {
+	p := pp.Feas.pins[key]
 	if p == nil || !slices.Equal(p.resources, pp.Resources) {
 		return dst
 	}

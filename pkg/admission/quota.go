@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,15 +14,15 @@ import (
 // pods already count in the quota's used amounts (quota admission charged them
 // at creation), so they are taken out before the group's minimum is added;
 // groups admitted earlier in the same pass count too.
-func (a *admissionState) quotaCheckLocked() queue.QuotaFunc {
+func (a *State) quotaCheckLocked() queue.QuotaFunc {
 	extra := map[string]resources.List{}
 	return func(g queue.Group) (bool, string) {
-		u := a.units[g.Key]
+		u := a.Units[g.Key]
 		if u == nil {
 			return true, ""
 		}
 		ns, own := a.unitNamespaceLocked(u), a.unitChargedLocked(u)
-		list, err := a.quotas.ResourceQuotas(ns).List(labels.Everything())
+		list, err := a.Quotas.ResourceQuotas(ns).List(labels.Everything())
 		if err != nil || len(list) == 0 {
 			return true, ""
 		}
@@ -34,20 +34,20 @@ func (a *admissionState) quotaCheckLocked() queue.QuotaFunc {
 	}
 }
 
-func (a *admissionState) unitNamespaceLocked(u *unit) string {
-	if u.gang != nil {
-		return u.gang.Key.Namespace
+func (a *State) unitNamespaceLocked(u *Unit) string {
+	if u.Gang != nil {
+		return u.Gang.Key.Namespace
 	}
-	return u.pod.Namespace
+	return u.Pod.Namespace
 }
 
 // unitChargedLocked sums the requests of the unit's unfinished pods.
-func (a *admissionState) unitChargedLocked(u *unit) resources.List {
-	if u.gang == nil {
-		return convert.PodRequest(u.pod)
+func (a *State) unitChargedLocked(u *Unit) resources.List {
+	if u.Gang == nil {
+		return convert.PodRequest(u.Pod)
 	}
 	out := resources.List{}
-	for _, m := range u.gang.Members {
+	for _, m := range u.Gang.Members {
 		if !m.State.Phase.Terminal() {
 			out.Add(m.Request)
 		}

@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -18,8 +18,8 @@ const MissingQueue = "(missing)"
 // foldQueueLocked returns the queue name to key state by: name itself when
 // a Queue of that name exists or it is the default queue (created at
 // start-up), else MissingQueue, with name as asked.
-func (a *admissionState) foldQueueLocked(name string) (q, asked string) {
-	if name == a.opts.DefaultQueue || a.queues[name] != nil {
+func (a *State) foldQueueLocked(name string) (q, asked string) {
+	if name == a.Opts.DefaultQueue || a.Queues[name] != nil {
 		return name, ""
 	}
 	return MissingQueue, name
@@ -30,50 +30,50 @@ func (a *admissionState) foldQueueLocked(name string) (q, asked string) {
 // was charged to it. O(units + pods), on a Queue's creation or deletion
 // only: an administrator's action, not a scheduling event. dirty and synced
 // are as syncGangUnitLocked takes them.
-func (a *admissionState) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, synced bool) {
-	for _, u := range a.units {
-		if u.asked != name && u.queue != name {
+func (a *State) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, synced bool) {
+	for _, u := range a.Units {
+		if u.Asked != name && u.Queue != name {
 			continue
 		}
-		if u.gang != nil {
-			a.syncGangUnitLocked(u.gang, dirty, synced)
+		if u.Gang != nil {
+			a.SyncGangUnitLocked(u.Gang, dirty, synced)
 			continue
 		}
-		q, asked := a.resolveQueueLocked("", u.pod, u.pod.Namespace)
-		u.asked = asked
+		q, asked := a.ResolveQueueLocked("", u.Pod, u.Pod.Namespace)
+		u.Asked = asked
 		a.moveUnitLocked(u, q)
-		if !u.admitted {
+		if !u.Admitted {
 			a.setPendingLocked(u)
 		}
 	}
-	for _, p := range a.pods {
-		if p.asked != name && p.queue != name {
+	for _, p := range a.Pods {
+		if p.Asked != name && p.Queue != name {
 			continue
 		}
-		if !p.unit.IsZero() && a.units[p.unit] != nil {
+		if !p.Unit.IsZero() && a.Units[p.Unit] != nil {
 			continue // moved with its unit above
 		}
-		want := p.asked
+		want := p.Asked
 		if want == "" {
-			want = p.queue
+			want = p.Queue
 		}
 		q, asked := a.foldQueueLocked(want)
 		a.moveAcctLocked(p, q)
-		p.asked = asked
+		p.Asked = asked
 	}
-	a.kickLocked()
+	a.KickLocked()
 }
 
 // decisionMessage renders d for u, naming the queue u asked for when it
 // was folded into MissingQueue.
-func (a *admissionState) decisionMessage(u *unit, d queue.Decision) string {
-	if d.Queue == MissingQueue && u.asked != "" {
-		d.Queue = u.asked
+func (a *State) decisionMessage(u *Unit, d queue.Decision) string {
+	if d.Queue == MissingQueue && u.Asked != "" {
+		d.Queue = u.Asked
 	}
-	if d.Check == queue.CheckMembers && u.gang != nil && u.gang.OverdueWhy != "" {
-		return u.gang.OverdueWhy
+	if d.Check == queue.CheckMembers && u.Gang != nil && u.Gang.OverdueWhy != "" {
+		return u.Gang.OverdueWhy
 	}
-	if t, ok := a.feas.reservationOf(u.key); ok && !d.Admitted {
+	if t, ok := a.Feas.ReservationOf(u.Key); ok && !d.Admitted {
 		return d.Message() + "; " + t.String()
 	}
 	return d.Message()

@@ -1,0 +1,66 @@
+package admission
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/gangbook"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// NodeHold is room a reservation holds on one node from Start: the pod
+// being placed may take the node's free room now only while, at Start,
+// what is free now plus what running pods have released by then still
+// covers Need after it.
+type NodeHold struct {
+	// Reservation names the group it is for (pg:ns/name, pod:ns/name).
+	Reservation string
+	// Start is when it starts.
+	Start time.Time
+	// Need is what the reservations on the node that hold room at Start
+	// take there (this one's and the earlier ones' still holding).
+	Need resources.List
+	// ReleasedBy is what pods running on the node when the reservation was
+	// planned give back by Start, by their run-time limits.
+	ReleasedBy resources.List
+}
+
+// OwnUnit is the admission unit pod belongs to: its gang's, or its own
+// as a singleton.
+func OwnUnit(pod *v1.Pod) queue.Key {
+	if key, member := gangbook.GroupKeyOf(pod); member {
+		return GangUnitKey(key)
+	}
+	return PodUnitKey(pod)
+}
+
+// Cumulate makes each hold's Need what every reservation holding room on
+// node at its start takes there: a later reservation's start finds the
+// earlier ones' members still running unless they have ended.
+func (f *FeasibleState) Cumulate(node string, hs []NodeHold, own queue.Key) []NodeHold {
+	slices.SortFunc(hs, func(a, b NodeHold) int { return a.Start.Compare(b.Start) })
+	out := make([]NodeHold, len(hs))
+	for i, h := range hs {
+		h.Need = f.needAt(node, h.Start.Unix(), own)
+		out[i] = h
+	}
+	return out
+}
+
+// needAt is what the last pass's reservations other than own's that hold
+// room at time at need on node.
+func (f *FeasibleState) needAt(node string, at int64, own queue.Key) resources.List {
+	need := resources.List{}
+	for _, t := range f.Timed {
+		if t.Key == own || t.Start > at || t.end <= at {
+			continue
+		}
+		if k := slices.Index(t.Nodes, node); k >= 0 {
+			need.Add(t.Need[k])
+		}
+	}
+	return need
+}

@@ -1,0 +1,265 @@
+package admission
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/caldera-sched/caldera/pkg/gangbook"
+	"github.com/caldera-sched/caldera/pkg/queue"
+	"github.com/caldera-sched/caldera/pkg/resources"
+)
+
+// PodAcct remembers how one unfinished pod was counted, so that its update or
+// deletion subtracts exactly that.
+type PodAcct struct {
+	Unit  queue.Key
+	Queue string
+	Req   resources.List
+	Bound bool
+	// unlimited: bound without a run-time limit, counted in the estimated
+	// room (estimate.go).
+	unlimited bool
+	// FollowsNS: the queue was resolved without a unit for a pod with no
+	// queue label of its own, so it is the namespace's (or the default);
+	// such accounts are indexed in nsPods and move when the label does.
+	FollowsNS bool
+	// Prio is the pod's priority, for the per-priority allocated amounts.
+	Prio int32
+	// Asked is the queue the pod's labels name when no Queue has that name
+	// (queue is then MissingQueue), else "".
+	Asked string
+	// Slot is the account's index in unitPods[unit].
+	Slot int32
+	// Node is the node a bound pod is on (its room in feasibleState).
+	Node string
+}
+
+// queueUsage is one queue's allocated and inflight amounts.
+type queueUsage struct {
+	Allocated, Inflight resources.List
+}
+
+// IndexPodLocked records that p is accounted to p.unit. O(1).
+func (a *State) IndexPodLocked(p *PodAcct) {
+	if p.Unit.IsZero() {
+		return
+	}
+	l := a.UnitPods[p.Unit]
+	p.Slot = int32(len(l))
+	a.UnitPods[p.Unit] = append(l, p)
+}
+
+// unindexPodLocked forgets that p is accounted to p.unit, moving the last
+// account of the unit into its slot. O(1). The list of a unit that exists
+// is kept even when empty, so that a pod's next event does not allocate it
+// again.
+func (a *State) unindexPodLocked(p *PodAcct) {
+	l := a.UnitPods[p.Unit]
+	if p.Unit.IsZero() || int(p.Slot) >= len(l) || l[p.Slot] != p {
+		return
+	}
+	last := l[len(l)-1]
+	l[p.Slot], last.Slot = last, p.Slot
+	l[len(l)-1] = nil
+	l = l[:len(l)-1]
+	if len(l) == 0 && a.Units[p.Unit] == nil {
+		delete(a.UnitPods, p.Unit)
+		return
+	}
+	a.UnitPods[p.Unit] = l
+}
+
+// IndexNSLocked records that pod uid's account follows namespace ns.
+func (a *State) IndexNSLocked(ns string, uid types.UID, p *PodAcct) {
+	m := a.nsPods[ns]
+	if m == nil {
+		m = map[types.UID]*PodAcct{}
+		a.nsPods[ns] = m
+	}
+	m[uid] = p
+}
+
+// unindexNSLocked forgets that pod uid's account follows namespace ns.
+func (a *State) unindexNSLocked(ns string, uid types.UID) {
+	m := a.nsPods[ns]
+	delete(m, uid)
+	if len(m) == 0 {
+		delete(a.nsPods, ns)
+	}
+}
+
+// moveAcctLocked moves one pod's account, with what it holds, to queue q.
+// Accounts of a unit move with it (moveUnitLocked); this is for the others.
+func (a *State) moveAcctLocked(p *PodAcct, q string) {
+	if p.Queue == q {
+		return
+	}
+	if p.Bound {
+		if old := a.Usage[p.Queue]; old != nil && p.Queue != "" {
+			old.Allocated.Sub(p.Req)
+		}
+		if q != "" {
+			a.usageLocked(q).Allocated.Add(p.Req)
+		}
+	}
+	a.retagLocked(p, q)
+}
+
+// retagLocked moves one pod's accounting to queue q.
+func (a *State) retagLocked(p *PodAcct, q string) {
+	if p.Bound {
+		a.prioLocked(p.Queue, p.Prio, p.Req, -1)
+		a.prioLocked(q, p.Prio, p.Req, 1)
+		a.Feas.Rooms.Requeue(p.Node, p.Queue, q, p.Req)
+		a.Est.Requeue(p, q)
+		switch {
+		case p.Queue == "" && q != "":
+			a.Outside.Sub(p.Req)
+		case p.Queue != "" && q == "":
+			a.Outside.Add(p.Req)
+		}
+	}
+	p.Queue = q
+}
+
+// prioLocked adds (sign 1) or subtracts (-1) req at queue and priority.
+func (a *State) prioLocked(queue string, prio int32, req resources.List, sign int) {
+	if queue == "" {
+		return
+	}
+	m := a.ByPrio[queue]
+	if m == nil {
+		m = map[int32]resources.List{}
+		a.ByPrio[queue] = m
+	}
+	if sign > 0 {
+		m[prio] = m[prio].Add(req)
+		return
+	}
+	l := m[prio].Sub(req)
+	if l.IsZero() {
+		delete(m, prio)
+	} else {
+		m[prio] = l
+	}
+}
+
+// preemptibleLocked is what bound pods of queue with a priority below prio
+// request: admission's room for preemption within the queue.
+func (a *State) preemptibleLocked(queue string, prio int32) resources.List {
+	out := resources.List{}
+	for p, l := range a.ByPrio[queue] {
+		if p < prio {
+			out.Add(l)
+		}
+	}
+	return out
+}
+
+func (a *State) usageLocked(q string) *queueUsage {
+	u := a.Usage[q]
+	if u == nil {
+		u = &queueUsage{Allocated: resources.List{}, Inflight: resources.List{}}
+		a.Usage[q] = u
+		if _, ok := a.Sorting[q]; !ok {
+			a.Sorting[q] = queueSort{}
+		}
+	}
+	return u
+}
+
+// UnaccountLocked takes pod's previous account old out of every aggregate
+// and index, and returns the pods to activate when it held room: freed
+// room may admit the units refused for a capability deficit. O(1).
+func (a *State) UnaccountLocked(pod *v1.Pod, old *PodAcct) (act map[string]*v1.Pod) {
+	if old.Bound {
+		a.Est.Unbind(old)
+		a.Used.Sub(old.Req)
+		a.Feas.Rooms.Bind(old.Node, old.Queue, old.Req, -1)
+		if q := a.Usage[old.Queue]; q != nil {
+			q.Allocated.Sub(old.Req)
+		}
+		if old.Queue == "" {
+			a.Outside.Sub(old.Req)
+		}
+		a.prioLocked(old.Queue, old.Prio, old.Req, -1)
+		if u := a.Units[old.Unit]; u != nil {
+			u.Release(old.Req)
+			a.setInflightLocked(u)
+		}
+		a.KickLocked() // room was freed
+		act = a.takeDeficitRefusedLocked()
+		a.clearFreeRoomOnlyLocked()
+	}
+	a.unindexPodLocked(old)
+	if old.FollowsNS {
+		a.unindexNSLocked(pod.Namespace, pod.UID)
+	}
+	delete(a.Pods, pod.UID)
+	return act
+}
+
+// SingletonOfLocked reports whether pod is admitted as a group of one; a
+// singleton that joined a PodGroup through its label loses its unit, its
+// gang being admitted instead. O(1).
+func (a *State) SingletonOfLocked(pod *v1.Pod, labelled bool, old *PodAcct) bool {
+	if !labelled && a.Opts.AdmitSingletons && a.Ours(pod) {
+		return true
+	}
+	// Its unit exists only while its account names it, so members already
+	// accounted as such skip the lookup.
+	if a.Opts.AdmitSingletons && (old == nil || old.Unit.Kind == queue.KindPod) {
+		if u := a.Units[PodUnitKey(pod)]; u != nil && u.Gang == nil && u.Pod.UID == pod.UID {
+			a.DropUnitLocked(u)
+		}
+	}
+	return false
+}
+
+// SingletonUnitLocked creates or refreshes the unit of singleton pod,
+// accounted as acct: its queue, priority, request, and whether it waits for
+// admission. O(1).
+func (a *State) SingletonUnitLocked(pod *v1.Pod, acct *PodAcct) {
+	u := a.Units[acct.Unit]
+	if u == nil {
+		u = &Unit{Key: acct.Unit, Pod: pod, Members: 1, Min: 1}
+		a.Units[acct.Unit] = u
+	}
+	u.Pod = pod
+	q, asked := a.ResolveQueueLocked("", pod, pod.Namespace)
+	u.Asked = asked
+	a.moveUnitLocked(u, q)
+	u.Priority, u.created = gangbook.PodPriority(pod), pod.CreationTimestamp.Time
+	if !u.Request.Equal(acct.Req) {
+		// Resized: an admitted singleton reserves what it asks now.
+		u.Request = acct.Req
+		a.setInflightLocked(u)
+	}
+	if acct.Bound && !u.Admitted {
+		// Bound without us (a restart): it holds what it holds.
+		u.Admitted = true
+		a.Pending.Delete(u.Key)
+	}
+	if !u.Admitted {
+		a.setPendingLocked(u)
+		a.KickLocked()
+	}
+}
+
+// HoldLocked adds bound account acct to every aggregate: the cluster's, its
+// node's, its queue's (or what is held outside the queues) and its unit's.
+// O(1).
+func (a *State) HoldLocked(acct *PodAcct) {
+	a.Used.Add(acct.Req)
+	a.Feas.Rooms.Bind(acct.Node, acct.Queue, acct.Req, 1)
+	if acct.Queue != "" {
+		a.usageLocked(acct.Queue).Allocated.Add(acct.Req)
+		a.prioLocked(acct.Queue, acct.Prio, acct.Req, 1)
+	} else {
+		a.Outside.Add(acct.Req)
+	}
+	if u := a.Units[acct.Unit]; u != nil {
+		u.Hold(acct.Req)
+		a.setInflightLocked(u)
+	}
+}
