@@ -3,6 +3,7 @@ package admission
 import (
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -368,4 +369,37 @@ func (pp *PassPlacement) Commit(g queue.Group) {
 	pp.markSince(g.Key)
 	pp.commitDraws()
 	pp.LastOK = false
+}
+
+// PlacementLocked prepares the placement check for a pass of a, with total
+// the cluster's allocatable and reclaim whether CalderaReclaim runs: the nodes' free
+// room, less what the admitted groups still being placed need (their members
+// placed first, where the scheduler reserved them or first-fit), less the
+// nodes reserved for starving groups. O(nodes x resources + admitted-unplaced
+// members), never a scan of pods.
+func (f *FeasibleState) PlacementLocked(a *State, total resources.List, reclaim bool, now time.Time) *PassPlacement {
+	pp := &f.Pass
+	pp.Adm, pp.Feas, pp.Reclaim = a, f, reclaim
+	pp.Gen++
+	pp.Prepare(&f.Rooms, total)
+	pp.ResetTime(now)
+	pp.ReservedBy = pp.ReservedBy[:0]
+	pp.Pool.Ready = false
+	pp.LastKey, pp.LastOK, pp.ClassKey = queue.Key{}, false, queue.Key{}
+	pp.Unplaceable = pp.Unplaceable[:0]
+
+	index := pp.Index
+	// Admitted groups not placed yet: their members' room is not free.
+	for _, u := range f.Inflight {
+		pp.PlaceInflight(u, index)
+	}
+	// Reservations of the last pass hold until this pass renews or drops them.
+	for key, res := range f.Reservations {
+		for _, n := range res.Nodes {
+			if i, ok := index[n]; ok {
+				pp.Block(i, key)
+			}
+		}
+	}
+	return pp
 }

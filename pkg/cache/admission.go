@@ -65,7 +65,7 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.adm.SyncDirtyDemandLocked()
 	// Placement first: it finds the admitted singletons no node takes,
 	// whose release must show in the usage the shares are divided on.
-	pl := c.placementLocked(now)
+	pl := c.feasible.PlacementLocked(a, c.total, c.reclaim, now)
 	a.ReleaseUnplaceableLocked(pl)
 	// Shares divide what the queues can have: room held by pods outside
 	// every queue is no queue's, and counted in it every deserved share

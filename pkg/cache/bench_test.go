@@ -22,7 +22,7 @@ const benchGroupSize = 10
 func benchCache(b *testing.B, n int) *Cache {
 	b.Helper()
 	c, h := newTestCache(b)
-	c.onNode(klog.Background(), mkNode("n1", "1000"))
+	c.ApplyNode(klog.Background(), mkNode("n1", "1000"))
 	for i := 0; i < n; i++ {
 		g := fmt.Sprint("g", i/benchGroupSize)
 		if i%benchGroupSize == 0 {
@@ -109,7 +109,7 @@ func BenchmarkAdmissionPodEvent(b *testing.B) {
 				queues[i] = mkQueue(fmt.Sprint("q", i))
 			}
 			c, _, _ := newAdmissionCache(b, singletons, queues...)
-			c.onNode(logger, mkNode("n1", "100000"))
+			c.ApplyNode(logger, mkNode("n1", "100000"))
 			pods := make([]*v1.Pod, n)
 			for i := range pods {
 				pods[i] = mkPod("ns", fmt.Sprint("s", i), "", ours, inQueue(fmt.Sprint("q", i%100)))

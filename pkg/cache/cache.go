@@ -17,7 +17,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -154,9 +153,6 @@ func (c *Cache) membersListed(logger klog.Logger) {
 func (c *Cache) MembersListed(logger klog.Logger) {
 	c.membersOnce.Do(func() { c.membersListed(logger) })
 }
-
-// MembersSynced is done once WaitForMembers has let gang pods through.
-func (c *Cache) MembersSynced() cache.DoneChecker { return c.membersSynced }
 
 // onceSignal is a cache.DoneChecker for an event that happens once.
 type onceSignal struct {

@@ -366,7 +366,7 @@ func update(c *Cache, old, p *v1.Pod) {
 		c.onUnfinishedPod(logger, p)
 		return
 	}
-	c.onFinishedPod(logger, p)
+	c.ApplyFinishedPod(logger, nil, p)
 	if old != nil && !phaseOf(old).Terminal() {
 		c.onUnfinishedPodDelete(logger, old)
 	}
@@ -568,12 +568,12 @@ func TestNodesMaintainTotal(t *testing.T) {
 		do   func()
 		want int64
 	}{
-		{"add n1", func() { c.onNode(klog.Background(), mkNode("n1", "4")) }, 4000},
-		{"add n2", func() { c.onNode(klog.Background(), mkNode("n2", "2")) }, 6000},
-		{"update n2 replaces its allocatable", func() { c.onNode(klog.Background(), mkNode("n2", "500m")) }, 4500},
-		{"delete n1 through a tombstone", func() { c.onNodeDelete(tombstone(mkNode("n1", "4"))) }, 500},
-		{"delete unknown node", func() { c.onNodeDelete(mkNode("n9", "4")) }, 500},
-		{"delete n2", func() { c.onNodeDelete(mkNode("n2", "1")) }, 0},
+		{"add n1", func() { c.ApplyNode(klog.Background(), mkNode("n1", "4")) }, 4000},
+		{"add n2", func() { c.ApplyNode(klog.Background(), mkNode("n2", "2")) }, 6000},
+		{"update n2 replaces its allocatable", func() { c.ApplyNode(klog.Background(), mkNode("n2", "500m")) }, 4500},
+		{"delete n1", func() { c.DeleteNode(mkNode("n1", "4")) }, 500},
+		{"delete unknown node", func() { c.DeleteNode(mkNode("n9", "4")) }, 500},
+		{"delete n2", func() { c.DeleteNode(mkNode("n2", "1")) }, 0},
 	}
 	for _, s := range steps {
 		s.do()
@@ -757,29 +757,29 @@ func TestPreFilter(t *testing.T) {
 		{name: "not a member", pod: mkPod("ns", "solo", ""), at: t0, code: admission.PreFilterOK},
 		{name: "no PodGroup", setup: members("1"), pod: probe, at: t0, member: true, code: admission.PreFilterNoGroup, msg: "waiting for PodGroup ns/g"},
 		{name: "fits", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "4"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "4"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("1", "1", "2")(c)
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "larger than the cluster", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "4"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "4"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("2", "2", "2")(c)
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 6 cpu for its 3 minimum members, more than the cluster's total allocatable 4"},
 		{name: "counts the minMember smallest members", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "2500m"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "2500m"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("8", "1", "1500m")(c)
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "the smallest members are too large", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "2"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "2"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("8", "1", "1500m")(c)
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 2500m cpu for its 2 minimum members, more than the cluster's total allocatable 2"},
 		{name: "finished members do not count", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "2"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "2"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1", "1")(c)
 			old := mkPod("ns", "m1", "g")
@@ -788,42 +788,42 @@ func TestPreFilter(t *testing.T) {
 			update(c, huge, next(huge, phase(v1.PodFailed)))
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "minResources beyond the cluster", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "64"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 1, minResources(v1.ResourceList{gpu: resource.MustParse("2")})))
 			members("1")(c)
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 2 nvidia.com/gpu for its 1 minimum members, more than the cluster's total allocatable 0"},
 		{name: "cluster grew", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "4"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "4"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("2", "2", "2")(c)
 			c.PreFilter(probe, t0)
-			c.onNode(klog.Background(), mkNode("n2", "2"))
+			c.ApplyNode(klog.Background(), mkNode("n2", "2"))
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterOK},
 		{name: "cluster shrank", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "4"))
-			c.onNode(klog.Background(), mkNode("n2", "2"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "4"))
+			c.ApplyNode(klog.Background(), mkNode("n2", "2"))
 			addPG(c, mkPG("ns", "g", 3))
 			members("2", "2", "2")(c)
 			c.PreFilter(probe, t0)
-			c.onNode(klog.Background(), mkNode("n2", "1"))
+			c.ApplyNode(klog.Background(), mkNode("n2", "1"))
 		}, pod: probe, at: t0, member: true, code: admission.PreFilterTooLarge,
 			msg: "PodGroup ns/g needs 6 cpu for its 3 minimum members, more than the cluster's total allocatable 5"},
 		{name: "backing off", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "64"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "0/1 nodes are available: 1 Insufficient cpu.")
 		}, pod: mkPod("ns", "m1", "g"), at: t0.Add(59 * time.Minute), member: true, code: admission.PreFilterBackoff,
 			msg: "PodGroup ns/g is backing off until 2030-01-02T04:04:05Z after: 2/2 members unschedulable: 0/1 nodes are available: 1 Insufficient cpu."},
 		{name: "backoff over", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "64"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "no fit")
 		}, pod: probe, at: t0.Add(time.Hour), member: true, code: admission.PreFilterOK},
 		{name: "second failure doubles the backoff", setup: func(c *Cache) {
-			c.onNode(klog.Background(), mkNode("n1", "64"))
+			c.ApplyNode(klog.Background(), mkNode("n1", "64"))
 			addPG(c, mkPG("ns", "g", 2))
 			members("1", "1")(c)
 			c.Unschedulable(logger, probe, t0, backoff, "no fit")
@@ -850,7 +850,7 @@ func TestPreFilterRecordsFirstAttempt(t *testing.T) {
 	addPG(c, mkPG("ns", "g", 1))
 	p := mkPod("ns", "p", "g")
 	add(c, p)
-	c.onNode(klog.Background(), mkNode("n", "8"))
+	c.ApplyNode(klog.Background(), mkNode("n", "8"))
 	c.PreFilter(p, t0.Add(1500*time.Millisecond))
 	c.PreFilter(p, t0.Add(time.Minute))
 	c.mu.Lock()
@@ -885,7 +885,7 @@ func cycle(c *Cache, h *fakeHandle, pod *v1.Pod, node string, at time.Time) (*v1
 // on a node large enough for all of them.
 func gangOf(tb testing.TB, n int, minMember int32, opts ...pgOpt) (*Cache, *fakeHandle, []*v1.Pod) {
 	c, h := newTestCache(tb)
-	c.onNode(klog.Background(), mkNode("n1", "64"))
+	c.ApplyNode(klog.Background(), mkNode("n1", "64"))
 	addPG(c, mkPG("ns", "g", minMember, opts...))
 	var pods []*v1.Pod
 	for i := range n {
@@ -1282,7 +1282,7 @@ func TestConcurrentEvents(t *testing.T) {
 	addPG(c, big)
 	pgs = append(pgs, big)
 	withPodGroups(c, pgfake.NewSimpleClientset(pgs...), nil)
-	c.onNode(klog.Background(), mkNode("n0", "16"))
+	c.ApplyNode(klog.Background(), mkNode("n0", "16"))
 
 	done := make(chan struct{})
 	var readersWG, writersWG sync.WaitGroup
@@ -1312,7 +1312,7 @@ func TestConcurrentEvents(t *testing.T) {
 				case 1:
 					syncStatus(c)
 				case 2:
-					c.onNode(klog.Background(), mkNode(fmt.Sprint("n", r+1), fmt.Sprint(i%5+1)))
+					c.ApplyNode(klog.Background(), mkNode(fmt.Sprint("n", r+1), fmt.Sprint(i%5+1)))
 				}
 			}
 		}()
@@ -1473,7 +1473,7 @@ func (r *rand) intn(n int) int {
 // has grown; the cache must then activate the gang itself, once capacity grows.
 func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 	c, h := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	addPG(c, mkPG("ns", "g", 3))
 	for i := range 3 {
 		add(c, mkPod("ns", fmt.Sprint("m", i), "g", cpu("2")))
@@ -1482,11 +1482,11 @@ func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != admission.PreFilterTooLarge {
 		t.Fatalf("PreFilter code = %v, want PreFilterTooLarge", code)
 	}
-	c.onNode(logger, mkNode("n1", "3")) // shrinking activates nothing
+	c.ApplyNode(logger, mkNode("n1", "3")) // shrinking activates nothing
 	if got := h.activations(); len(got) != 0 {
 		t.Fatalf("activations after the cluster shrank = %v, want none", got)
 	}
-	c.onNode(logger, mkNode("n2", "4"))
+	c.ApplyNode(logger, mkNode("n2", "4"))
 	want := [][]string{{"ns/m0", "ns/m1", "ns/m2"}}
 	if got := h.activations(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("activations after the cluster grew = %v, want %v", got, want)
@@ -1494,7 +1494,7 @@ func TestTooLargeGangActivatedWhenClusterGrows(t *testing.T) {
 	if _, code, _ := c.PreFilter(mkPod("ns", "m0", "g"), t0); code != admission.PreFilterOK {
 		t.Fatalf("PreFilter code after growth = %v, want PreFilterOK", code)
 	}
-	c.onNode(logger, mkNode("n3", "4"))
+	c.ApplyNode(logger, mkNode("n3", "4"))
 	if got := h.activations(); len(got) != 0 {
 		t.Fatalf("a gang that fits is not re-activated by more growth, got %v", got)
 	}

@@ -22,8 +22,8 @@ import (
 func TestCapabilityDeficitAtPlacement(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
 	enableEvictions(c, false, true)
-	c.onNode(logger, mkNode("n0", "8"))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n0", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	var low []*v1.Pod
 	for i := range 2 {
 		p := single("ns", fmt.Sprint("low", i), inQueue("q"), cpu("4"), boundTo("n0"), phase(v1.PodRunning))
@@ -71,8 +71,8 @@ func TestCapabilityDeficitAtPlacement(t *testing.T) {
 func TestCapabilityDeficitSingleton(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
 	enableEvictions(c, false, true)
-	c.onNode(logger, mkNode("n0", "8"))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n0", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("8"), boundTo("n0"), phase(v1.PodRunning)))
 	pre := single("ns", "pre", inQueue("q"), cpu("4"), priority(1000))
 	podEvent(c, pre)
@@ -110,7 +110,7 @@ func TestCapabilityDeficitSingleton(t *testing.T) {
 func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	enableEvictions(c, false, true)
-	c.onNode(logger, mkNode("n0", "8"))
+	c.ApplyNode(logger, mkNode("n0", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
 	free := single("ns", "free", inQueue("q"), cpu("2"), priority(1000))
 	podEvent(c, free)
@@ -138,7 +138,7 @@ func TestReleaseSingletonAdmittedOnPlan(t *testing.T) {
 func TestPlanWaitingBook(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	enableEvictions(c, false, true)
-	c.onNode(logger, mkNode("n0", "8"))
+	c.ApplyNode(logger, mkNode("n0", "8"))
 	podEvent(c, single("ns", "low", inQueue("q"), cpu("6"), boundTo("n0"), phase(v1.PodRunning)))
 	want := func(step string, n int) {
 		t.Helper()
@@ -184,10 +184,10 @@ func TestUnplaceableSingletonLetsGo(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
 	ssd := mkNode("n0", "8")
 	ssd.Labels = map[string]string{"disk": "ssd"}
-	c.onNode(logger, ssd)
+	c.ApplyNode(logger, ssd)
 	hdd := mkNode("n1", "8")
 	hdd.Labels = map[string]string{"disk": "hdd"}
-	c.onNode(logger, hdd)
+	c.ApplyNode(logger, hdd)
 	onSSD := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }
 	onHDD := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }
 	s4 := single("ns", "s4", inQueue("a"), cpu("6"), onSSD)

@@ -74,14 +74,13 @@ func (c *Cache) ApplyFinishedPod(logger klog.Logger, old, pod *v1.Pod) {
 	if old != nil && replaced(old, pod) {
 		c.DeleteFinishedPod(logger, old)
 	}
-	c.onFinishedPod(logger, pod)
+	if pod == nil || !phaseOf(pod).Terminal() {
+		// Only a pod without a phase matches both informers' selectors; it
+		// is unfinished, so the scheduler's informer's to deliver.
+		return
+	}
+	c.onMember(logger, pod, true)
 }
-
-// ApplyNode takes a node added or updated.
-func (c *Cache) ApplyNode(logger klog.Logger, node *v1.Node) { c.onNode(logger, node) }
-
-// DeleteNode takes a node deleted.
-func (c *Cache) DeleteNode(node *v1.Node) { c.onNodeDelete(node) }
 
 // ApplyNamespace takes a namespace added or updated: its queue label
 // names the queue of its pods that name none. Only with admission.

@@ -18,7 +18,7 @@ import (
 func estimateFixture(t *testing.T) (*Cache, []*v1.Pod) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
 	for i := range 3 {
-		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("n", i), "4"))
 	}
 	podEvent(c, single("ns", "run0", cpu("4"), boundTo("n0"), runningSince(t0)))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), runningSince(t0)))

@@ -21,7 +21,7 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 		mkQueue("org", capability("12")),
 		mkQueue("team-a", parent("org"), capability("8")),
 		mkQueue("team-b", parent("org")))
-	c.onNode(logger, mkNode("n1", "32"))
+	c.ApplyNode(logger, mkNode("n1", "32"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("team-a")))
 	var pods []*v1.Pod
 	for _, n := range []string{"m0", "m1", "m2", "m3", "m4", "m5"} {
@@ -106,7 +106,7 @@ func TestExtraMembersWithinCapability(t *testing.T) {
 // the scheduler's own hint for that bind may have run before the cache saw it.
 func TestExtraMembersActivatedWhenGangStarts(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
-	c.onNode(logger, mkNode("n1", "32"))
+	c.ApplyNode(logger, mkNode("n1", "32"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	pods := []*v1.Pod{memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g"), memberOf("ns", "m2", "g")}
 	for _, p := range pods {
@@ -137,7 +137,7 @@ func TestExtraMembersActivatedWhenGangStarts(t *testing.T) {
 // own share (the randomized harness, seed 107: bound, then evicted).
 func TestExtraMembersWithinDeservedShare(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"), mkQueue("b"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
 	var pods []*v1.Pod
 	for i := range 8 {
@@ -225,7 +225,7 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 			if preempt {
 				enableEvictions(c, false, true)
 			}
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			podEvent(c, single("ns", "low", inQueue("a"), cpu("4"), boundTo("n1"), phase(v1.PodRunning)))
 			addPG(c, mkPG("ns", "g", 2, pgQueue("a")))
 			var pods []*v1.Pod
@@ -262,7 +262,7 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 // four extras waited 20 s in room a finished 8-cpu pod left).
 func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	s := single("ns", "s", inQueue("q"), cpu("2"), boundTo("n1"), phase(v1.PodRunning))
 	podEvent(c, s)
 	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
@@ -348,7 +348,7 @@ func failedGang(t *testing.T, c *Cache, h *fakeHandle, cpuEach string) (r0, r1 *
 // one run in three).
 func TestReplacementsOfFinishedMembers(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	r0, r1, at := failedGang(t, c, h, "2")
 	wantUsage(t, c, "a", 0, 0)
 	wantPreFilter(t, c, r0, at, admission.PreFilterOK, "")
@@ -367,7 +367,7 @@ func TestReplacementsOfFinishedMembers(t *testing.T) {
 // a minute lost per retry of a Job (seen in TestAnnotatedJobRetried).
 func TestReservedExtrasAreDemand(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a"))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	r0, r1, at := failedGang(t, c, h, "3")
 	wantPreFilter(t, c, r0, at, admission.PreFilterOK, "")
 	c.Reserve(next(r0, boundTo("n1")))

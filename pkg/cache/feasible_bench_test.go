@@ -29,7 +29,7 @@ func BenchmarkAdmissionPassPlacement(b *testing.B) {
 			c := hundredQueues(b)
 			for i := range 1000 {
 				n := fmt.Sprintf("n%04d", i)
-				c.onNode(logger, mkNode(n, "4"))
+				c.ApplyNode(logger, mkNode(n, "4"))
 				req := tc.foreign
 				if i == 999 && tc.name != "full" {
 					req = "1"
@@ -156,7 +156,7 @@ func BenchmarkAdmissionPassEstimates(b *testing.B) {
 func benchCluster(c *Cache, unlimited func(i, k int) (string, bool)) {
 	for i := range 1000 {
 		n := fmt.Sprintf("n%04d", i)
-		c.onNode(logger, mkNode(n, "64"))
+		c.ApplyNode(logger, mkNode(n, "64"))
 		for k := range 50 {
 			name := fmt.Sprint("r", n, "-", k)
 			if q, ok := unlimited(i, k); ok {

@@ -13,7 +13,7 @@ import (
 // fourNodes adds four 4-cpu nodes: 16 cpu in all, one 3-cpu member each.
 func fourNodes(c *Cache) {
 	for i := range 4 {
-		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("n", i), "4"))
 	}
 }
 
@@ -84,10 +84,10 @@ func TestAdmissionPlacementEligibility(t *testing.T) {
 	fourNodes(c)
 	n3 := mkNode("n3", "4")
 	n3.Spec.Taints = []v1.Taint{{Key: "gpu", Effect: v1.TaintEffectNoSchedule}}
-	c.onNode(logger, n3)
+	c.ApplyNode(logger, n3)
 	n0 := mkNode("n0", "4")
 	n0.Labels = map[string]string{"zone": "a"}
-	c.onNode(logger, n0)
+	c.ApplyNode(logger, n0)
 
 	zoned := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "a"} }
 	tolerant := func(p *v1.Pod) {
@@ -133,7 +133,7 @@ func TestAdmissionPlacementReservation(t *testing.T) {
 	var running []*v1.Pod
 	for i := range 3 {
 		n := fmt.Sprint("n", i)
-		c.onNode(logger, mkNode(n, "4"))
+		c.ApplyNode(logger, mkNode(n, "4"))
 		p := mkPod("ns", "r"+n, "", cpu("2"), boundTo(n))
 		running = append(running, p)
 		podEvent(c, p)
@@ -212,7 +212,7 @@ func TestNodeRoomIncremental(t *testing.T) {
 	if got := room("n2"); got != 4000 {
 		t.Errorf("n2 free after the delete = %d, want 4000", got)
 	}
-	c.onNodeDelete(mkNode("n2", "4"))
+	c.DeleteNode(mkNode("n2", "4"))
 	if got := room("n2"); got != -1 {
 		t.Errorf("n2 after its deletion = %d, want gone", got)
 	}
@@ -222,9 +222,9 @@ func TestNodeRoomIncremental(t *testing.T) {
 // replaced by a smaller one must be seen at the next pass.
 func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n0", "4"))
-	c.onNode(logger, mkNode("n1", "4"))
-	c.onNode(logger, mkNode("n2", "2"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n2", "2"))
 	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
 	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("3")), memberOf("ns", "g1", "g", cpu("3")), memberOf("ns", "g2", "g", cpu("3"))}
 	for _, p := range g {
@@ -249,8 +249,8 @@ func TestAdmissionPlacementFollowsMemberChanges(t *testing.T) {
 func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"), mkQueue("other"))
 	enableEvictions(c, false, true)
-	c.onNode(logger, mkNode("n0", "8"))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n0", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	podEvent(c, single("ns", "high", inQueue("q"), cpu("4"), priority(1000), boundTo("n0")))
 	podEvent(c, single("ns", "others", inQueue("other"), cpu("4"), boundTo("n0")))
 	for i := range 4 {
@@ -270,10 +270,10 @@ func TestAdmissionPreemptorPlacedWhereLowerPrioritiesRun(t *testing.T) {
 func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
 	enableEvictions(c, true, false)
-	c.onNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
 	n1 := mkNode("n1", "4")
 	n1.Labels = map[string]string{"zone": "a"}
-	c.onNode(logger, n1)
+	c.ApplyNode(logger, n1)
 	// The victim holds the whole cluster, 8 cpu; q demands 2 of it: by
 	// water-filling the victim deserves 6, and 2 are reclaimable.
 	for i, n := range []string{"n0", "n0", "n1", "n1"} {
@@ -291,8 +291,8 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 	// the 8 it holds on n1 are reclaimable; n0 has 2 free.
 	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("hog"))
 	enableEvictions(c2, true, false)
-	c2.onNode(logger, mkNode("n0", "8"))
-	c2.onNode(logger, mkNode("n1", "8"))
+	c2.ApplyNode(logger, mkNode("n0", "8"))
+	c2.ApplyNode(logger, mkNode("n1", "8"))
 	podEvent(c2, mkPod("ns", "outside", "", cpu("6"), boundTo("n0")))
 	podEvent(c2, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n1")))
 	podEvent(c2, single("ns", "v1", inQueue("victim"), cpu("4"), boundTo("n1")))
@@ -310,8 +310,8 @@ func TestAdmissionReclaimerPlacedWhereVictimsRun(t *testing.T) {
 func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"))
 	enableEvictions(c, true, false)
-	c.onNode(logger, mkNode("n0", "4"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	podEvent(c, single("ns", "v0", inQueue("victim"), cpu("4"), boundTo("n0")))
 	for i := range 3 {
 		podEvent(c, single("ns", fmt.Sprint("v", i+1), inQueue("victim"), cpu("4"), boundTo("n1")))
@@ -330,9 +330,9 @@ func TestAdmissionReclaimerPlacedOnTheNodeItFits(t *testing.T) {
 func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q"), mkQueue("q2"))
 	enableEvictions(c, true, false)
-	c.onNode(logger, mkNode("n0", "4"))
-	c.onNode(logger, mkNode("n1", "4"))
-	c.onNode(logger, mkNode("n2", "2"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n2", "2"))
 	for i := range 8 {
 		podEvent(c, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
 	}
@@ -352,9 +352,9 @@ func TestAdmissionReclaimersShareTheExcess(t *testing.T) {
 	// the 4 cpu of excess.
 	c2, _, _ := newAdmissionCache(t, singletons, mkQueue("victim"), mkQueue("q", weight(3)))
 	enableEvictions(c2, true, false)
-	c2.onNode(logger, mkNode("n0", "4"))
-	c2.onNode(logger, mkNode("n1", "4"))
-	c2.onNode(logger, mkNode("n2", "2"))
+	c2.ApplyNode(logger, mkNode("n0", "4"))
+	c2.ApplyNode(logger, mkNode("n1", "4"))
+	c2.ApplyNode(logger, mkNode("n2", "2"))
 	for i := range 8 {
 		podEvent(c2, single("ns", fmt.Sprint("v", i), inQueue("victim"), cpu("1"), boundTo(fmt.Sprint("n", i/4))))
 	}
@@ -378,7 +378,7 @@ func TestAdmissionShareExcludesPodsOutsideQueues(t *testing.T) {
 	enableEvictions(c, true, false)
 	for i := range 10 {
 		n := fmt.Sprint("n", i)
-		c.onNode(logger, mkNode(n, "10"))
+		c.ApplyNode(logger, mkNode(n, "10"))
 		if i < 5 {
 			podEvent(c, mkPod("ns", "other"+n, "", cpu("10"), boundTo(n)))
 		} else {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gang"
@@ -401,7 +402,7 @@ func (c *Cache) Release(logger klog.Logger, key gangbook.GroupKey, at time.Time,
 	}
 	until := g.Backoff.Until // read under the lock: another release may write it
 	c.mu.Unlock()
-	c.rejectWaiting(waiting, msg)
+	rejectWaiting(c.handle, waiting, msg)
 	logger.V(3).Info("Gang released", "podGroup", key.String(), "rejectedWaiting", len(waiting), "reason", reason, "backoffUntil", until)
 	return true
 }
@@ -429,7 +430,7 @@ func (c *Cache) RejectWaiting(pod *v1.Pod, msg string) {
 	if len(waiting) > 0 {
 		countRejection(RejectTooLarge)
 	}
-	c.rejectWaiting(waiting, msg)
+	rejectWaiting(c.handle, waiting, msg)
 }
 
 func (c *Cache) endBackoff(logger klog.Logger, key gangbook.GroupKey) {
@@ -446,9 +447,10 @@ func (c *Cache) endBackoff(logger klog.Logger, key gangbook.GroupKey) {
 	c.activate(logger, pods)
 }
 
-func (c *Cache) rejectWaiting(uids []types.UID, msg string) {
+// rejectWaiting rejects, with msg, those of uids that wait in h's Permit.
+func rejectWaiting(h fwk.Handle, uids []types.UID, msg string) {
 	for _, uid := range uids {
-		if wp := c.handle.GetWaitingPod(uid); wp != nil {
+		if wp := h.GetWaitingPod(uid); wp != nil {
 			wp.Reject(gangPluginName, msg)
 		}
 	}

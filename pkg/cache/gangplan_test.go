@@ -23,8 +23,8 @@ import (
 // un-admits again.
 func TestGangKeepsAdmissionWhileItsPlanEvicts(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "4"))
-	c.onNode(logger, mkNode("n2", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n2", "4"))
 	victim := single("ns", "victim", inQueue("q"), boundTo("n1"), cpu("2"))
 	podEvent(c, victim)
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
@@ -129,7 +129,7 @@ func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {
 // preemptor's gang, and none for a preemptor outside any.
 func TestEvictionsNameGroups(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	addPG(c, mkPG("ns", "low", 1, pgQueue("q")))
 	inGang := memberOf("ns", "v0", "low", boundTo("n1"), cpu("1"))
 	alone := single("ns", "v1", inQueue("q"), boundTo("n1"), cpu("1"))

@@ -95,7 +95,7 @@ func TestNoPendingMemberLeftGated(t *testing.T) {
 			for _, passEveryStep := range []bool{false, true} {
 				name := fmt.Sprintf("%s/pg@%d/pass-every-step=%v", order, pgAt, passEveryStep)
 				c, h, _ := newAdmissionCache(t, singletons, mkQueue("q0"))
-				c.onNode(logger, mkNode("n1", "64"))
+				c.ApplyNode(logger, mkNode("n1", "64"))
 				q := &gatedQueue{c: c, h: h, gated: map[string]*v1.Pod{}, entered: map[string]bool{}}
 				now := t0
 				qi, ci := 0, 0

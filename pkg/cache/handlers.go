@@ -77,17 +77,6 @@ func (c *Cache) unfinishedPodLocked(pod *v1.Pod, key gangbook.GroupKey, labelled
 	return c.joinLocked(pod, key, labelled, false)
 }
 
-// onFinishedPod takes an add or update from the finished-member informer.
-func (c *Cache) onFinishedPod(logger klog.Logger, obj any) {
-	pod := asPod(obj)
-	if pod == nil || !phaseOf(pod).Terminal() {
-		// Only a pod without a phase matches both informers' selectors; it
-		// is unfinished, so the scheduler's informer's to deliver.
-		return
-	}
-	c.onMember(logger, pod, true)
-}
-
 // onMember records pod's state; finished says which informer delivered it.
 func (c *Cache) onMember(logger klog.Logger, pod *v1.Pod, finished bool) {
 	key, labelled := gangbook.GroupKeyOf(pod)
@@ -409,20 +398,21 @@ func (c *Cache) DeleteGroup(logger klog.Logger, s *groupspec.Spec) {
 		countRejection(RejectPodGroupDeleted)
 	}
 	// Members parked in Permit would otherwise hold their nodes until timeout.
-	c.rejectWaiting(waiting, "PodGroup "+key.String()+" was deleted")
+	rejectWaiting(c.handle, waiting, "PodGroup "+key.String()+" was deleted")
 	logger.V(4).Info("PodGroup deleted", "podGroup", key.String(), "rejectedWaiting", len(waiting))
 }
 
-func nodeAllocatable(obj any) (string, resources.List, bool) {
-	n, _ := dialect.ObjectOf[*v1.Node](obj)
+// nodeAllocatable is n's name and allocatable, and false for a nil node.
+func nodeAllocatable(n *v1.Node) (string, resources.List, bool) {
 	if n == nil {
 		return "", nil, false
 	}
 	return n.Name, convert.Resources(n.Status.Allocatable), true
 }
 
-func (c *Cache) onNode(logger klog.Logger, obj any) {
-	name, alloc, ok := nodeAllocatable(obj)
+// ApplyNode takes a node added or updated.
+func (c *Cache) ApplyNode(logger klog.Logger, node *v1.Node) {
+	name, alloc, ok := nodeAllocatable(node)
 	if !ok {
 		return
 	}
@@ -431,9 +421,7 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.total.Sub(old)
 	c.nodes[name] = alloc
 	c.total.Add(alloc)
-	if n, _ := dialect.ObjectOf[*v1.Node](obj); n != nil {
-		c.feasible.Rooms.SetNode(n, alloc)
-	}
+	c.feasible.Rooms.SetNode(node, alloc)
 	// The scheduler may requeue a gang on this node event before our total
 	// has grown, and our PreFilter then refuses it again with no further
 	// event to come: when capacity grows, the cache itself re-activates the
@@ -459,8 +447,9 @@ func (c *Cache) onNode(logger klog.Logger, obj any) {
 	c.activate(logger, act)
 }
 
-func (c *Cache) onNodeDelete(obj any) {
-	name, _, ok := nodeAllocatable(obj)
+// DeleteNode takes a node deleted.
+func (c *Cache) DeleteNode(node *v1.Node) {
+	name, _, ok := nodeAllocatable(node)
 	if !ok {
 		return
 	}

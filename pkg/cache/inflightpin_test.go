@@ -22,9 +22,9 @@ import (
 // n0, which first-fit would pick.
 func TestInflightKeepsItsBackfillRoom(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n0", "4"))
-	c.onNode(logger, mkNode("n1", "6"))
-	c.onNode(logger, mkNode("n2", "2"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n1", "6"))
+	c.ApplyNode(logger, mkNode("n2", "2"))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(100), runningSince(t0)))
 	train := addTrain(c)
 	trainKey := queue.GroupUnit("ns", train[0].Labels[gangbook.PodGroupLabel])

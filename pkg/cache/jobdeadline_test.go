@@ -62,7 +62,7 @@ func TestJobDeadlineBackfills(t *testing.T) {
 // the deadline + its grace: the gang behind it is reserved from then.
 func TestJobDeadlineEndsBoundPod(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
 	job := mkJob("run", ptr.To[int64](50))
 	c.ApplyJob(job)
 	podEvent(c, single("ns", "run-0", cpu("4"), boundTo("n0"), ownedBy("Job", job.Name), runningSince(t0), func(p *v1.Pod) {
@@ -84,7 +84,7 @@ func TestJobDeadlineEndsBoundPod(t *testing.T) {
 // in an InvalidRunLimit Event that names the value and what to write.
 func TestInvalidRunLimitNotice(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
 	bad := single("ns", "bad", cpu("1"), annotated(runlimit.Annotation, "2h"))
 	podEvent(c, bad)
 	podEvent(c, bad) // told once

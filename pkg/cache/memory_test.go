@@ -27,7 +27,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 				}
 				before := heapInUse()
 				c, _, _ := newAdmissionCache(b, singletons, mkQueue("q"))
-				c.onNode(logger, mkNode("n1", "1000000"))
+				c.ApplyNode(logger, mkNode("n1", "1000000"))
 				for g := range n / 20 {
 					addPG(c, mkPG("ns", fmt.Sprint("g", g), 10))
 				}

@@ -90,7 +90,7 @@ func TestMetricsRegisteredOnce(t *testing.T) {
 
 func TestMetricsQueuesAndGroups(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("obs-a", weight(1)), mkQueue("obs-b", weight(3)))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	pg := mkPG("ns", "obs-g", 2, pgQueue("obs-a")) // created an hour before t0
 	withPodGroups(c, pgfake.NewSimpleClientset(pg), nil)
 	addPG(c, pg)
@@ -247,7 +247,7 @@ func dumpOf(t *testing.T, c *Cache) map[string]any {
 
 func TestDump(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("dq", weight(2)))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "dg", 2, pgQueue("dq")))
 	pods := []*v1.Pod{memberOf("ns", "d0", "dg"), memberOf("ns", "d1", "dg", cpu("2"))}
 	for _, p := range pods {
@@ -300,7 +300,7 @@ func TestDump(t *testing.T) {
 // examines them: priority, then creation time.
 func TestDumpQueueOrder(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("oq", capability("3")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	podEvent(c, single("ns", "running", inQueue("oq"), boundTo("n1"), cpu("2")))
 	for _, p := range []*v1.Pod{
 		single("ns", "late", inQueue("oq"), cpu("2"), createdAt(t0)),
@@ -367,7 +367,7 @@ func (meLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
 // twice. A leader that loses the Lease drops its series at its next pass.
 func TestQueueGaugesFollowLeadership(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("lead-a"))
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	podEvent(c, single("ns", "lead-p", inQueue("lead-a"), boundTo("n1"), cpu("1")))
 	lead := status.NewLeadership()
 	lock := meLock{}

@@ -257,7 +257,7 @@ func TestOverrunEvictions(t *testing.T) {
 // room of the one longer past its limit.
 func TestOverrunEvictsLongestOverdueOnly(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, overruns, mkQueue("default"))
-	c.onNode(logger, mkNode("n0", "4"))
+	c.ApplyNode(logger, mkNode("n0", "4"))
 	a := single("ns", "a", cpu("2"), limit(20), boundTo("n0"), runningSince(t0))
 	b := single("ns", "b", cpu("2"), limit(40), boundTo("n0"), runningSince(t0))
 	podEvent(c, a)
@@ -456,7 +456,7 @@ func TestOverrunIndexFollowsEnds(t *testing.T) {
 		{"a limit given", func() { podEvent(c, single("ns", "y", cpu("1"), limit(30), boundTo("n2"), runningSince(t0))) }},
 		{"a pod gone", func() { podDelete(c, fixtureRun0()) }},
 		{"a node came", func() {
-			c.onNode(logger, mkNode("n3", "1"))
+			c.ApplyNode(logger, mkNode("n3", "1"))
 			podEvent(c, single("ns", "z", cpu("1"), limit(70), boundTo("n3"), runningSince(t0)))
 		}},
 	} {

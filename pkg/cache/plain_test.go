@@ -84,7 +84,7 @@ func TestEventsNotReportedByAPlainProfile(t *testing.T) {
 func TestPlainPodsAreUsedRoomInNoQueue(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
 	c.profiles.note("default-scheduler", false)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	ours := mkPod("ns", "s", "", boundTo("n1"), scheduledBy(testProfile))
 	c.onAnyPod(ours, false)
 	plain := mkPod("ns", "web", "", boundTo("n1"), cpu("5"), scheduledBy("default-scheduler"))

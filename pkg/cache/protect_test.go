@@ -28,7 +28,7 @@ func protectedNames(c *Cache) []string {
 // member.
 func TestPodsToProtect(t *testing.T) {
 	c, _ := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2))
 	addPG(c, mkPG("ns", "one", 1))
 	m0, m1 := memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g")
@@ -81,7 +81,7 @@ func TestPodsToProtect(t *testing.T) {
 // the rest for later calls.
 func TestPodsToProtectBounded(t *testing.T) {
 	c, _ := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "1000"))
+	c.ApplyNode(logger, mkNode("n1", "1000"))
 	const n = 60
 	addPG(c, mkPG("ns", "g", n))
 	for i := range n {
@@ -110,7 +110,7 @@ func TestPodsToProtectBounded(t *testing.T) {
 func TestPodsToProtectFreshFirst(t *testing.T) {
 	c, _ := newTestCache(t)
 	c.membersSynced = newOnceSignal("test") // the initial list is being delivered
-	c.onNode(logger, mkNode("n1", "1000"))
+	c.ApplyNode(logger, mkNode("n1", "1000"))
 	addPG(c, mkPG("ns", "old", 30))
 	addPG(c, mkPG("ns", "new", 5))
 	for i := range 30 {

@@ -399,7 +399,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, h, _ := newAdmissionCache(t, admission.Options{AdmitSingletons: true, DefaultQueue: "fallback"})
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			c.ApplyNamespace(mkNamespace("ns", tc.nsQ))
 			var pods []*v1.Pod
 			uk := queue.PodUnit("ns", "p0")
@@ -448,7 +448,7 @@ func TestAdmissionQueueResolution(t *testing.T) {
 
 func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("team"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2))
 	g0, g1 := memberOf("ns", "g0", "g"), memberOf("ns", "g1", "g")
 	s0, s1 := single("ns", "s0"), single("ns", "s1")
@@ -489,7 +489,7 @@ func TestAdmissionNamespaceLabelMovesUnits(t *testing.T) {
 
 func TestAdmissionWeightedShares(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("a", weight(1)), mkQueue("b", weight(3)))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	pods := map[string][]*v1.Pod{}
 	for _, q := range []string{"a", "b"} {
 		for i := range 20 {
@@ -581,7 +581,7 @@ func TestAdmissionQueuePriorityInSortInfo(t *testing.T) {
 
 func TestAdmissionClosedQueue(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", state(qapi.QueueStateClosed)))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	g0, g1, s := memberOf("ns", "g0", "g"), memberOf("ns", "g1", "g"), single("ns", "s", inQueue("q"))
 	for _, p := range []*v1.Pod{g0, g1, s} {
@@ -616,7 +616,7 @@ func TestAdmissionClosedQueue(t *testing.T) {
 
 func TestAdmissionCapability(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	var pods []*v1.Pod
 	for i := range 5 {
 		p := single("ns", fmt.Sprint("p", i), inQueue("q"), createdAt(t0.Add(time.Duration(i)*time.Second)))
@@ -660,7 +660,7 @@ func TestAdmissionCapability(t *testing.T) {
 
 func TestAdmissionSingletonsDisabled(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, admission.Options{}, mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	s := single("ns", "s")
 	podEvent(c, s)
 	wantAdmitted(t, c, verdict{true, ""}, s)
@@ -699,7 +699,7 @@ func TestAdmissionSingletonsDisabled(t *testing.T) {
 
 func TestAdmissionGangLifecycle(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
 	pods := []*v1.Pod{memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g"), memberOf("ns", "m2", "g", cpu("2"))}
 	podEvent(c, pods[0])
@@ -748,7 +748,7 @@ func TestAdmissionGangLifecycle(t *testing.T) {
 
 func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 3, pgQueue("q")))
 	addPG(c, mkPG("ns", "other", 2, pgQueue("q"), pgCreatedAt(t0)))
 	pods := []*v1.Pod{memberOf("ns", "m0", "g"), memberOf("ns", "m1", "g"), memberOf("ns", "m2", "g")}
@@ -824,7 +824,7 @@ func TestAdmissionReleasedGangGoesBackToPending(t *testing.T) {
 
 func TestAdmissionAnnotatedGangAtStartup(t *testing.T) {
 	c, h := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	// The cache's informers delivered these before admission was enabled.
 	addPG(c, mkPG("ns", "done", 2, admittedAt, pgQueue("q")))
 	addPG(c, mkPG("ns", "new", 2, pgQueue("q")))
@@ -971,7 +971,7 @@ func TestAdmissionAccountingSequences(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("a"), mkQueue("b"))
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			for _, s := range tc.steps {
 				s.do(c)
 				wantConsistent(t, c, "after "+s.name)
@@ -989,7 +989,7 @@ func TestAdmissionAccountingSequences(t *testing.T) {
 // A pod that left for a gang must not stay behind as a pending singleton.
 func TestAdmissionSingletonLeavesForGang(t *testing.T) {
 	c, _, qc := newAdmissionCache(t, singletons, mkQueue("a", capability("1")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	blocker := single("ns", "blocker", inQueue("a"))
 	podEvent(c, blocker)
 	pass(c, t0)
@@ -1013,7 +1013,7 @@ func TestAdmissionSingletonLeavesForGang(t *testing.T) {
 func TestWriteAdmissions(t *testing.T) {
 	ctx := context.Background()
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	pg := mkPG("ns", "g", 2, pgQueue("q"))
 	pgc := pgfake.NewSimpleClientset(pg)
 	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -1139,7 +1139,7 @@ func TestSyncQueueStatus(t *testing.T) {
 	ctx := context.Background()
 	c, _, qc := newAdmissionCache(t, singletons,
 		mkQueue("a", weight(1)), mkQueue("b", weight(3)), mkQueue("idle"), mkQueue("orphan", parent("nope")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	var a, b []*v1.Pod
 	for i := range 8 {
 		a = append(a, single("ns", fmt.Sprint("a", i), inQueue("a"), createdAt(t0.Add(time.Duration(i)*time.Second))))
@@ -1241,7 +1241,7 @@ func TestSyncQueueStatus(t *testing.T) {
 func TestSyncQueueStatusHierarchy(t *testing.T) {
 	ctx := context.Background()
 	c, _, qc := newAdmissionCache(t, singletons, mkQueue("parent"), mkQueue("child", parent("parent")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	p := single("ns", "p", inQueue("child"), cpu("2"))
 	podEvent(c, p)
 	pass(c, t0)
@@ -1273,7 +1273,7 @@ func TestAdmissionConcurrent(t *testing.T) {
 	)
 	queues := []string{"q0", "q1", "q2"}
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q0", weight(2)), mkQueue("q1", capability("6")), mkQueue("q2"), mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "32"))
+	c.ApplyNode(logger, mkNode("n1", "32"))
 	groups := []string{"g0", "g1", "g2", "g3"}
 	for i, g := range groups {
 		addPG(c, mkPG("race", g, 2, pgQueue(queues[i%len(queues)])))
@@ -1399,7 +1399,7 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, _ := newAdmissionCache(t, tc.opts, mkQueue("default"), mkQueue("team"), mkQueue("other"))
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			pods := tc.pods()
 			// A pod with a queue label of its own is not the namespace's.
 			pinned := memberOf("ns", "pinned", "gone", inQueue("other"))
@@ -1439,7 +1439,7 @@ func TestAdmissionNamespaceLabelMovesPodsWithoutUnit(t *testing.T) {
 func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 	ctx := context.Background()
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("2")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	kube := kubefake.NewClientset()
 	h.cs = kube
 	nominated := func(p *v1.Pod) { p.Status.NominatedNodeName = "n1" }
@@ -1491,8 +1491,8 @@ func TestStaleNominationClearedWhileNotAdmitted(t *testing.T) {
 // unit's nominations stay.
 func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "8"))
-	c.onNode(logger, mkNode("n2", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n2", "8"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
 	other := single("ns", "other", inQueue("q"), cpu("1"))
@@ -1532,7 +1532,7 @@ func TestInMemoryNominationDroppedWhenReleased(t *testing.T) {
 func TestQueueStatusHead(t *testing.T) {
 	ctx := context.Background()
 	c, _, qc := newAdmissionCache(t, singletons, mkQueue("a", capability("1")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	podEvent(c, single("ns", "first", inQueue("a"), createdAt(t0)))
 	pass(c, t0)
 	podEvent(c, single("ns", "old", inQueue("a"), createdAt(t0.Add(time.Second))))
@@ -1568,7 +1568,7 @@ func TestQueueStatusHead(t *testing.T) {
 // with the newest numbers.
 func TestVerdictNumbersAreDeferred(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")), mkQueue("r", capability("1")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	notice := func(at time.Time) []string {
 		c.mu.Lock()
 		c.noticePendingLocked(at)
@@ -1617,7 +1617,7 @@ func TestVerdictNumbersAreDeferred(t *testing.T) {
 // verdict.
 func TestAdmissionWritesAreNeverDropped(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("500")))
-	c.onNode(logger, mkNode("n1", "2000"))
+	c.ApplyNode(logger, mkNode("n1", "2000"))
 	const n = 2000
 	var pods []*v1.Pod
 	for i := range n {

@@ -20,7 +20,7 @@ func BenchmarkReclaimInput(b *testing.B) {
 			var running []*v1.Pod
 			for n := range nodes {
 				node := fmt.Sprint("n", n)
-				c.onNode(logger, mkNode(node, "32"))
+				c.ApplyNode(logger, mkNode(node, "32"))
 				for k := range 2 {
 					i := n*2 + k
 					g := fmt.Sprint("low", i/8)

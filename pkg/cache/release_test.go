@@ -15,7 +15,7 @@ import (
 // top of the cluster's used amount, and it would never be admitted again.
 func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
 	podEvent(c, m0)
@@ -45,7 +45,7 @@ func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
 // top of them and the last member never bound.
 func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	addPG(c, mkPG("ns", "g", 4, pgQueue("q")))
 	var pending *v1.Pod
 	for i := range 4 {
@@ -77,7 +77,7 @@ func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 // a loop.
 func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
 	podEvent(c, m0)

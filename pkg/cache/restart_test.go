@@ -74,7 +74,7 @@ func newRestartList() restartList {
 // scheduler's pod informer has listed.
 func (l restartList) feed(c *Cache) {
 	for i := range 4 {
-		c.onNode(logger, mkNode(fmt.Sprint("n", i), "16"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("n", i), "16"))
 	}
 	for _, pg := range l.early {
 		addPG(c, pg)

@@ -19,7 +19,7 @@ import (
 // over its queue's own capability stays out of the scheduling queue.
 func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("capped", capability("4")))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	addPG(c, mkPG("ns", "wide", 4))
 	addPG(c, mkPG("ns", "capped", 2, pgQueue("capped")))
 	var wide, capped []*v1.Pod
@@ -70,7 +70,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 
 	// Nodes join for it: it is admitted, and no longer waits for room.
 	for i := range 3 {
-		c.onNode(logger, mkNode(fmt.Sprint("new", i), "8"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("new", i), "8"))
 	}
 	pass(c, t0.Add(time.Second))
 	wantAdmitted(t, c, verdict{true, ""}, wide...)
@@ -86,7 +86,7 @@ func TestCapacityRefusalReachesTheScheduler(t *testing.T) {
 func TestAwaitingRoomKeepsTheVerdictBetweenPasses(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
 	for i := range 3 {
-		c.onNode(logger, mkNode(fmt.Sprint("n", i), "8"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("n", i), "8"))
 	}
 	addPG(c, mkPG("ns", "wide", 2))
 	var wide []*v1.Pod
@@ -118,7 +118,7 @@ func TestAwaitingRoomKeepsTheVerdictBetweenPasses(t *testing.T) {
 // capability after a restart).
 func TestRefusedForQuotaAfterRoomStaysOut(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"), mkQueue("other"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	podEvent(c, single("ns", "running", inQueue("other"), cpu("10"), boundTo("n1"), phase(v1.PodRunning)))
 	addPG(c, mkPG("ns", "wide", 2))
 	var pods []*v1.Pod
@@ -154,7 +154,7 @@ func TestRefusedForQuotaAfterRoomStaysOut(t *testing.T) {
 // admission's to hold: PreFilter lets it through, refused or not.
 func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
 	big := single("ns", "big", cpu("8"), notOurs)
 	podEvent(c, big)
 	pass(c, t0)

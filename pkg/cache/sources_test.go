@@ -46,7 +46,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 
 			done := next(live[0], phase(v1.PodSucceeded))
 			if tc.finishedFirst {
-				c.onFinishedPod(logger, done)
+				c.ApplyFinishedPod(logger, nil, done)
 			} else {
 				c.onUnfinishedPodDelete(logger, live[0])
 				wantCounts(t, c, key("ns", "g"), &tc.between)
@@ -59,7 +59,7 @@ func TestFinishedMemberInEitherOrder(t *testing.T) {
 			if tc.finishedFirst {
 				c.onUnfinishedPodDelete(logger, live[0])
 			} else {
-				c.onFinishedPod(logger, done)
+				c.ApplyFinishedPod(logger, nil, done)
 			}
 			wantCounts(t, c, key("ns", "g"), &finished)
 			syncStatus(c)
@@ -112,7 +112,7 @@ func TestLateUnfinishedEventsAfterFinish(t *testing.T) {
 	c, _, pods := gangOf(t, 1, 1)
 	r := next(pods[0], boundTo("n1"), phase(v1.PodRunning))
 	c.onUnfinishedPod(logger, r)
-	c.onFinishedPod(logger, next(r, phase(v1.PodFailed)))
+	c.ApplyFinishedPod(logger, nil, next(r, phase(v1.PodFailed)))
 	c.onUnfinishedPod(logger, r) // the scheduler's informer lags
 	want := gang.Counts{Members: 1, Bound: 1, Failed: 1}
 	wantCounts(t, c, key("ns", "g"), &want)
@@ -123,7 +123,7 @@ func TestLateUnfinishedEventsAfterFinish(t *testing.T) {
 	c.onUnfinishedPod(logger, next(mkPod("ns", "other", "g"), phase(v1.PodSucceeded)))
 	wantCounts(t, c, key("ns", "g"), &want)
 	// And a pod without a phase, which both selectors match, is unfinished.
-	c.onFinishedPod(logger, next(mkPod("ns", "nophase", "g"), phase("")))
+	c.ApplyFinishedPod(logger, nil, next(mkPod("ns", "nophase", "g"), phase("")))
 	wantCounts(t, c, key("ns", "g"), &want)
 }
 

@@ -42,7 +42,7 @@ var stormGroups = []string{"g0", "g1", "g2", "g3"}
 // node: the starting point of both the stormed cache and its replay.
 func newStormCache(tb testing.TB) *Cache {
 	c, _, _ := newAdmissionCache(tb, singletons, mkQueue("q0", weight(2)), mkQueue("q1", capability("8")), mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "64"))
+	c.ApplyNode(logger, mkNode("n1", "64"))
 	return c
 }
 
@@ -452,7 +452,7 @@ func (in *podInformers) deliverFinished(c *Cache) {
 	case ev.deleted:
 		c.DeleteFinishedPod(logger, asPod(obj))
 	default:
-		c.onFinishedPod(logger, obj)
+		c.ApplyFinishedPod(logger, nil, asPod(obj))
 	}
 }
 

@@ -31,7 +31,7 @@ func runningSince(t time.Time) podOpt {
 func reservationsFixture(t *testing.T, opts admission.Options, more ...*qapi.Queue) (*Cache, []*v1.Pod, *fakeHandle) {
 	c, h, _ := newAdmissionCache(t, opts, append([]*qapi.Queue{mkQueue("default")}, more...)...)
 	for i := range 3 {
-		c.onNode(logger, mkNode(fmt.Sprint("n", i), "4"))
+		c.ApplyNode(logger, mkNode(fmt.Sprint("n", i), "4"))
 	}
 	podEvent(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
 	podEvent(c, single("ns", "run1", cpu("4"), boundTo("n1"), limit(300), runningSince(t0)))

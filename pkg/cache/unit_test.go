@@ -32,7 +32,7 @@ func withUID(uid string) podOpt { return func(p *v1.Pod) { p.UID = types.UID(uid
 // ghost) nor as its queue's usage.
 func TestReplacedPodIsDeleteThenAdd(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2))
 	p0, p1 := memberOf("ns", "p0", "g"), memberOf("ns", "p1", "g")
 	podEvent(c, p0)
@@ -54,7 +54,7 @@ func TestReplacedPodIsDeleteThenAdd(t *testing.T) {
 
 	// The finished-member informer: a Succeeded pod replaced by a failed one.
 	done := next(p1, boundTo("n1"), phase(v1.PodSucceeded))
-	c.onFinishedPod(logger, done)
+	c.ApplyFinishedPod(logger, nil, done)
 	c.onUnfinishedPodDelete(logger, p1)
 	failed := next(p1, withUID("uid-ns-p1-again"), boundTo("n1"), phase(v1.PodFailed))
 	c.ApplyFinishedPod(logger, done, failed)
@@ -69,7 +69,7 @@ func TestRecreatedPodGroupStartsFresh(t *testing.T) {
 	for _, relist := range []bool{false, true} {
 		t.Run(fmt.Sprintf("relist=%v", relist), func(t *testing.T) {
 			c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			old := mkPG("ns", "g", 2)
 			addPG(c, old)
 			p0, p1 := memberOf("ns", "p0", "g"), memberOf("ns", "p1", "g")
@@ -129,7 +129,7 @@ func TestStaleAdmittedAnnotationDoesNotAdmit(t *testing.T) {
 // or it reserves nothing and a second gang is admitted into its room.
 func TestAdmittedGangBeforeItsMembersReservesItsMinimum(t *testing.T) {
 	c, h := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "done", 2, admittedAt, pgQueue("q")))
 	addPG(c, mkPG("ns", "next", 2, pgQueue("q")))
 	enableAdmission(c, singletons, qfake.NewSimpleClientset())
@@ -178,7 +178,7 @@ func TestLoweredMinMemberAllowsWaitingMembers(t *testing.T) {
 func TestUnreachableMembersDoNotCount(t *testing.T) {
 	c, h := newTestCache(t)
 	trackReservations(c, "caldera")
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 3))
 	mine := func(p *v1.Pod) { p.Spec.SchedulerName = "caldera" }
 	other := func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" }
@@ -219,7 +219,7 @@ func TestUnreachableMembersDoNotCount(t *testing.T) {
 // use, and moves what asked for a name when its Queue is created.
 func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("default"))
-	c.onNode(logger, mkNode("n1", "1000"))
+	c.ApplyNode(logger, mkNode("n1", "1000"))
 	var pods []*v1.Pod
 	for i := range 50 {
 		p := single("ns", fmt.Sprint("p", i), inQueue(fmt.Sprint("tenant-", i)))
@@ -273,7 +273,7 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 // grace (a controller's replacement, a relist) keeps the admission.
 func TestShortGangReturnsToPending(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
 	g := []*v1.Pod{memberOf("ns", "g0", "g", cpu("2")), memberOf("ns", "g1", "g", cpu("2"))}
 	for _, p := range g {
@@ -314,7 +314,7 @@ func TestShortGangReturnsToPending(t *testing.T) {
 // 35 of its queue's 72 with nothing bound).
 func TestStartedGangShortOfMembersReturns(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "64"))
+	c.ApplyNode(logger, mkNode("n1", "64"))
 	addPG(c, mkPG("ns", "g", 1, admittedAt, pgQueue("q")))
 	var bound []*v1.Pod
 	for i := range 7 {
@@ -357,7 +357,7 @@ func TestStartedGangShortOfMembersReturns(t *testing.T) {
 // to pending and admission decides again; lowered, it keeps its admission.
 func TestRaisedMinMemberIsAdmittedAgain(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 1, pgQueue("q")))
 	g := []*v1.Pod{
 		memberOf("ns", "g0", "g", cpu("2")), memberOf("ns", "g1", "g", cpu("2")),
@@ -387,7 +387,7 @@ func TestRaisedMinMemberIsAdmittedAgain(t *testing.T) {
 // The same for minResources raised past what was admitted.
 func TestRaisedMinResourcesIsAdmittedAgain(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	addPG(c, mkPG("ns", "g", 1, pgQueue("q"), minResources(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")})))
 	g0 := memberOf("ns", "g0", "g", cpu("1"))
 	podEvent(c, g0)

@@ -79,7 +79,7 @@ func TestUpstreamDisruptionModeReachesReclaim(t *testing.T) {
 	for _, all := range []bool{false, true} {
 		c, _, _ := newAdmissionCache(t, singletons, mkQueue("rich"), mkQueue("starved"))
 		enableEvictions(c, true, false)
-		c.onNode(logger, mkNode("n0", "4"))
+		c.ApplyNode(logger, mkNode("n0", "4"))
 		rich := mkUpstreamPG("ns", "r", 2, "rich")
 		if all {
 			rich.Spec.DisruptionMode = &sched.DisruptionMode{All: &sched.AllDisruptionMode{}}

@@ -82,7 +82,7 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.name+"/waits for members", func(t *testing.T) {
 			c, h := newTestCache(t)
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			d.group(c, "ns", "g", 3, "", "")
 			pods := []*v1.Pod{d.member("ns", "m0", "g"), d.member("ns", "m1", "g"), d.member("ns", "m2", "g")}
 			addAll(c, pods[:2]...)
@@ -100,7 +100,7 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 		})
 		t.Run(d.name+"/all or nothing", func(t *testing.T) {
 			c, _ := newTestCache(t)
-			c.onNode(logger, mkNode("n1", "2"))
+			c.ApplyNode(logger, mkNode("n1", "2"))
 			d.group(c, "ns", "g", 3, "", "")
 			pods := []*v1.Pod{d.member("ns", "m0", "g"), d.member("ns", "m1", "g"), d.member("ns", "m2", "g")}
 			addAll(c, pods...)
@@ -111,7 +111,7 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 		})
 		t.Run(d.name+"/queue capability", func(t *testing.T) {
 			c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")))
-			c.onNode(logger, mkNode("n1", "16"))
+			c.ApplyNode(logger, mkNode("n1", "16"))
 			d.group(c, "ns", "a", 2, "q", "")
 			d.group(c, "ns", "b", 2, "q", "")
 			a := []*v1.Pod{d.member("ns", "a0", "a"), d.member("ns", "a1", "a")}
@@ -132,8 +132,8 @@ func TestGangBehavesTheSameInEveryDialect(t *testing.T) {
 // beyond the queue's capability stays Pending with the verdict.
 func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
-	c.onNode(logger, mkNode("n1", "16"))
-	c.onNode(logger, mkNode("n2", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n2", "16"))
 	first, second := mkVolcanoPG("ns", "first", 2, "q", "3"), mkVolcanoPG("ns", "second", 2, "q", "3")
 	second.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	vcc := withVolcano(t, c, first, second)
@@ -181,7 +181,7 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 		t.Errorf("first, members running: %+v, want Running with 2 running", got)
 	}
 	for _, p := range pods {
-		c.onFinishedPod(logger, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
+		c.ApplyFinishedPod(logger, nil, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
 	}
 	syncVolcanoStatus(t, c, vcc)
 	if got := volcanoStatus(t, vcc, "first"); got.Phase != vc.PodGroupCompleted || got.Succeeded != 2 || got.Running != 0 {
@@ -194,7 +194,7 @@ func TestVolcanoGangIsAdmittedBeforeItsPods(t *testing.T) {
 // a Warning Event.
 func TestVolcanoQueue(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"},
 		Spec: vc.QueueSpec{Weight: 1, Capability: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
 			Deserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}
@@ -402,7 +402,7 @@ func hasCondition(s vc.PodGroupStatus, typ vc.PodGroupConditionType, reason, inM
 // Completed, done (it reserves nothing, and stays Completed).
 func TestVolcanoGangAfterRestart(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	inqueue, done := mkVolcanoPG("ns", "inqueue", 2, "q", "3"), mkVolcanoPG("ns", "done", 2, "q", "3")
 	inqueue.Status.Phase = vc.PodGroupInqueue
 	done.Status = vc.PodGroupStatus{Phase: vc.PodGroupCompleted, Succeeded: 2}

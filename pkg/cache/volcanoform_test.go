@@ -39,8 +39,8 @@ func quotaForm(n int64, cpuQ string, gpu int64) v1.ResourceList {
 // scheduler reads them, not as resources no node has.
 func TestVolcanoQuotaFormMinResources(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("8")))
-	c.onNode(logger, mkNode("n1", "4"))
-	c.onNode(logger, mkNode("n2", "4"))
+	c.ApplyNode(logger, mkNode("n1", "4"))
+	c.ApplyNode(logger, mkNode("n2", "4"))
 	pg := mkVolcanoPG("ns", "job", 4, "q", "")
 	min := quotaForm(4, "1", 0)
 	pg.Spec.MinResources = &min
@@ -63,7 +63,7 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 		n := mkNode(name, "8")
 		n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("4")
 		n.Spec.Taints = []v1.Taint{{Key: "nvidia.com/gpu", Effect: v1.TaintEffectNoSchedule}}
-		c.onNode(logger, n)
+		c.ApplyNode(logger, n)
 	}
 	// A master without GPUs beside two full-node workers: 3 members, 8
 	// GPUs. Cut into even slices (3 GPUs each) they would not fit 2 nodes
@@ -111,7 +111,7 @@ func TestVolcanoPodlessGangJudgedBySums(t *testing.T) {
 // admitted again and waits for its new pods.
 func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "8"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
 	old := mkVolcanoPG("ns", "job", 2, "q", "2")
 	renewed := mkVolcanoPG("ns", "job", 2, "q", "2")
 	renewed.UID = "vpg-ns-job-2"
@@ -163,7 +163,7 @@ func TestVolcanoRecreatedPodGroupIgnoresTerminatingPods(t *testing.T) {
 // all (Volcano's gang plugin forbids the job to start without it).
 func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
 	c, h := newTestCache(t)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	pg := mkVolcanoPG("ns", "job", 4, "", "")
 	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
 	c.SetGroup(logger, volcano.Spec(pg))
@@ -207,7 +207,7 @@ func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
 func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
 	trackReservations(c, testProfile) // the one profile that places gangs
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	lost, small := mkVolcanoPG("ns", "lost", 2, "q", "4"), mkVolcanoPG("ns", "small", 1, "q", "2")
 	small.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	vcc := withVolcano(t, c, lost, small)
@@ -257,7 +257,7 @@ func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 // (TestAdmissionClosedQueue).
 func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons)
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	vq := &vc.Queue{ObjectMeta: metav1.ObjectMeta{Name: "vq", UID: "vq-uid"}, Spec: vc.QueueSpec{Weight: 1}}
 	vcc := withVolcano(t, c, vq)
 	vcc.reader.OnQueue(vq, false)
@@ -297,7 +297,7 @@ func TestClosingVolcanoQueueHoldsPlacement(t *testing.T) {
 // they never would, and the gang would wait out its Permit timeout.
 func TestVolcanoShortTaskIsNoExtra(t *testing.T) {
 	c, h, _ := newAdmissionCache(t, singletons, mkQueue("q"))
-	c.onNode(logger, mkNode("n1", "16"))
+	c.ApplyNode(logger, mkNode("n1", "16"))
 	pg := mkVolcanoPG("ns", "job", 4, "q", "")
 	pg.Spec.MinTaskMember = map[string]int32{"master": 1, "worker": 3}
 	c.SetGroup(logger, volcano.Spec(pg))

@@ -30,7 +30,7 @@ func limitedVolcanoPG(name string, min int32, cpuQ, limit string) *vc.PodGroup {
 func volcanoTrainFixture(t *testing.T, tasks map[string]int32, at time.Duration) *Cache {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	for _, n := range []string{"n0", "n1", "n2"} {
-		c.onNode(logger, mkNode(n, "4"))
+		c.ApplyNode(logger, mkNode(n, "4"))
 	}
 	r0, r1 := limitedVolcanoPG("r0", 1, "4", "20"), limitedVolcanoPG("r1", 1, "4", "600")
 	train := limitedVolcanoPG("train", 2, "8", "60")

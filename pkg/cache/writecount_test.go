@@ -42,7 +42,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 	// writesOf counts the API writes to a PodGroup.
 	run := func(t *testing.T, c *Cache, pods [][]*v1.Pod, echo func(), writesOf func(name string) int) {
 		t.Helper()
-		c.onNode(logger, mkNode("n1", "100"))
+		c.ApplyNode(logger, mkNode("n1", "100"))
 		for _, ps := range pods {
 			for _, p := range ps {
 				podEvent(c, p)
@@ -62,7 +62,7 @@ func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {
 						podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 					}
 					for _, p := range ps {
-						c.onFinishedPod(logger, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
+						c.ApplyFinishedPod(logger, nil, next(p, boundTo("n1"), phase(v1.PodSucceeded)))
 						c.onAnyPod(next(p, boundTo("n1"), phase(v1.PodSucceeded)), true)
 					}
 				}
