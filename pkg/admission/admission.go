@@ -241,7 +241,7 @@ func (a *State) QueueUsageLocked() map[string]queue.Usage {
 // AdmitOptionsLocked are the pass's options: the profile's, the cache's
 // eviction settings (reclaim, preempt: CalderaReclaim runs them) and the
 // quota check, and the placement check pl.
-func (a *State) AdmitOptionsLocked(pl *PassPlacement, reclaim, preempt bool) queue.Options {
+func (a *State) AdmitOptionsLocked(pl *passPlacement, reclaim, preempt bool) queue.Options {
 	opts := queue.Options{
 		OvercommitFactor:     a.Opts.OvercommitFactor,
 		StarvationThreshold:  a.Opts.StarvationThreshold,

@@ -165,15 +165,15 @@ func (a *State) unadmitSingletonLocked(u *Unit) {
 // check, told so, and admitted again once a node can take it. No
 // free-room-only time: no plan failed. A nominated pod is kept: its
 // preemption is freeing room the pass does not see yet. O(released).
-func (a *State) ReleaseUnplaceableLocked(pl *PassPlacement) {
-	for _, u := range pl.Unplaceable {
+func (a *State) ReleaseUnplaceableLocked(pl *passPlacement) {
+	for _, u := range pl.unplaceable {
 		// A nominated pod waits for room a preemption is freeing for it.
 		if !u.Admitted || u.Pod == nil || u.Pod.Spec.NodeName != "" || u.Pod.Status.NominatedNodeName != "" {
 			continue
 		}
 		a.unadmitSingletonLocked(u)
 	}
-	pl.Unplaceable = pl.Unplaceable[:0]
+	pl.unplaceable = pl.unplaceable[:0]
 }
 
 // FreeRoomOnlyFor is how long admission counts no eviction room for a unit

@@ -140,11 +140,11 @@ func (a *State) LearnRunLocked(pod *v1.Pod, old *PodAcct, now time.Time) {
 // plan's stand for the heads it covered. Runs at the end of the pass,
 // after the reservations are kept. O(releases + estimated rooms log
 // estimated rooms + heads x the plan's search).
-func (pp *PassPlacement) estimateStarts() {
-	e := &pp.Adm.Est
+func (pp *passPlacement) estimateStarts() {
+	e := &pp.adm.Est
 	heads := pp.Tp.Unheld[:0]
 	for _, k := range pp.Tp.Unheld {
-		if u := pp.Adm.Units[k]; u != nil && !u.Admitted {
+		if u := pp.adm.Units[k]; u != nil && !u.Admitted {
 			heads = append(heads, k)
 		}
 	}
@@ -176,7 +176,7 @@ func (pp *PassPlacement) estimateStarts() {
 		return
 	}
 	p := plan.New(pp.estimatedTimeline(), now, MaxReservations)
-	for _, t := range pp.Feas.Timed {
+	for _, t := range pp.feas.Timed {
 		pp.reserveOn(p, t.Key) // the reservations made on declared limits go first
 	}
 	for _, k := range heads {
@@ -187,7 +187,7 @@ func (pp *PassPlacement) estimateStarts() {
 		}
 		e.Starts[k] = Steady(e.Starts[k], res.Start, now)
 	}
-	pp.ClassKey = queue.Key{} // reserveOn used the class scratch
+	pp.classKey = queue.Key{} // reserveOn used the class scratch
 }
 
 // Steady is the estimated start to publish: the new one, unless an earlier
@@ -215,9 +215,9 @@ func Steady(old, start, now int64) int64 {
 // learned (the estimator's default) a room never comes back. The free
 // room now is the pass's working room, the starving heads' nodes held
 // out.
-func (pp *PassPlacement) estimatedTimeline() *plan.Timeline {
-	a := pp.Adm
-	tl := pp.Feas.Releases.timeline(pp, a.Ends)
+func (pp *passPlacement) estimatedTimeline() *plan.Timeline {
+	a := pp.adm
+	tl := pp.feas.Releases.timeline(pp, a.Ends)
 	r := pp.Free.R
 	free := slices.Clone(pp.Free.Free)
 	for i, b := range pp.Free.Blocked {

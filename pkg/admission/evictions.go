@@ -27,11 +27,11 @@ type Eviction struct {
 	Mode  reclaim.Mode
 	// Queue is the preemptor's queue, VictimQueue the victim's.
 	Queue, VictimQueue string
-	// Overrun says why a pod past its run-time limit is evicted for a
+	// overrun says why a pod past its run-time limit is evicted for a
 	// reservation (overrun.go), "" for a reclaim or preemption plan's
 	// victim. Such an eviction's Preemptor names the reservation, not a
 	// pod, and its Group is "": no gang's plan waits for it.
-	Overrun string
+	overrun string
 }
 
 // AbandonAfter bounds how long the book keeps an eviction the Executor never

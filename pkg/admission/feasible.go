@@ -13,46 +13,46 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// PassPlacement is queue.Placement for one admission pass: the placement check
+// passPlacement is queue.Placement for one admission pass: the placement check
 // (CheckPlacement) over a working copy of every node's free room (allocatable
 // minus bound pods, minus what admitted groups' unbound members will take),
 // laid out once per pass from the rooms events keep (package noderoom). It
 // lives in feasibleState so its slices are reused from pass to pass. The
 // nodes' side is noderoom's; this side knows units and gangs: which members
 // a unit must place, remembered classes, reservations and plan room.
-type PassPlacement struct {
+type passPlacement struct {
 	// Pass is the nodes' free room laid out for the pass (Free is the
 	// working room placements take from and give back to).
 	noderoom.Pass
-	// Adm and feas are the admission side and the per-node room the pass
+	// adm and feas are the admission side and the per-node room the pass
 	// reads; reclaim says whether CalderaReclaim may take room back.
-	Adm     *State
-	Feas    *FeasibleState
-	Reclaim bool
-	Gen     uint64
+	adm     *State
+	feas    *FeasibleState
+	reclaim bool
+	gen     uint64
 	placer  placement.Placer
 
-	// ReservedBy names, per node, the group the node is reserved for.
-	ReservedBy []queue.Key
+	// reservedBy names, per node, the group the node is reserved for.
+	reservedBy []queue.Key
 
-	// Unplaceable are the admitted singletons that failed to fit since
+	// unplaceable are the admitted singletons that failed to fit since
 	// their admission and fit no node of this pass's free room either
 	// (placeInflight): the pass returns them to pending.
-	Unplaceable []*Unit
+	unplaceable []*Unit
 
 	// What the last Check found, applied to free by Commit.
-	LastKey   queue.Key
-	LastOK    bool
+	lastKey   queue.Key
+	lastOK    bool
 	lastSteps []placement.Step
 	classes   []placement.Class
-	ClassKey  queue.Key
+	classKey  queue.Key
 
 	// loose is unitClasses' scratch list of members.
 	loose []*gangbook.Member
 
 	// What reclaim can take back in the pass, built on the first reclaim
 	// Check (planroom.go), and the plan room's scratch space.
-	Pool     reclaimPool
+	pool     reclaimPool
 	planFree []int64
 
 	// Tp is the pass's plan over time (timeplan.go).
@@ -61,12 +61,12 @@ type PassPlacement struct {
 	roomReturned bool
 }
 
-// PlaceInflight takes from the working room what an admitted, unstarted
+// placeInflight takes from the working room what an admitted, unstarted
 // unit's unbound members need: a member the scheduler has reserved a node
 // for takes it there, the others go first-fit-decreasing. A member that fits
 // nowhere is left out: it is about to fail and release its gang, and
 // counting it anywhere would keep room from others.
-func (pp *PassPlacement) PlaceInflight(u *Unit, index map[string]int) {
+func (pp *passPlacement) placeInflight(u *Unit, index map[string]int) {
 	r := pp.Free.R
 	if u.Gang == nil {
 		if u.Pod == nil || u.Pod.Spec.NodeName != "" {
@@ -79,7 +79,7 @@ func (pp *PassPlacement) PlaceInflight(u *Unit, index map[string]int) {
 			placed, steps = pp.placer.Place(&pp.Free, cl)
 		}
 		if placed == 0 && u.failedFit {
-			pp.Unplaceable = append(pp.Unplaceable, u)
+			pp.unplaceable = append(pp.unplaceable, u)
 		}
 		pp.noteInflight(u.Key, cl, steps)
 		return
@@ -111,14 +111,14 @@ func (pp *PassPlacement) PlaceInflight(u *Unit, index map[string]int) {
 		return
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
-	pp.ClassKey = queue.Key{}
+	pp.classKey = queue.Key{}
 	pinned := pp.placePinned(nil, u.Key, pp.classes)
 	_, steps := pp.placer.Place(&pp.Free, pp.classes)
 	pp.noteInflight(u.Key, pp.classes, append(pinned, steps...))
 }
 
 // membersClasses appends the classes of the need smallest of members.
-func (pp *PassPlacement) membersClasses(dst []placement.Class, members []*gangbook.Member, need int) []placement.Class {
+func (pp *passPlacement) membersClasses(dst []placement.Class, members []*gangbook.Member, need int) []placement.Class {
 	if need < len(members) {
 		slices.SortFunc(members, func(a, b *gangbook.Member) int { return compareReq(a.Request, b.Request) })
 		members = members[:need]
@@ -183,13 +183,13 @@ func sameNodes(a, b []int32) bool {
 // unitClasses returns the classes of the members admission must place for
 // the unit: a singleton's pod, or a gang's minMember smallest unbound
 // members (less those already bound). Memoized for the unit last asked.
-func (pp *PassPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
-	if pp.ClassKey == key {
+func (pp *passPlacement) unitClasses(key queue.Key) ([]placement.Class, int) {
+	if pp.classKey == key {
 		return pp.classes, countOf(pp.classes)
 	}
-	pp.ClassKey = key
+	pp.classKey = key
 	pp.classes = pp.classes[:0]
-	u := pp.Adm.Units[key]
+	u := pp.adm.Units[key]
 	switch {
 	case u == nil:
 	case u.Gang == nil:
@@ -247,19 +247,19 @@ type classMemo struct {
 func mapID(l resources.List) uintptr { return reflect.ValueOf(l).Pointer() }
 
 // memoOf returns u's remembered classes when still valid.
-func (pp *PassPlacement) memoOf(u *Unit) *classMemo {
-	m := pp.Feas.Memos[u.Key]
+func (pp *passPlacement) memoOf(u *Unit) *classMemo {
+	m := pp.feas.Memos[u.Key]
 	g := u.Gang
 	if m == nil || m.counts != g.Counts || mapID(m.minReq) != mapID(g.MinRequest) || !g.MinRequestValid ||
-		m.min != g.Spec.MinMember || m.rgen != pp.ResourceGen || pp.Feas.Rooms.Tainted() {
+		m.min != g.Spec.MinMember || m.rgen != pp.ResourceGen || pp.feas.Rooms.Tainted() {
 		return nil
 	}
 	return m
 }
 
 // remember keeps u's classes for later passes when they may use every node.
-func (pp *PassPlacement) remember(u *Unit, classes []placement.Class) {
-	f := pp.Feas
+func (pp *passPlacement) remember(u *Unit, classes []placement.Class) {
+	f := pp.feas
 	g := u.Gang
 	if f.Rooms.Tainted() || !g.MinRequestValid {
 		return
@@ -295,8 +295,8 @@ func countOf(cl []placement.Class) int {
 
 // Check implements queue.Placement. A group that fits the free room now
 // is refused (fit 0) when starting it would delay a reservation (Delayed).
-func (pp *PassPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
-	if plan == queue.PlanNone && !pp.Tp.built && len(pp.Feas.Timed) > 0 {
+func (pp *passPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
+	if plan == queue.PlanNone && !pp.Tp.built && len(pp.feas.Timed) > 0 {
 		pp.buildPlan() // before the classes: it uses their scratch
 	}
 	// A group whose members fit the free room now, refused only for
@@ -307,8 +307,8 @@ func (pp *PassPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	vetoed := plan != queue.PlanNone && pp.Tp.vetoed == g.Key
 	pp.Tp.delayed, pp.Tp.vetoed = false, queue.Key{}
 	classes, want := pp.unitClasses(g.Key)
-	pp.LastKey, pp.LastOK = g.Key, false
-	pp.Pool.last = pp.Pool.last[:0] // only this Check's draws may be committed
+	pp.lastKey, pp.lastOK = g.Key, false
+	pp.pool.last = pp.pool.last[:0] // only this Check's draws may be committed
 	if want == 0 {
 		return pp.checkPodless(g, plan, vetoed)
 	}
@@ -345,10 +345,10 @@ func (pp *PassPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 	}
 	placement.Undo(room, classes, steps)
 	pp.lastSteps = append(pp.lastSteps[:0], steps...)
-	pp.LastOK = fit == want
+	pp.lastOK = fit == want
 	pp.reblock(own, g.Key)
-	if pp.LastOK && plan == queue.PlanNone && !pp.backfills(g, classes) {
-		pp.LastOK = false
+	if pp.lastOK && plan == queue.PlanNone && !pp.backfills(g, classes) {
+		pp.lastOK = false
 		return 0, want
 	}
 	return fit, want
@@ -357,8 +357,8 @@ func (pp *PassPlacement) Check(g queue.Group, plan queue.Plan) (fit, want int) {
 // Commit implements queue.Placement: the admitted group's members take
 // their room in the working copy (on a plan's room, the real room may go
 // negative where victims will leave: nothing else fits there).
-func (pp *PassPlacement) Commit(g queue.Group) {
-	if pp.LastKey != g.Key || !pp.LastOK {
+func (pp *passPlacement) Commit(g queue.Group) {
+	if pp.lastKey != g.Key || !pp.lastOK {
 		return
 	}
 	classes, _ := pp.unitClasses(g.Key)
@@ -368,7 +368,7 @@ func (pp *PassPlacement) Commit(g queue.Group) {
 	pp.commitJob(g)
 	pp.markSince(g.Key)
 	pp.commitDraws()
-	pp.LastOK = false
+	pp.lastOK = false
 }
 
 // PlacementLocked prepares the placement check for a pass of a, with total
@@ -377,27 +377,27 @@ func (pp *PassPlacement) Commit(g queue.Group) {
 // placed first, where the scheduler reserved them or first-fit), less the
 // nodes reserved for starving groups. O(nodes x resources + admitted-unplaced
 // members), never a scan of pods.
-func (f *FeasibleState) PlacementLocked(a *State, total resources.List, reclaim bool, now time.Time) *PassPlacement {
+func (f *FeasibleState) PlacementLocked(a *State, total resources.List, reclaim bool, now time.Time) *passPlacement {
 	pp := &f.Pass
-	pp.Adm, pp.Feas, pp.Reclaim = a, f, reclaim
-	pp.Gen++
+	pp.adm, pp.feas, pp.reclaim = a, f, reclaim
+	pp.gen++
 	pp.Prepare(&f.Rooms, total)
-	pp.ResetTime(now)
-	pp.ReservedBy = pp.ReservedBy[:0]
-	pp.Pool.Ready = false
-	pp.LastKey, pp.LastOK, pp.ClassKey = queue.Key{}, false, queue.Key{}
-	pp.Unplaceable = pp.Unplaceable[:0]
+	pp.resetTime(now)
+	pp.reservedBy = pp.reservedBy[:0]
+	pp.pool.ready = false
+	pp.lastKey, pp.lastOK, pp.classKey = queue.Key{}, false, queue.Key{}
+	pp.unplaceable = pp.unplaceable[:0]
 
 	index := pp.Index
 	// Admitted groups not placed yet: their members' room is not free.
-	for _, u := range f.Inflight {
-		pp.PlaceInflight(u, index)
+	for _, u := range f.inflight {
+		pp.placeInflight(u, index)
 	}
 	// Reservations of the last pass hold until this pass renews or drops them.
 	for key, res := range f.Reservations {
-		for _, n := range res.Nodes {
+		for _, n := range res.nodes {
 			if i, ok := index[n]; ok {
-				pp.Block(i, key)
+				pp.block(i, key)
 			}
 		}
 	}

@@ -12,10 +12,10 @@ import (
 type FeasibleState struct {
 	// Rooms is every node's room, kept by node and pod events.
 	Rooms noderoom.Rooms
-	// Inflight holds the admitted units that still reserve room (their
+	// inflight holds the admitted units that still reserve room (their
 	// inflight is not empty): their unbound members are placed first in
 	// every pass, so new admissions do not count their room as free.
-	Inflight map[queue.Key]*Unit
+	inflight map[queue.Key]*Unit
 	// Reservations are the starving heads' reserved nodes (Reserve),
 	// renewed by each pass that finds them still starving.
 	Reservations map[queue.Key]*reservation
@@ -30,7 +30,7 @@ type FeasibleState struct {
 	AnyTimed atomic.Bool
 	// Releases is the timeline of bound pods' ends the plans read.
 	Releases releases
-	Pass     PassPlacement
+	Pass     passPlacement
 	// Memos keep pending gangs' placement classes between passes.
 	Memos map[queue.Key]*classMemo
 	// pins are where the admitted units still placing were let in
@@ -41,7 +41,7 @@ type FeasibleState struct {
 // reservation is the nodes held for one starving group and the pass that
 // last renewed them.
 type reservation struct {
-	Nodes []string
+	nodes []string
 	gen   uint64
 }
 
@@ -51,12 +51,12 @@ func (f *FeasibleState) track(u *Unit, gone bool) {
 		delete(f.Memos, u.Key)
 	}
 	if len(u.Inflight) == 0 || gone {
-		delete(f.Inflight, u.Key)
+		delete(f.inflight, u.Key)
 		delete(f.pins, u.Key)
 		return
 	}
-	if f.Inflight == nil {
-		f.Inflight = map[queue.Key]*Unit{}
+	if f.inflight == nil {
+		f.inflight = map[queue.Key]*Unit{}
 	}
-	f.Inflight[u.Key] = u
+	f.inflight[u.Key] = u
 }

@@ -24,7 +24,7 @@ type pin struct {
 // admittedSteps are the classes and steps Commit applies for g: those the
 // backfill check chose, which the plan took, when g went through it, else
 // the placement check's.
-func (pp *PassPlacement) admittedSteps(g queue.Group, classes []placement.Class) ([]placement.Class, []placement.Step) {
+func (pp *passPlacement) admittedSteps(g queue.Group, classes []placement.Class) ([]placement.Class, []placement.Step) {
 	tp := &pp.Tp
 	if tp.jobKey == g.Key && len(tp.jobSteps) == len(pp.lastSteps) {
 		return tp.job.Classes, tp.jobSteps
@@ -33,8 +33,8 @@ func (pp *PassPlacement) admittedSteps(g queue.Group, classes []placement.Class)
 }
 
 // pin records steps as key's pins. O(steps).
-func (pp *PassPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
-	f := pp.Feas
+func (pp *passPlacement) pin(key queue.Key, classes []placement.Class, steps []placement.Step) {
+	f := pp.feas
 	if len(steps) == 0 {
 		delete(f.pins, key)
 		return
@@ -62,8 +62,8 @@ func (pp *PassPlacement) pin(key queue.Key, classes []placement.Class, steps []p
 // room, lowering the classes' counts by what it placed; the steps are
 // appended to dst. A pin is used once, and only where its member's request
 // matches and still fits. O(classes x pins).
-func (pp *PassPlacement) placePinned(dst []placement.Step, key queue.Key, classes []placement.Class) []placement.Step {
-	p := pp.Feas.pins[key]
+func (pp *passPlacement) placePinned(dst []placement.Step, key queue.Key, classes []placement.Class) []placement.Step {
+	p := pp.feas.pins[key]
 	if p == nil || !slices.Equal(p.resources, pp.Resources) {
 		return dst
 	}

@@ -24,7 +24,7 @@ type sinceMark struct {
 
 // markSince records that the pass saw key admitted and unplaced: from now
 // if it is new, from its admission if it was let in before.
-func (pp *PassPlacement) markSince(key queue.Key) {
+func (pp *passPlacement) markSince(key queue.Key) {
 	tp := &pp.Tp
 	if tp.since == nil {
 		tp.since = map[queue.Key]sinceMark{}
@@ -33,22 +33,22 @@ func (pp *PassPlacement) markSince(key queue.Key) {
 	if !ok {
 		s.at = tp.now
 	}
-	s.gen = pp.Gen
+	s.gen = pp.gen
 	tp.since[key] = s
 }
 
 // forgetPlaced drops the units no longer admitted and unplaced: those this
 // pass neither admitted nor found unplaced. O(entries).
-func (pp *PassPlacement) forgetPlaced() {
+func (pp *passPlacement) forgetPlaced() {
 	for k, s := range pp.Tp.since {
-		if s.gen != pp.Gen {
+		if s.gen != pp.gen {
 			delete(pp.Tp.since, k)
 		}
 	}
 }
 
 // noteInflight records where placeInflight put an admitted unit's members.
-func (pp *PassPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
+func (pp *passPlacement) noteInflight(key queue.Key, classes []placement.Class, steps []placement.Step) {
 	pp.markSince(key)
 	for _, s := range steps {
 		pp.Tp.inflight = append(pp.Tp.inflight, inflightRoom{key, s.Node, classes[s.Class].Request})
@@ -60,7 +60,7 @@ func (pp *PassPlacement) noteInflight(key queue.Key, classes []placement.Class, 
 // backfilled job's room, taken but not yet bound, would never come back
 // as far as the next pass knew, and the reservation it was let in around
 // would move past it.
-func (pp *PassPlacement) addInflight(tl *plan.Timeline) {
+func (pp *passPlacement) addInflight(tl *plan.Timeline) {
 	tp := &pp.Tp
 	r := pp.Free.R
 	limits := map[queue.Key]int64{}

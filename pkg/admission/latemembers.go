@@ -58,7 +58,7 @@ var noConstraints = &v1.Pod{}
 // Those of a gang created members-after-admission each ask for an even
 // share of minResources (rounded up), on any node without a taint: all
 // that is known of pods not yet created.
-func (pp *PassPlacement) missingClass(g *gangbook.Group, n int) placement.Class {
+func (pp *passPlacement) missingClass(g *gangbook.Group, n int) placement.Class {
 	if !g.MembersAfterAdmission() {
 		return placement.Class{Request: make([]int64, pp.Free.R), Count: n, Nodes: []int32{}}
 	}
@@ -79,8 +79,8 @@ func (pp *PassPlacement) missingClass(g *gangbook.Group, n int) placement.Class 
 // tasks nothing tells how minResources splits, and it gets no reservation.
 // The classes are the pass's scratch, not unitClasses' memo: admission
 // keeps judging the gang by its sums.
-func (pp *PassPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
-	u := pp.Adm.Units[key]
+func (pp *passPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) {
+	u := pp.adm.Units[key]
 	if u == nil || u.Gang == nil {
 		return nil, 0
 	}
@@ -88,7 +88,7 @@ func (pp *PassPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) 
 	if !awaitsMembers(g) || len(g.Spec.MinTaskMember) > 1 || len(g.Spec.MinResources) == 0 || g.Spec.MinMember < 1 {
 		return nil, 0
 	}
-	pp.ClassKey = queue.Key{}
+	pp.classKey = queue.Key{}
 	pp.classes = append(pp.classes[:0], pp.missingClass(g, int(g.Spec.MinMember)))
 	return pp.classes, int(g.Spec.MinMember)
 }
@@ -100,9 +100,9 @@ func (pp *PassPlacement) plannedClasses(key queue.Key) ([]placement.Class, int) 
 // first. Judged by sums alone, a Volcano job without a limit was admitted
 // into a reservation's room, and its pods then found every node of that
 // room held by the reservation.
-func (pp *PassPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed bool) (fit, want int) {
+func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed bool) (fit, want int) {
 	pp.lastSteps = pp.lastSteps[:0]
-	pp.LastOK = true
+	pp.lastOK = true
 	if !pp.Tp.built {
 		return 0, 0
 	}
@@ -111,7 +111,7 @@ func (pp *PassPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed boo
 		return 0, 0
 	}
 	if vetoed || plan == queue.PlanNone && !pp.backfills(g, classes) {
-		pp.LastOK = false
+		pp.lastOK = false
 		return 0, n
 	}
 	return 0, 0

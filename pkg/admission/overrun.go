@@ -272,7 +272,7 @@ func (o *overrunState) start(in OverrunInput, t Timed, u *Unit, chosen []overrun
 		}
 		out = append(out, e)
 		evs = append(evs, Eviction{Victim: cd.pod.UID, Preemptor: pre, PreemptorName: t.Key.String(),
-			Queue: u.Queue, VictimQueue: cd.acct.Queue, Overrun: msg})
+			Queue: u.Queue, VictimQueue: cd.acct.Queue, overrun: msg})
 	}
 	// The book's clock is the wall clock, as its other users' (the pass's
 	// now is the same outside tests). None of chosen is in the book

@@ -14,7 +14,7 @@ import (
 // excess, and per node what the pass's admissions have already drawn from
 // the queues there.
 type reclaimPool struct {
-	Ready   bool
+	ready   bool
 	victims []string  // sorted
 	budget  [][]int64 // per victim, per resource: excess not yet drawn
 	drawn   map[drawKey]int64
@@ -54,7 +54,7 @@ type draw struct {
 // node both are optimistic (the victims may be younger, or gangs that
 // cannot be split), which CalderaReclaim's exact plan settles: a gang it
 // cannot make room for is released and backs off.
-func (pp *PassPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
+func (pp *passPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Room {
 	r := pp.Free.R
 	pp.planFree = slices.Grow(pp.planFree[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
 	copy(pp.planFree, pp.Free.Free)
@@ -84,7 +84,7 @@ func (pp *PassPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 		// but nodes only know what the queue holds, at every priority,
 		// so every node counts what the queue holds there, up to the
 		// total preemption can free.
-		pre := pp.Adm.preemptibleLocked(g.Queue, g.Priority)
+		pre := pp.adm.preemptibleLocked(g.Queue, g.Priority)
 		for i, nr := range pp.Nodes {
 			held := nr.ByQueue[g.Queue]
 			for j, k := range pp.Resources {
@@ -108,8 +108,8 @@ func (pp *PassPlacement) planRoom(g queue.Group, plan queue.Plan) *placement.Roo
 // made for another. Without this cap a group admitted on a plan evicts,
 // finds the reserved room refused by the Filter, and is released.
 // O(reservations^2 x their nodes), in plan checks only.
-func (pp *PassPlacement) keepReserved(g queue.Group) {
-	f := pp.Feas
+func (pp *passPlacement) keepReserved(g queue.Group) {
+	f := pp.feas
 	if len(f.Timed) == 0 {
 		return
 	}
@@ -139,13 +139,13 @@ func (pp *PassPlacement) keepReserved(g queue.Group) {
 // reclaimPool builds, on the pass's first reclaim Check, each reclaimable
 // queue's excess above what it keeps (max of its deserved share and its
 // guarantee).
-func (pp *PassPlacement) reclaimPool() *reclaimPool {
-	rp := &pp.Pool
-	if rp.Ready {
+func (pp *passPlacement) reclaimPool() *reclaimPool {
+	rp := &pp.pool
+	if rp.ready {
 		return rp
 	}
-	rp.Ready = true
-	a := pp.Adm
+	rp.ready = true
+	a := pp.adm
 	r := pp.Free.R
 	rp.victims, rp.budget = rp.victims[:0], rp.budget[:0]
 	rp.drawnAt = slices.Grow(rp.drawnAt[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
@@ -154,7 +154,7 @@ func (pp *PassPlacement) reclaimPool() *reclaimPool {
 		rp.drawn = map[drawKey]int64{}
 	}
 	clear(rp.drawn)
-	if !pp.Reclaim || a.Shares == nil {
+	if !pp.reclaim || a.Shares == nil {
 		return rp
 	}
 	for name, us := range a.Usage {
@@ -189,8 +189,8 @@ func (pp *PassPlacement) reclaimPool() *reclaimPool {
 // there hold, each within what is left of its excess. It returns how many
 // steps, in order, could be so attributed, and keeps their draws for
 // Commit.
-func (pp *PassPlacement) attribute(g queue.Group, classes []placement.Class, steps []placement.Step) int {
-	rp := &pp.Pool
+func (pp *passPlacement) attribute(g queue.Group, classes []placement.Class, steps []placement.Step) int {
+	rp := &pp.pool
 	r := pp.Free.R
 	rp.last = rp.last[:0]
 	rp.base = slices.Grow(rp.base[:0], len(pp.Free.Free))[:len(pp.Free.Free)]
@@ -249,8 +249,8 @@ func (pp *PassPlacement) attribute(g queue.Group, classes []placement.Class, ste
 
 // commitDraws takes from the victims' excess what the last successful
 // reclaim Check attributed to them.
-func (pp *PassPlacement) commitDraws() {
-	rp := &pp.Pool
+func (pp *passPlacement) commitDraws() {
+	rp := &pp.pool
 	r := pp.Free.R
 	for _, d := range rp.last {
 		rp.budget[d.victim][d.res] -= d.v

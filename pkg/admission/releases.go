@@ -36,7 +36,7 @@ func (r *releases) dirty(uid types.UID) {
 // timeline returns the timeline of ends laid out on pass p: rebuilt when
 // p's layout changed, else with the changed pods applied. The free room
 // now is the caller's to set (SetFree).
-func (r *releases) timeline(p *PassPlacement, ends map[types.UID]podEnd) *plan.Timeline {
+func (r *releases) timeline(p *passPlacement, ends map[types.UID]podEnd) *plan.Timeline {
 	if r.tl == nil || r.nodeGen != p.NodeGen || r.resourceGen != p.ResourceGen {
 		r.rebuild(p, ends)
 		return r.tl
@@ -57,7 +57,7 @@ func (r *releases) timeline(p *PassPlacement, ends map[types.UID]podEnd) *plan.T
 	return r.tl
 }
 
-func (r *releases) rebuild(p *PassPlacement, ends map[types.UID]podEnd) {
+func (r *releases) rebuild(p *passPlacement, ends map[types.UID]podEnd) {
 	r.nodeGen, r.resourceGen = p.NodeGen, p.ResourceGen
 	r.held = make(map[types.UID]plan.Alloc, len(ends))
 	allocs := make([]plan.Alloc, 0, len(ends))

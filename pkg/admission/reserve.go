@@ -13,7 +13,7 @@ import (
 // with the most free room now (the least to wait for), among the nodes no
 // other group holds. Nothing new is admitted onto them while the
 // reservation is renewed.
-func (pp *PassPlacement) Reserve(g queue.Group) bool {
+func (pp *passPlacement) Reserve(g queue.Group) bool {
 	classes, want := pp.unitClasses(g.Key)
 	if want == 0 {
 		return false
@@ -23,7 +23,7 @@ func (pp *PassPlacement) Reserve(g queue.Group) bool {
 	// Order every class's nodes by free room, largest first.
 	byFree := make([]int32, 0, n)
 	for i := range n {
-		if pp.Free.Blocked == nil || !pp.Free.Blocked[i] || pp.ReservedBy[i] == g.Key {
+		if pp.Free.Blocked == nil || !pp.Free.Blocked[i] || pp.reservedBy[i] == g.Key {
 			byFree = append(byFree, int32(i))
 		}
 	}
@@ -65,7 +65,7 @@ func (pp *PassPlacement) Reserve(g queue.Group) bool {
 	if fit < want {
 		return false
 	}
-	f := pp.Feas
+	f := pp.feas
 	res := f.Reservations[g.Key]
 	if res == nil {
 		res = &reservation{}
@@ -74,12 +74,12 @@ func (pp *PassPlacement) Reserve(g queue.Group) bool {
 		}
 		f.Reservations[g.Key] = res
 	}
-	res.Nodes, res.gen = res.Nodes[:0], pp.Gen
+	res.nodes, res.gen = res.nodes[:0], pp.gen
 	for _, s := range steps {
 		name := pp.Names[s.Node]
-		if !slices.Contains(res.Nodes, name) {
-			res.Nodes = append(res.Nodes, name)
-			pp.Block(int(s.Node), g.Key)
+		if !slices.Contains(res.nodes, name) {
+			res.nodes = append(res.nodes, name)
+			pp.block(int(s.Node), g.Key)
 		}
 	}
 	return true
@@ -100,34 +100,34 @@ func roomScore(free, big []int64, i int) float64 {
 
 // Finish drops the reservations this pass did not renew: their group was
 // admitted, left, or is no longer the starving head of its queue.
-func (pp *PassPlacement) Finish() {
+func (pp *passPlacement) Finish() {
 	pp.finishTime()
-	f := pp.Feas
+	f := pp.feas
 	for key, res := range f.Reservations {
-		if res.gen != pp.Gen {
+		if res.gen != pp.gen {
 			delete(f.Reservations, key)
 		}
 	}
 }
 
-// Block marks node i reserved for key.
-func (pp *PassPlacement) Block(i int, key queue.Key) {
+// block marks node i reserved for key.
+func (pp *passPlacement) block(i int, key queue.Key) {
 	n := len(pp.Names)
 	if pp.Free.Blocked == nil {
 		pp.Free.Blocked = make([]bool, n)
-		pp.ReservedBy = make([]queue.Key, n)
+		pp.reservedBy = make([]queue.Key, n)
 	}
-	pp.Free.Blocked[i], pp.ReservedBy[i] = true, key
+	pp.Free.Blocked[i], pp.reservedBy[i] = true, key
 }
 
 // unblockOwn lifts, for key's own checks, the block on the nodes reserved
 // for it, and returns them.
-func (pp *PassPlacement) unblockOwn(key queue.Key) []int {
+func (pp *passPlacement) unblockOwn(key queue.Key) []int {
 	if pp.Free.Blocked == nil {
 		return nil
 	}
 	var own []int
-	for i, k := range pp.ReservedBy {
+	for i, k := range pp.reservedBy {
 		if k == key {
 			pp.Free.Blocked[i] = false
 			own = append(own, i)
@@ -136,8 +136,8 @@ func (pp *PassPlacement) unblockOwn(key queue.Key) []int {
 	return own
 }
 
-func (pp *PassPlacement) reblock(own []int, key queue.Key) {
+func (pp *passPlacement) reblock(own []int, key queue.Key) {
 	for _, i := range own {
-		pp.Block(i, key)
+		pp.block(i, key)
 	}
 }

@@ -162,8 +162,8 @@ type timePlan struct {
 	Unheld []queue.Key
 }
 
-// ResetTime readies the time plan for a pass at now.
-func (pp *PassPlacement) ResetTime(now time.Time) {
+// resetTime readies the time plan for a pass at now.
+func (pp *passPlacement) resetTime(now time.Time) {
 	tp := &pp.Tp
 	tp.now, tp.built = now.Unix(), false
 	tp.inflight, tp.temp = tp.inflight[:0], tp.temp[:0]
@@ -176,10 +176,10 @@ func (pp *PassPlacement) ResetTime(now time.Time) {
 // buildPlan brings the release timeline up to date with the working room
 // and plans again, first, the reservations the last pass kept. O(changed
 // pods with a limit x log E + nodes x resources), plus the reservations.
-func (pp *PassPlacement) buildPlan() {
+func (pp *passPlacement) buildPlan() {
 	tp := &pp.Tp
 	tp.built = true
-	tl := pp.Feas.Releases.timeline(pp, pp.Adm.Ends)
+	tl := pp.feas.Releases.timeline(pp, pp.adm.Ends)
 	r := pp.Free.R
 	for i := range len(pp.Names) {
 		row := pp.Free.Free[i*r : (i+1)*r]
@@ -194,21 +194,21 @@ func (pp *PassPlacement) buildPlan() {
 	} else {
 		tp.p.Reset(tl, tp.now, MaxReservations)
 	}
-	for _, t := range pp.Feas.Timed {
-		if u := pp.Adm.Units[t.Key]; u != nil && !u.Admitted {
+	for _, t := range pp.feas.Timed {
+		if u := pp.adm.Units[t.Key]; u != nil && !u.Admitted {
 			pp.reserve(t.Key)
 		}
 	}
-	pp.ClassKey = queue.Key{} // reserve used the class scratch
+	pp.classKey = queue.Key{} // reserve used the class scratch
 }
 
 // mayPlan says whether a reservation can exist in this pass: some room
 // must come back at a known time, from a bound pod or an admitted unit
 // with a limit. Without one no group that fails to fit now ever fits, and
 // a cluster whose jobs declare no limits pays nothing for planning.
-func (pp *PassPlacement) mayPlan() bool {
+func (pp *passPlacement) mayPlan() bool {
 	tp := &pp.Tp
-	if tp.built || len(pp.Adm.Ends) > 0 {
+	if tp.built || len(pp.adm.Ends) > 0 {
 		return true
 	}
 	if !tp.probed {
@@ -224,7 +224,7 @@ func (pp *PassPlacement) mayPlan() bool {
 }
 
 // Hold implements queue.Planner.
-func (pp *PassPlacement) Hold(g queue.Group) bool {
+func (pp *passPlacement) Hold(g queue.Group) bool {
 	tp := &pp.Tp
 	if !pp.mayPlan() {
 		pp.noteUnheld(g.Key)
@@ -249,7 +249,7 @@ func (pp *PassPlacement) Hold(g queue.Group) bool {
 }
 
 // noteUnheld notes a head Hold found no reservation for.
-func (pp *PassPlacement) noteUnheld(key queue.Key) {
+func (pp *passPlacement) noteUnheld(key queue.Key) {
 	if !slices.Contains(pp.Tp.Unheld, key) {
 		pp.Tp.Unheld = append(pp.Tp.Unheld, key)
 	}
@@ -257,7 +257,7 @@ func (pp *PassPlacement) noteUnheld(key queue.Key) {
 
 // reserveOn plans key's reservation on p; false when key has nothing to
 // place or never fits.
-func (pp *PassPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
+func (pp *passPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservation, bool) {
 	classes, want := pp.unitClasses(key)
 	if want == 0 {
 		classes, want = pp.plannedClasses(key)
@@ -266,7 +266,7 @@ func (pp *PassPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 		return plan.Reservation{}, false
 	}
 	g := plan.Gang{Key: key.String(), Classes: classes, Limit: pp.limitOf(key)}
-	if t, ok := pp.Feas.ReservationOf(key); ok {
+	if t, ok := pp.feas.ReservationOf(key); ok {
 		g.Keep, g.KeepAt = pp.keptPlacement(t), t.Start
 	}
 	res, err := p.Reserve(g)
@@ -275,7 +275,7 @@ func (pp *PassPlacement) reserveOn(p *plan.Plan, key queue.Key) (plan.Reservatio
 
 // keptPlacement is t's placement by this pass's node indexes; nil when a
 // node of it is gone.
-func (pp *PassPlacement) keptPlacement(t Timed) []placement.Step {
+func (pp *passPlacement) keptPlacement(t Timed) []placement.Step {
 	out := make([]placement.Step, 0, len(t.steps))
 	for _, s := range t.steps {
 		i, ok := pp.Index[s.node]
@@ -288,7 +288,7 @@ func (pp *PassPlacement) keptPlacement(t Timed) []placement.Step {
 }
 
 // reserve plans key's reservation and records it.
-func (pp *PassPlacement) reserve(key queue.Key) {
+func (pp *passPlacement) reserve(key queue.Key) {
 	res, ok := pp.reserveOn(pp.Tp.p, key)
 	if !ok {
 		return
@@ -321,12 +321,12 @@ func (pp *PassPlacement) reserve(key queue.Key) {
 // the kubelet counts the limit from that start rounded up (runlimit.EndOf);
 // a job let in to end by a reservation's start must end by it once bound.
 // O(members).
-func (pp *PassPlacement) limitOf(key queue.Key) int64 {
-	u := pp.Adm.Units[key]
+func (pp *passPlacement) limitOf(key queue.Key) int64 {
+	u := pp.adm.Units[key]
 	if u == nil {
 		return 0
 	}
-	a := pp.Adm
+	a := pp.adm
 	var l runlimit.Limit
 	if u.Gang == nil {
 		l, _ = a.LimitOfPod(u.Pod, nil)
@@ -355,7 +355,7 @@ func (pp *PassPlacement) limitOf(key queue.Key) int64 {
 // backfill like any other: the reservations planned after its own were
 // placed around its later start, and taking room now, before they were
 // placed, can push the ones before it back.
-func (pp *PassPlacement) backfills(g queue.Group, classes []placement.Class) bool {
+func (pp *passPlacement) backfills(g queue.Group, classes []placement.Class) bool {
 	tp := &pp.Tp
 	tp.jobKey, tp.delayed = g.Key, false
 	if !tp.built || len(tp.held) == 0 || pp.startsOnReservation(g.Key) {
@@ -394,14 +394,14 @@ func (pp *PassPlacement) backfills(g queue.Group, classes []placement.Class) boo
 
 // startsOnReservation reports whether key holds a reservation of this pass
 // that starts now.
-func (pp *PassPlacement) startsOnReservation(key queue.Key) bool {
+func (pp *passPlacement) startsOnReservation(key queue.Key) bool {
 	tp := &pp.Tp
 	i := slices.IndexFunc(tp.held, func(t Timed) bool { return t.Key == key })
 	return i >= 0 && tp.held[i].Start <= tp.now
 }
 
 // commitJob takes, in the plan, the room of g's last backfill check.
-func (pp *PassPlacement) commitJob(g queue.Group) {
+func (pp *passPlacement) commitJob(g queue.Group) {
 	tp := &pp.Tp
 	if tp.jobKey != g.Key {
 		return
@@ -410,10 +410,10 @@ func (pp *PassPlacement) commitJob(g queue.Group) {
 	tp.jobKey = queue.Key{}
 }
 
-// Delayed implements queue.Planner.
-func (pp *PassPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
+// delayed implements queue.Planner.
+func (pp *passPlacement) delayed(g queue.Group) (queue.Key, time.Time, bool) {
 	tp := &pp.Tp
-	if !tp.delayed || pp.LastKey != g.Key {
+	if !tp.delayed || pp.lastKey != g.Key {
 		return queue.Key{}, time.Time{}, false
 	}
 	return tp.delayBy.Key, time.Unix(tp.delayBy.Start, 0), true
@@ -421,8 +421,8 @@ func (pp *PassPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
 
 // finishTime keeps the reservations this pass asked for, of groups still
 // waiting, for the next pass and for users.
-func (pp *PassPlacement) finishTime() {
-	f := pp.Feas
+func (pp *passPlacement) finishTime() {
+	f := pp.feas
 	for _, a := range pp.Tp.temp {
 		f.Releases.tl.Remove(a)
 	}
@@ -435,7 +435,7 @@ func (pp *PassPlacement) finishTime() {
 	f.Timed = f.Timed[:0]
 	clear(f.TimedBy)
 	for _, t := range pp.Tp.held {
-		if u := pp.Adm.Units[t.Key]; u != nil && !u.Admitted && pp.Tp.renewed[t.Key] {
+		if u := pp.adm.Units[t.Key]; u != nil && !u.Admitted && pp.Tp.renewed[t.Key] {
 			if f.TimedBy == nil {
 				f.TimedBy = map[queue.Key]int{}
 			}
@@ -461,20 +461,20 @@ func (pp *PassPlacement) finishTime() {
 // RetryHeldOut adds to act the waiting pods of admitted units when the
 // pass gave reserved room back: the CalderaReservation Filter may have
 // kept them out of it. O(admitted units still placing).
-func (pp *PassPlacement) RetryHeldOut(act map[string]*v1.Pod) {
+func (pp *passPlacement) RetryHeldOut(act map[string]*v1.Pod) {
 	if !pp.roomReturned {
 		return
 	}
-	for _, u := range pp.Feas.Inflight {
-		pp.Adm.unitPendingPodsLocked(u, act)
+	for _, u := range pp.feas.inflight {
+		pp.adm.unitPendingPodsLocked(u, act)
 	}
 }
 
 // releasedByStarts fills each kept reservation's released amounts: what
 // bound pods on its nodes give back by its start. One scan of the pods
 // with a limit, in passes that keep a reservation only.
-func (pp *PassPlacement) releasedByStarts() {
-	f := pp.Feas
+func (pp *passPlacement) releasedByStarts() {
+	f := pp.feas
 	if len(f.Timed) == 0 {
 		return
 	}
@@ -488,7 +488,7 @@ func (pp *PassPlacement) releasedByStarts() {
 			where[n] = append(where[n], at{ti, ni})
 		}
 	}
-	for _, e := range pp.Adm.Ends {
+	for _, e := range pp.adm.Ends {
 		for _, w := range where[e.Node] {
 			if t := &f.Timed[w.t]; e.end <= t.Start {
 				t.Released[w.n].Add(e.req)
