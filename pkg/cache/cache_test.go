@@ -1582,3 +1582,12 @@ func TestPermitAllowsTheTailOfAGangWhoseMinimumSucceeded(t *testing.T) {
 		t.Errorf("Permit(p2) after the minimum succeeded = %+v, want allowed", r)
 	}
 }
+
+// rl is a resource list of name, quantity pairs.
+func rl(pairs ...string) v1.ResourceList {
+	out := v1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		out[v1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}

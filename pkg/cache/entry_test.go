@@ -3,8 +3,9 @@ package cache
 import (
 	"testing"
 
-	"github.com/caldera-sched/caldera/pkg/admission"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/admission"
 )
 
 // A pod recreated under its name reaches ApplyPod as an update whose uid

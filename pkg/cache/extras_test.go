@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caldera-sched/caldera/pkg/admission"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/admission"
 )
 
 // TestExtraMembersWithinCapability: the members of an elastic gang beyond its

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
-	v1 "k8s.io/api/core/v1"
 )
 
 // fourNodes adds four 4-cpu nodes: 16 cpu in all, one 3-cpu member each.

@@ -1,8 +1,9 @@
 package cache
 
 import (
-	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // GangShape returns the minMember of pod's gang and how many of its members

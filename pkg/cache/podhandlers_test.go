@@ -7,9 +7,10 @@ package cache
 // side alone.
 
 import (
-	"github.com/caldera-sched/caldera/pkg/gangbook"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // onUnfinishedPod takes an add or update from the scheduler's pod informer.

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
-	v1 "k8s.io/api/core/v1"
 )
 
 // A gang refused for want of room goes through PreEnqueue, all its

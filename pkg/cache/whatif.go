@@ -1,8 +1,9 @@
 package cache
 
 import (
-	"github.com/caldera-sched/caldera/pkg/admission"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/caldera-sched/caldera/pkg/admission"
 )
 
 // AdmissionOf returns the admission view of pod's unit, false when the

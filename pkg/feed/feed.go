@@ -216,13 +216,13 @@ func (f *Feed) wireFinished(ctx context.Context) error {
 			o.LabelSelector = gangbook.PodGroupLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(cache.SlimPod))
+		informers.WithTransform(SlimPod))
 	jobs := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = "!" + gangbook.PodGroupLabel + "," + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(cache.SlimJobPod))
+		informers.WithTransform(SlimJobPod))
 	var regs []clientcache.ResourceEventHandlerRegistration
 	for _, factory := range []informers.SharedInformerFactory{labelled, jobs} {
 		reg, err := factory.Core().V1().Pods().Informer().AddEventHandler(f.finishedHandler(ctx))
@@ -255,9 +255,9 @@ func (f *Feed) wireJoinedFinished(ctx context.Context, on bool) error {
 			o.LabelSelector = "!" + gangbook.PodGroupLabel + ",!" + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(cache.SlimJoinedPod))
+		informers.WithTransform(SlimJoinedPod))
 	reg, err := factory.Core().V1().Pods().Informer().AddEventHandler(clientcache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool { pod := asPod(obj); return pod != nil && cache.JoinsByName(pod) },
+		FilterFunc: func(obj any) bool { pod := asPod(obj); return pod != nil && gangbook.JoinsByName(pod) },
 		Handler:    f.finishedHandler(ctx),
 	})
 	if err != nil {

@@ -72,3 +72,13 @@ func PodPriority(pod *v1.Pod) int32 {
 	}
 	return 0
 }
+
+// JoinsByName reports whether pod joins a group by Volcano's group-name
+// annotation or upstream's spec.schedulingGroup rather than by the label.
+func JoinsByName(pod *v1.Pod) bool {
+	if _, labelled := pod.Labels[PodGroupLabel]; labelled {
+		return false
+	}
+	_, ok := PodGroupName(pod)
+	return ok
+}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
@@ -232,7 +233,7 @@ func (f *Feeder) relistUnfinished(pods []*v1.Pod) {
 // labelled pods, and Job pods without the label, in a phase
 // cache.FinishedSelector selects, slimmed by their transforms.
 func (f *Feeder) relistFinished(pods []*v1.Pod) {
-	for i, transform := range []func(any) (any, error){cache.SlimPod, cache.SlimJobPod} {
+	for i, transform := range []func(any) (any, error){feed.SlimPod, feed.SlimJobPod} {
 		relist(f.finished[i], pods, func(p *v1.Pod) (*v1.Pod, bool) {
 			_, labelled := p.Labels[gangbook.PodGroupLabel]
 			_, job := p.Labels[batchv1.JobNameLabel]

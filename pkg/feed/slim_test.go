@@ -1,4 +1,4 @@
-package cache
+package feed
 
 import (
 	"testing"
@@ -15,6 +15,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
+// rl is a resource list of name, quantity pairs.
 func rl(pairs ...string) v1.ResourceList {
 	out := v1.ResourceList{}
 	for i := 0; i < len(pairs); i += 2 {
@@ -87,8 +88,8 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 			if got, want := convert.PodRequest(slim), convert.PodRequest(full); !equality.Semantic.DeepEqual(got, want) {
 				t.Errorf("request %v after slimming, want %v", got, want)
 			}
-			if phaseOf(slim) != phaseOf(full) || gangbook.PodPriority(slim) != gangbook.PodPriority(full) {
-				t.Errorf("phase or priority changed: %v/%d, want %v/%d", phaseOf(slim), gangbook.PodPriority(slim), phaseOf(full), gangbook.PodPriority(full))
+			if slim.Status.Phase != full.Status.Phase || gangbook.PodPriority(slim) != gangbook.PodPriority(full) {
+				t.Errorf("phase or priority changed: %v/%d, want %v/%d", slim.Status.Phase, gangbook.PodPriority(slim), full.Status.Phase, gangbook.PodPriority(full))
 			}
 			keep := full.DeepCopy()
 			keep.Annotations, keep.ManagedFields = nil, nil
@@ -140,7 +141,7 @@ func TestSlimJobPod(t *testing.T) {
 	}
 	a, _ := SlimJobPod(annotated)
 	ap := a.(*v1.Pod)
-	if k, ok := gangbook.GroupKeyOf(ap); !ok || k != key("ns", "job-train") || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
+	if k, ok := gangbook.GroupKeyOf(ap); !ok || k != (gangbook.GroupKey{Namespace: "ns", Name: "job-train"}) || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
 		t.Errorf("slimmed annotated pod: group %v %v, annotations %v, phase %s", k, ok, ap.Annotations, ap.Status.Phase)
 	}
 	p, _ := SlimJobPod(plain)
@@ -153,5 +154,30 @@ func TestSlimJobPod(t *testing.T) {
 		if !equality.Semantic.DeepEqual(again, o) {
 			t.Errorf("SlimJobPod is not idempotent on %s", o.Name)
 		}
+	}
+}
+
+// TestSlimJoinedPodKeepsUpstreamMembers: a finished member of an upstream
+// PodGroup stays a member of its group once slimmed (the copy keeps
+// spec.schedulingGroup), and a finished pod that joins no group keeps only
+// its identity.
+func TestSlimJoinedPodKeepsUpstreamMembers(t *testing.T) {
+	member := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "m0", Namespace: "ns", UID: "m0", Annotations: map[string]string{"other": "big"}},
+		Spec:       v1.PodSpec{SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: ptr.To("g")}},
+		Status:     v1.PodStatus{Phase: v1.PodSucceeded},
+	}
+	slim, err := SlimJoinedPod(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, ok := gangbook.GroupKeyOf(slim.(*v1.Pod)); !ok || key != (gangbook.GroupKey{Namespace: "ns", Name: "g"}) {
+		t.Errorf("slimmed member: GroupKeyOf = %v, %v; want ns/g", key, ok)
+	}
+	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p", Annotations: map[string]string{"other": "big"}},
+		Status: v1.PodStatus{Phase: v1.PodSucceeded}}
+	got, _ := SlimJoinedPod(other)
+	if want := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p"}}); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("slimmed pod of no group %+v, want its identity only", got)
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package feed
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
 // SlimPod is the transform of the finished-member informer: it keeps only
@@ -91,7 +92,7 @@ func SlimJobPod(obj any) (any, error) {
 	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
 		return SlimPod(obj)
 	}
-	if JoinsByName(pod) {
+	if gangbook.JoinsByName(pod) {
 		return SlimJoinedPod(pod)
 	}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{

@@ -1,4 +1,4 @@
-package cache
+package feed
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -15,16 +15,6 @@ import (
 // pods are left to the finished Job pods informer (SlimJobPod keeps theirs
 // too), so that no pod arrives twice.
 
-// JoinsByName reports whether pod joins a group by Volcano's group-name
-// annotation or upstream's spec.schedulingGroup rather than by the label.
-func JoinsByName(pod *v1.Pod) bool {
-	if _, labelled := pod.Labels[gangbook.PodGroupLabel]; labelled {
-		return false
-	}
-	_, ok := gangbook.PodGroupName(pod)
-	return ok
-}
-
 // SlimJoinedPod slims a finished pod as SlimPod does, keeping the Volcano
 // group-name annotation that makes it a member, and its task (SlimPod keeps
 // spec.schedulingGroup); a pod that joins no group keeps only its
@@ -34,7 +24,7 @@ func SlimJoinedPod(obj any) (any, error) {
 	if !ok {
 		return SlimPod(obj)
 	}
-	if !JoinsByName(pod) {
+	if !gangbook.JoinsByName(pod) {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels}}, nil
 	}
@@ -45,7 +35,7 @@ func SlimJoinedPod(obj any) (any, error) {
 	if name, ok := volcano.GroupName(pod); ok {
 		slim := out.(*v1.Pod)
 		slim.Annotations = map[string]string{volcano.GroupNameAnnotation: name}
-		if task := podTask(pod); task != "" {
+		if task := volcano.TaskName(pod); task != "" {
 			// A succeeded member counts towards its task's minimum.
 			slim.Annotations[volcano.TaskSpecKey] = task
 		}
