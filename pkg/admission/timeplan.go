@@ -410,8 +410,13 @@ func (pp *passPlacement) commitJob(g queue.Group) {
 	tp.jobKey = queue.Key{}
 }
 
-// delayed implements queue.Planner.
-func (pp *passPlacement) delayed(g queue.Group) (queue.Key, time.Time, bool) {
+// The pass finds the plan through a type assertion (queue.Planner is
+// optional for a Placement), so nothing but this line would notice a
+// method of it renamed away.
+var _ queue.Planner = (*passPlacement)(nil)
+
+// Delayed implements queue.Planner.
+func (pp *passPlacement) Delayed(g queue.Group) (queue.Key, time.Time, bool) {
 	tp := &pp.Tp
 	if !tp.delayed || pp.lastKey != g.Key {
 		return queue.Key{}, time.Time{}, false

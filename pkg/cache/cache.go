@@ -21,6 +21,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
+	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -90,7 +91,7 @@ type Cache struct {
 	// lead decides when status is written (NewProvider).
 	lead *status.Leadership
 	// requests shares equal request lists among pods; guarded by mu.
-	requests requestInterner
+	requests convert.RequestInterner
 	// bindSlots bound the binding calls in flight (CalderaBinder).
 	bindSlots Slots
 

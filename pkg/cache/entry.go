@@ -30,7 +30,7 @@ func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
 	if replacedOld {
 		c.unfinishedPodDeleteLocked(old)
 	}
-	c.requests.remember(pod) // a member's record and its account sum it once
+	c.requests.Remember(pod) // a member's record and its account sum it once
 	act := c.unfinishedPodLocked(pod, key, labelled)
 	if c.adm.On() {
 		if replacedOld {
@@ -39,7 +39,7 @@ func (c *Cache) ApplyPod(logger klog.Logger, old, pod *v1.Pod) {
 		}
 		act = withActs(act, c.accountPodLocked(pod, key, labelled, false))
 	}
-	c.requests.forget()
+	c.requests.Forget()
 	c.mu.Unlock()
 	c.activate(logger, act)
 }

@@ -197,7 +197,7 @@ func (c *Cache) upsertMemberLocked(key gangbook.GroupKey, pod *v1.Pod) (*gangboo
 	m := g.Members[pod.UID]
 	ownerChanged := false
 	if m == nil {
-		m = &gangbook.Member{Request: c.requests.podRequest(pod, nil), Task: podTask(pod)}
+		m = &gangbook.Member{Request: c.requests.PodRequest(pod, nil), Task: podTask(pod)}
 		g.Members[pod.UID] = m
 		c.memberOf[pod.UID] = key
 		g.AddPriority(gangbook.PodPriority(pod))
@@ -214,7 +214,7 @@ func (c *Cache) upsertMemberLocked(key gangbook.GroupKey, pod *v1.Pod) (*gangboo
 	} else {
 		countLocked(g, m, -1, c.adm)
 		// Requests change in place (a resize): the gang's minimum must follow.
-		if req := c.requests.podRequest(pod, m.Request); !req.Equal(m.Request) {
+		if req := c.requests.PodRequest(pod, m.Request); !req.Equal(m.Request) {
 			m.Request = req
 			g.MinRequestValid = false
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPodRequest checks the allocation-free request of a pod event
-// against podRequest (resourcehelper.PodRequests) for the pod shapes it
+// against convert.PodRequest (resourcehelper.PodRequests) for the pod shapes it
 // handles itself and those it hands over, and that an unchanged request
 // reuses the previous account's list.
 func TestPodRequest(t *testing.T) {
@@ -53,11 +53,11 @@ func TestPodRequest(t *testing.T) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			want := convert.PodRequest(pod)
-			got := c.requests.podRequest(pod, nil)
+			got := c.requests.PodRequest(pod, nil)
 			if !got.Equal(want) {
-				t.Fatalf("requests.podRequest = %v, convert.PodRequest = %v", got, want)
+				t.Fatalf("requests.PodRequest = %v, convert.PodRequest = %v", got, want)
 			}
-			if again := c.requests.podRequest(pod, got); !again.Equal(want) {
+			if again := c.requests.PodRequest(pod, got); !again.Equal(want) {
 				t.Fatalf("with a previous account: %v, want %v", again, want)
 			}
 		})
@@ -67,12 +67,12 @@ func TestPodRequest(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		pod := withContainers(reqs("cpu", "1"))
-		old := c.requests.podRequest(pod, nil)
-		if got := c.requests.podRequest(pod, old); !sameMap(got, old) {
+		old := c.requests.PodRequest(pod, nil)
+		if got := c.requests.PodRequest(pod, old); !sameMap(got, old) {
 			t.Fatalf("unchanged request: got a new list %v", got)
 		}
 		resized := withContainers(reqs("cpu", "2"))
-		got := c.requests.podRequest(resized, old)
+		got := c.requests.PodRequest(resized, old)
 		if sameMap(got, old) || got["cpu"] != 2000 || old["cpu"] != 1000 {
 			t.Fatalf("resized: got %v (old %v), want a new list with cpu 2000 and the old one untouched", got, old)
 		}

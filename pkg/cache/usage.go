@@ -48,7 +48,7 @@ func (c *Cache) accountPodLocked(pod *v1.Pod, gk gangbook.GroupKey, labelled, de
 	} else {
 		oldReq = old.Req
 	}
-	*acct = admission.PodAcct{Req: c.requests.podRequest(pod, oldReq), Bound: pod.Spec.NodeName != "", Prio: gangbook.PodPriority(pod), Node: pod.Spec.NodeName}
+	*acct = admission.PodAcct{Req: c.requests.PodRequest(pod, oldReq), Bound: pod.Spec.NodeName != "", Prio: gangbook.PodPriority(pod), Node: pod.Spec.NodeName}
 	if labelled && a.Ours(pod) {
 		acct.Unit = admission.GangUnitKey(gk)
 	} else if singleton {

@@ -1,4 +1,4 @@
-package cache
+package convert
 
 import (
 	"reflect"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestRequestInterner(t *testing.T) {
-	var in requestInterner
+	var in RequestInterner
 	a := in.intern(resources.List{resources.CPU: 1000, "memory": 1 << 30})
 	b := in.intern(resources.List{"memory": 1 << 30, resources.CPU: 1000})
 	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b).Pointer() {
@@ -48,7 +48,7 @@ func TestRequestInterner(t *testing.T) {
 }
 
 func BenchmarkRequestInternerHit(b *testing.B) {
-	var in requestInterner
+	var in RequestInterner
 	l := resources.List{resources.CPU: 1000, "memory": 1 << 30, "nvidia.com/gpu": 1}
 	in.intern(l)
 	b.ReportAllocs()

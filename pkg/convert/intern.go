@@ -1,30 +1,30 @@
-package cache
+package convert
 
 import (
 	"slices"
 	"strconv"
 
-	"github.com/caldera-sched/caldera/pkg/convert"
-	"github.com/caldera-sched/caldera/pkg/resources"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
 // maxInterned bounds the table of shared requests: past it, a request of a
 // new shape gets a list of its own, as every request did before.
 const maxInterned = 4096
 
-// requestInterner shares one request list among the pods that request the
+// RequestInterner shares one request list among the pods that request the
 // same amounts. A batch job's pods mostly do (every worker asks for the same
 // cpu, memory and GPUs), and a small map costs a few hundred bytes, a large
 // part of what the cache holds per pod. Shared lists are never changed in
 // place: the cache only reads a pod's request (and replaces it when it
 // changes), adding it into or subtracting it from totals of its own.
-type requestInterner struct {
+type RequestInterner struct {
 	lists map[string]resources.List
 	key   []byte
 	names []string
-	// scratch and scratchQ are podRequest's working lists.
+	// scratch and scratchQ are PodRequest's working lists.
 	scratch  resources.List
 	scratchQ v1.ResourceList
 	// memoPod is the pod one ApplyPod takes (nil outside it), and memoReq
@@ -38,17 +38,17 @@ type requestInterner struct {
 	last resources.List
 }
 
-// remember makes podRequest sum pod's request once until forget: the
+// Remember makes PodRequest sum pod's request once until forget: the
 // caller holds the pod unchanged in between (one ApplyPod, under the lock).
-func (in *requestInterner) remember(pod *v1.Pod) { in.memoPod, in.memoReq = pod, nil }
+func (in *RequestInterner) Remember(pod *v1.Pod) { in.memoPod, in.memoReq = pod, nil }
 
-// forget ends remember, so that no pod object is kept beyond its event.
-func (in *requestInterner) forget() { in.memoPod, in.memoReq = nil, nil }
+// Forget ends Remember, so that no pod object is kept beyond its event.
+func (in *RequestInterner) Forget() { in.memoPod, in.memoReq = nil, nil }
 
-// podRequest is convert.PodRequest(pod), shared, and old itself when the
+// PodRequest is PodRequest(pod), shared, and old itself when the
 // request did not change (a bind, a status update); the remembered pod's
-// is summed once (remember).
-func (in *requestInterner) podRequest(pod *v1.Pod, old resources.List) resources.List {
+// is summed once (Remember).
+func (in *RequestInterner) PodRequest(pod *v1.Pod, old resources.List) resources.List {
 	if pod != in.memoPod {
 		return in.sum(pod, old)
 	}
@@ -63,10 +63,10 @@ func (in *requestInterner) podRequest(pod *v1.Pod, old resources.List) resources
 // is summed into scratch lists and compared, without the allocations of
 // resourcehelper.PodRequests: a restart takes every bound pod through
 // here.
-func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
+func (in *RequestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 	spec := &pod.Spec
 	if len(spec.InitContainers) > 0 || spec.Overhead != nil || spec.Resources != nil {
-		return in.intern(convert.PodRequest(pod))
+		return in.intern(PodRequest(pod))
 	}
 	if in.scratch == nil {
 		in.scratch, in.scratchQ = resources.List{}, v1.ResourceList{}
@@ -79,7 +79,7 @@ func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 		}
 	} else {
 		// Summed as Quantities and converted once, as
-		// convert.Resources(PodRequests) does, so rounding of fractional
+		// Resources(PodRequests) does, so rounding of fractional
 		// amounts is the same.
 		clear(in.scratchQ)
 		for i := range spec.Containers {
@@ -99,7 +99,7 @@ func (in *requestInterner) sum(pod *v1.Pod, old resources.List) resources.List {
 	return in.intern(in.scratch)
 }
 
-// setQuantity sets resource name of l to q, as convert.Resources does.
+// setQuantity sets resource name of l to q, as Resources does.
 func setQuantity(l resources.List, name v1.ResourceName, q resource.Quantity) {
 	if name == v1.ResourceCPU {
 		l[resources.CPU] = q.MilliValue()
@@ -110,7 +110,7 @@ func setQuantity(l resources.List, name v1.ResourceName, q resource.Quantity) {
 
 // intern returns a list equal to l that may be shared; l itself is not kept.
 // O(len(l) log len(l)); allocation-free when the shape is already known.
-func (in *requestInterner) intern(l resources.List) resources.List {
+func (in *RequestInterner) intern(l resources.List) resources.List {
 	if sameEntries(in.last, l) {
 		return in.last
 	}
@@ -133,7 +133,7 @@ func sameEntries(a, b resources.List) bool {
 }
 
 // lookup is intern by the list's key in the table.
-func (in *requestInterner) lookup(l resources.List) resources.List {
+func (in *RequestInterner) lookup(l resources.List) resources.List {
 	in.names = in.names[:0]
 	for name := range l {
 		in.names = append(in.names, name)
