@@ -14,7 +14,7 @@ VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
 	-X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitCommit=$(GIT_SHA)
 LDFLAGS := $(VERSION_LDFLAGS) -X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/convert/... ./pkg/groupspec/... ./pkg/dialect/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/status/... ./pkg/admission/... ./pkg/dumpsignal/... ./pkg/plugins/... ./pkg/plan/... ./pkg/disruption/... ./pkg/noderoom/... ./pkg/runlimit/... ./pkg/feed/...
+POLICY_PKGS := ./pkg/gang/... ./pkg/resources/... ./pkg/convert/... ./pkg/groupspec/... ./pkg/dialect/... ./pkg/queue/... ./pkg/reclaim/... ./pkg/placement/... ./pkg/cache/... ./pkg/status/... ./pkg/admission/... ./pkg/dumpsignal/... ./pkg/plugins/... ./pkg/plan/... ./pkg/disruption/... ./pkg/noderoom/... ./pkg/runlimit/... ./pkg/feed/... ./pkg/gangbook/... ./pkg/podslim/...
 INTEGRATION_TIMEOUT ?= 30m
 
 .PHONY: all build test fmt-check vet unit integration test-random crds crds-volcano verify clean bench-unit bench bench-full bench-scale bench-upstream bench-quality etcd sandbox demo sandbox-autoscaler image image-check

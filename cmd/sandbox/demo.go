@@ -262,7 +262,7 @@ func reap(ctx context.Context, c *clients, st *state) {
 }
 
 // groupOf names the PodGroup of p's gang as the scheduler decides it
-// (cache.GroupKeyOf: the pod-group label, else the PodGroup created for
+// (gangbook.GroupKeyOf: the pod-group label, else the PodGroup created for
 // its Job's gang by annotation); "" for a singleton.
 func groupOf(p *corev1.Pod) string {
 	k, _ := gangbook.GroupKeyOf(p)

@@ -148,7 +148,7 @@ func (jo *jobsOptions) list(ctx context.Context, kc kubernetes.Interface, pc pgc
 }
 
 // podGroupOf names the PodGroup of pod's gang as the scheduler decides it
-// (cache.GroupKeyOf): its pod-group label, else the PodGroup of its
+// (gangbook.GroupKeyOf): its pod-group label, else the PodGroup of its
 // controller when it asks for a gang by annotation; "" for none.
 func podGroupOf(p *corev1.Pod) string {
 	if g := p.Labels[v1alpha1.PodGroupLabel]; g != "" {

@@ -28,6 +28,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
+	"github.com/caldera-sched/caldera/pkg/podslim"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -216,13 +217,13 @@ func (f *Feed) wireFinished(ctx context.Context) error {
 			o.LabelSelector = gangbook.PodGroupLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(SlimPod))
+		informers.WithTransform(podslim.Pod))
 	jobs := informers.NewSharedInformerFactoryWithOptions(f.h.ClientSet(), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = "!" + gangbook.PodGroupLabel + "," + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(SlimJobPod))
+		informers.WithTransform(podslim.JobPod))
 	var regs []clientcache.ResourceEventHandlerRegistration
 	for _, factory := range []informers.SharedInformerFactory{labelled, jobs} {
 		reg, err := factory.Core().V1().Pods().Informer().AddEventHandler(f.finishedHandler(ctx))
@@ -255,7 +256,7 @@ func (f *Feed) wireJoinedFinished(ctx context.Context, on bool) error {
 			o.LabelSelector = "!" + gangbook.PodGroupLabel + ",!" + batchv1.JobNameLabel
 			o.FieldSelector = cache.FinishedSelector
 		}),
-		informers.WithTransform(SlimJoinedPod))
+		informers.WithTransform(podslim.JoinedPod))
 	reg, err := factory.Core().V1().Pods().Informer().AddEventHandler(clientcache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool { pod := asPod(obj); return pod != nil && gangbook.JoinsByName(pod) },
 		Handler:    f.finishedHandler(ctx),

@@ -36,8 +36,8 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
-	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
+	"github.com/caldera-sched/caldera/pkg/podslim"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -233,7 +233,7 @@ func (f *Feeder) relistUnfinished(pods []*v1.Pod) {
 // labelled pods, and Job pods without the label, in a phase
 // cache.FinishedSelector selects, slimmed by their transforms.
 func (f *Feeder) relistFinished(pods []*v1.Pod) {
-	for i, transform := range []func(any) (any, error){feed.SlimPod, feed.SlimJobPod} {
+	for i, transform := range []func(any) (any, error){podslim.Pod, podslim.JobPod} {
 		relist(f.finished[i], pods, func(p *v1.Pod) (*v1.Pod, bool) {
 			_, labelled := p.Labels[gangbook.PodGroupLabel]
 			_, job := p.Labels[batchv1.JobNameLabel]

@@ -11,7 +11,7 @@ import (
 )
 
 // TestSnapshotAnnotatedGang: the model groups a gang asked for by annotation
-// as the scheduler does (cache.GroupKeyOf), takes minMember and timeout from
+// as the scheduler does (gangbook.GroupKeyOf), takes minMember and timeout from
 // the annotations until the created PodGroup exists and from the PodGroup
 // after, and names the gang's incarnation by its owner.
 func TestSnapshotAnnotatedGang(t *testing.T) {

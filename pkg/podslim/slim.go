@@ -1,4 +1,9 @@
-package feed
+// Package podslim holds the transforms of the informers pkg/feed builds for
+// finished pods: each keeps of a pod only what the cache reads, so that an
+// informer holding every finished member costs little memory. The feed and
+// the test feeder (pkg/cache/cachetest) use them; they import nothing of
+// the cache.
+package podslim
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -9,14 +14,14 @@ import (
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
-// SlimPod is the transform of the finished-member informer: it keeps only
+// Pod is the transform of the finished-member informer: it keeps only
 // what the cache reads (identity, labels, times, scheduling fields, and every
 // field resourcehelper.PodRequests reads), so that finished members, which a
 // Job may keep for days, cost a few hundred bytes each instead of the whole
 // pod (env, volumes, probes, annotations and managed fields often outweigh the
 // rest many times). It is idempotent, as client-go asks: a slim pod slims to
 // itself.
-func SlimPod(obj any) (any, error) {
+func Pod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		if a, err := meta.Accessor(obj); err == nil {
@@ -80,20 +85,20 @@ func gangAnnotations(a map[string]string) map[string]string {
 	return out
 }
 
-// SlimJobPod is the transform of the finished Job pods informer, which
+// JobPod is the transform of the finished Job pods informer, which
 // delivers the finished members of gangs by annotation (an annotation
 // cannot be selected on, so it lists every finished Job pod without the
 // pod-group label): an annotated pod, or one that joins a Volcano or
 // upstream PodGroup by name (the Job controller's pods with WorkloadWithJob
 // do), is slimmed like a member, any other is cut to its identity, which is
 // all a delete needs. Idempotent.
-func SlimJobPod(obj any) (any, error) {
+func JobPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok || pod.Annotations[qapi.GangMinMemberAnnotation] != "" {
-		return SlimPod(obj)
+		return Pod(obj)
 	}
 	if gangbook.JoinsByName(pod) {
-		return SlimJoinedPod(pod)
+		return JoinedPod(pod)
 	}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,

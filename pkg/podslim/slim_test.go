@@ -1,4 +1,4 @@
-package feed
+package podslim
 
 import (
 	"testing"
@@ -80,7 +80,7 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			full := base()
 			edit(full)
-			obj, err := SlimPod(full.DeepCopy())
+			obj, err := Pod(full.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,16 +111,16 @@ func TestSlimPodKeepsWhatTheCacheReads(t *testing.T) {
 			if len(slim.Spec.Containers[0].Env) != 0 || slim.Spec.Containers[0].Image != "" || slim.Spec.Volumes != nil {
 				t.Errorf("the slim pod still holds what the cache never reads: %+v", slim.Spec)
 			}
-			again, _ := SlimPod(slim.DeepCopy())
+			again, _ := Pod(slim.DeepCopy())
 			if !equality.Semantic.DeepEqual(again, slim) {
-				t.Error("SlimPod is not idempotent")
+				t.Error("Pod is not idempotent")
 			}
 		})
 	}
 	// Tombstones pass through.
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/m-0", Obj: base()}
-	if got, _ := SlimPod(tomb); got != any(tomb) {
-		t.Errorf("SlimPod changed a tombstone: %v", got)
+	if got, _ := Pod(tomb); got != any(tomb) {
+		t.Errorf("Pod changed a tombstone: %v", got)
 	}
 }
 
@@ -139,20 +139,20 @@ func TestSlimJobPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up", OwnerReferences: owner, Annotations: map[string]string{"other": "big"}},
 		Status:     v1.PodStatus{Phase: v1.PodSucceeded},
 	}
-	a, _ := SlimJobPod(annotated)
+	a, _ := JobPod(annotated)
 	ap := a.(*v1.Pod)
 	if k, ok := gangbook.GroupKeyOf(ap); !ok || k != (gangbook.GroupKey{Namespace: "ns", Name: "job-train"}) || len(ap.Annotations) != 2 || ap.Status.Phase != v1.PodSucceeded {
 		t.Errorf("slimmed annotated pod: group %v %v, annotations %v, phase %s", k, ok, ap.Annotations, ap.Status.Phase)
 	}
-	p, _ := SlimJobPod(plain)
+	p, _ := JobPod(plain)
 	pp := p.(*v1.Pod)
 	if want := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "up"}}); !equality.Semantic.DeepEqual(pp, want) {
 		t.Errorf("slimmed plain Job pod %+v, want its identity only", pp)
 	}
 	for _, o := range []*v1.Pod{ap, pp} {
-		again, _ := SlimJobPod(o)
+		again, _ := JobPod(o)
 		if !equality.Semantic.DeepEqual(again, o) {
-			t.Errorf("SlimJobPod is not idempotent on %s", o.Name)
+			t.Errorf("JobPod is not idempotent on %s", o.Name)
 		}
 	}
 }
@@ -167,7 +167,7 @@ func TestSlimJoinedPodKeepsUpstreamMembers(t *testing.T) {
 		Spec:       v1.PodSpec{SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: ptr.To("g")}},
 		Status:     v1.PodStatus{Phase: v1.PodSucceeded},
 	}
-	slim, err := SlimJoinedPod(member)
+	slim, err := JoinedPod(member)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestSlimJoinedPodKeepsUpstreamMembers(t *testing.T) {
 	}
 	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p", Annotations: map[string]string{"other": "big"}},
 		Status: v1.PodStatus{Phase: v1.PodSucceeded}}
-	got, _ := SlimJoinedPod(other)
+	got, _ := JoinedPod(other)
 	if want := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p"}}); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("slimmed pod of no group %+v, want its identity only", got)
 	}

@@ -1,4 +1,4 @@
-package feed
+package podslim
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -12,23 +12,23 @@ import (
 // informer of their own (pkg/feed), since one cannot select on an
 // annotation or on spec.schedulingGroup: it keeps the pods that join a
 // group (JoinsByName) slimmed, and cuts the rest to their identity. Job
-// pods are left to the finished Job pods informer (SlimJobPod keeps theirs
+// pods are left to the finished Job pods informer (JobPod keeps theirs
 // too), so that no pod arrives twice.
 
-// SlimJoinedPod slims a finished pod as SlimPod does, keeping the Volcano
-// group-name annotation that makes it a member, and its task (SlimPod keeps
+// JoinedPod slims a finished pod as Pod does, keeping the Volcano
+// group-name annotation that makes it a member, and its task (Pod keeps
 // spec.schedulingGroup); a pod that joins no group keeps only its
 // identity, since the informer holds every finished pod. Idempotent.
-func SlimJoinedPod(obj any) (any, error) {
+func JoinedPod(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
-		return SlimPod(obj)
+		return Pod(obj)
 	}
 	if !gangbook.JoinsByName(pod) {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels}}, nil
 	}
-	out, err := SlimPod(pod)
+	out, err := Pod(pod)
 	if err != nil {
 		return nil, err
 	}
