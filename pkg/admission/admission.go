@@ -69,9 +69,9 @@ type State struct {
 	// reserve room (bookPlan): queue.Cluster.PlansWaiting.
 	PlanWaiting int
 	// nsPods indexes, per namespace, the accounts whose queue follows the
-	// namespace's label (podAcct.followsNS): pods accounted without a unit,
+	// namespace's label (PodAcct.FollowsNS): pods accounted without a unit,
 	// e.g. the members of a PodGroup that does not exist.
-	// namespaceQueueLocked moves them; their units move the others.
+	// NamespaceQueueLocked moves them; their units move the others.
 	nsPods map[string]map[types.UID]*PodAcct
 	Usage  map[string]*queueUsage
 	// Extras counts members beyond their gang's minimum that are reserved
@@ -167,7 +167,7 @@ func NewState(opts Options, observeWait func(queue string, wait time.Duration), 
 
 // AttachLocked ties a, just installed as the cache's admission side, to the
 // cache's per-node room (feas), and makes the gangs the cache already knows
-// (groups) units now; dirty and synced are as syncGangUnitLocked takes them.
+// (groups) units now; dirty and synced are as SyncGangUnitLocked takes them.
 func (a *State) AttachLocked(feas *FeasibleState, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	a.Feas = feas
 	for _, g := range groups {
@@ -310,7 +310,7 @@ const VerdictRefresh = 30 * time.Second
 // change, with the unit's pods that wait for a node: the writer tells them
 // the verdict in their PodScheduled condition. stage names a refusal's
 // check, queue and resource ("" for an admission): a refusal at the stage
-// already written waits for verdictRefresh; a gang's verdict marks it in
+// already written waits for VerdictRefresh; a gang's verdict marks it in
 // dirty, the cache's set of groups whose status is to be written.
 // O(members).
 func (a *State) noteLocked(u *Unit, admitted bool, check queue.Check, stage, msg string, now time.Time, dirty map[gangbook.GroupKey]struct{}) {

@@ -101,7 +101,7 @@ func (a *State) takeDeficitRefusedLocked() map[string]*v1.Pod {
 // any gang that queue admission admitted as a group of one: its unit's
 // deficits, none without admission. It needs only the cache's read lock:
 // every such pod's cycle runs it, and only a refusal writes
-// (refuseDeficitLocked).
+// (RefuseDeficitLocked).
 func (a *State) SingletonDeficitsLocked(pod *v1.Pod) []queue.Deficit {
 	if !a.On() {
 		return nil

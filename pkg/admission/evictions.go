@@ -48,10 +48,10 @@ const AbandonAfter = 2 * time.Minute
 type EvictionBook struct {
 	Entries map[types.UID]*evictionEntry
 	// Started holds every entry in the order it was recorded; an entry
-	// still unreported abandonAfter later is forgotten.
+	// still unreported AbandonAfter later is forgotten.
 	Started []startedEntry
 	// Gangs holds, per preemptor with evictions in flight (its gang, or
-	// the pod itself outside any gang: planKeyOf), how many and the nodes
+	// the pod itself outside any gang: PlanKeyOf), how many and the nodes
 	// its plan freed for its members.
 	Gangs map[string]*gangPlan
 	// Overrun is what the admission pass keeps to find the pods that
@@ -226,7 +226,7 @@ func (b *EvictionBook) leftLocked(uid types.UID, now time.Time) {
 	}
 }
 
-// sweepLocked forgets the entries recorded more than abandonAfter ago that
+// sweepLocked forgets the entries recorded more than AbandonAfter ago that
 // were never reported. Entries are appended in time order, so it stops at
 // the first young one; reported ones only leave the queue.
 func (b *EvictionBook) sweepLocked(now time.Time) {

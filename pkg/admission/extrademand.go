@@ -11,7 +11,7 @@ import (
 
 // A started gang's members beyond its minimum, seen from the fair shares.
 // Each extra is placed only within the deserved share of its queue and
-// every ancestor (extraFitsLocked), as Volcano's allocate checks every task
+// every ancestor (ExtraFitsLocked), as Volcano's allocate checks every task
 // against its queue's deserved share: an extra bound above the share would
 // be reclaimed by the next queue whose work asks for the room within its
 // own share, which is bind-then-evict. For the shares to leave room for

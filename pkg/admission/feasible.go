@@ -17,7 +17,7 @@ import (
 // (CheckPlacement) over a working copy of every node's free room (allocatable
 // minus bound pods, minus what admitted groups' unbound members will take),
 // laid out once per pass from the rooms events keep (package noderoom). It
-// lives in feasibleState so its slices are reused from pass to pass. The
+// lives in FeasibleState so its slices are reused from pass to pass. The
 // nodes' side is noderoom's; this side knows units and gangs: which members
 // a unit must place, remembered classes, reservations and plan room.
 type passPlacement struct {

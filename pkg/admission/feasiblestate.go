@@ -45,7 +45,7 @@ type reservation struct {
 	gen   uint64
 }
 
-// track keeps feasibleState.inflight in step with u.inflight.
+// track keeps FeasibleState.inflight in step with u.inflight.
 func (f *FeasibleState) track(u *Unit, gone bool) {
 	if gone {
 		delete(f.Memos, u.Key)

@@ -29,7 +29,7 @@ func (a *State) foldQueueLocked(name string) (q, asked string) {
 // deleted, every unit and every account without a unit that asked for it or
 // was charged to it. O(units + pods), on a Queue's creation or deletion
 // only: an administrator's action, not a scheduling event. dirty and synced
-// are as syncGangUnitLocked takes them.
+// are as SyncGangUnitLocked takes them.
 func (a *State) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	for _, u := range a.Units {
 		if u.Asked != name && u.Queue != name {

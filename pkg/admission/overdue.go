@@ -14,9 +14,9 @@ import (
 // no profile serves, a ResourceQuota lets the controller create only some,
 // the controller is down. Kept, the admission would hold the queue's room
 // forever with nothing to say why. So an admitted gang that has not
-// started and lacks minMember members Caldera can place for overdueGrace
+// started and lacks minMember members Caldera can place for OverdueGrace
 // goes back to pending, its promise withdrawn and the reason in its
-// verdict; after another overdueGrace the promise is given again (the
+// verdict; after another OverdueGrace the promise is given again (the
 // controller may have been waiting for room, or for the quota), and the
 // gang may be admitted again if it fits.
 
@@ -58,8 +58,8 @@ func (o *overdueState) Track(g *gangbook.Group, u *Unit, synced bool) {
 }
 
 // due, at now, withdraws the promise of the gangs that waited for their
-// members overdueGrace past admission (withdraw: to return to pending, why
-// in their overdueWhy) and gives back the promises withdrawn overdueGrace
+// members OverdueGrace past admission (withdraw: to return to pending, why
+// in their overdueWhy) and gives back the promises withdrawn OverdueGrace
 // ago (restore: to decide again). units and groups are the admission
 // units and the groups by key. O(gangs watched).
 func (o *overdueState) due(now time.Time, units map[queue.Key]*Unit, groups map[gangbook.GroupKey]*gangbook.Group) (withdraw, restore []*gangbook.Group) {
@@ -99,11 +99,11 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*Unit, groups map[
 }
 
 // ReturnLapsedLocked, at the start of an admission pass at now, returns to
-// pending the admitted gangs short of members for shortGrace (short.go)
-// or waiting for them overdueGrace past admission, and decides again
+// pending the admitted gangs short of members for ShortGrace (short.go)
+// or waiting for them OverdueGrace past admission, and decides again
 // those whose withdrawn promise is given back. The caller holds the
 // cache's lock; groups are the cache's groups by key, dirty and synced as
-// syncGangUnitLocked takes them.
+// SyncGangUnitLocked takes them.
 func (a *State) ReturnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	for _, g := range a.Short.due(now, a.Units) {
 		a.UnadmitLocked(g, dirty)

@@ -27,7 +27,7 @@ import (
 // due reservation by as much when an overrun does happen.
 const OverrunGrace = 5 * time.Second
 
-// graceSeconds is overrunGrace in the plan's whole seconds.
+// graceSeconds is OverrunGrace in the plan's whole seconds.
 const graceSeconds = int64(OverrunGrace / time.Second)
 
 // ReasonOverranRunLimit is the reason of the Events about a pod evicted for

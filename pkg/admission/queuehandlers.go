@@ -13,7 +13,7 @@ import (
 // or not), rebuilds the queue tree, and returns the pods to activate when
 // q stopped holding placement (noteHoldLocked); took is false when q was
 // ignored, shadowed by a Caldera Queue of its name. dirty and synced are
-// as syncGangUnitLocked takes them.
+// as SyncGangUnitLocked takes them.
 func (a *State) SetQueueLocked(q *qapi.Queue, deleted bool, dirty map[gangbook.GroupKey]struct{}, synced bool) (act map[string]*v1.Pod, took bool) {
 	if queueShadowedLocked(a.Queues[q.Name], q) {
 		return nil, false
@@ -52,7 +52,7 @@ func (a *State) SetQueueLocked(q *qapi.Queue, deleted bool, dirty map[gangbook.G
 // NamespaceQueueLocked records that namespace ns names queue q by its
 // label ("" for none, or deleted: ApplyNamespace, DeleteNamespace) and
 // moves what follows the label: the namespace's units, and the accounts
-// without one. dirty and synced are as syncGangUnitLocked takes them.
+// without one. dirty and synced are as SyncGangUnitLocked takes them.
 // O(units + the namespace's accounts) when the label changed, which is
 // rare; O(1) otherwise.
 func (a *State) NamespaceQueueLocked(ns, q string, dirty map[gangbook.GroupKey]struct{}, synced bool) {

@@ -26,7 +26,7 @@ type shortGangs map[queue.Key]time.Time
 // Track tracks whether u, an admitted gang's unit that has not started, is
 // short of members (deleted, gated, or minMember raised): such a gang
 // cannot start. The admission pass returns it to pending once it has been
-// short for shortGrace (due). Before the scheduler's pod informer has
+// short for ShortGrace (due). Before the scheduler's pod informer has
 // delivered its first list (synced false) the members may simply not have
 // arrived (a gang admitted by an earlier process is installed from its
 // annotation first), so nothing is tracked then; membersListed checks every
@@ -46,7 +46,7 @@ func (s *shortGangs) Track(u *Unit, synced bool) {
 	}
 }
 
-// due returns the admitted gangs short of members for shortGrace at now,
+// due returns the admitted gangs short of members for ShortGrace at now,
 // which go back to pending, and stops tracking them; the first pass to see
 // one short starts its clock. units are the admission units by key.
 // O(short gangs).

@@ -54,7 +54,7 @@ type Unit struct {
 	// tried and found no node for since (ReleaseSingleton); the next pass
 	// releases it if it fits no node of its free room either.
 	failedFit bool
-	// planBooked: counted in State.planWaiting (onPlan and still
+	// planBooked: counted in State.PlanWaiting (onPlan and still
 	// reserving room).
 	planBooked bool
 	// freeRoomUntil: admission counts no eviction room for the unit before
@@ -72,13 +72,13 @@ type Unit struct {
 	roomVerdict *queue.Decision
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
-	// ExtraDemand is the unit's part of extraQueue's extra demand
+	// ExtraDemand is the unit's part of ExtraQueue's extra demand
 	// (extrademand.go); nil when none.
 	ExtraDemand resources.List
 	ExtraQueue  string
 }
 
-// gangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
+// GangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
 // unitNotice is the last verdict written for a unit. A pointer in unit,
 // made at the first verdict: most units are never told anything (the bound
 // singletons a restart finds, singletons admitted at once), and a restart
@@ -87,7 +87,7 @@ type unitNotice struct {
 	// id is the last admission Event written ("" once it is to be written
 	// again); stage and at say which check a refusal named (with its queue
 	// and resource) and when it was written, to defer rewrites that change
-	// only the numbers (verdictRefresh).
+	// only the numbers (VerdictRefresh).
 	id, stage string
 	at        time.Time
 	// msg is the refusal the unit was last told ("" after an admission):
@@ -324,7 +324,7 @@ func (a *State) moveUnitLocked(u *Unit, q string) {
 	}
 }
 
-// bookPlan keeps planWaiting, the units admitted on a plan's room that
+// bookPlan keeps PlanWaiting, the units admitted on a plan's room that
 // still reserve room, in step with u: O(1).
 func (a *State) bookPlan(u *Unit, waiting bool) {
 	if u.planBooked == waiting {

@@ -28,9 +28,9 @@ type PodAcct struct {
 	// Asked is the queue the pod's labels name when no Queue has that name
 	// (queue is then MissingQueue), else "".
 	Asked string
-	// Slot is the account's index in unitPods[unit].
+	// Slot is the account's index in UnitPods[unit].
 	Slot int32
-	// Node is the node a bound pod is on (its room in feasibleState).
+	// Node is the node a bound pod is on (its room in FeasibleState).
 	Node string
 }
 

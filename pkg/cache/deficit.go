@@ -16,7 +16,7 @@ import (
 // free room that failed to fit is not released here: its failure may be
 // passing (say, room nominated to others) and the scheduler retries it; the
 // next admission pass releases it if no node's free room takes it
-// (releaseUnplaceableLocked). It reports whether it released the pod.
+// (ReleaseUnplaceableLocked). It reports whether it released the pod.
 // O(log pending).
 func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
 	if _, member := gangbook.GroupKeyOf(pod); member {

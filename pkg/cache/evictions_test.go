@@ -85,7 +85,7 @@ func TestEvictionBookLifecycle(t *testing.T) {
 
 // A victim that leaves before the Executor reports its eviction keeps its
 // entry for the report (the victim's Events need it), and is forgotten
-// after abandonAfter when no report comes.
+// after AbandonAfter when no report comes.
 func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 	c, all := boundVictims(t)
 	v1_, v2, v3 := all[0], all[1], all[2]
@@ -115,7 +115,7 @@ func TestEvictionBookVictimLeavesFirst(t *testing.T) {
 
 // An eviction the Executor never reports while its pod stays (upstream drops
 // a plan's last victim unreported when an earlier eviction fails) marks the
-// pod as leaving only until abandonAfter; a reported one stays until the pod
+// pod as leaving only until AbandonAfter; a reported one stays until the pod
 // leaves, however long its termination takes.
 func TestEvictionBookUnreportedWhilePodStays(t *testing.T) {
 	c, all := boundVictims(t)

@@ -121,13 +121,13 @@ func (c *Cache) markQueueSeen() {
 // PreFilter records the group's first scheduling attempt and checks that it is
 // neither backing off nor larger than the cluster, and that its members fit
 // their queues' capabilities: a member beyond the gang's minimum on its own
-// (extraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
+// (ExtraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
 // gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code admission.PreFilterCode, msg string) {
 	key, member := gangbook.GroupKeyOf(pod)
 	if !member {
 		// Read under the read lock, written under the write lock only on
-		// a refusal (singletonDeficitsLocked).
+		// a refusal (SingletonDeficitsLocked).
 		c.mu.RLock()
 		code, why := c.adm.AdmissionHoldLocked(pod, c.groups)
 		var ds []queue.Deficit
@@ -343,7 +343,7 @@ func (c *Cache) Unreserve(logger klog.Logger, pod *v1.Pod, at time.Time, policy 
 
 // Unschedulable records that a member found no node (PostFilter) and no
 // plan to evict was made, and releases the gang: see Release. Admission then
-// counts only free room for the gang for a while (markFreeRoomOnlyLocked).
+// counts only free room for the gang for a while (MarkFreeRoomOnlyLocked).
 func (c *Cache) Unschedulable(logger klog.Logger, pod *v1.Pod, at time.Time, policy gang.Backoff, reason string) {
 	key, ok := gangbook.GroupKeyOf(pod)
 	if !ok {

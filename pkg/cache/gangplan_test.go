@@ -17,7 +17,7 @@ import (
 // A gang whose reclaim or preemption plan is still evicting keeps its
 // admission when a member fails Filter meanwhile, and the cache hands each
 // member the node the plan freed for it. Before, CalderaGang's PostFilter
-// released the gang and un-admitted it (Release -> unadmitLocked), and
+// released the gang and un-admitted it (Release -> UnadmitLocked), and
 // CalderaReclaim then refused the unadmitted preemptor: a gang never
 // preempted. Once the victims are gone the plan is over and a release
 // un-admits again.
@@ -95,7 +95,7 @@ func TestGangPlanEndsWithItsEvictions(t *testing.T) {
 // A gang's plan ends when its victims have left, even when the Executor never
 // reports their evictions: upstream skips the API call for a victim that is
 // already terminating, and when one eviction fails it cancels the rest. The
-// book keeps such an entry for the victim's Events until abandonAfter, but the
+// book keeps such an entry for the victim's Events until AbandonAfter, but the
 // gang must not wait that long for room that is already free ("waiting for
 // the victims of the gang's plan to leave" after every victim had gone).
 func TestGangPlanEndsWhenItsVictimsLeaveUnreported(t *testing.T) {

@@ -22,7 +22,7 @@ package cache
 //     those let in around it. The rule needs no memory of how a pod was
 //     admitted, so it holds across a restart and is the same on every
 //     replica.
-//   - Past the limit that counts (limitOfPod: the smallest wins) and that
+//   - Past the limit that counts (LimitOfPod: the smallest wins) and that
 //     limit an annotation's. A pod past an activeDeadlineSeconds, its own
 //     or its Job's, is the kubelet's or the Job controller's to stop: its
 //     room counts as leaving, as does that of pods already terminating or

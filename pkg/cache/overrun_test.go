@@ -476,7 +476,7 @@ func evictionPass(c *Cache, h *fakeHandle, now time.Time) {
 }
 
 // A pod that ends at its limit is seen finishing a moment later (the
-// kubelet's status report, the informer): within overrunGrace past its
+// kubelet's status report, the informer): within OverrunGrace past its
 // limit it is not evicted as an overrun, after it it is. run0 (100 s from
 // t0) holds n0 at train's start, t0+100.
 func TestOverrunGrace(t *testing.T) {

@@ -1564,7 +1564,7 @@ func TestQueueStatusHead(t *testing.T) {
 
 // TestVerdictNumbersAreDeferred: a waiting pod's verdict is written at
 // once when it first appears and when its check changes, but a verdict that
-// differs only in its numbers waits verdictRefresh, and is then written
+// differs only in its numbers waits VerdictRefresh, and is then written
 // with the newest numbers.
 func TestVerdictNumbersAreDeferred(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("3")), mkQueue("r", capability("1")))

@@ -164,7 +164,7 @@ func TestPreFilterLeavesOtherProfilesPods(t *testing.T) {
 	}
 }
 
-// awaitingRoom is awaitingRoomLocked for pod's unit, under the lock.
+// awaitingRoom is AwaitingRoomLocked for pod's unit, under the lock.
 func awaitingRoom(c *Cache, pod *v1.Pod) (bool, string) {
 	key, member := gangbook.GroupKeyOf(pod)
 	c.mu.RLock()

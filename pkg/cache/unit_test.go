@@ -269,7 +269,7 @@ func TestUnknownQueueNamesShareOneBucket(t *testing.T) {
 // for good when no controller replaces the pods (the randomized harness,
 // seed 31: a gang admitted once its gated member was ungated, then a
 // member deleted, held 36 of its queue's 54 cpu). It goes back to pending
-// once it has been short for shortGrace; a member replaced within the
+// once it has been short for ShortGrace; a member replaced within the
 // grace (a controller's replacement, a relist) keeps the admission.
 func TestShortGangReturnsToPending(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
@@ -308,7 +308,7 @@ func TestShortGangReturnsToPending(t *testing.T) {
 // and then lost every bound member (evicted for a preemptor of its queue)
 // is admitted but not started again, and reserves its minimum. Short of
 // members, it can never bind that minimum: it goes back to pending after
-// shortGrace like a gang short before it started. Kept, it held its
+// ShortGrace like a gang short before it started. Kept, it held its
 // queue's share for good, and the preemptor it was evicted for was
 // refused by that share (random harness seed 9566: a gang of 35 cpu held
 // 35 of its queue's 72 with nothing bound).

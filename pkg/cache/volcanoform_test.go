@@ -200,10 +200,10 @@ func TestVolcanoTaskMinimumsHoldTheBarrier(t *testing.T) {
 }
 
 // An admitted gang whose controller never delivers pods Caldera can place
-// goes back to pending after overdueGrace, its queue's room freed and its
+// goes back to pending after OverdueGrace, its queue's room freed and its
 // verdict saying why (here: its pods name a scheduler no profile serves);
 // the small gang behind it is admitted into that room. The promise is
-// given again overdueGrace later.
+// given again OverdueGrace later.
 func TestVolcanoGangWhosePodsNeverArriveReturnsToPending(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
 	trackReservations(c, testProfile) // the one profile that places gangs

@@ -22,7 +22,7 @@ import (
 // round ("remaining capability 4", then 1, ...) but not their meaning. Each
 // such gang's PodGroup is written once for its verdict (status, and the
 // annotation or condition that carries it), not once per moving number; a
-// refresh comes at most every verdictRefresh, longer than this test runs.
+// refresh comes at most every VerdictRefresh, longer than this test runs.
 // Gangs of 6 and 3 one-cpu pods alternate, so the remaining capability
 // moves.
 func TestBacklogWritesFollowTheVerdictNotItsNumbers(t *testing.T) {

@@ -27,7 +27,7 @@ const backlog = 1000
 // waiting pod's condition would be rewritten per completion, a thousand
 // writes each time, competing with binds for the scheduler's API budget.
 // Each pod's condition is written once (the first verdict), and again only
-// when its check changes or after verdictRefresh.
+// when its check changes or after VerdictRefresh.
 func TestNoVerdictWriteStorm(t *testing.T) {
 	env := harness.Start(t)
 	ns := env.Namespace(t)
