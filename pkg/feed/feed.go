@@ -9,6 +9,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -110,9 +111,17 @@ func (f *Feed) setUp(what string, run func(ctx context.Context, logger klog.Logg
 
 // Start starts the feed's own informers, once, waiting until each has
 // delivered its initial list (so that the first scheduling cycle sees every
-// PodGroup and Queue). The scheduler's informers start in app.Run, after
-// this: WaitForMembers waits for them beside the scheduler. Later calls
-// return nil. ctx ends the informers.
+// PodGroup and Queue). The scheduler's informers may be listing meanwhile
+// (the registry starts them first unless they wait for leadership), or
+// start in app.Run after this: WaitForMembers waits for them beside the
+// scheduler. Later calls return nil. ctx ends the informers.
+//
+// The steps run at once: each lists from the API server and waits, and a
+// restart's time to the first bind grew by the sum of those waits when
+// they ran one after another. They are independent: the cache takes a
+// group, queue or finished member in any order, as it must when they are
+// created. Every step's error is returned, in the order the steps were
+// set up.
 func (f *Feed) Start(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -121,13 +130,19 @@ func (f *Feed) Start(ctx context.Context) error {
 	}
 	f.started = true
 	logger := klog.FromContext(ctx)
-	for _, s := range f.steps {
-		if err := s.run(ctx, logger); err != nil {
-			return err
-		}
+	errs := make([]error, len(f.steps))
+	var wg sync.WaitGroup
+	for i, s := range f.steps {
+		wg.Go(func() {
+			began := time.Now()
+			if errs[i] = s.run(ctx, logger); errs[i] == nil {
+				logger.V(2).Info("Caldera feed step synced", "what", s.what, "took", time.Since(began))
+			}
+		})
 	}
+	wg.Wait()
 	f.steps = nil
-	return nil
+	return errors.Join(errs...)
 }
 
 // WaitForMembers blocks until the scheduler's pod informer has delivered

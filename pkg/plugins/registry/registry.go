@@ -46,6 +46,10 @@ type Plugins struct {
 	// process's, whichever profile's handle it is.
 	mu     sync.Mutex
 	handle fwk.Handle
+	// listEarly: the scheduler's informers may start before Start waits
+	// for the cache's own (app.Run starts them before leader election
+	// unless DelayCacheUntilActive holds them until this process leads).
+	listEarly bool
 }
 
 // New returns the plugin set of one scheduler. Pass Options to app.Setup, then
@@ -74,12 +78,16 @@ func (p *Plugins) keep(h fwk.Handle) {
 // when it runs without leader election). Until it is called nothing is written.
 func (p *Plugins) FollowLeaderElection(cc *schedulerserverconfig.CompletedConfig) {
 	p.lead.Follow(cc.LeaderElection)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.listEarly = !cc.ComponentConfig.DelayCacheUntilActive || cc.LeaderElection == nil
 }
 
-// Start starts what the plugins share, once: the cache's informers (waiting
-// for their initial lists), then beside the scheduler the wait for its gang
-// members, the admission loop, the dump signals, the default queue's
-// creation and the status writer, each if a profile asked for it. The cache
+// Start starts what the plugins share, once: the scheduler's informers
+// when app.Run would start them before leadership anyway, and the cache's
+// (waiting for their initial lists); then, beside the scheduler, the wait
+// for its gang members, the admission loop, the dump signals, the default
+// queue's creation and the status writer, each if a profile asked for it. The cache
 // itself runs no goroutine: everything that runs on its own is started here.
 // Call it after app.Setup, which builds the plugins, and before app.Run; an
 // error (a missing CRD, say) is a start-up failure.
@@ -88,7 +96,7 @@ func (p *Plugins) Start(ctx context.Context) error {
 		return nil // no Caldera plugin in any profile
 	}
 	p.mu.Lock()
-	h := p.handle
+	h, listEarly := p.handle, p.listEarly
 	p.mu.Unlock()
 	// Wire applies what the profiles asked for to the cache (Seal).
 	f, err := feed.Wire(ctx, h, p.provider, p.podGroups, p.volcano, p.upstream)
@@ -96,10 +104,19 @@ func (p *Plugins) Start(ctx context.Context) error {
 		return err
 	}
 	c := p.provider.Cache()
+	if listEarly {
+		// The scheduler's informers list while the cache's own do: after a
+		// restart the pod list is most of the time to the first bind, and
+		// waiting for the cache's lists first added theirs to it. Every
+		// handler is registered by now (app.Setup, Wire); app.Run's Start
+		// finds them started. What reads the cache waits for both lists:
+		// PreEnqueue for WaitForMembers, the admission loop for the
+		// handlers' sync, and both start below, after f.Start.
+		h.SharedInformerFactory().Start(ctx.Done())
+	}
 	if err := f.Start(ctx); err != nil {
 		return err
 	}
-	// The scheduler starts its pod informer in app.Run, after this.
 	go f.WaitForMembers(ctx)
 	if loop, ok := c.AdmissionLoop(f.HandlersSynced()); ok {
 		go loop.Run(ctx)
