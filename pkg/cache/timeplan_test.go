@@ -483,3 +483,29 @@ func TestPlanAdmissionHeldToReservations(t *testing.T) {
 		})
 	}
 }
+
+// When room comes back early, so that the group holding a kept reservation
+// fits now, a group of a queue visited before it is still held to it: it
+// may not take the room the reserved group can start in, and push that
+// group's start later.
+func TestKeptReservationThatFitsNowHoldsEarlierQueues(t *testing.T) {
+	c, train, _ := reservationsFixture(t, singletons, mkQueue("urgent", queuePriority(10)))
+	// Neither default's share nor n3 (too small for anyone) refuses train.
+	c.ApplyQueue(mkQueue("default", weight(100)))
+	c.ApplyNode(logger, mkNode("n3", "2"))
+	pass(c, t0.Add(10*time.Second))
+	key := queue.GroupUnit("ns", "train")
+	if res, ok := c.feasible.ReservationOf(key); !ok || res.Start != t0.Unix()+100 {
+		t.Fatalf("premise: train's reservation %+v (%v), want from t0+100", res, ok)
+	}
+	rival := single("ns", "rival", cpu("4"), inQueue("urgent"), limit(200), createdAt(t0.Add(12*time.Second)))
+	podEvent(c, rival)
+	podDelete(c, single("ns", "run0", cpu("4"), boundTo("n0"), limit(100), runningSince(t0)))
+	pass(c, t0.Add(21*time.Second))
+	ok, msg := c.Admitted(rival)
+	trainOK, trainMsg := c.Admitted(train[0])
+	if ok || !trainOK {
+		t.Errorf("after run0 ended early: rival Admitted = %v %q, train = %v %q; want train admitted into the room it was reserved, rival refused",
+			ok, msg, trainOK, trainMsg)
+	}
+}
