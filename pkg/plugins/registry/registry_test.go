@@ -29,6 +29,26 @@ import (
 	"github.com/caldera-sched/caldera/pkg/plugins/reservation"
 )
 
+// serve starts a fake API server serving objects() for the test, and
+// returns a context ended with it, a client of it and an informer factory
+// over that client, not started.
+func serve(t *testing.T) (context.Context, *rest.Config, kubernetes.Interface, informers.SharedInformerFactory) {
+	t.Helper()
+	srv, err := snapshot.Start(objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := srv.Config()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	return ctx, cfg, cs, informers.NewSharedInformerFactory(cs, 0)
+}
+
 // registryOf is the plugin registry kube-scheduler builds from p's options.
 func registryOf(t *testing.T, p *Plugins) frameworkruntime.Registry {
 	t.Helper()
@@ -73,19 +93,7 @@ func TestStartWithoutPlugins(t *testing.T) {
 // the cache, and admission runs on the Queue it lists; a plugin built
 // after Start is refused.
 func TestPluginsShareOneCacheFedAtStart(t *testing.T) {
-	srv, err := snapshot.Start(objects())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	cfg := srv.Config()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
+	ctx, cfg, cs, factory := serve(t)
 
 	p := New()
 	reg := registryOf(t, p)

@@ -1,13 +1,10 @@
 package registry
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
@@ -33,32 +30,20 @@ func TestStartListsTheSchedulersInformersEarly(t *testing.T) {
 		{"delay without leader election", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := snapshot.Start(objects())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
-			cs, err := kubernetes.NewForConfig(srv.Config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			factory := informers.NewSharedInformerFactory(cs, 0)
-			ctx, cancel := context.WithCancel(t.Context())
-			t.Cleanup(cancel)
-
+			ctx, cfg, cs, factory := serve(t)
 			p := New()
-			h := snapshot.Handle("caldera", srv.Config(), cs, factory)
+			h := snapshot.Handle("caldera", cfg, cs, factory)
 			if _, err := registryOf(t, p)[gang.Name](ctx, nil, h); err != nil {
 				t.Fatal(err)
 			}
-			cfg := &schedulerserverconfig.Config{}
-			cfg.ComponentConfig.DelayCacheUntilActive = tc.delay
+			sc := &schedulerserverconfig.Config{}
+			sc.ComponentConfig.DelayCacheUntilActive = tc.delay
 			if tc.elect {
-				cfg.LeaderElection = &leaderelection.LeaderElectionConfig{
+				sc.LeaderElection = &leaderelection.LeaderElectionConfig{
 					Lock: &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "me"}},
 				}
 			}
-			cc := cfg.Complete()
+			cc := sc.Complete()
 			p.FollowLeaderElection(&cc)
 			if err := p.Start(ctx); err != nil {
 				t.Fatalf("Start: %v", err)
