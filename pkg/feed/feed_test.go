@@ -3,12 +3,15 @@ package feed_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -24,8 +27,9 @@ import (
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
-// lists is what the fake API server serves: pods and PodGroups.
-func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) map[string]runtime.Object {
+// lists is what the fake API server serves: pods and PodGroups, and nodes
+// when any are given.
+func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod, nodes ...*v1.Node) map[string]runtime.Object {
 	podList := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 	for _, p := range pods {
 		podList.Items = append(podList.Items, *p)
@@ -34,17 +38,25 @@ func lists(pgs []*v1alpha1.PodGroup, pods []*v1.Pod) map[string]runtime.Object {
 	for _, pg := range pgs {
 		pgList.Items = append(pgList.Items, *pg)
 	}
-	return map[string]runtime.Object{
+	out := map[string]runtime.Object{
 		"/api/v1/pods": podList,
 		"/apis/" + v1alpha1.SchemeGroupVersion.String() + "/podgroups": pgList,
 	}
+	if len(nodes) > 0 {
+		nodeList := &v1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}}
+		for _, n := range nodes {
+			nodeList.Items = append(nodeList.Items, *n)
+		}
+		out["/api/v1/nodes"] = nodeList
+	}
+	return out
 }
 
 // fed starts a cache fed by real informers through Wire, against a fake
 // API server serving pgs and pods, and waits until it has the members.
-func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod) (*cache.Cache, *cache.Provider, *snapshot.Server) {
+func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod, nodes ...*v1.Node) (*cache.Cache, *cache.Provider, *snapshot.Server) {
 	t.Helper()
-	srv, err := snapshot.Start(lists(pgs, pods))
+	srv, err := snapshot.Start(lists(pgs, pods, nodes...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +145,40 @@ func TestWireSealsTheCache(t *testing.T) {
 	_, p, _ := fed(t, nil, nil)
 	if err := p.EnableAdmission("late", admission.Options{}); err == nil {
 		t.Errorf("admission enabled after the feed was wired")
+	}
+}
+
+// A node deleted while the watch was broken reaches the cache as the
+// informer's tombstone (its final state unknown) when the informer
+// relists: the cache must unwrap it and forget the node, or admission
+// would keep placing gangs on room that is gone.
+func TestNodeDeletedThroughATombstoneIsForgotten(t *testing.T) {
+	node := func(name string) *v1.Node {
+		return &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"),
+			}},
+		}
+	}
+	c, _, srv := fed(t, nil, nil, node("n1"), node("n2"))
+	waitNodes(t, c, "n1", "n2")
+	if err := srv.Set(lists(nil, nil, node("n1"))); err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(t, c, "n1")
+}
+
+// waitNodes waits until the cache knows exactly the nodes want.
+func waitNodes(t *testing.T, c *cache.Cache, want ...string) {
+	t.Helper()
+	var got []string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = c.NodeNames()
+		slices.Sort(got)
+		return slices.Equal(got, want), nil
+	})
+	if err != nil {
+		t.Fatalf("the cache knows nodes %v, want %v", got, want)
 	}
 }
