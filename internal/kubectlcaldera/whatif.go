@@ -114,7 +114,7 @@ type WhatIfResult struct {
 
 // WhatIfUnit is one unit of the job: a gang, or a pod outside any gang.
 type WhatIfUnit struct {
-	admission.AdmissionView
+	admission.UnitView
 	// Pods are the unit's pods in the job.
 	Pods []string `json:"pods"`
 	// Position is the unit's place in its queue's admission order before
@@ -138,7 +138,7 @@ type PathStep struct {
 }
 
 // admissionChecks are the pass's checks in order (pkg/queue's Check),
-// named as AdmissionView.Check names them.
+// named as UnitView.Check names them.
 var admissionChecks = []string{"Members", "Queue", "Capability", "Fairness", "Cluster", "ResourceQuota", "Placement", "Reservation", "Reserved"}
 
 // WhatIf runs what-if for the job in wo.file against the cluster cs reads.
@@ -281,9 +281,9 @@ func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]
 // newUnit is the unit whose first pod in the job is p, and whether it
 // would start: not when it stays gated, nor when admission counted room no
 // eviction plan can free.
-func newUnit(c *cache.Cache, p *corev1.Pod, v admission.AdmissionView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
+func newUnit(c *cache.Cache, p *corev1.Pod, v admission.UnitView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
 	starts := true
-	u := WhatIfUnit{AdmissionView: v, Pods: []string{p.Name}}
+	u := WhatIfUnit{UnitView: v, Pods: []string{p.Name}}
 	u.Position, u.Waiting = position(before, v.Queue, v.Unit)
 	u.Path = path(v)
 	if v.Admitted && v.OnPlan {
@@ -348,7 +348,7 @@ func position(d *cache.CacheDump, queue, unit string) (int, int) {
 }
 
 // path is the checks v passed and the one it failed, in the pass's order.
-func path(v admission.AdmissionView) []PathStep {
+func path(v admission.UnitView) []PathStep {
 	if !v.Gated {
 		return nil
 	}

@@ -198,8 +198,8 @@ func (a *State) KickLocked() {
 	}
 }
 
-// AdmittedEntry is one admission of a pass, logged after the lock is let go.
-type AdmittedEntry struct {
+// Grant is one admission of a pass, logged after the lock is let go.
+type Grant struct {
 	Unit         queue.Key
 	Queue        string
 	OnPlan, Lent bool

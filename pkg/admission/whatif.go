@@ -11,10 +11,10 @@ import (
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// AdmissionView is what the last admission pass decided for one unit (a
+// UnitView is what the last admission pass decided for one unit (a
 // gang, or a pod outside any gang): what `kubectl caldera what-if` reports
 // after running a pass on a snapshot.
-type AdmissionView struct {
+type UnitView struct {
 	// Unit is the unit's key: pg:NAMESPACE/NAME or pod:NAMESPACE/NAME.
 	Unit string `json:"unit"`
 	// Queue is the queue the unit waits in.
@@ -46,32 +46,32 @@ type AdmissionView struct {
 }
 
 // AdmissionOfLocked is AdmissionOf; groups are the cache's groups by key.
-func (a *State) AdmissionOfLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbook.Group) (AdmissionView, bool) {
+func (a *State) AdmissionOfLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbook.Group) (UnitView, bool) {
 	if !a.On() || !a.Ours(pod) {
-		return AdmissionView{Message: "not gated by queue admission: profile " + pod.Spec.SchedulerName + " runs no CalderaEnqueue"}, true
+		return UnitView{Message: "not gated by queue admission: profile " + pod.Spec.SchedulerName + " runs no CalderaEnqueue"}, true
 	}
 	key, labelled := gangbook.GroupKeyOf(pod)
 	var uk queue.Key
 	if labelled {
 		g := groups[key]
 		if g == nil {
-			return AdmissionView{}, false
+			return UnitView{}, false
 		}
 		if g.Obj == nil {
-			return AdmissionView{Unit: GangUnitKey(key).String(), Message: "waiting for its PodGroup"}, true
+			return UnitView{Unit: GangUnitKey(key).String(), Message: "waiting for its PodGroup"}, true
 		}
 		uk = GangUnitKey(key)
 	} else {
 		if !a.Opts.AdmitSingletons {
-			return AdmissionView{Unit: PodUnitKey(pod).String(), Message: "not gated: pods outside gangs bypass queue admission"}, true
+			return UnitView{Unit: PodUnitKey(pod).String(), Message: "not gated: pods outside gangs bypass queue admission"}, true
 		}
 		uk = PodUnitKey(pod)
 	}
 	u := a.Units[uk]
 	if u == nil {
-		return AdmissionView{}, false
+		return UnitView{}, false
 	}
-	v := AdmissionView{Unit: uk.String(), Queue: u.Queue, Gated: true, Admitted: u.Admitted, OnPlan: u.OnPlan}
+	v := UnitView{Unit: uk.String(), Queue: u.Queue, Gated: true, Admitted: u.Admitted, OnPlan: u.OnPlan}
 	if u.Asked != "" {
 		v.Queue = u.Asked
 	}

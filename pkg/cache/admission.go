@@ -80,14 +80,14 @@ func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	// Each admission is logged at V(2), as the scheduler logs each bind:
 	// when a group was let in, and on what (a reclaim plan, lent room),
 	// is what explains the evictions that may follow it.
-	var admittedLog []admission.AdmittedEntry
+	var admittedLog []admission.Grant
 	for _, o := range res.Admitted {
 		u := a.Units[o.Group.Key]
 		if u == nil {
 			continue
 		}
 		if logger.V(2).Enabled() {
-			admittedLog = append(admittedLog, admission.AdmittedEntry{Unit: o.Group.Key, Queue: u.Queue, OnPlan: o.Decision.OnPlan, Lent: o.Decision.Lent})
+			admittedLog = append(admittedLog, admission.Grant{Unit: o.Group.Key, Queue: u.Queue, OnPlan: o.Decision.OnPlan, Lent: o.Decision.Lent})
 		}
 		a.AdmitLocked(u, o.Decision, now, act, c.dirty)
 	}

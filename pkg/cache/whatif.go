@@ -8,7 +8,7 @@ import (
 
 // AdmissionOf returns the admission view of pod's unit, false when the
 // cache knows no such unit (yet). O(1).
-func (c *Cache) AdmissionOf(pod *v1.Pod) (admission.AdmissionView, bool) {
+func (c *Cache) AdmissionOf(pod *v1.Pod) (admission.UnitView, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.adm.AdmissionOfLocked(pod, c.groups)
