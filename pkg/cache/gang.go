@@ -121,7 +121,7 @@ func (c *Cache) markQueueSeen() {
 // PreFilter records the group's first scheduling attempt and checks that it is
 // neither backing off nor larger than the cluster, and that its members fit
 // their queues' capabilities: a member beyond the gang's minimum on its own
-// (ExtraFitsLocked), the minimum as a whole (deficit.go). A pod outside any
+// (ExtraFitsLocked), the minimum as a whole (admission's deficit check). A pod outside any
 // gang gets only the capability check.
 func (c *Cache) PreFilter(pod *v1.Pod, at time.Time) (isMember bool, code admission.PreFilterCode, msg string) {
 	key, member := gangbook.GroupKeyOf(pod)
@@ -460,3 +460,32 @@ func rejectWaiting(h fwk.Handle, uids []types.UID, msg string) {
 // under when the cache decides outside a Permit call (a release, a lowered
 // minMember); the plugin package waits under its own Name, and this matches it.
 const gangPluginName = "CalderaGang"
+
+// countLocked adds member m's state to g's aggregates (delta +1) or takes
+// it out (delta -1), and a, the admission side (off: none), learns when
+// g's demand changed. Callers take a member out before they change it and
+// add it back after.
+func countLocked(g *gangbook.Group, m *gangbook.Member, delta int, a *admission.State) {
+	if g.Count(m, delta) {
+		a.DemandChangedLocked(g.Key)
+	}
+}
+
+// ReleaseSingleton returns an admitted pod outside any gang to its queue's
+// pending units when no plan frees the room it was admitted on: it was
+// admitted over capability, or on room only evictions free (onPlan). Like a
+// released gang, it must not keep room its queue does not have, and
+// admission counts only free room for it for a while. A pod admitted on
+// free room that failed to fit is not released here: its failure may be
+// passing (say, room nominated to others) and the scheduler retries it; the
+// next admission pass releases it if no node's free room takes it
+// (ReleaseUnplaceableLocked). It reports whether it released the pod.
+// O(log pending).
+func (c *Cache) ReleaseSingleton(pod *v1.Pod, at time.Time) bool {
+	if _, member := gangbook.GroupKeyOf(pod); member {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.adm.ReleaseSingletonLocked(pod, at)
+}

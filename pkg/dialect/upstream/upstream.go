@@ -47,7 +47,7 @@ func MinCount(in *sched.PodGroup) int32 {
 // Spec reads an upstream PodGroup as Caldera's group spec: minMember from
 // MinCount (a basic PodGroup becomes a group of minMember 1: admitted to
 // its queue by its first member, with every further member an extra placed
-// within the queue's share one by one, pkg/cache/extrademand.go, and no
+// within the queue's share one by one, pkg/admission/extrademand.go, and no
 // barrier); the queue from Caldera's queue label, as on any PodGroup, else
 // its namespace's default applies; admitted when Caldera's admitted-at
 // annotation says so; disruptionMode all as Rules.DisruptAll. priority and
