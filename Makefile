@@ -100,8 +100,10 @@ unit:
 	$(GO) -C hack/image test -count=1 ./...
 
 # internal/localcluster's own test starts a cluster too, so it runs here.
+# Its failures are repeated at the end of the output (hack/test-with-summary.sh).
 integration:
-	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./internal/... ./test/integration/...
+	LOG=_output/integration.log hack/test-with-summary.sh \
+		$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./internal/... ./test/integration/...
 
 ## test-random: the randomized invariant harness (test/integration/random)
 ## over SEEDS seeds from SEED (default: 10 seeds from the current time; `make
