@@ -407,8 +407,8 @@ func (a *State) AdmittedLocked(pod *v1.Pod, groups map[gangbook.GroupKey]*gangbo
 	return false, "waiting for admission", u
 }
 
-// TrackNominationLocked keeps a.nominated current for one pod event. O(1).
-func (a *State) TrackNominationLocked(pod *v1.Pod, deleted bool) {
+// trackNominationLocked keeps a.nominated current for one pod event. O(1).
+func (a *State) trackNominationLocked(pod *v1.Pod, deleted bool) {
 	if !deleted && pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != "" && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed && a.Ours(pod) {
 		if a.nominated == nil {

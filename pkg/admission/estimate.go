@@ -109,9 +109,9 @@ func (e *Estimates) Learned() *runlimit.Estimator {
 	return e.runTimes
 }
 
-// TrackUnlimitedLocked counts acct, bound and without a run-time limit (not
+// trackUnlimitedLocked counts acct, bound and without a run-time limit (not
 // in a.ends), in the estimated room. O(1).
-func (a *State) TrackUnlimitedLocked(pod *v1.Pod, acct *PodAcct) {
+func (a *State) trackUnlimitedLocked(pod *v1.Pod, acct *PodAcct) {
 	if !acct.Bound {
 		return
 	}
@@ -125,10 +125,10 @@ func (a *State) TrackUnlimitedLocked(pod *v1.Pod, acct *PodAcct) {
 	a.Est.Bind(acct, start.Unix())
 }
 
-// LearnRunLocked learns the run time of pod, which was bound as old and has
+// learnRunLocked learns the run time of pod, which was bound as old and has
 // finished or gone: how long its queue's pods run, for the estimates.
 // Pods that never started teach nothing. O(log bins).
-func (a *State) LearnRunLocked(pod *v1.Pod, old *PodAcct, now time.Time) {
+func (a *State) learnRunLocked(pod *v1.Pod, old *PodAcct, now time.Time) {
 	if old == nil || !old.Bound || pod.Status.StartTime == nil {
 		return
 	}

@@ -39,7 +39,7 @@ func (a *State) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, 
 			a.SyncGangUnitLocked(u.Gang, dirty, synced)
 			continue
 		}
-		q, asked := a.ResolveQueueLocked("", u.Pod, u.Pod.Namespace)
+		q, asked := a.resolveQueueLocked("", u.Pod, u.Pod.Namespace)
 		u.Asked = asked
 		a.moveUnitLocked(u, q)
 		if !u.Admitted {

@@ -66,7 +66,7 @@ func (a *State) NamespaceQueueLocked(ns, q string, dirty map[gangbook.GroupKey]s
 	}
 	// Rare: re-resolve the namespace's units, and the accounts without one
 	// (their pods have no queue label, or they would not follow it).
-	nsQ, nsAsked := a.ResolveQueueLocked("", nil, ns)
+	nsQ, nsAsked := a.resolveQueueLocked("", nil, ns)
 	for _, p := range a.nsPods[ns] {
 		if !p.Unit.IsZero() && a.Units[p.Unit] != nil {
 			continue // created since: the unit decides, and moves it below
@@ -79,7 +79,7 @@ func (a *State) NamespaceQueueLocked(ns, q string, dirty map[gangbook.GroupKey]s
 		case u.Gang != nil && u.Gang.Key.Namespace == ns:
 			a.SyncGangUnitLocked(u.Gang, dirty, synced)
 		case u.Pod != nil && u.Pod.Namespace == ns:
-			q, asked := a.ResolveQueueLocked("", u.Pod, ns)
+			q, asked := a.resolveQueueLocked("", u.Pod, ns)
 			u.Asked = asked
 			a.moveUnitLocked(u, q)
 			if !u.Admitted {

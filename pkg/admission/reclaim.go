@@ -30,7 +30,7 @@ func (a *State) PreemptorLocked(groups map[gangbook.GroupKey]*gangbook.Group, po
 			}
 			// Singletons bypass queues: they may only preempt within the
 			// queue they would resolve to.
-			q, _ := a.ResolveQueueLocked("", pod, pod.Namespace)
+			q, _ := a.resolveQueueLocked("", pod, pod.Namespace)
 			return reclaim.Preemptor{Queue: q, Priority: gangbook.PodPriority(pod), Members: []resources.List{first}}, true, ""
 		}
 		if !u.Admitted {

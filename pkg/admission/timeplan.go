@@ -31,12 +31,12 @@ type podEnd struct {
 	end   int64
 }
 
-// TrackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
+// trackEndLocked keeps a.ends in step with pod, accounted as acct (nil when
 // it is gone or finished): only bound pods with a limit are kept, so a
 // cluster of pods without limits pays one map lookup per event. group are
 // the annotations of the pod's PodGroup (nil without one). The start
 // is the pod's status.startTime, else when it was first seen bound. O(1).
-func (a *State) TrackEndLocked(pod *v1.Pod, acct *PodAcct, group map[string]string) {
+func (a *State) trackEndLocked(pod *v1.Pod, acct *PodAcct, group map[string]string) {
 	old, had := a.Ends[pod.UID]
 	if acct == nil || !acct.Bound {
 		if had {

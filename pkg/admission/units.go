@@ -145,11 +145,11 @@ func (a *State) AccountLocked(uid types.UID) *PodAcct {
 	return a.Pods[uid]
 }
 
-// ResolveQueueLocked names the queue of a group, folded (foldQueueLocked):
+// resolveQueueLocked names the queue of a group, folded (foldQueueLocked):
 // the one its PodGroup names (groupspec.Spec.Queue, "" for none), else the
 // pod's label, else the namespace's, else the default queue. asked is the
 // name asked for when it was folded, else "".
-func (a *State) ResolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
+func (a *State) resolveQueueLocked(named string, pod *v1.Pod, ns string) (q, asked string) {
 	return a.foldQueueLocked(a.askedQueueLocked(named, pod, ns))
 }
 
@@ -183,7 +183,7 @@ func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKe
 	u := a.Units[uk]
 	if g.Obj == nil {
 		if u != nil {
-			a.DropUnitLocked(u)
+			a.dropUnitLocked(u)
 		}
 		return
 	}
@@ -208,7 +208,7 @@ func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKe
 		first = m.Pod
 		break
 	}
-	q, asked := a.ResolveQueueLocked(g.Obj.Queue, first, g.Key.Namespace)
+	q, asked := a.resolveQueueLocked(g.Obj.Queue, first, g.Key.Namespace)
 	u.Asked = asked
 	a.moveUnitLocked(u, q)
 	u.Priority, u.created = g.Priority, g.Created
@@ -287,8 +287,8 @@ func (a *State) UnadmitLocked(g *gangbook.Group, dirty map[gangbook.GroupKey]str
 	a.KickLocked()
 }
 
-// DropUnitLocked forgets a unit: its group or pod is gone.
-func (a *State) DropUnitLocked(u *Unit) {
+// dropUnitLocked forgets a unit: its group or pod is gone.
+func (a *State) dropUnitLocked(u *Unit) {
 	a.Pending.Delete(u.Key)
 	a.Writes.forgetUnit(u.Key)
 	if q := a.Usage[u.Queue]; q != nil {

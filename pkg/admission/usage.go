@@ -1,9 +1,12 @@
 package admission
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
@@ -39,8 +42,8 @@ type queueUsage struct {
 	Allocated, Inflight resources.List
 }
 
-// IndexPodLocked records that p is accounted to p.unit. O(1).
-func (a *State) IndexPodLocked(p *PodAcct) {
+// indexPodLocked records that p is accounted to p.unit. O(1).
+func (a *State) indexPodLocked(p *PodAcct) {
 	if p.Unit.IsZero() {
 		return
 	}
@@ -69,8 +72,8 @@ func (a *State) unindexPodLocked(p *PodAcct) {
 	a.UnitPods[p.Unit] = l
 }
 
-// IndexNSLocked records that pod uid's account follows namespace ns.
-func (a *State) IndexNSLocked(ns string, uid types.UID, p *PodAcct) {
+// indexNSLocked records that pod uid's account follows namespace ns.
+func (a *State) indexNSLocked(ns string, uid types.UID, p *PodAcct) {
 	m := a.nsPods[ns]
 	if m == nil {
 		m = map[types.UID]*PodAcct{}
@@ -168,10 +171,10 @@ func (a *State) usageLocked(q string) *queueUsage {
 	return u
 }
 
-// UnaccountLocked takes pod's previous account old out of every aggregate
+// unaccountLocked takes pod's previous account old out of every aggregate
 // and index, and returns the pods to activate when it held room: freed
 // room may admit the units refused for a capability deficit. O(1).
-func (a *State) UnaccountLocked(pod *v1.Pod, old *PodAcct) (act map[string]*v1.Pod) {
+func (a *State) unaccountLocked(pod *v1.Pod, old *PodAcct) (act map[string]*v1.Pod) {
 	if old.Bound {
 		a.Est.Unbind(old)
 		a.Used.Sub(old.Req)
@@ -199,10 +202,10 @@ func (a *State) UnaccountLocked(pod *v1.Pod, old *PodAcct) (act map[string]*v1.P
 	return act
 }
 
-// SingletonOfLocked reports whether pod is admitted as a group of one; a
+// singletonOfLocked reports whether pod is admitted as a group of one; a
 // singleton that joined a PodGroup through its label loses its unit, its
 // gang being admitted instead. O(1).
-func (a *State) SingletonOfLocked(pod *v1.Pod, labelled bool, old *PodAcct) bool {
+func (a *State) singletonOfLocked(pod *v1.Pod, labelled bool, old *PodAcct) bool {
 	if !labelled && a.Opts.AdmitSingletons && a.Ours(pod) {
 		return true
 	}
@@ -210,23 +213,23 @@ func (a *State) SingletonOfLocked(pod *v1.Pod, labelled bool, old *PodAcct) bool
 	// accounted as such skip the lookup.
 	if a.Opts.AdmitSingletons && (old == nil || old.Unit.Kind == queue.KindPod) {
 		if u := a.Units[PodUnitKey(pod)]; u != nil && u.Gang == nil && u.Pod.UID == pod.UID {
-			a.DropUnitLocked(u)
+			a.dropUnitLocked(u)
 		}
 	}
 	return false
 }
 
-// SingletonUnitLocked creates or refreshes the unit of singleton pod,
+// singletonUnitLocked creates or refreshes the unit of singleton pod,
 // accounted as acct: its queue, priority, request, and whether it waits for
 // admission. O(1).
-func (a *State) SingletonUnitLocked(pod *v1.Pod, acct *PodAcct) {
+func (a *State) singletonUnitLocked(pod *v1.Pod, acct *PodAcct) {
 	u := a.Units[acct.Unit]
 	if u == nil {
 		u = &Unit{Key: acct.Unit, Pod: pod, Members: 1, Min: 1}
 		a.Units[acct.Unit] = u
 	}
 	u.Pod = pod
-	q, asked := a.ResolveQueueLocked("", pod, pod.Namespace)
+	q, asked := a.resolveQueueLocked("", pod, pod.Namespace)
 	u.Asked = asked
 	a.moveUnitLocked(u, q)
 	u.Priority, u.created = gangbook.PodPriority(pod), pod.CreationTimestamp.Time
@@ -246,10 +249,10 @@ func (a *State) SingletonUnitLocked(pod *v1.Pod, acct *PodAcct) {
 	}
 }
 
-// HoldLocked adds bound account acct to every aggregate: the cluster's, its
+// holdLocked adds bound account acct to every aggregate: the cluster's, its
 // node's, its queue's (or what is held outside the queues) and its unit's.
 // O(1).
-func (a *State) HoldLocked(acct *PodAcct) {
+func (a *State) holdLocked(acct *PodAcct) {
 	a.Used.Add(acct.Req)
 	a.Feas.Rooms.Bind(acct.Node, acct.Queue, acct.Req, 1)
 	if acct.Queue != "" {
@@ -262,4 +265,68 @@ func (a *State) HoldLocked(acct *PodAcct) {
 		u.Hold(acct.Req)
 		a.setInflightLocked(u)
 	}
+}
+
+// AccountPodLocked accounts an unfinished pod for admission (finished or
+// deleted pods are taken out, and left reports that one was): what nodes
+// hold, per queue and in all, and the singletons waiting for admission.
+// pod's GroupKeyOf is gk and labelled; group is its group's annotations
+// (run-time limits), request computes its request given the previous one
+// (the cache's interner). O(1), plus the units refused for a capability
+// deficit when a bound pod leaves.
+func (a *State) AccountPodLocked(pod *v1.Pod, gk gangbook.GroupKey, labelled, deleted bool, group map[string]string,
+	request func(pod *v1.Pod, old resources.List) resources.List, now time.Time) (act map[string]*v1.Pod, left bool) {
+	a.trackNominationLocked(pod, deleted)
+	finished := pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+	if pod.Spec.NodeName != "" || deleted || finished {
+		// Bound (added to allocated below, under the same lock) or gone.
+		a.Extras.Drop(pod.UID)
+	}
+	old := a.Pods[pod.UID]
+	if old != nil {
+		act = a.unaccountLocked(pod, old)
+	}
+	singleton := a.singletonOfLocked(pod, labelled, old)
+	if deleted || finished {
+		a.learnRunLocked(pod, old, now)
+		a.trackEndLocked(pod, nil, nil)
+		if singleton {
+			if u := a.Units[PodUnitKey(pod)]; u != nil {
+				a.dropUnitLocked(u)
+			}
+		}
+		return act, true
+	}
+	// The pod's previous account is rewritten in place: a bind or unbind is
+	// then free of allocations (no new account, key or request list).
+	acct, oldReq := old, resources.List(nil)
+	if acct == nil {
+		acct = &PodAcct{}
+	} else {
+		oldReq = old.Req
+	}
+	*acct = PodAcct{Req: request(pod, oldReq), Bound: pod.Spec.NodeName != "", Prio: gangbook.PodPriority(pod), Node: pod.Spec.NodeName}
+	if labelled && a.Ours(pod) {
+		acct.Unit = GangUnitKey(gk)
+	} else if singleton {
+		acct.Unit = PodUnitKey(pod)
+		a.singletonUnitLocked(pod, acct)
+	}
+	if u := a.Units[acct.Unit]; u != nil {
+		acct.Queue = u.Queue
+	} else if !acct.Unit.IsZero() || a.Ours(pod) {
+		acct.Queue, acct.Asked = a.resolveQueueLocked("", pod, pod.Namespace)
+		acct.FollowsNS = pod.Labels[qapi.QueueLabel] == ""
+	}
+	a.Pods[pod.UID] = acct
+	a.indexPodLocked(acct)
+	if acct.FollowsNS {
+		a.indexNSLocked(pod.Namespace, pod.UID, acct)
+	}
+	if acct.Bound {
+		a.holdLocked(acct)
+	}
+	a.trackEndLocked(pod, acct, group)
+	a.trackUnlimitedLocked(pod, acct)
+	return act, false
 }
