@@ -238,10 +238,10 @@ func (a *State) QueueUsageLocked() map[string]queue.Usage {
 	return usage
 }
 
-// AdmitOptionsLocked are the pass's options: the profile's, the cache's
+// admitOptionsLocked are the pass's options: the profile's, the cache's
 // eviction settings (reclaim, preempt: CalderaReclaim runs them) and the
 // quota check, and the placement check pl.
-func (a *State) AdmitOptionsLocked(pl *passPlacement, reclaim, preempt bool) queue.Options {
+func (a *State) admitOptionsLocked(pl *passPlacement, reclaim, preempt bool) queue.Options {
 	opts := queue.Options{
 		OvercommitFactor:     a.Opts.OvercommitFactor,
 		StarvationThreshold:  a.Opts.StarvationThreshold,
@@ -259,11 +259,11 @@ func (a *State) AdmitOptionsLocked(pl *passPlacement, reclaim, preempt bool) que
 	return opts
 }
 
-// AdmitLocked records the pass's admission of u on decision d: it reserves
+// admitLocked records the pass's admission of u on decision d: it reserves
 // its request, its status is to be written, and its waiting pods are added
 // to act, to be moved to the active queue; a gang's is marked in dirty, the
 // cache's set of groups whose status is to be written. O(members).
-func (a *State) AdmitLocked(u *Unit, d queue.Decision, now time.Time, act map[string]*v1.Pod, dirty map[gangbook.GroupKey]struct{}) {
+func (a *State) admitLocked(u *Unit, d queue.Decision, now time.Time, act map[string]*v1.Pod, dirty map[gangbook.GroupKey]struct{}) {
 	u.Admitted, u.OnPlan, u.failedFit, u.roomVerdict = true, d.OnPlan, false, nil
 	if u.Gang != nil {
 		u.noteAdmittedSpec(u.Gang)

@@ -95,9 +95,9 @@ func (d *extraDemand) move(q string, l resources.List, sign int) {
 	d.ByQueue[q] = cur
 }
 
-// SyncDirtyDemandLocked syncs the units of the gangs whose waiting members
+// syncDirtyDemandLocked syncs the units of the gangs whose waiting members
 // changed since the last pass: O(changed).
-func (a *State) SyncDirtyDemandLocked() {
+func (a *State) syncDirtyDemandLocked() {
 	for k := range a.Demand.Dirty {
 		if u := a.Units[GangUnitKey(k)]; u != nil {
 			a.syncExtraDemandLocked(u)
@@ -137,13 +137,13 @@ func (a *State) ForgetRefusedExtraLocked(uid types.UID) {
 	}
 }
 
-// RefusedExtrasFittingLocked returns the refused extras that now fit their
+// refusedExtrasFittingLocked returns the refused extras that now fit their
 // queues' capabilities and shares, and forgets them: the pass activates
 // them. Members of one gang share an interned request, so the checks run
 // once per queue and request: O(refused + queues x requests x subtree).
 // groups are the cache's groups by key, preempt its setting
 // (extraPreemptibleLocked).
-func (a *State) RefusedExtrasFittingLocked(groups map[gangbook.GroupKey]*gangbook.Group, preempt bool) map[string]*v1.Pod {
+func (a *State) refusedExtrasFittingLocked(groups map[gangbook.GroupKey]*gangbook.Group, preempt bool) map[string]*v1.Pod {
 	if len(a.Demand.refused) == 0 {
 		return nil
 	}

@@ -371,13 +371,13 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	pp.lastOK = false
 }
 
-// PlacementLocked prepares the placement check for a pass of a, with total
+// placementLocked prepares the placement check for a pass of a, with total
 // the cluster's allocatable and reclaim whether CalderaReclaim runs: the nodes' free
 // room, less what the admitted groups still being placed need (their members
 // placed first, where the scheduler reserved them or first-fit), less the
 // nodes reserved for starving groups. O(nodes x resources + admitted-unplaced
 // members), never a scan of pods.
-func (f *FeasibleState) PlacementLocked(a *State, total resources.List, reclaim bool, now time.Time) *passPlacement {
+func (f *FeasibleState) placementLocked(a *State, total resources.List, reclaim bool, now time.Time) *passPlacement {
 	pp := &f.Pass
 	pp.adm, pp.feas, pp.reclaim = a, f, reclaim
 	pp.gen++

@@ -98,13 +98,13 @@ func (o *overdueState) due(now time.Time, units map[queue.Key]*Unit, groups map[
 	return withdraw, restore
 }
 
-// ReturnLapsedLocked, at the start of an admission pass at now, returns to
+// returnLapsedLocked, at the start of an admission pass at now, returns to
 // pending the admitted gangs short of members for ShortGrace (short.go)
 // or waiting for them OverdueGrace past admission, and decides again
 // those whose withdrawn promise is given back. The caller holds the
 // cache's lock; groups are the cache's groups by key, dirty and synced as
 // SyncGangUnitLocked takes them.
-func (a *State) ReturnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
+func (a *State) returnLapsedLocked(now time.Time, groups map[gangbook.GroupKey]*gangbook.Group, dirty map[gangbook.GroupKey]struct{}, synced bool) {
 	for _, g := range a.Short.due(now, a.Units) {
 		a.UnadmitLocked(g, dirty)
 	}

@@ -75,11 +75,11 @@ type overrunCandidate struct {
 	end   int64 // by the annotation, Unix seconds
 }
 
-// OverrunInput is what choosing overruns reads of the cache under its
+// overrunInput is what choosing overruns reads of the cache under its
 // lock: the admission side, the gangs, the node rooms and reservations,
 // the replica's leadership (nil: always leading), and the eviction book
 // the evictions chosen are recorded in.
-type OverrunInput struct {
+type overrunInput struct {
 	Adm      *State
 	Groups   map[gangbook.GroupKey]*gangbook.Group
 	Feasible *FeasibleState
@@ -87,11 +87,11 @@ type OverrunInput struct {
 	Book     *EvictionBook
 }
 
-// Choose, at the start of a pass at now, returns the pods to evict for the
+// choose, at the start of a pass at now, returns the pods to evict for the
 // due reservations of in.feasible, recorded in in.book; queue hands them
 // to the status writer. O(pods whose end changed) per pass that keeps a
 // reservation, plus O(pods with a limit on the nodes) per due reservation.
-func (o *overrunState) Choose(in OverrunInput, now time.Time) []overrunEviction {
+func (o *overrunState) choose(in overrunInput, now time.Time) []overrunEviction {
 	a, f := in.Adm, in.Feasible
 	if !a.Opts.EvictOverruns || len(f.Timed) == 0 {
 		*o = overrunState{}
@@ -124,7 +124,7 @@ func (o *overrunState) Choose(in OverrunInput, now time.Time) []overrunEviction 
 // the room it needs on every one of its nodes beyond what the reservations
 // before it in this pass claimed there, records them and adds its need to
 // claimed; none when some node would still lack room.
-func (o *overrunState) victims(in OverrunInput, t Timed, u *Unit, now time.Time, claimed map[string]resources.List) []overrunEviction {
+func (o *overrunState) victims(in overrunInput, t Timed, u *Unit, now time.Time, claimed map[string]resources.List) []overrunEviction {
 	var chosen []overrunCandidate
 	for i, n := range t.Nodes {
 		node := in.Feasible.Rooms.Node(n)
@@ -178,7 +178,7 @@ func (o *overrunState) victims(in OverrunInput, t Timed, u *Unit, now time.Time,
 // at now: leaving (terminating, being evicted, or past a deadline someone
 // enforces), a candidate (a pod of Caldera's queues past the limit its
 // annotation declares), or neither (it holds its room).
-func (in OverrunInput) overdue(uid types.UID, node string, now int64) (cand overrunCandidate, leaving, ok bool) {
+func (in overrunInput) overdue(uid types.UID, node string, now int64) (cand overrunCandidate, leaving, ok bool) {
 	a := in.Adm
 	e, tracked := a.Ends[uid]
 	if !tracked || e.Node != node {
@@ -214,7 +214,7 @@ func (in OverrunInput) overdue(uid types.UID, node string, now int64) (cand over
 // podOf is the pod uid accounted as acct, as the cache last saw it, with
 // its gang (nil for a singleton); nil when the cache keeps no copy (a pod
 // in no unit).
-func (in OverrunInput) podOf(uid types.UID, acct *PodAcct) (*v1.Pod, *gangbook.Group) {
+func (in overrunInput) podOf(uid types.UID, acct *PodAcct) (*v1.Pod, *gangbook.Group) {
 	switch {
 	case acct.Unit.IsZero():
 		return nil, nil
@@ -243,7 +243,7 @@ func helps(short, req resources.List) bool {
 
 // start records the evictions of chosen for reservation t, of unit u, in
 // in.book and returns them.
-func (o *overrunState) start(in OverrunInput, t Timed, u *Unit, chosen []overrunCandidate, now time.Time) []overrunEviction {
+func (o *overrunState) start(in overrunInput, t Timed, u *Unit, chosen []overrunCandidate, now time.Time) []overrunEviction {
 	if len(chosen) == 0 {
 		return nil
 	}

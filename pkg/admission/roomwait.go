@@ -23,11 +23,11 @@ import (
 // pass, in queue order, still decides who gets new room first. Which
 // refusals are which is policy: queue.Decision.WaitsForRoom.
 
-// NoteRefusalsLocked records, for the units refused in this pass, whether
+// noteRefusalsLocked records, for the units refused in this pass, whether
 // they wait for room (a capacity refusal), and returns the pods of those
 // that just started to: PreEnqueue now lets them through, but they wait in
 // the scheduler's unschedulable pods until moved. O(refused units).
-func (a *State) NoteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
+func (a *State) noteRefusalsLocked(refused []queue.Outcome) map[string]*v1.Pod {
 	var act map[string]*v1.Pod
 	for _, o := range refused {
 		u := a.Units[o.Group.Key]

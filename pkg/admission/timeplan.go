@@ -463,10 +463,10 @@ func (pp *passPlacement) finishTime() {
 	}
 }
 
-// RetryHeldOut adds to act the waiting pods of admitted units when the
+// retryHeldOut adds to act the waiting pods of admitted units when the
 // pass gave reserved room back: the CalderaReservation Filter may have
 // kept them out of it. O(admitted units still placing).
-func (pp *passPlacement) RetryHeldOut(act map[string]*v1.Pod) {
+func (pp *passPlacement) retryHeldOut(act map[string]*v1.Pod) {
 	if !pp.roomReturned {
 		return
 	}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,7 +8,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
-	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
 // ChecksResourceQuota reports whether admission reads namespaces'
@@ -51,64 +49,19 @@ func (c *Cache) AdmissionLoop(ready []cache.DoneChecker) (admission.Loop, bool) 
 	}, true
 }
 
-// AdmissionPass runs Volcano's enqueue action once: it divides the cluster
-// among the queues, admits what fits, activates the admitted groups' pods
-// and hands decisions to the status writer.
+// AdmissionPass runs one admission pass (admission.State.PassLocked),
+// records the queues' metrics, and activates the admitted groups' pods.
 func (c *Cache) AdmissionPass(logger klog.Logger, now time.Time) {
 	c.mu.Lock()
-	a := c.adm
-	a.ReturnLapsedLocked(now, c.groups, c.dirty, c.membersSynced.fired())
-	// The pods to evict for the kept reservations that are due; the
-	// status writer evicts them (OverrunEvictions).
-	in := admission.OverrunInput{Adm: a, Groups: c.groups, Feasible: &c.feasible, Lead: c.lead, Book: &c.evictions}
-	c.evictions.Overrun.Queue(c.evictions.Overrun.Choose(in, now))
-	c.adm.SyncDirtyDemandLocked()
-	// Placement first: it finds the admitted singletons no node takes,
-	// whose release must show in the usage the shares are divided on.
-	pl := c.feasible.PlacementLocked(a, c.total, c.reclaim, now)
-	a.ReleaseUnplaceableLocked(pl)
-	// Shares divide what the queues can have: room held by pods outside
-	// every queue is no queue's, and counted in it every deserved share
-	// would be overstated, so a queue above its real share would never be
-	// reclaimed from.
-	a.Shares = queue.DivideWithout(a.Tree, c.total, a.Outside, c.adm.QueueUsageLocked())
-	opts := a.AdmitOptionsLocked(pl, c.reclaim, c.preempt)
-	res := a.Pending.Admit(a.Shares, queue.Cluster{Allocatable: c.total, Used: a.Used, PlansWaiting: a.PlanWaiting}, opts, now)
-	pl.Finish()
-	act := map[string]*v1.Pod{}
-	pl.RetryHeldOut(act)
-	// Each admission is logged at V(2), as the scheduler logs each bind:
-	// when a group was let in, and on what (a reclaim plan, lent room),
-	// is what explains the evictions that may follow it.
-	var admittedLog []admission.Grant
-	for _, o := range res.Admitted {
-		u := a.Units[o.Group.Key]
-		if u == nil {
-			continue
-		}
-		if logger.V(2).Enabled() {
-			admittedLog = append(admittedLog, admission.Grant{Unit: o.Group.Key, Queue: u.Queue, OnPlan: o.Decision.OnPlan, Lent: o.Decision.Lent})
-		}
-		a.AdmitLocked(u, o.Decision, now, act, c.dirty)
-	}
-	for name := range a.Sorting {
-		s := a.Sorting[name]
-		s.Share = a.Shares.Share(name)
-		a.Sorting[name] = s
-	}
-	maps.Copy(act, a.RefusedExtrasFittingLocked(c.groups, c.preempt))
-	maps.Copy(act, c.adm.NoteRefusalsLocked(res.Refused))
-	c.metrics.recordQueues(a, c.lead)
-	// res belongs to the Pending: read it under the lock.
-	nAdmitted, nRefused := len(res.Admitted), len(res.Refused)
+	res := c.adm.PassLocked(admission.PassInput{
+		Groups: c.groups, Dirty: c.dirty, MembersSynced: c.membersSynced.fired(),
+		Feasible: &c.feasible, Total: c.total, Lead: c.lead, Evictions: &c.evictions,
+		Reclaim: c.reclaim, Preempt: c.preempt, LogGrants: logger.V(2).Enabled(),
+	}, now)
+	c.metrics.recordQueues(c.adm, c.lead)
 	c.mu.Unlock()
-	for _, e := range admittedLog {
-		logger.V(2).Info("Admitted", "unit", e.Unit.String(), "queue", e.Queue, "onPlan", e.OnPlan, "lent", e.Lent)
-	}
-	if nAdmitted > 0 {
-		logger.V(3).Info("Admission pass", "admitted", nAdmitted, "refused", nRefused)
-	}
-	c.activate(logger, act)
+	res.Log(logger)
+	c.activate(logger, res.Activate)
 }
 
 // Admitted answers CalderaEnqueue's PreEnqueue: whether pod's group is
