@@ -103,7 +103,7 @@ type WhatIfResult struct {
 	Units  []WhatIfUnit `json:"units"`
 	// Queues are the queues the units wait in and their ancestors, after
 	// the pass (what the scheduler would write in their status).
-	Queues []cache.QueueDump `json:"queues,omitempty"`
+	Queues []admission.QueueDump `json:"queues,omitempty"`
 	// Ignored are the file's objects that schedule nothing themselves
 	// (Kind/name): Services, ConfigMaps, other operators' resources.
 	Ignored []string `json:"ignored,omitempty"`
@@ -378,7 +378,7 @@ func path(v admission.UnitView) []PathStep {
 }
 
 // queuePath is the named queues and their ancestors, in d's order.
-func queuePath(d *cache.CacheDump, named map[string]bool) []cache.QueueDump {
+func queuePath(d *cache.CacheDump, named map[string]bool) []admission.QueueDump {
 	parent := map[string]string{}
 	for _, q := range d.Queues {
 		parent[q.Name] = q.Parent
@@ -389,14 +389,14 @@ func queuePath(d *cache.CacheDump, named map[string]bool) []cache.QueueDump {
 			want[n] = true
 		}
 	}
-	var out []cache.QueueDump
+	var out []admission.QueueDump
 	for _, q := range d.Queues {
 		if want[q.Name] {
 			q.Order = nil
 			out = append(out, q)
 		}
 	}
-	slices.SortFunc(out, func(a, b cache.QueueDump) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b admission.QueueDump) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

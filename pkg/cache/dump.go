@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
-	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/gang"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
-	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
@@ -25,11 +22,11 @@ const DumpDirEnv = "CALDERA_DUMP_DIR"
 // Amounts are flattened like resources.List: cpu in millicores, every other
 // resource in its base unit.
 type CacheDump struct {
-	Time    time.Time          `json:"time"`
-	Cluster ClusterDump        `json:"cluster"`
-	Queues  []QueueDump        `json:"queues"`
-	Groups  []GroupDump        `json:"groups"`
-	Options *admission.Options `json:"admissionOptions,omitempty"`
+	Time    time.Time             `json:"time"`
+	Cluster ClusterDump           `json:"cluster"`
+	Queues  []admission.QueueDump `json:"queues"`
+	Groups  []GroupDump           `json:"groups"`
+	Options *admission.Options    `json:"admissionOptions,omitempty"`
 }
 
 // ClusterDump is the cluster's totals.
@@ -44,52 +41,24 @@ type ClusterDump struct {
 	Outside resources.List `json:"outside,omitempty"`
 }
 
-// QueueDump is one queue.
-type QueueDump struct {
-	Name        string         `json:"name"`
-	Parent      string         `json:"parent,omitempty"`
-	Weight      int32          `json:"weight"`
-	Priority    int32          `json:"priority"`
-	State       string         `json:"state"`
-	Reclaimable bool           `json:"reclaimable"`
-	Capability  resources.List `json:"capability,omitempty"`
-	Guarantee   resources.List `json:"guarantee,omitempty"`
-	Deserved    resources.List `json:"deserved"`
-	Allocated   resources.List `json:"allocated"`
-	Inflight    resources.List `json:"inflight"`
-	Share       float64        `json:"share"`
-	// Pending is how many groups of the queue wait for admission.
-	Pending int `json:"pending"`
-	// Order is the queue's pending units in the order the next admission
-	// pass examines them (pg:ns/name for a gang, pod:ns/name for a pod
-	// outside any gang); units short of members, and those whose request
-	// alone can never fit the queue, are not listed.
-	Order []string `json:"order,omitempty"`
-}
-
 // GroupDump is one group.
 type GroupDump struct {
 	Key       string `json:"key"`
-	Queue     string `json:"queue,omitempty"`
 	Phase     string `json:"phase"`
 	PodGroup  bool   `json:"podGroup"`
 	MinMember int32  `json:"minMember"`
 	// Counts are the member aggregates (members, active, pending, waiting,
 	// placed, bound, running, succeeded, failed).
 	Counts        map[string]int `json:"counts"`
-	Admitted      bool           `json:"admitted"`
 	Enqueueable   bool           `json:"enqueueable"`
 	FirstAttempt  *time.Time     `json:"firstAttempt,omitempty"`
 	BackoffUntil  *time.Time     `json:"backoffUntil,omitempty"`
 	Failures      int            `json:"backoffFailures,omitempty"`
 	Unschedulable string         `json:"unschedulable,omitempty"`
 	MinRequest    resources.List `json:"minRequest"`
-	// ExpectedStart and ReservedNodes are the group's reservation over
-	// time, when the last pass kept one; EstimatedStart, without one, its
-	// estimated start (the jobs it waits for declare no run-time limit).
-	ExpectedStart  *time.Time `json:"expectedStart,omitempty"`
-	ReservedNodes  []string   `json:"reservedNodes,omitempty"`
-	EstimatedStart *time.Time `json:"estimatedStart,omitempty"`
+	// GroupAdmission is its queue, admission and reservation over time
+	// (or estimated start); without queue admission it is admitted.
+	admission.GroupAdmission
 }
 
 // Dump renders the cache as JSON. The lock is held only while copying into
@@ -104,7 +73,7 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 	d := &CacheDump{
 		Time:    now.UTC(),
 		Cluster: ClusterDump{Nodes: len(c.nodes), Allocatable: c.total.Clone()},
-		Queues:  []QueueDump{},
+		Queues:  []admission.QueueDump{},
 		Groups:  make([]GroupDump, 0, len(c.groups)),
 	}
 	if a := c.adm; a.On() {
@@ -112,60 +81,14 @@ func (c *Cache) snapshot(now time.Time) *CacheDump {
 		d.Options = &opts
 		d.Cluster.Used = a.Used.Clone()
 		d.Cluster.Outside = a.Outside.Clone()
-		d.Queues = queueDumps(a)
+		d.Queues = a.QueueDumpsLocked()
 	}
 	for key, g := range c.groups {
 		d.Groups = append(d.Groups, dumpGroup(g, key, c.adm, now))
 	}
 	c.mu.RUnlock()
-	sort.Slice(d.Queues, func(i, j int) bool { return d.Queues[i].Name < d.Queues[j].Name })
 	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
 	return d
-}
-
-// queueDumps dumps every queue: its spec, what it and its descendants
-// hold, what it reserves, its pending units and share. The caller holds
-// the cache's lock. O(queues x depth + units).
-func queueDumps(a *admission.State) []QueueDump {
-	alloc := make(map[string]resources.List, len(a.Usage))
-	for name, u := range a.Usage {
-		alloc[name] = alloc[name].Add(u.Allocated)
-		for _, anc := range a.Tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.Allocated)
-		}
-	}
-	pending := map[string]int{}
-	for _, u := range a.Units {
-		if !u.Admitted {
-			pending[u.Queue]++
-		}
-	}
-	out := make([]QueueDump, 0, len(a.Queues))
-	for name, q := range a.Queues {
-		s := convert.QueueSpec(q)
-		qd := QueueDump{
-			Name: name, Parent: s.Parent, Weight: s.Weight, Priority: s.Priority,
-			State: string(s.State), Reclaimable: s.Reclaimable,
-			Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
-			Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
-			Order: keyStrings(a.Pending.Order(name)),
-		}
-		if u := a.Usage[name]; u != nil {
-			qd.Inflight = u.Inflight.Clone()
-		}
-		if a.Shares != nil {
-			qd.Deserved = a.Shares.Deserved(name).Clone()
-			qd.Share = a.Shares.Share(name)
-		}
-		if qd.Deserved == nil {
-			qd.Deserved = resources.List{}
-		}
-		if qd.Allocated == nil {
-			qd.Allocated = resources.List{}
-		}
-		out = append(out, qd)
-	}
-	return out
 }
 
 // dumpGroup dumps g, the group of key: its counts, backoff and, from a, the
@@ -195,16 +118,7 @@ func dumpGroup(g *gangbook.Group, key gangbook.GroupKey, a *admission.State, now
 		gd.BackoffUntil = &t
 	}
 	if a.On() {
-		if u := a.Units[admission.GangUnitKey(key)]; u != nil {
-			gd.Queue, gd.Admitted = u.Queue, u.Admitted
-		}
-		if t, ok := a.Feas.ReservationOf(admission.GangUnitKey(key)); ok {
-			at := time.Unix(t.Start, 0).UTC()
-			gd.ExpectedStart, gd.ReservedNodes = &at, slices.Clone(t.Nodes)
-		} else if at, ok := a.EstimatedStartOf(admission.GangUnitKey(key)); ok {
-			at = at.UTC()
-			gd.EstimatedStart = &at
-		}
+		gd.GroupAdmission = a.GroupAdmissionLocked(key)
 	} else {
 		// Without queue admission every group is admitted.
 		gd.Admitted = true
@@ -266,16 +180,4 @@ func minRequestRLocked(g *gangbook.Group) resources.List {
 		}
 	}
 	return gang.MinRequest(g.Spec, reqs).Clone()
-}
-
-// keyStrings renders unit keys as the dump shows them ("pg:ns/name").
-func keyStrings(keys []queue.Key) []string {
-	if keys == nil {
-		return nil
-	}
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.String()
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 )
 
@@ -59,19 +60,24 @@ func renderCacheView(d *cache.CacheDump, s *snapshot) string {
 	return b.String()
 }
 
+// admitted is a group's admission in queue q.
+func admitted(q string, ok bool) admission.GroupAdmission {
+	return admission.GroupAdmission{Queue: q, Admitted: ok}
+}
+
 // TestRenderCacheView: the view shows the pending group's queue chain and
 // the admitted groups there, and nothing of unrelated queues.
 func TestRenderCacheView(t *testing.T) {
 	d := &cache.CacheDump{
-		Queues: []cache.QueueDump{
+		Queues: []admission.QueueDump{
 			{Name: "root", Capability: map[string]int64{"cpu": 20000}},
 			{Name: "team", Parent: "root", Allocated: map[string]int64{"cpu": 8000}, Inflight: map[string]int64{"cpu": 12000}},
 			{Name: "other"},
 		},
 		Groups: []cache.GroupDump{
-			{Key: "pg:ns/held", Queue: "team", Admitted: true, Phase: "Inqueue", Counts: map[string]int{"pending": 3}},
-			{Key: "pg:ns/elsewhere", Queue: "other", Admitted: true},
-			{Key: "pod:ns/done", Queue: "team", Counts: map[string]int{"bound": 1}},
+			{Key: "pg:ns/held", GroupAdmission: admitted("team", true), Phase: "Inqueue", Counts: map[string]int{"pending": 3}},
+			{Key: "pg:ns/elsewhere", GroupAdmission: admitted("other", true)},
+			{Key: "pod:ns/done", GroupAdmission: admitted("team", false), Counts: map[string]int{"bound": 1}},
 		},
 	}
 	s := &snapshot{Groups: map[string]*groupState{"g": {Name: "g", Queue: "team"}}}
