@@ -34,10 +34,18 @@ type QueueDump struct {
 	Order []string `json:"order,omitempty"`
 }
 
-// QueueDumpsLocked dumps every queue, by name: its spec, what it and its
-// descendants hold, what it reserves, its pending units and share. The
-// caller holds the cache's lock. O(queues x depth + units).
-func (a *State) QueueDumpsLocked() []QueueDump {
+// QueueFigures is one queue's allocated amount, its descendants'
+// included (as Queue status reports it), and, once a pass has divided the
+// cluster (Divided), its deserved share and share.
+type QueueFigures struct {
+	Allocated, Deserved resources.List
+	Share               float64
+	Divided             bool
+}
+
+// QueueFiguresLocked returns the figures of every queue. The caller holds
+// the cache's lock. O(queues x depth x resources).
+func (a *State) QueueFiguresLocked() map[string]QueueFigures {
 	alloc := make(map[string]resources.List, len(a.Usage))
 	for name, u := range a.Usage {
 		alloc[name] = alloc[name].Add(u.Allocated)
@@ -45,6 +53,22 @@ func (a *State) QueueDumpsLocked() []QueueDump {
 			alloc[anc] = alloc[anc].Add(u.Allocated)
 		}
 	}
+	out := make(map[string]QueueFigures, len(a.Queues))
+	for name := range a.Queues {
+		f := QueueFigures{Allocated: alloc[name]}
+		if a.Shares != nil {
+			f.Deserved, f.Share, f.Divided = a.Shares.Deserved(name), a.Shares.Share(name), true
+		}
+		out[name] = f
+	}
+	return out
+}
+
+// QueueDumpsLocked dumps every queue, by name: its spec, what it and its
+// descendants hold, what it reserves, its pending units and share. The
+// caller holds the cache's lock. O(queues x depth + units).
+func (a *State) QueueDumpsLocked() []QueueDump {
+	figs := a.QueueFiguresLocked()
 	pending := map[string]int{}
 	for _, u := range a.Units {
 		if !u.Admitted {
@@ -54,19 +78,16 @@ func (a *State) QueueDumpsLocked() []QueueDump {
 	out := make([]QueueDump, 0, len(a.Queues))
 	for name, q := range a.Queues {
 		s := convert.QueueSpec(q)
+		f := figs[name]
 		qd := QueueDump{
 			Name: name, Parent: s.Parent, Weight: s.Weight, Priority: s.Priority,
 			State: string(s.State), Reclaimable: s.Reclaimable,
 			Capability: s.Capability.Clone(), Guarantee: s.Guarantee.Clone(),
-			Allocated: alloc[name].Clone(), Inflight: resources.List{}, Pending: pending[name],
-			Order: keyStrings(a.Pending.Order(name)),
+			Allocated: f.Allocated.Clone(), Inflight: resources.List{}, Pending: pending[name],
+			Order: keyStrings(a.Pending.Order(name)), Deserved: f.Deserved.Clone(), Share: f.Share,
 		}
 		if u := a.Usage[name]; u != nil {
 			qd.Inflight = u.Inflight.Clone()
-		}
-		if a.Shares != nil {
-			qd.Deserved = a.Shares.Deserved(name).Clone()
-			qd.Share = a.Shares.Share(name)
 		}
 		if qd.Deserved == nil {
 			qd.Deserved = resources.List{}

@@ -134,42 +134,27 @@ func (m *metricsState) recordQueues(a *admission.State, lead *status.Leadership)
 			return
 		}
 	}
-	// A queue's allocated counts its descendants', as in Queue status.
-	alloc := make(map[string]resources.List, len(a.Usage))
-	for name, u := range a.Usage {
-		alloc[name] = alloc[name].Add(u.Allocated)
-		for _, anc := range a.Tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.Allocated)
-		}
-	}
+	figs := a.QueueFiguresLocked()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := make(map[[2]string]struct{}, len(m.queueRes))
-	shares := make(map[string]struct{}, len(a.Queues))
-	deservedOf := make(map[string]resources.List, len(a.Queues))
-	for name := range a.Queues {
-		var deserved resources.List
-		share := 0.0
-		if a.Shares != nil {
-			deserved = a.Shares.Deserved(name)
-			share = a.Shares.Share(name)
-		}
+	shares := make(map[string]struct{}, len(figs))
+	for name, f := range figs {
 		// Report every resource either list names, so that a queue's two
 		// gauges can be compared series by series.
-		for r := range deserved {
+		for r := range f.Deserved {
 			seen[[2]string{name, r}] = struct{}{}
 		}
-		for r := range alloc[name] {
+		for r := range f.Allocated {
 			seen[[2]string{name, r}] = struct{}{}
 		}
-		deservedOf[name] = deserved
-		queueShare.WithLabelValues(name).Set(share)
+		queueShare.WithLabelValues(name).Set(f.Share)
 		shares[name] = struct{}{}
 	}
 	for k := range seen {
 		name, r := k[0], k[1]
-		queueDeserved.WithLabelValues(name, r).Set(metricValue(r, deservedOf[name][r]))
-		queueAllocated.WithLabelValues(name, r).Set(metricValue(r, alloc[name][r]))
+		queueDeserved.WithLabelValues(name, r).Set(metricValue(r, figs[name].Deserved[r]))
+		queueAllocated.WithLabelValues(name, r).Set(metricValue(r, figs[name].Allocated[r]))
 	}
 	for k := range m.queueRes {
 		if _, ok := seen[k]; !ok {

@@ -12,7 +12,6 @@ import (
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/convert"
 	"github.com/caldera-sched/caldera/pkg/queue"
-	"github.com/caldera-sched/caldera/pkg/resources"
 	"github.com/caldera-sched/caldera/pkg/status"
 )
 
@@ -67,14 +66,7 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 			n.admitted++
 		}
 	}
-	// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
-	alloc := make(map[string]resources.List, len(a.Usage))
-	for name, u := range a.Usage {
-		alloc[name] = alloc[name].Add(u.Allocated)
-		for _, anc := range a.Tree.Ancestors(name) {
-			alloc[anc] = alloc[anc].Add(u.Allocated)
-		}
-	}
+	figs := a.QueueFiguresLocked()
 	var want []*qapi.Queue
 	names := make([]string, 0, len(a.Queues))
 	for name := range a.Queues {
@@ -90,11 +82,12 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 		}
 		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
 		st.Head = queuedGroups(a.Pending.Head(name, QueueHeadLength))
-		st.Allocated = convert.ResourceList(alloc[name])
-		share := 0.0
-		if a.Shares != nil {
-			st.Deserved = convert.ResourceList(a.Shares.Deserved(name))
-			share = a.Shares.Share(name)
+		// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
+		f := figs[name]
+		st.Allocated = convert.ResourceList(f.Allocated)
+		share := f.Share
+		if f.Divided {
+			st.Deserved = convert.ResourceList(f.Deserved)
 			st.Share = queue.FormatShare(share)
 		}
 		setCondition(&st.Conditions, q.Generation, qapi.QueueConditionInvalidParent, a.Tree.Problem(name))
