@@ -1,14 +1,10 @@
 package cache
 
 import (
-	"slices"
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
-	"github.com/caldera-sched/caldera/pkg/queue"
 )
 
 // SeedReservations is `kubectl caldera what-if`'s, not the live
@@ -28,38 +24,7 @@ import (
 func (c *Cache) SeedReservations(seeds []admission.ReservationSeed) map[gangbook.GroupKey]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f := &c.feasible
-	f.Timed = f.Timed[:0]
-	f.TimedBy = make(map[queue.Key]int, len(seeds))
-	var skipped map[gangbook.GroupKey]string
-	skip := func(k gangbook.GroupKey, why string) {
-		if skipped == nil {
-			skipped = map[gangbook.GroupKey]string{}
-		}
-		skipped[k] = why
-	}
-	for _, s := range seeds {
-		key := admission.GangUnitKey(s.Group)
-		u := c.adm.Units[key]
-		_, twice := f.TimedBy[key]
-		switch {
-		case twice:
-			skip(s.Group, admission.SeedTwice)
-		case u == nil:
-			skip(s.Group, admission.SeedNoUnit)
-		case u.Admitted:
-			skip(s.Group, admission.SeedAdmitted)
-		default:
-			// No nodes: they are the pass's to choose. Without them the
-			// pass's overrun check evicts nothing for a due seed (what-if
-			// evicts nothing), and only the Filter, which what-if does not
-			// run, would read them before the pass plans the seed again.
-			f.TimedBy[key] = len(f.Timed)
-			f.Timed = append(f.Timed, admission.Timed{Key: key, Start: s.Start.Unix()})
-		}
-	}
-	f.AnyTimed.Store(len(f.Timed) > 0)
-	return skipped
+	return c.adm.SeedReservationsLocked(&c.feasible, seeds)
 }
 
 // Reservations are the reservations the last pass kept, in its order.
@@ -67,11 +32,7 @@ func (c *Cache) SeedReservations(seeds []admission.ReservationSeed) map[gangbook
 func (c *Cache) Reservations() []admission.ReservationView {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]admission.ReservationView, 0, len(c.feasible.Timed))
-	for _, t := range c.feasible.Timed {
-		out = append(out, admission.ReservationView{Unit: t.Key.String(), Start: time.Unix(t.Start, 0).UTC(), Nodes: slices.Clone(t.Nodes)})
-	}
-	return out
+	return c.feasible.ReservationViews()
 }
 
 // AdmissionOf returns the admission view of pod's unit, false when the
