@@ -9,6 +9,7 @@ import (
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
 // NodeHold is room a reservation holds on one node from Start: the pod
@@ -63,4 +64,42 @@ func (f *FeasibleState) needAt(node string, at int64, own queue.Key) resources.L
 		}
 	}
 	return need
+}
+
+// AnyReservation reports whether the last pass kept a reservation; safe
+// without the cache's lock.
+func (f *FeasibleState) AnyReservation() bool { return f.AnyTimed.Load() }
+
+// ReservedRoomLocked is the cache's ReservedRoom for pod, of the group
+// whose annotations are group (nil outside a gang): per node, the holds
+// of the last pass's reservations that start before pod's run-time limit
+// ends (every one, without a limit), other than its own group's. O(held
+// nodes).
+func (a *State) ReservedRoomLocked(pod *v1.Pod, group map[string]string, now time.Time) map[string][]NodeHold {
+	f := a.Feas
+	if len(f.Timed) == 0 {
+		return nil
+	}
+	own := OwnUnit(pod)
+	end := runlimit.Unbounded
+	if l, _ := a.LimitOfPod(pod, group); l.Bounded() {
+		end = runlimit.EndOf(now, l) // it starts after now: rounded up, as the kubelet counts
+	}
+	var out map[string][]NodeHold
+	for _, t := range f.Timed {
+		if t.Key == own || t.Start >= end {
+			continue
+		}
+		for i, n := range t.Nodes {
+			if out == nil {
+				out = map[string][]NodeHold{}
+			}
+			out[n] = append(out[n], NodeHold{Reservation: t.Key.String(), Start: time.Unix(t.Start, 0),
+				Need: t.Need[i], ReleasedBy: t.Released[i]})
+		}
+	}
+	for n, hs := range out {
+		out[n] = f.Cumulate(n, hs, own)
+	}
+	return out
 }

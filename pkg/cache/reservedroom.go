@@ -12,7 +12,6 @@ import (
 
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
-	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
 // ReservedRoom returns, per node, the holds that pod must leave room for
@@ -22,39 +21,19 @@ import (
 // (most pods, and every pod while no group holds a reservation). O(held
 // nodes).
 func (c *Cache) ReservedRoom(pod *v1.Pod, now time.Time) map[string][]admission.NodeHold {
-	f := &c.feasible
-	if !f.AnyTimed.Load() {
+	// Read without the lock: most pods are placed while no group holds a
+	// reservation, and their Filter then takes no lock.
+	if !c.feasible.AnyReservation() {
 		return nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(f.Timed) == 0 || !c.adm.On() {
+	if !c.adm.On() {
 		return nil
 	}
-	own := admission.OwnUnit(pod)
-	end := runlimit.Unbounded
 	var group map[string]string
 	if key, member := gangbook.GroupKeyOf(pod); member {
 		group = admission.GroupAnnotations(c.groups[key])
 	}
-	if l, _ := c.adm.LimitOfPod(pod, group); l.Bounded() {
-		end = runlimit.EndOf(now, l) // it starts after now: rounded up, as the kubelet counts
-	}
-	var out map[string][]admission.NodeHold
-	for _, t := range f.Timed {
-		if t.Key == own || t.Start >= end {
-			continue
-		}
-		for i, n := range t.Nodes {
-			if out == nil {
-				out = map[string][]admission.NodeHold{}
-			}
-			out[n] = append(out[n], admission.NodeHold{Reservation: t.Key.String(), Start: time.Unix(t.Start, 0),
-				Need: t.Need[i], ReleasedBy: t.Released[i]})
-		}
-	}
-	for n, hs := range out {
-		out[n] = f.Cumulate(n, hs, own)
-	}
-	return out
+	return c.adm.ReservedRoomLocked(pod, group, now)
 }
