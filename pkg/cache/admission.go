@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
+	"github.com/caldera-sched/caldera/pkg/reclaim"
 )
 
 // ChecksResourceQuota reports whether admission reads namespaces'
@@ -87,4 +88,13 @@ func (c *Cache) MayEnqueue(pod *v1.Pod) (bool, string) {
 		return true, ""
 	}
 	return false, msg
+}
+
+// ReclaimInput fills what the cache knows for reclaim.Decide
+// (admission.State.ReclaimInputLocked), under the read lock. It runs in
+// PostFilter, not on a hot path.
+func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (reclaim.Input, bool, string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.adm.ReclaimInputLocked(c.groups, pod, running, leaving)
 }

@@ -1,4 +1,4 @@
-package cache
+package admission
 
 import (
 	"strings"
@@ -6,14 +6,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 	"github.com/caldera-sched/caldera/pkg/queue"
 	"github.com/caldera-sched/caldera/pkg/reclaim"
 	"github.com/caldera-sched/caldera/pkg/resources"
 )
 
-// ReclaimInput fills what the cache knows for reclaim.Decide: the preemptor
+// ReclaimInputLocked fills what admission knows for reclaim.Decide: the preemptor
 // (pod's group, queue, priority and the requests of the members that still
 // need a node, pod first), the running pods (each tagged with its group and
 // queue) and the queues and victim gangs they belong to. running are the pods
@@ -23,22 +22,18 @@ import (
 // being evicted already) are neither victims nor counted, so evictions under
 // way are not repeated. Nodes and Options are the caller's. It returns false
 // with the reason when pod may not preempt: queues are off, or its group is
-// not admitted. Cost: O(running + queues), under the read lock; it runs in
-// PostFilter, not on a hot path.
-func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (reclaim.Input, bool, string) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a := c.adm
+// not admitted. groups are the cache's gangs. Cost: O(running + queues).
+func (a *State) ReclaimInputLocked(groups map[gangbook.GroupKey]*gangbook.Group, pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Pod) bool) (reclaim.Input, bool, string) {
 	if !a.On() {
 		return reclaim.Input{}, false, "queue admission (CalderaEnqueue) is not enabled"
 	}
 	b := reclaimInput{a: a, in: reclaim.Input{Queues: map[string]reclaim.Queue{}, Groups: map[string]reclaim.Group{}}, groupIDs: groupIDMemo{}}
-	pre, ok, why := a.PreemptorLocked(c.groups, pod)
+	pre, ok, why := a.PreemptorLocked(groups, pod)
 	if !ok {
 		return b.in, false, why
 	}
 	b.in.Preemptor = pre
-	b.in.Deficits = c.adm.ReclaimDeficitsLocked(c.adm.PreemptorUnitLocked(pod))
+	b.in.Deficits = a.ReclaimDeficitsLocked(a.PreemptorUnitLocked(pod))
 	b.queue(pre.Queue)
 	b.addPods(running, leaving)
 	return b.in, true, ""
@@ -46,7 +41,7 @@ func (c *Cache) ReclaimInput(pod *v1.Pod, running []*v1.Pod, leaving func(*v1.Po
 
 // reclaimInput builds a reclaim.Input under the cache's read lock.
 type reclaimInput struct {
-	a        *admission.State
+	a        *State
 	in       reclaim.Input
 	groupIDs groupIDMemo
 }
@@ -126,7 +121,7 @@ func (b *reclaimInput) addPods(running []*v1.Pod, leaving func(*v1.Pod) bool) {
 type groupOfPods struct {
 	set   bool
 	key   queue.Key
-	unit  *admission.Unit
+	unit  *Unit
 	group string
 }
 
