@@ -31,8 +31,10 @@ func TestStartRunsStepsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.setUp("second", func(context.Context, klog.Logger) error {
-		close(second)
+		// Recorded before the first may go on: sent after the close, the
+		// two sends raced and the order read wrong one time in many.
 		done <- "second"
+		close(second)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
