@@ -236,6 +236,22 @@ func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKe
 		// it is released.
 		a.UnadmitLocked(g, dirty)
 	}
+	if u.Admitted && u.Started && g.Counts.Bound == 0 && len(g.Finishing) == 0 {
+		// A started gang whose every member is gone (evicted or deleted)
+		// runs nothing, and is decided again: back in its queue, where
+		// its capability and share are checked anew, and its members'
+		// room waits for a pass that keeps the reservations made since it
+		// started. Kept admitted, it would hold its queue's room for good,
+		// retrying one member at a time, and its members, placed as an
+		// admitted gang's, would take room another gang had reserved.
+		// Bound members that left the scheduler's informer may have
+		// finished, the finished-member informer not caught up yet
+		// (Finishing): until it has, or their deadline has passed (the
+		// status writer's next look syncs the unit again), the gang has
+		// not lost them.
+		u.Started = false
+		a.UnadmitLocked(g, dirty)
+	}
 	a.Short.Track(u, synced)
 	a.Overdue.Track(g, u, synced)
 	if !u.Admitted {
@@ -345,21 +361,6 @@ func (a *State) setInflightLocked(u *Unit) {
 	// one by one do not bring its reservation back.
 	if u.Gang != nil && u.Admitted && u.Gang.Counts.Bound >= int(u.Min) && u.Min > 0 {
 		u.Started = true
-	}
-	// A started gang whose every member is gone (all evicted or deleted,
-	// none finished) runs nothing: it is admitted but not started again,
-	// so it reserves its minimum until it binds and a release sends it back
-	// to pending, where its queue's capability and share are checked anew.
-	// Kept started, it would hold its admission for good, retrying one
-	// member at a time over whatever its queue has since given others.
-	if u.Started && u.Gang != nil && u.Gang.Counts.Bound == 0 {
-		u.Started = false
-		// Not started again, it may be short of members (its minMember
-		// raised while it ran, or members deleted with the bound ones):
-		// then it can never bind its minimum, and the short tracker must
-		// send it back to pending, as before it started. It had members
-		// bound, so the pod informer has listed them.
-		a.Short.Track(u, true)
 	}
 	q := a.usageLocked(u.Queue)
 	q.Inflight.Sub(u.Inflight)

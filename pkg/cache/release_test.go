@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -68,13 +69,11 @@ func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 }
 
 // A started gang whose every member is gone (all evicted: a higher-priority
-// pod took their node) holds nothing, so nothing of it runs: it is a gang
-// admitted but not started again. It reserves its minimum until it binds,
-// and when it cannot complete it goes back to pending, where its queue's
-// capability is checked anew. Before, it kept its admission for good: one
-// replacement member at a time waited in Permit over the queue's capability,
-// holding a node and the queue's room from pods that fit, and timed out, in
-// a loop.
+// pod took their node) holds nothing, so nothing of it runs: it goes back to
+// its queue, where its capability is checked anew. Before, it kept its
+// admission for good: one replacement member at a time waited in Permit
+// over the queue's capability, holding a node and the queue's room from
+// pods that fit, and timed out, in a loop.
 func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
 	c.ApplyNode(logger, mkNode("n1", "8"))
@@ -92,16 +91,58 @@ func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
 	m2, m3 := memberOf("ns", "m2", "g", cpu("2")), memberOf("ns", "m3", "g", cpu("2"))
 	podEvent(c, m2)
 	podEvent(c, m3)
-	wantUsage(t, c, "q", 0, 4) // admitted, not started: its minimum is reserved again
+	// The bound members may have finished until the finished-member
+	// informer has had finishSettle to deliver them; the status writer's
+	// next look after that finds them deleted.
+	if got := admitted(c, m2); !got.ok {
+		t.Errorf("Admitted(m2) = %+v while its bound members may be finishing, want admitted", got)
+	}
+	c.GroupStatusWork(time.Now().Add(finishSettle))
+	if got := admitted(c, m2); got.ok {
+		t.Errorf("Admitted(m2) = %+v: a gang with nothing bound kept its admission", got)
+	}
+	wantUsage(t, c, "q", 0, 0)
 
-	// The preemptor binds in the queue; the gang's replacements cannot all
-	// be placed and it is released.
+	// The preemptor binds in the queue; the gang no longer fits its
+	// queue's capability and stays pending.
 	podEvent(c, single("ns", "s", inQueue("q"), cpu("2"), boundTo("n1"), phase(v1.PodRunning)))
-	c.Unschedulable(logger, m2, t0, gang.Backoff{}, "timed out after 8s waiting in Permit with 1/2 members placed")
 	pass(c, t0)
 	if got := admitted(c, m2); got.ok {
-		t.Errorf("Admitted(m2) = %+v: a gang with nothing bound kept its admission over its queue's capability", got)
+		t.Errorf("Admitted(m2) = %+v: a gang with nothing bound was admitted over its queue's capability", got)
 	}
 	wantUsage(t, c, "q", 2, 0)
-	wantConsistent(t, c, "after the release")
+	wantConsistent(t, c, "after the gang went back")
+}
+
+// The bound members of a started gang finish: the scheduler's pod informer
+// drops each at once, and the finished-member informer delivers it a moment
+// later. In between the gang has nothing bound, yet it has not lost its
+// members: it stays started and reserves nothing. Before, it was taken for
+// a gang whose members were all evicted and reserved its minimum again for
+// that moment; a pass then placed its leftover members ahead of another
+// gang's reservation, which slid behind the work it let start.
+func TestFinishingMembersKeepAGangStarted(t *testing.T) {
+	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	for _, m := range []*v1.Pod{m0, m1} {
+		podEvent(c, next(m, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	podEvent(c, memberOf("ns", "m2", "g", cpu("2"))) // left over: never placed
+	wantUsage(t, c, "q", 4, 0)
+
+	for _, m := range []*v1.Pod{m0, m1} {
+		podDelete(c, next(m, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	wantUsage(t, c, "q", 0, 0) // finishing, not gone: nothing reserved
+
+	for _, m := range []*v1.Pod{m0, m1} {
+		add(c, next(m, boundTo("n1"), phase(v1.PodSucceeded)))
+	}
+	wantUsage(t, c, "q", 0, 0)
+	wantConsistent(t, c, "after the members finished")
 }

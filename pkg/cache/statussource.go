@@ -49,8 +49,15 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 			delete(c.dirty, key)
 			continue
 		}
+		finishing := g.Finishing != nil
 		if g.HoldsStatusLocked(now) {
 			continue // a member may be finishing (unfinishedPodDeleteLocked); stays dirty
+		}
+		if finishing {
+			// The members that left unfinished were deleted, not finished:
+			// a started gang left with nothing bound is decided again
+			// (admission's setInflightLocked), which it waited for.
+			c.adm.SyncGangUnitLocked(g, c.dirty, c.membersSynced.fired())
 		}
 		delete(c.dirty, key)
 		w := status.Group{Key: key.Named(), Profile: g.ProfileLocked()}
