@@ -73,7 +73,12 @@ type State struct {
 	// e.g. the members of a PodGroup that does not exist.
 	// NamespaceQueueLocked moves them; their units move the others.
 	nsPods map[string]map[types.UID]*PodAcct
-	Usage  map[string]*queueUsage
+	// asked is, for each account whose pod asks for a queue that does not
+	// exist (it is charged to MissingQueue), the name it asks for. Rare,
+	// so kept here rather than as a string in every account: that took
+	// PodAcct to the 112-byte size class, and a restart holds one per pod.
+	asked map[*PodAcct]string
+	Usage map[string]*queueUsage
 	// Extras counts members beyond their gang's minimum that are reserved
 	// but not bound (extras.go).
 	Extras extraBook

@@ -47,19 +47,19 @@ func (a *State) refoldLocked(name string, dirty map[gangbook.GroupKey]struct{}, 
 		}
 	}
 	for _, p := range a.Pods {
-		if p.Asked != name && p.Queue != name {
+		want := a.AskedOf(p)
+		if want != name && p.Queue != name {
 			continue
 		}
 		if !p.Unit.IsZero() && a.Units[p.Unit] != nil {
 			continue // moved with its unit above
 		}
-		want := p.Asked
 		if want == "" {
 			want = p.Queue
 		}
 		q, asked := a.foldQueueLocked(want)
 		a.moveAcctLocked(p, q)
-		p.Asked = asked
+		a.setAskedLocked(p, asked)
 	}
 	a.KickLocked()
 }

@@ -72,7 +72,7 @@ func (a *State) NamespaceQueueLocked(ns, q string, dirty map[gangbook.GroupKey]s
 			continue // created since: the unit decides, and moves it below
 		}
 		a.moveAcctLocked(p, nsQ)
-		p.Asked = nsAsked
+		a.setAskedLocked(p, nsAsked)
 	}
 	for _, u := range a.Units {
 		switch {

@@ -28,13 +28,28 @@ type PodAcct struct {
 	FollowsNS bool
 	// Prio is the pod's priority, for the per-priority allocated amounts.
 	Prio int32
-	// Asked is the queue the pod's labels name when no Queue has that name
-	// (queue is then MissingQueue), else "".
-	Asked string
 	// Slot is the account's index in UnitPods[unit].
 	Slot int32
 	// Node is the node a bound pod is on (its room in FeasibleState).
 	Node string
+	// The queue the pod's labels name when no Queue has that name is
+	// State.AskedOf's, not a field: most accounts have none.
+}
+
+// AskedOf is the queue p's pod names when no Queue has that name (p is then
+// charged to MissingQueue), else "".
+func (a *State) AskedOf(p *PodAcct) string { return a.asked[p] }
+
+// setAskedLocked records q as the queue p's pod asks for ("" for none).
+func (a *State) setAskedLocked(p *PodAcct, q string) {
+	if q == "" {
+		delete(a.asked, p)
+		return
+	}
+	if a.asked == nil {
+		a.asked = map[*PodAcct]string{}
+	}
+	a.asked[p] = q
 }
 
 // queueUsage is one queue's allocated and inflight amounts.
@@ -195,6 +210,7 @@ func (a *State) unaccountLocked(pod *v1.Pod, old *PodAcct) (act map[string]*v1.P
 		a.clearFreeRoomOnlyLocked()
 	}
 	a.unindexPodLocked(old)
+	a.setAskedLocked(old, "")
 	if old.FollowsNS {
 		a.unindexNSLocked(pod.Namespace, pod.UID)
 	}
@@ -315,7 +331,9 @@ func (a *State) AccountPodLocked(pod *v1.Pod, gk gangbook.GroupKey, labelled, de
 	if u := a.Units[acct.Unit]; u != nil {
 		acct.Queue = u.Queue
 	} else if !acct.Unit.IsZero() || a.Ours(pod) {
-		acct.Queue, acct.Asked = a.resolveQueueLocked("", pod, pod.Namespace)
+		var asked string
+		acct.Queue, asked = a.resolveQueueLocked("", pod, pod.Namespace)
+		a.setAskedLocked(acct, asked)
 		acct.FollowsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.Pods[pod.UID] = acct
