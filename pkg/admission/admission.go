@@ -62,8 +62,9 @@ type State struct {
 	// these: the member informer and the scheduler's pod informer deliver
 	// a relabelled pod independently, so a gang's members and the pods
 	// accounted to its unit can differ for a while. A slice (each account
-	// knows its slot) rather than a set: most units are singletons, and a
-	// one-entry map costs a few hundred bytes per pod.
+	// knows its slot) rather than a set: a one-entry map costs a few
+	// hundred bytes per pod. A singleton's own account is not listed at
+	// all (soloSlot): its unit finds it through its pod.
 	UnitPods map[queue.Key][]*PodAcct
 	// PlanWaiting counts units admitted on a plan's room that still
 	// reserve room (bookPlan): queue.Cluster.PlansWaiting.

@@ -314,6 +314,7 @@ func (a *State) dropUnitLocked(u *Unit) {
 	delete(a.Units, u.Key)
 	a.dropExtraDemandLocked(u)
 	a.Feas.track(u, true)
+	a.listSoloLocked(u) // an account still naming the key (another uid's) stays found
 	if len(a.UnitPods[u.Key]) == 0 {
 		delete(a.UnitPods, u.Key)
 	}
@@ -336,6 +337,9 @@ func (a *State) moveUnitLocked(u *Unit, q string) {
 	// Re-tag the pods accounted to the unit, so that their later events
 	// subtract from the right queue: O(unit size), never a scan of all pods.
 	for _, p := range a.UnitPods[u.Key] {
+		a.retagLocked(p, q)
+	}
+	if p := a.soloLocked(u); p != nil {
 		a.retagLocked(p, q)
 	}
 }

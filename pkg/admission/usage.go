@@ -57,9 +57,20 @@ type queueUsage struct {
 	Allocated, Inflight resources.List
 }
 
-// indexPodLocked records that p is accounted to p.unit. O(1).
-func (a *State) indexPodLocked(p *PodAcct) {
+// soloSlot is the Slot of a solo account: a singleton's own, which its
+// unit finds through its pod (soloLocked) rather than in UnitPods. Not
+// listed, a singleton needs no UnitPods entry (a map slot and a list), and
+// a restart accounts one per bound singleton.
+const soloSlot = -1
+
+// indexPodLocked records that p is accounted to p.unit. O(1). solo: p is
+// its unit's pod's account (a singleton's own), and is not listed.
+func (a *State) indexPodLocked(p *PodAcct, solo bool) {
 	if p.Unit.IsZero() {
+		return
+	}
+	if solo {
+		p.Slot = soloSlot
 		return
 	}
 	l := a.UnitPods[p.Unit]
@@ -72,6 +83,9 @@ func (a *State) indexPodLocked(p *PodAcct) {
 // is kept even when empty, so that a pod's next event does not allocate it
 // again.
 func (a *State) unindexPodLocked(p *PodAcct) {
+	if p.Slot == soloSlot {
+		return
+	}
 	l := a.UnitPods[p.Unit]
 	if p.Unit.IsZero() || int(p.Slot) >= len(l) || l[p.Slot] != p {
 		return
@@ -85,6 +99,27 @@ func (a *State) unindexPodLocked(p *PodAcct) {
 		return
 	}
 	a.UnitPods[p.Unit] = l
+}
+
+// soloLocked is u's pod's account when it is u's solo account (not
+// listed in UnitPods), else nil. O(1).
+func (a *State) soloLocked(u *Unit) *PodAcct {
+	if u.Gang != nil || u.Pod == nil {
+		return nil
+	}
+	if p := a.Pods[u.Pod.UID]; p != nil && p.Slot == soloSlot && p.Unit == u.Key {
+		return p
+	}
+	return nil
+}
+
+// listSoloLocked lists u's solo account in UnitPods, as any other: u is
+// dropped, or taken over by a pod of the same name with another uid, while
+// the account stays accounted to u's key, so u's pod no longer finds it.
+func (a *State) listSoloLocked(u *Unit) {
+	if p := a.soloLocked(u); p != nil {
+		a.indexPodLocked(p, false)
+	}
 }
 
 // indexNSLocked records that pod uid's account follows namespace ns.
@@ -244,6 +279,9 @@ func (a *State) singletonUnitLocked(pod *v1.Pod, acct *PodAcct) {
 		u = &Unit{Key: acct.Unit, Pod: pod, Members: 1, Min: 1}
 		a.Units[acct.Unit] = u
 	}
+	if u.Pod.UID != pod.UID {
+		a.listSoloLocked(u)
+	}
 	u.Pod = pod
 	q, asked := a.resolveQueueLocked("", pod, pod.Namespace)
 	u.Asked = asked
@@ -337,7 +375,7 @@ func (a *State) AccountPodLocked(pod *v1.Pod, gk gangbook.GroupKey, labelled, de
 		acct.FollowsNS = pod.Labels[qapi.QueueLabel] == ""
 	}
 	a.Pods[pod.UID] = acct
-	a.indexPodLocked(acct)
+	a.indexPodLocked(acct, singleton) // a singleton's unit has it as its pod's
 	if acct.FollowsNS {
 		a.indexNSLocked(pod.Namespace, pod.UID, acct)
 	}

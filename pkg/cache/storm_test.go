@@ -234,6 +234,13 @@ func indexErrors(c *Cache) []string {
 		}
 	}
 	for uid, p := range c.adm.Pods {
+		if p.Slot < 0 {
+			// A singleton's own account, found through its unit's pod.
+			if u := c.adm.Units[p.Unit]; u == nil || u.Gang != nil || u.Pod.UID != uid {
+				errs = append(errs, fmt.Sprintf("pod %s's solo account of unit %s is not its unit's pod's", uid, p.Unit))
+			}
+			continue
+		}
 		if l := c.adm.UnitPods[p.Unit]; !p.Unit.IsZero() && (int(p.Slot) >= len(l) || l[p.Slot] != p) {
 			errs = append(errs, fmt.Sprintf("pod %s of unit %s is not indexed", uid, p.Unit))
 		}
