@@ -13,7 +13,10 @@ import (
 )
 
 // Unit is one unit of admission: a gang (a queue.KindGroup key) or a singleton
-// pod (a queue.KindPod key).
+// pod (a queue.KindPod key). The fields are laid out by size, pointers and
+// words first, the small ones last, without padding between them: 232
+// bytes, the 240-byte size class, where declared by topic they took 256,
+// and a restart holds one unit per bound singleton.
 type Unit struct {
 	Key   queue.Key
 	Gang  *gangbook.Group // nil for singletons
@@ -21,42 +24,18 @@ type Unit struct {
 	Queue string
 	// Asked is the queue the unit's labels name when no Queue has that
 	// name (queue is then MissingQueue), else "".
-	Asked    string
-	Priority int32
-	created  time.Time
-	Request  resources.List
-	Members  int32
-	Min      int32
-	Admitted bool
-	// annotated: the PodGroup carries the admitted-at annotation.
-	annotated bool
-	// Started: the admitted gang had minMember members bound; it reserves
-	// nothing from then on.
-	Started bool
+	Asked   string
+	created time.Time
+	Request resources.List
 	// Held is what the unit's bound, unfinished pods request; inflight is
 	// what it adds to its queue's inflight: request - held while admitted
 	// (nil when nothing).
 	Held     resources.List
 	Inflight resources.List
-	// heldShared: held is the one bound pod's request list, which pods
-	// share (interned), so it must be copied before it is changed. A bound
-	// singleton then holds no list of its own.
-	heldShared bool
 	// admittedMin and admittedMinRes are the gang's minMember and
 	// minResources when it was admitted: a spec raised past them before the
 	// gang starts asks for more than admission checked (raisedLocked).
-	admittedMin    int32
 	admittedMinRes resources.List
-	// OnPlan: admitted on room only a reclaim or preemption plan frees
-	// (queue.Decision.OnPlan).
-	OnPlan bool
-	// failedFit: a singleton admitted on free room that the scheduler
-	// tried and found no node for since (ReleaseSingleton); the next pass
-	// releases it if it fits no node of its free room either.
-	failedFit bool
-	// planBooked: counted in State.PlanWaiting (onPlan and still
-	// reserving room).
-	planBooked bool
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
 	freeRoomUntil time.Time
@@ -70,15 +49,40 @@ type Unit struct {
 	// an event has sent the unit back to be decided afresh). A pointer, so
 	// that units that never wait for room (most, by far) carry no Decision.
 	roomVerdict *queue.Decision
-	// waitObserved: the unit's first admission is in admission_wait_seconds.
-	waitObserved bool
 	// ExtraDemand is the unit's part of ExtraQueue's extra demand
 	// (extrademand.go); nil when none.
 	ExtraDemand resources.List
 	ExtraQueue  string
+
+	Priority    int32
+	Members     int32
+	Min         int32
+	admittedMin int32 // see admittedMinRes
+
+	Admitted bool
+	// annotated: the PodGroup carries the admitted-at annotation.
+	annotated bool
+	// Started: the admitted gang had minMember members bound; it reserves
+	// nothing from then on.
+	Started bool
+	// heldShared: held is the one bound pod's request list, which pods
+	// share (interned), so it must be copied before it is changed. A bound
+	// singleton then holds no list of its own.
+	heldShared bool
+	// OnPlan: admitted on room only a reclaim or preemption plan frees
+	// (queue.Decision.OnPlan).
+	OnPlan bool
+	// failedFit: a singleton admitted on free room that the scheduler
+	// tried and found no node for since (ReleaseSingleton); the next pass
+	// releases it if it fits no node of its free room either.
+	failedFit bool
+	// planBooked: counted in State.PlanWaiting (onPlan and still
+	// reserving room).
+	planBooked bool
+	// waitObserved: the unit's first admission is in admission_wait_seconds.
+	waitObserved bool
 }
 
-// GangUnitKey is the unit of PodGroup k. It shares k's strings: no allocation.
 // unitNotice is the last verdict written for a unit. A pointer in unit,
 // made at the first verdict: most units are never told anything (the bound
 // singletons a restart finds, singletons admitted at once), and a restart
