@@ -17,13 +17,7 @@ import (
 func TestReleasedStartedGangKeepsAdmission(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	c.ApplyNode(logger, mkNode("n1", "4"))
-	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
-	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
-	podEvent(c, m0)
-	podEvent(c, m1)
-	pass(c, t0)
-	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
-	podEvent(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	m0, m1 := startGang(c)
 	wantAdmitted(t, c, verdict{ok: true}, m0)
 
 	podDelete(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
@@ -77,13 +71,7 @@ func TestPartlyBoundGangIsAdmittedForWhatItLacks(t *testing.T) {
 func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q", capability("4")))
 	c.ApplyNode(logger, mkNode("n1", "8"))
-	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
-	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
-	podEvent(c, m0)
-	podEvent(c, m1)
-	pass(c, t0)
-	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
-	podEvent(c, next(m1, boundTo("n1"), phase(v1.PodRunning)))
+	m0, m1 := startGang(c)
 	wantUsage(t, c, "q", 4, 0)
 
 	podDelete(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
@@ -124,14 +112,7 @@ func TestStartedGangWithNothingBoundIsDecidedAgain(t *testing.T) {
 func TestFinishingMembersKeepAGangStarted(t *testing.T) {
 	c, _, _ := newAdmissionCache(t, singletons, mkQueue("q"))
 	c.ApplyNode(logger, mkNode("n1", "8"))
-	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
-	m0, m1 := memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
-	podEvent(c, m0)
-	podEvent(c, m1)
-	pass(c, t0)
-	for _, m := range []*v1.Pod{m0, m1} {
-		podEvent(c, next(m, boundTo("n1"), phase(v1.PodRunning)))
-	}
+	m0, m1 := startGang(c)
 	podEvent(c, memberOf("ns", "m2", "g", cpu("2"))) // left over: never placed
 	wantUsage(t, c, "q", 4, 0)
 
@@ -145,4 +126,18 @@ func TestFinishingMembersKeepAGangStarted(t *testing.T) {
 	}
 	wantUsage(t, c, "q", 0, 0)
 	wantConsistent(t, c, "after the members finished")
+}
+
+// startGang admits gang ns/g of queue q (minMember 2) and binds its two
+// 2-cpu members to n1, running; it returns them as created.
+func startGang(c *Cache) (m0, m1 *v1.Pod) {
+	addPG(c, mkPG("ns", "g", 2, pgQueue("q")))
+	m0, m1 = memberOf("ns", "m0", "g", cpu("2")), memberOf("ns", "m1", "g", cpu("2"))
+	podEvent(c, m0)
+	podEvent(c, m1)
+	pass(c, t0)
+	for _, m := range []*v1.Pod{m0, m1} {
+		podEvent(c, next(m, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	return m0, m1
 }
