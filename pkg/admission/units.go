@@ -231,28 +231,7 @@ func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKe
 	// before the scheduler's pod informer has delivered its members, and a
 	// request frozen then would reserve nothing.
 	u.Request = g.MinRequestLocked()
-	if u.Admitted && !u.Started && u.raised(g) {
-		// Admission checked the smaller minimum only (capability, share,
-		// placement); kept, the larger one would be reserved unchecked,
-		// and a gang its nodes can never hold would keep its queue's room
-		// from work that fits. Decided again, it is admitted at once if it
-		// still fits. A gang that started keeps its admission, as when
-		// it is released.
-		a.UnadmitLocked(g, dirty)
-	}
-	if u.Admitted && u.Started && g.Counts.Bound == 0 && len(g.Finishing) == 0 {
-		// A started gang whose every member is gone (evicted or deleted)
-		// runs nothing, and is decided again: back in its queue, where
-		// its capability and share are checked anew, and its members'
-		// room waits for a pass that keeps the reservations made since it
-		// started. Kept admitted, it would hold its queue's room for good,
-		// retrying one member at a time, and its members, placed as an
-		// admitted gang's, would take room another gang had reserved.
-		// Bound members that left the scheduler's informer may have
-		// finished, the finished-member informer not caught up yet
-		// (Finishing): until it has, or their deadline has passed (the
-		// status writer's next look syncs the unit again), the gang has
-		// not lost them.
+	if u.Admitted && u.decideAgain(g) {
 		u.Started = false
 		a.UnadmitLocked(g, dirty)
 	}
@@ -263,6 +242,33 @@ func (a *State) SyncGangUnitLocked(g *gangbook.Group, dirty map[gangbook.GroupKe
 		a.KickLocked()
 	}
 	a.setInflightLocked(u)
+}
+
+// decideAgain reports whether admitted gang u, of group g, must go back to
+// its queue to be decided again. O(resources).
+//
+// Its spec was raised before it started: admission checked the smaller
+// minimum only (capability, share, placement); kept, the larger one would
+// be reserved unchecked, and a gang its nodes can never hold would keep
+// its queue's room from work that fits. Decided again, it is admitted at
+// once if it still fits. A gang that started keeps its admission, as when
+// it is released.
+//
+// Or it started and every member is gone (evicted or deleted): it runs
+// nothing. Back in its queue, its capability and share are checked anew,
+// and its members' room waits for a pass that keeps the reservations made
+// since it started. Kept admitted, it would hold its queue's room for
+// good, retrying one member at a time, and its members, placed as an
+// admitted gang's, would take room another gang had reserved. Bound
+// members that left the scheduler's informer may have finished, the
+// finished-member informer not caught up yet (Finishing): until it has, or
+// their deadline has passed (the status writer's next look syncs the unit
+// again), the gang has not lost them.
+func (u *Unit) decideAgain(g *gangbook.Group) bool {
+	if !u.Started {
+		return u.raised(g)
+	}
+	return g.Counts.Bound == 0 && len(g.Finishing) == 0
 }
 
 // noteAdmittedSpec records the spec the gang's admission was decided for.
