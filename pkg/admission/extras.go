@@ -30,19 +30,24 @@ type extraBook struct {
 	byQueue map[string]resources.List
 }
 
+// extraHold is one reserved extra: its queue and request, and the node it
+// holds and its gang's unit, for admission's placement check (heldRoom).
 type extraHold struct {
 	queue string
 	req   resources.List
+	node  string
+	unit  queue.Key
 }
 
-func (b *extraBook) add(uid types.UID, q string, req resources.List) {
+func (b *extraBook) add(uid types.UID, h extraHold) {
 	if _, ok := b.Holds[uid]; ok {
 		return
 	}
 	if b.Holds == nil {
 		b.Holds, b.byQueue = map[types.UID]extraHold{}, map[string]resources.List{}
 	}
-	b.Holds[uid] = extraHold{queue: q, req: req}
+	q, req := h.queue, h.req
+	b.Holds[uid] = h
 	b.byQueue[q] = b.byQueue[q].Add(req)
 }
 
@@ -183,7 +188,7 @@ func (a *State) ReserveExtraLocked(g *gangbook.Group, uid types.UID, m *gangbook
 		return
 	}
 	if kind, u := a.extraKindLocked(g, uid); kind != minimumMember && u != nil {
-		a.Extras.add(uid, u.Queue, m.Request)
+		a.Extras.add(uid, extraHold{queue: u.Queue, req: m.Request, node: m.ReservedOn, unit: u.Key})
 	}
 }
 

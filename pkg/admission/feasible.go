@@ -117,6 +117,31 @@ func (pp *passPlacement) placeInflight(u *Unit, index map[string]int) {
 	pp.noteInflight(u.Key, pp.classes, append(pinned, steps...))
 }
 
+// holdReservedExtras takes from the free room what members beyond their
+// gang's minimum hold on the nodes kube-scheduler reserved for them, until
+// they bind (reserved, waiting in Permit, binding): its Filter counts them
+// there. Counted only once bound, their room was free to this check, and
+// a gang admitted on it could not place its minimum. A gang still placing
+// its minimum is placeInflight's, reserved members included (its extras
+// wait for the minimum to bind). O(reserved extras).
+func (pp *passPlacement) holdReservedExtras(index map[string]int) {
+	r := pp.Free.R
+	for _, h := range pp.adm.Extras.Holds {
+		if _, placing := pp.feas.inflight[h.unit]; placing {
+			continue
+		}
+		i, ok := index[h.node]
+		if !ok {
+			continue
+		}
+		for k, v := range h.req {
+			if j, ok := pp.ResourceIndex[k]; ok {
+				pp.Free.Free[i*r+j] -= v
+			}
+		}
+	}
+}
+
 // membersClasses appends the classes of the need smallest of members.
 func (pp *passPlacement) membersClasses(dst []placement.Class, members []*gangbook.Member, need int) []placement.Class {
 	if need < len(members) {
@@ -393,6 +418,7 @@ func (f *FeasibleState) placementLocked(a *State, total resources.List, reclaim 
 	for _, u := range f.inflight {
 		pp.placeInflight(u, index)
 	}
+	pp.holdReservedExtras(index)
 	// Reservations of the last pass hold until this pass renews or drops them.
 	for key, res := range f.Reservations {
 		for _, n := range res.nodes {
