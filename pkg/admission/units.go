@@ -34,7 +34,8 @@ type Unit struct {
 	Inflight resources.List
 	// admittedMin and admittedMinRes are the gang's minMember and
 	// minResources when it was admitted: a spec raised past them before the
-	// gang starts asks for more than admission checked (raisedLocked).
+	// gang starts asks for more than admission checked (raised, which
+	// decideAgain reads).
 	admittedMinRes resources.List
 	// freeRoomUntil: admission counts no eviction room for the unit before
 	// then (queue.Group.FreeRoomUntil); set when its plan found no victims.
