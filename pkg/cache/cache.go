@@ -134,6 +134,12 @@ func (c *Cache) membersListed(logger klog.Logger) {
 		if g.Enqueueable {
 			maps.Copy(act, g.PendingPodsLocked())
 		}
+		// A gang listed with its minimum bound was told it was scheduled
+		// by the process that bound it: a restart or failover does not
+		// post that Event again, one per running gang.
+		if n := noticeOf(g); n.Reason == gang.ReasonScheduled {
+			g.LastEvent = noticeID(n)
+		}
 		if c.adm.On() {
 			u := c.adm.Units[admission.GangUnitKey(g.Key)]
 			c.adm.Short.Track(u, true)

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -155,4 +156,45 @@ func withoutZeros(d any) any {
 		}
 	}
 	return d
+}
+
+// A gang a restart finds with its minimum bound was told it was scheduled
+// by the process that bound it: the new process posts no Scheduled Event
+// for it (a failover posted one per running gang). A gang that binds after
+// the list is told.
+func TestRestartDoesNotRetellScheduledGangs(t *testing.T) {
+	c := newListingCache(t, singletons, mkQueue("q"))
+	c.ApplyNode(logger, mkNode("n1", "8"))
+	addPG(c, mkPG("ns", "ran", 2, pgQueue("q"), admittedAt))
+	addPG(c, mkPG("ns", "new", 2, pgQueue("q")))
+	for _, p := range []*v1.Pod{
+		next(memberOf("ns", "r0", "ran", cpu("1")), boundTo("n1"), phase(v1.PodRunning)),
+		next(memberOf("ns", "r1", "ran", cpu("1")), boundTo("n1"), phase(v1.PodRunning)),
+	} {
+		podEvent(c, p)
+	}
+	n0, n1 := memberOf("ns", "n0", "new", cpu("1")), memberOf("ns", "n1", "new", cpu("1"))
+	podEvent(c, n0)
+	podEvent(c, n1)
+	c.MembersListed(logger)
+	told := func() map[string]string {
+		out := map[string]string{}
+		for _, w := range c.GroupStatusWork(t0) {
+			if w.Notice.Reason != "" {
+				out[w.Key.Name] = w.Notice.Reason
+			}
+		}
+		return out
+	}
+	if got := told(); len(got) != 0 {
+		t.Errorf("after the restart's list the groups were told %v, want nothing", got)
+	}
+
+	pass(c, t0)
+	for _, p := range []*v1.Pod{n0, n1} {
+		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
+	}
+	if got, want := told(), map[string]string{"new": "Scheduled"}; !maps.Equal(got, want) {
+		t.Errorf("once the new gang bound the groups were told %v, want %v", got, want)
+	}
 }

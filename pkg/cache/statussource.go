@@ -61,7 +61,7 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 		}
 		delete(c.dirty, key)
 		w := status.Group{Key: key.Named(), Profile: g.ProfileLocked()}
-		w.Notice = gang.NoticeOf(key.String(), g.Obj != nil, g.Spec, g.Counts, g.Unschedulable)
+		w.Notice = noticeOf(g)
 		w.Verdict = c.adm.LaterVerdictLocked(g, w.Notice)
 		g.WaitingWorkLocked(&w)
 		if g.Obj == nil && c.implicit.Has(key.Named()) {
@@ -69,11 +69,10 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 			// tells its members that it is missing.
 			w.Notice = gang.Notice{}
 		}
-		noticeID := w.Notice.Reason + "\x00" + w.Notice.Message
-		if w.Notice.Reason == "" || noticeID == g.LastEvent {
+		if id := noticeID(w.Notice); w.Notice.Reason == "" || id == g.LastEvent {
 			w.Notice = gang.Notice{}
 		} else {
-			g.LastEvent = noticeID
+			g.LastEvent = id
 			if g.Obj == nil {
 				for _, m := range g.Members {
 					w.Pods = append(w.Pods, m.Pod)
@@ -88,3 +87,12 @@ func (c *Cache) GroupStatusWork(now time.Time) []status.Group {
 	}
 	return work
 }
+
+// noticeOf is what g's members or PodGroup are to be told now.
+func noticeOf(g *gangbook.Group) gang.Notice {
+	return gang.NoticeOf(g.Key.String(), g.Obj != nil, g.Spec, g.Counts, g.Unschedulable)
+}
+
+// noticeID identifies a notice in Group.LastEvent: the same notice is
+// posted once.
+func noticeID(n gang.Notice) string { return n.Reason + "\x00" + n.Message }
