@@ -460,9 +460,16 @@ func createPrebound(ctx context.Context, env *harness.Env, w Workload, p Profile
 	}
 	if p.Gang == GangCaldera {
 		err := parallel(ctx, w.preboundGangs(), func(ctx context.Context, g int) error {
-			pg := harness.PodGroup(ns, boundGroupName(g), int32(w.PreboundGangSize))
-			if _, err := env.PGClient.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			pg := w.boundGroup(ns, g)
+			pgs := env.PGClient.SchedulingV1alpha1().PodGroups(ns)
+			created, err := pgs.Create(ctx, pg, metav1.CreateOptions{})
+			if err != nil {
 				return fmt.Errorf("creating bound group %s: %w", pg.Name, err)
+			}
+			// Create drops the status; an earlier process wrote it.
+			created.Status = pg.Status
+			if _, err := pgs.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("writing bound group %s's status: %w", pg.Name, err)
 			}
 			return nil
 		})

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/disruption"
 	"github.com/caldera-sched/caldera/test/integration/harness"
 )
 
@@ -36,7 +38,8 @@ type Workload struct {
 	// in bound gangs of this size (a PodGroup each on profiles with Caldera's
 	// gang form): a restarted Caldera rebuilds gangs, not only plain pods,
 	// and its member-pod informer holds only gang members, so the live-heap
-	// measure (M1) must include some.
+	// measure (M1) must include some. They carry what an earlier Caldera
+	// process wrote on them (preboundAsLeft), as a restart finds them.
 	PreboundGangSize int
 	// Churn, when set, makes the groups arrive and finish over time (W6)
 	// instead of existing at once; Groups is then the number that arrive.
@@ -171,7 +174,30 @@ func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
 	}
 	pod := b.Obj()
 	pod.Spec.NodeName = node(i % w.Nodes).Name
+	if pod.Labels[v1alpha1.PodGroupLabel] != "" {
+		pod.Annotations = disruption.Missing(pod.Annotations)
+	}
 	return pod
+}
+
+// boundGroup is prebound gang g as an earlier Caldera process left it: its
+// admission (admitted-at) and its status written (createPrebound writes
+// the status after the create). Its members carry the annotations that
+// keep autoscalers from scaling their nodes down (boundPod). Without these
+// W5 timed a first start over 9,375 running gangs Caldera never admitted:
+// the first pass admitted every one during the handlers' sync, wrote each
+// one's admission and status, and 75,000 members waited to be annotated,
+// none of which a restart does.
+func (w Workload) boundGroup(ns string, g int) *v1alpha1.PodGroup {
+	pg := harness.PodGroup(ns, boundGroupName(g), int32(w.PreboundGangSize))
+	// Not before the object's creation, which follows: an admission older
+	// than its group is a recreated group's stale one, and ignored.
+	at := time.Now().Add(time.Minute).UTC()
+	pg.Annotations = map[string]string{qapi.AdmittedAtAnnotation: at.Format(time.RFC3339)}
+	// Its members are bound but Pending (no kubelet runs them): Caldera
+	// writes such a gang as Scheduling.
+	pg.Status = v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupScheduling}
+	return pg
 }
 
 // boundGroupName names prebound gang g.
