@@ -174,7 +174,11 @@ func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
 	}
 	pod := b.Obj()
 	pod.Spec.NodeName = node(i % w.Nodes).Name
-	if pod.Labels[v1alpha1.PodGroupLabel] != "" {
+	if i/max(w.PreboundGangSize, 1) < w.preboundGangs() {
+		// A gang member as Caldera left it, protected from scale-down. The
+		// default profile's copy (no gang) carries the annotations too:
+		// both profiles list the same pods, so M1 compares what each
+		// scheduler keeps, not the size of the objects.
 		pod.Annotations = disruption.Missing(pod.Annotations)
 	}
 	return pod
