@@ -117,8 +117,7 @@ func TestExtraMembersActivatedWhenGangStarts(t *testing.T) {
 	h.activations()
 	activatedPods(h)
 	for _, p := range pods[:2] {
-		c.Reserve(next(p, boundTo("n1")))
-		c.Permit(logger, next(p, boundTo("n1")), t0, time.Minute, gangPluginName)
+		reserveOn(c, p, "n1", t0)
 	}
 	podEvent(c, next(pods[0], boundTo("n1")))
 	if got := activatedPods(h); len(got) != 0 {
@@ -154,8 +153,7 @@ func TestExtraMembersWithinDeservedShare(t *testing.T) {
 		wantPreFilter(t, c, p, at, want, wantMsg)
 	}
 	for _, p := range pods[:2] {
-		c.Reserve(next(p, boundTo("n1")))
-		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+		reserveOn(c, p, "n1", at)
 		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 	}
 	h.activations()
@@ -239,8 +237,7 @@ func TestExtraMemberSwapsLowerPriority(t *testing.T) {
 			pass(c, t0)
 			wantAdmitted(t, c, verdict{true, ""}, pods...)
 			for _, p := range pods[:2] {
-				c.Reserve(next(p, boundTo("n1")))
-				c.Permit(logger, next(p, boundTo("n1")), t0, time.Minute, gangPluginName)
+				reserveOn(c, p, "n1", t0)
 				podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
 			}
 			pass(c, t0)
@@ -271,8 +268,7 @@ func TestExtraRefusedForCapabilityActivated(t *testing.T) {
 	podEvent(c, m0)
 	podEvent(c, m1)
 	pass(c, t0)
-	c.Reserve(next(m0, boundTo("n1")))
-	c.Permit(logger, next(m0, boundTo("n1")), t0, time.Minute, gangPluginName)
+	reserveOn(c, m0, "n1", t0)
 	podEvent(c, next(m0, boundTo("n1"), phase(v1.PodRunning)))
 	pass(c, t0)
 	h.activations()
@@ -318,8 +314,7 @@ func failedGang(t *testing.T, c *Cache, h *fakeHandle, cpuEach string) (r0, r1 *
 	wantAdmitted(t, c, verdict{true, ""}, pods...)
 	at = t0.Add(time.Second)
 	for _, p := range pods {
-		c.Reserve(next(p, boundTo("n1")))
-		c.Permit(logger, next(p, boundTo("n1")), at, time.Minute, gangPluginName)
+		reserveOn(c, p, "n1", at)
 	}
 	for _, p := range pods {
 		podEvent(c, next(p, boundTo("n1"), phase(v1.PodRunning)))
@@ -371,10 +366,16 @@ func TestReservedExtrasAreDemand(t *testing.T) {
 	c.ApplyNode(logger, mkNode("n1", "8"))
 	r0, r1, at := failedGang(t, c, h, "3")
 	wantPreFilter(t, c, r0, at, admission.PreFilterOK, "")
-	c.Reserve(next(r0, boundTo("n1")))
-	c.Permit(logger, next(r0, boundTo("n1")), at, time.Minute, gangPluginName)
+	reserveOn(c, r0, "n1", at)
 	// A pass runs while r0 waits in Permit for r1.
 	pass(c, at.Add(time.Second))
 	wantPreFilter(t, c, r1, at.Add(time.Second), admission.PreFilterOK, "")
 	wantConsistent(t, c, "after the replacements")
+}
+
+// reserveOn is a member's scheduling cycle up to Permit on node: Reserve,
+// then Permit (which lets it bind or makes it wait for its gang).
+func reserveOn(c *Cache, p *v1.Pod, node string, at time.Time) {
+	c.Reserve(next(p, boundTo(node)))
+	c.Permit(logger, next(p, boundTo(node)), at, time.Minute, gangPluginName)
 }

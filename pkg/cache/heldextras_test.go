@@ -26,14 +26,12 @@ func TestReservedMemberOfStartedGangHoldsItsNode(t *testing.T) {
 	s0, s1 := memberOf("ns", "s0", "s", cpu("1")), memberOf("ns", "s1", "s", cpu("2"))
 	podEvent(c, s0)
 	pass(c, t0)
-	c.Reserve(next(s0, boundTo("n2")))
-	c.Permit(logger, next(s0, boundTo("n2")), t0, time.Minute, gangPluginName)
+	reserveOn(c, s0, "n2", t0)
 	podEvent(c, next(s0, boundTo("n2"), phase(v1.PodRunning)))
 	// Started; its next member holds 2 of n1's 16 cpu, unbound: n1 takes
 	// four 3-cpu members, not five.
 	podEvent(c, s1)
-	c.Reserve(next(s1, boundTo("n1")))
-	c.Permit(logger, next(s1, boundTo("n1")), t0, time.Minute, gangPluginName)
+	reserveOn(c, s1, "n1", t0)
 
 	addPG(c, mkPG("ns", "g", 9, pgQueue("q")))
 	var g []*v1.Pod
