@@ -31,7 +31,8 @@ type extraBook struct {
 }
 
 // extraHold is one reserved extra: its queue and request, and the node it
-// holds and its gang's unit, for admission's placement check (heldRoom).
+// holds and its gang's unit, for admission's placement check
+// (holdReservedExtras).
 type extraHold struct {
 	queue string
 	req   resources.List
@@ -46,9 +47,8 @@ func (b *extraBook) add(uid types.UID, h extraHold) {
 	if b.Holds == nil {
 		b.Holds, b.byQueue = map[types.UID]extraHold{}, map[string]resources.List{}
 	}
-	q, req := h.queue, h.req
 	b.Holds[uid] = h
-	b.byQueue[q] = b.byQueue[q].Add(req)
+	b.byQueue[h.queue] = b.byQueue[h.queue].Add(h.req)
 }
 
 // Drop forgets uid's entry: the member is bound (its request is now in its
