@@ -15,16 +15,17 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
-	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/admission"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/dialect/annotation"
+	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	calderares "github.com/caldera-sched/caldera/pkg/resources"
+	"github.com/caldera-sched/caldera/pkg/status"
 )
 
 // ErrWouldNotStart is what-if's answer "no": the report is printed, and
@@ -162,56 +163,62 @@ func WhatIf(ctx context.Context, cs clientSet, ns string, wo whatIfOptions) (Wha
 	if err != nil {
 		return res, err
 	}
-	lists, err := listCluster(ctx, cs, settings.admission.CheckResourceQuota)
+	l, err := listCluster(ctx, cs, settings.admission.CheckResourceQuota)
 	if err != nil {
 		return res, err
 	}
-	if err := addJob(lists, job); err != nil {
+	if err := addJob(l, job); err != nil {
 		return res, err
 	}
-	return predict(ctx, lists, job, settings, now)
+	return predict(ctx, l, job, settings, now)
 }
 
-// predict serves lists from a snapshot server, runs the cache on it and
-// one admission pass at now, and reads what the pass decided for job.
-func predict(ctx context.Context, lists map[string]runtime.Object, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
+// predict runs the cache on l, the listed cluster with the job's objects,
+// fed directly (no API server), and one admission pass at now, and reads
+// what the pass decided for job.
+func predict(ctx context.Context, l *feed.Listed, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
 	var res WhatIfResult
-	srv, err := snapshot.Start(lists)
-	if err != nil {
-		return res, err
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// The cache logs as the scheduler does; a command's output is its report.
 	ctx = klog.NewContext(ctx, klog.LoggerWithName(klog.Background(), "what-if").V(10))
-	c, err := startWhatIfCache(ctx, srv, s)
+	logger := klog.FromContext(ctx)
+	c, err := startWhatIfCache(ctx, l, s)
 	if err != nil {
 		return res, err
 	}
-	if err := addAnnotatedGangs(ctx, c, srv, lists, job, now); err != nil {
+	if err := addAnnotatedGangs(logger, c, l, job, now); err != nil {
 		return res, err
 	}
 	// The live scheduler's pass plans the reservations it kept first; a
 	// fresh cache kept none, so it is given those the scheduler published.
-	seeds, live := liveReservations(lists, job)
+	seeds, live := liveReservations(l, job)
 	skipped := c.SeedReservations(seeds)
 	before := dumpOf(c)
-	c.AdmissionPass(klog.FromContext(ctx), now)
+	c.AdmissionPass(logger, now)
 	after := dumpOf(c)
 	settleLive(live, skipped, c.Reservations())
-	res, err = readUnits(c, before, after, lists, job, s, now)
+	res, err = readUnits(c, before, after, l, job, s, now)
 	res.Reservations = live
 	return res, err
 }
 
-// startWhatIfCache runs the scheduler's cache, with the scheduler's
-// settings, on the snapshot srv serves.
-func startWhatIfCache(ctx context.Context, srv *snapshot.Server, s schedulerSettings) (*cache.Cache, error) {
-	admission := s.admission
-	c, err := snapshot.StartCache(ctx, srv.Config(), snapshot.CacheOptions{
-		Name: "what-if", Admission: &admission, Profiles: s.profiles, Reclaim: s.reclaim, Preempt: s.preempt,
-	})
+// startWhatIfCache builds the scheduler's cache, with the scheduler's
+// settings, and feeds it l.
+func startWhatIfCache(ctx context.Context, l *feed.Listed, s schedulerSettings) (*cache.Cache, error) {
+	const profile = "what-if"
+	p := cache.NewProvider(status.AlwaysLeading())
+	if _, err := p.Get(ctx, feed.DetachedHandle(profile)); err != nil {
+		return nil, err
+	}
+	// What the scheduler's plugins would hand the Provider from their args.
+	for _, prof := range s.profiles {
+		if err := p.EnableAdmission(prof, s.admission); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.EnableEvictions(profile, s.reclaim, s.preempt); err != nil {
+		return nil, err
+	}
+	c, err := feed.Deliver(klog.FromContext(ctx), p, l)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster's copy: %w", err)
 	}
@@ -220,9 +227,9 @@ func startWhatIfCache(ctx context.Context, srv *snapshot.Server, s schedulerSett
 
 // addAnnotatedGangs handles gangs asked for by annotation: it adds the
 // PodGroups the leader would create, as the cache itself hands them out,
-// to lists and the snapshot, and waits until the cache has them, so that
-// the pass sees those gangs as it would once the leader created them.
-func addAnnotatedGangs(ctx context.Context, c *cache.Cache, srv *snapshot.Server, lists map[string]runtime.Object, job jobObjects, now time.Time) error {
+// to l and the cache, so that the pass sees those gangs as it would once
+// the leader created them.
+func addAnnotatedGangs(logger klog.Logger, c *cache.Cache, l *feed.Listed, job jobObjects, now time.Time) error {
 	create := c.PodGroupsToCreate()
 	if len(create) == 0 {
 		return nil
@@ -234,19 +241,19 @@ func addAnnotatedGangs(ctx context.Context, c *cache.Cache, srv *snapshot.Server
 		pg.CreationTimestamp = metav1.NewTime(now)
 		pgs = append(pgs, pg)
 	}
-	if err := addPodGroups(lists, pgs); err != nil {
+	if err := addPodGroups(l, pgs); err != nil {
 		return err
 	}
-	if err := srv.Set(lists); err != nil {
-		return err
+	for _, pg := range pgs {
+		c.SetGroup(logger, schedplugins.Spec(pg))
 	}
-	return waitForPodGroups(ctx, c, job.pods)
+	return nil
 }
 
 // readUnits reads what the pass decided for each of job's pods, grouped
 // into units, from c and the dumps taken before and after it. On error it
 // returns the units read so far.
-func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]runtime.Object, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
+func readUnits(c *cache.Cache, before, after *cache.CacheDump, l *feed.Listed, job jobObjects, s schedulerSettings, now time.Time) (WhatIfResult, error) {
 	res := WhatIfResult{Starts: true}
 	byUnit := map[string]int{}
 	queues := map[string]bool{}
@@ -263,7 +270,7 @@ func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]
 			res.Units[i].Pods = append(res.Units[i].Pods, p.Name)
 			continue
 		}
-		u, starts := newUnit(c, p, v, before, lists, s, now)
+		u, starts := newUnit(c, p, v, before, l, s, now)
 		if !starts {
 			res.Starts = false
 		}
@@ -281,13 +288,13 @@ func readUnits(c *cache.Cache, before, after *cache.CacheDump, lists map[string]
 // newUnit is the unit whose first pod in the job is p, and whether it
 // would start: not when it stays gated, nor when admission counted room no
 // eviction plan can free.
-func newUnit(c *cache.Cache, p *corev1.Pod, v admission.UnitView, before *cache.CacheDump, lists map[string]runtime.Object, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
+func newUnit(c *cache.Cache, p *corev1.Pod, v admission.UnitView, before *cache.CacheDump, l *feed.Listed, s schedulerSettings, now time.Time) (WhatIfUnit, bool) {
 	starts := true
 	u := WhatIfUnit{UnitView: v, Pods: []string{p.Name}}
 	u.Position, u.Waiting = position(before, v.Queue, v.Unit)
 	u.Path = path(v)
 	if v.Admitted && v.OnPlan {
-		plan := evictionPlan(c, p, lists[podsPath].(*corev1.PodList).Items, lists[nodesPath].(*corev1.NodeList).Items, s, now)
+		plan := evictionPlan(c, p, l.Pods, l.Nodes, s, now)
 		u.Plan = &plan
 		// Admission counted room no eviction can free now (say, a
 		// victim gang that would break): the job would wait.
@@ -299,32 +306,6 @@ func newUnit(c *cache.Cache, p *corev1.Pod, v admission.UnitView, before *cache.
 		starts = false
 	}
 	return u, starts
-}
-
-// waitForPodGroups waits until the cache has the PodGroup of each of pods'
-// gangs: the snapshot's relist reaches it through its informer.
-func waitForPodGroups(ctx context.Context, c *cache.Cache, pods []*corev1.Pod) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		waiting := false
-		for _, p := range pods {
-			if v, ok := c.AdmissionOf(p); !ok || v.Message == "waiting for its PodGroup" {
-				waiting = true
-				break
-			}
-		}
-		if !waiting {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the cache did not read the gangs' PodGroups within 30s")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // dumpOf is the cache's dump, decoded.

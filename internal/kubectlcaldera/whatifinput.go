@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -20,14 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/klog/v2"
-	schedoptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
-	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/plugins/args"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/reclaim"
@@ -70,7 +70,7 @@ func loadSettings(file string) (schedulerSettings, error) {
 			reclaim: *ra.EnableReclaim, preempt: *ra.EnablePreemption,
 			minRuntime: time.Duration(*ra.MinVictimRuntimeSeconds) * time.Second}, nil
 	}
-	cfg, err := schedoptions.LoadConfigFromFile(klog.Background(), file)
+	cfg, err := loadSchedulerConfig(file)
 	if err != nil {
 		return s, fmt.Errorf("reading the scheduler configuration: %w", err)
 	}
@@ -103,6 +103,25 @@ func loadSettings(file string) (schedulerSettings, error) {
 // scheduler refuses profiles that disagree on enableReclaim and
 // enablePreemption (one admission pass counts eviction room for all), so
 // what-if does too; minVictimRuntimeSeconds may differ (each profile's
+// loadSchedulerConfig decodes the KubeSchedulerConfiguration in file, with
+// defaults, as kube-scheduler's --config does; through the scheduler's
+// config scheme alone, so that the command does not link the scheduler.
+func loadSchedulerConfig(file string) (*config.KubeSchedulerConfiguration, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	obj, gvk, err := schedscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("%s holds a %s, not a KubeSchedulerConfiguration", file, gvk)
+	}
+	return cfg, nil
+}
+
 // plugin applies its own), and the longest is the copy's.
 func (s *schedulerSettings) addReclaim(p config.KubeSchedulerProfile) error {
 	if !enabled(p.Plugins, reclaim.Name) {
@@ -279,8 +298,8 @@ func jobPods(job *batchv1.Job, now time.Time) []*corev1.Pod {
 	return pods
 }
 
-// listCluster lists what the scheduler's cache reads, for the snapshot.
-func listCluster(ctx context.Context, cs clientSet, quotas bool) (map[string]runtime.Object, error) {
+// listCluster lists what the scheduler's cache reads, for the copy.
+func listCluster(ctx context.Context, cs clientSet, quotas bool) (*feed.Listed, error) {
 	pods, err := cs.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
@@ -301,65 +320,52 @@ func listCluster(ctx context.Context, cs clientSet, quotas bool) (map[string]run
 	if err != nil {
 		return nil, fmt.Errorf("listing Queues: %w", err)
 	}
-	pods.TypeMeta = metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}
-	nodes.TypeMeta = metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}
-	nss.TypeMeta = metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}
-	pgs.TypeMeta = metav1.TypeMeta{Kind: "PodGroupList", APIVersion: v1alpha1.SchemeGroupVersion.String()}
-	queues.TypeMeta = metav1.TypeMeta{Kind: "QueueList", APIVersion: qapi.SchemeGroupVersion.String()}
 	// Jobs' deadlines are run-time limits of their pods (the feed watches
-	// them): the copy needs the list, or the cache would never start.
+	// them).
 	jobs, err := cs.kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Jobs: %w", err)
 	}
-	jobs.TypeMeta = metav1.TypeMeta{Kind: "JobList", APIVersion: batchv1.SchemeGroupVersion.String()}
-	lists := map[string]runtime.Object{
-		"/apis/batch/v1/jobs": jobs,
-		podsPath:              pods,
-		nodesPath:             nodes,
-		"/api/v1/namespaces":  nss,
-		podGroupsPath:         pgs,
-		"/apis/" + qapi.SchemeGroupVersion.String() + "/queues": queues,
-	}
+	l := &feed.Listed{Pods: pointers(pods.Items), Nodes: pointers(nodes.Items), Namespaces: pointers(nss.Items),
+		PodGroups: pointers(pgs.Items), Queues: pointers(queues.Items), Jobs: pointers(jobs.Items)}
 	if quotas {
 		rqs, err := cs.kube.CoreV1().ResourceQuotas("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("listing ResourceQuotas: %w", err)
 		}
-		rqs.TypeMeta = metav1.TypeMeta{Kind: "ResourceQuotaList", APIVersion: "v1"}
-		lists["/api/v1/resourcequotas"] = rqs
+		l.Quotas = pointers(rqs.Items)
 	}
-	return lists, nil
+	return l, nil
 }
 
-// Paths of the lists the job's objects join.
-var (
-	podsPath      = "/api/v1/pods"
-	nodesPath     = "/api/v1/nodes"
-	podGroupsPath = "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/podgroups"
-)
+// pointers points at each of items.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
 
 // addJob adds the job's objects to the listed cluster; a name already
 // taken is an error, as the API server would answer.
-func addJob(lists map[string]runtime.Object, job jobObjects) error {
-	pods := lists[podsPath].(*corev1.PodList)
+func addJob(l *feed.Listed, job jobObjects) error {
 	for _, p := range job.pods {
-		if slices.ContainsFunc(pods.Items, func(q corev1.Pod) bool { return q.Namespace == p.Namespace && q.Name == p.Name }) {
+		if slices.ContainsFunc(l.Pods, func(q *corev1.Pod) bool { return q.Namespace == p.Namespace && q.Name == p.Name }) {
 			return fmt.Errorf("pod %s/%s already exists: what-if asks about a job not yet submitted", p.Namespace, p.Name)
 		}
-		pods.Items = append(pods.Items, *p)
+		l.Pods = append(l.Pods, p)
 	}
-	return addPodGroups(lists, job.podGroups)
+	return addPodGroups(l, job.podGroups)
 }
 
 // addPodGroups adds pgs to the listed PodGroups.
-func addPodGroups(lists map[string]runtime.Object, pgs []*v1alpha1.PodGroup) error {
-	list := lists[podGroupsPath].(*v1alpha1.PodGroupList)
+func addPodGroups(l *feed.Listed, pgs []*v1alpha1.PodGroup) error {
 	for _, pg := range pgs {
-		if slices.ContainsFunc(list.Items, func(q v1alpha1.PodGroup) bool { return q.Namespace == pg.Namespace && q.Name == pg.Name }) {
+		if slices.ContainsFunc(l.PodGroups, func(q *v1alpha1.PodGroup) bool { return q.Namespace == pg.Namespace && q.Name == pg.Name }) {
 			return fmt.Errorf("PodGroup %s/%s already exists: what-if asks about a job not yet submitted", pg.Namespace, pg.Name)
 		}
-		list.Items = append(list.Items, *pg)
+		l.PodGroups = append(l.PodGroups, pg)
 	}
 	return nil
 }

@@ -9,11 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-
 	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
@@ -43,14 +41,14 @@ type LiveReservation struct {
 // name): the order the scheduler's pass made them in, as near as the
 // annotations tell. A start that is no RFC 3339 time is reported, not
 // seeded.
-func liveReservations(lists map[string]runtime.Object, job jobObjects) ([]admission.ReservationSeed, []LiveReservation) {
+func liveReservations(l *feed.Listed, job jobObjects) ([]admission.ReservationSeed, []LiveReservation) {
 	own := map[gangbook.GroupKey]bool{}
 	for _, pg := range job.podGroups {
 		own[gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}] = true
 	}
 	var seeds []admission.ReservationSeed
 	var live []LiveReservation
-	for _, pg := range lists[podGroupsPath].(*v1alpha1.PodGroupList).Items {
+	for _, pg := range l.PodGroups {
 		v, ok := pg.Annotations[qapi.ExpectedStartAnnotation]
 		key := gangbook.GroupKey{Namespace: pg.Namespace, Name: pg.Name}
 		if !ok || own[key] {

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/pkg/admission"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/gangbook"
 )
 
@@ -20,18 +20,18 @@ import (
 // the job's own PodGroups and unreadable starts are not seeded, and the
 // report says what the pass made of each.
 func TestLiveReservations(t *testing.T) {
-	pg := func(name string, ann map[string]string) v1alpha1.PodGroup {
-		return v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, Annotations: ann}}
+	pg := func(name string, ann map[string]string) *v1alpha1.PodGroup {
+		return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, Annotations: ann}}
 	}
 	start := func(at string) map[string]string { return map[string]string{qapi.ExpectedStartAnnotation: at} }
 	late := start("2030-01-01T00:10:00Z")
 	late[qapi.VerdictAnnotation] = "queue low: cpu request 8 exceeds remaining capability 4; reserved from 2030-01-01T00:10:00Z on n0, n2"
-	lists := map[string]runtime.Object{podGroupsPath: &v1alpha1.PodGroupList{Items: []v1alpha1.PodGroup{
+	l := &feed.Listed{PodGroups: []*v1alpha1.PodGroup{
 		pg("late", late), pg("none", nil), pg("early", start("2030-01-01T00:05:00Z")),
 		pg("bad", start("soon")), pg("gone", start("2030-01-01T00:07:00Z")), pg("mine", start("2030-01-01T00:01:00Z")),
-	}}}
+	}}
 	job := jobObjects{podGroups: []*v1alpha1.PodGroup{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mine"}}}}
-	seeds, live := liveReservations(lists, job)
+	seeds, live := liveReservations(l, job)
 	var order []string
 	for _, s := range seeds {
 		order = append(order, s.Group.Name)

@@ -31,11 +31,10 @@ type PlanView struct {
 // nodes. The plugin's own pass first runs the scheduler's filters to say
 // which nodes evictions could help on; here every schedulable node counts,
 // so a pod with node constraints may be shown a node its filters refuse.
-func evictionPlan(c *cache.Cache, pod *corev1.Pod, pods []corev1.Pod, nodes []corev1.Node, s schedulerSettings, now time.Time) PlanView {
+func evictionPlan(c *cache.Cache, pod *corev1.Pod, pods []*corev1.Pod, nodes []*corev1.Node, s schedulerSettings, now time.Time) PlanView {
 	var running []*corev1.Pod
 	onNode := map[string][]*corev1.Pod{}
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -46,8 +45,7 @@ func evictionPlan(c *cache.Cache, pod *corev1.Pod, pods []corev1.Pod, nodes []co
 	if !ok {
 		return PlanView{Why: why}
 	}
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		ni := framework.NewNodeInfo(onNode[n.Name]...)
 		ni.SetNode(n)
 		in.Nodes = append(in.Nodes, reclaim.Node{Name: n.Name, Free: convert.NodeFree(ni), Eligible: !n.Spec.Unschedulable})

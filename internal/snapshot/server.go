@@ -1,8 +1,8 @@
 // Package snapshot serves a fixed set of API objects read-only, the way
-// informers read them (list, then watch), so that Caldera's real cache can
-// run on a copy of a cluster's state without reaching the cluster: the
-// what-if command runs one admission pass on such a copy, and cache tests
-// feed the cache through it. It never accepts a write.
+// informers read them (list, then watch): the tests of the feed's informer
+// wiring (pkg/feed, pkg/plugins/registry) run the real informers on it
+// without a cluster. It never accepts a write. Tools that only need the
+// cache filled feed it directly (feed.Deliver).
 package snapshot
 
 import (

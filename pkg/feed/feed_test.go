@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
 	"github.com/caldera-sched/caldera/pkg/admission"
+	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
 	"github.com/caldera-sched/caldera/pkg/cache"
 	"github.com/caldera-sched/caldera/pkg/cache/cachetest"
 	"github.com/caldera-sched/caldera/pkg/dialect/schedplugins"
@@ -68,7 +72,7 @@ func fed(t *testing.T, pgs []*v1alpha1.PodGroup, pods []*v1.Pod, nodes ...*v1.No
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	h := snapshot.Handle("feed", cfg, cs, factory)
+	h := feed.ClientHandle("feed", cfg, cs, factory)
 	p := cache.NewProvider(status.AlwaysLeading())
 	c, err := p.Get(ctx, h)
 	if err != nil {
@@ -181,4 +185,62 @@ func waitNodes(t *testing.T, c *cache.Cache, want ...string) {
 	if err != nil {
 		t.Fatalf("the cache knows nodes %v, want %v", got, want)
 	}
+}
+
+// Deliver hands a cache what the feed's informers hand it from the same
+// objects, with no API server: the unfinished pods, bound or not; the
+// finished members, by label and Job pods without it (slimmed); and
+// nothing of other finished pods. The two caches' dumps agree.
+func TestDeliverHandsWhatTheInformersHand(t *testing.T) {
+	pgs, pods := cachetest.Gangs("ns", 2, 3)
+	pods[0].Status.Phase = v1.PodSucceeded
+	pods[3].Spec.NodeName = "n1"
+	finished := func(name string, labels, annotations map[string]string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("ns-" + name),
+				Labels: labels, Annotations: annotations},
+			Status: v1.PodStatus{Phase: v1.PodFailed},
+		}
+	}
+	pods = append(pods,
+		finished("job-0", map[string]string{batchv1.JobNameLabel: "job"}, map[string]string{qapi.GangMinMemberAnnotation: "2"}),
+		finished("other", nil, nil))
+	node := func(name string) *v1.Node {
+		return &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"),
+			}},
+		}
+	}
+	nodes := []*v1.Node{node("n1"), node("n2")}
+	informed, _, _ := fed(t, pgs, pods, nodes...)
+	waitNodes(t, informed, "n1", "n2")
+
+	p := cache.NewProvider(status.AlwaysLeading())
+	if _, err := p.Get(t.Context(), feed.DetachedHandle("deliver")); err != nil {
+		t.Fatal(err)
+	}
+	delivered, err := feed.Deliver(klog.Background(), p, &feed.Listed{PodGroups: pgs, Pods: pods, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dumped(t, delivered), dumped(t, informed); got != want {
+		t.Errorf("delivered directly the cache holds\n%s\nfed by informers\n%s", got, want)
+	}
+	if got := groups(t, delivered); !strings.Contains(got, `"succeeded": 1`) {
+		t.Errorf("the finished members were not delivered:\n%s", got)
+	}
+}
+
+// dumped is the cache's dump without its time.
+func dumped(t *testing.T, c *cache.Cache) string {
+	t.Helper()
+	d := cachetest.Dumped(t, c)
+	d.Time = time.Time{}
+	out, err := json.MarshalIndent(d, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -299,9 +299,9 @@ func relist[T metav1.Object](store map[string]T, list []T, selected func(T) (T, 
 	}
 }
 
-// DumpedGroups returns the groups of c's dump (Cache.Dump), sorted by key:
+// Dumped returns c's dump (Cache.Dump), decoded, its groups sorted by key:
 // what a test outside pkg/cache can see of the cache's aggregates.
-func DumpedGroups(tb testing.TB, c *cache.Cache) []cache.GroupDump {
+func Dumped(tb testing.TB, c *cache.Cache) *cache.CacheDump {
 	tb.Helper()
 	data, err := c.Dump()
 	if err != nil {
@@ -312,7 +312,13 @@ func DumpedGroups(tb testing.TB, c *cache.Cache) []cache.GroupDump {
 		tb.Fatal(err)
 	}
 	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Key < d.Groups[j].Key })
-	return d.Groups
+	return &d
+}
+
+// DumpedGroups returns the groups of c's dump, sorted by key.
+func DumpedGroups(tb testing.TB, c *cache.Cache) []cache.GroupDump {
+	tb.Helper()
+	return Dumped(tb, c).Groups
 }
 
 // Gangs returns groups PodGroups of size members each in namespace ns, named

@@ -20,6 +20,7 @@ import (
 
 	"github.com/caldera-sched/caldera/internal/snapshot"
 	qapi "github.com/caldera-sched/caldera/pkg/apis/scheduling/v1alpha1"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/plugins/binder"
 	"github.com/caldera-sched/caldera/pkg/plugins/enqueue"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
@@ -98,7 +99,7 @@ func TestPluginsShareOneCacheFedAtStart(t *testing.T) {
 	p := New()
 	reg := registryOf(t, p)
 	for _, profile := range []string{"caldera-a", "caldera-b"} {
-		h := snapshot.Handle(profile, cfg, cs, factory)
+		h := feed.ClientHandle(profile, cfg, cs, factory)
 		for _, name := range []string{queuesort.Name, gang.Name, enqueue.Name} {
 			if _, err := reg[name](ctx, nil, h); err != nil {
 				t.Fatalf("%s of %s: %v", name, profile, err)
@@ -127,7 +128,7 @@ func TestPluginsShareOneCacheFedAtStart(t *testing.T) {
 	if q, ok := c.DefaultQueue(); !ok || q != qapi.DefaultQueueName {
 		t.Errorf("DefaultQueue = %q, %v; want admission on with %q", q, ok, qapi.DefaultQueueName)
 	}
-	late := snapshot.Handle("late", cfg, cs, factory)
+	late := feed.ClientHandle("late", cfg, cs, factory)
 	if _, err := reg[enqueue.Name](ctx, nil, late); err == nil {
 		t.Errorf("CalderaEnqueue built after Start was accepted; nothing would feed it")
 	}
@@ -167,10 +168,10 @@ func TestProfilesThatDisagreeAreRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := registryOf(t, New())
-			if _, err := reg[tc.plugin](t.Context(), raw(tc.a), snapshot.Handle("a", cfg, cs, factory)); err != nil {
+			if _, err := reg[tc.plugin](t.Context(), raw(tc.a), feed.ClientHandle("a", cfg, cs, factory)); err != nil {
 				t.Fatalf("profile a: %v", err)
 			}
-			_, err := reg[tc.plugin](t.Context(), raw(tc.b), snapshot.Handle("b", cfg, cs, factory))
+			_, err := reg[tc.plugin](t.Context(), raw(tc.b), feed.ClientHandle("b", cfg, cs, factory))
 			switch {
 			case tc.want == nil && err != nil:
 				t.Fatalf("profile b, asking alike: %v", err)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 
-	"github.com/caldera-sched/caldera/internal/snapshot"
+	"github.com/caldera-sched/caldera/pkg/feed"
 	"github.com/caldera-sched/caldera/pkg/plugins/gang"
 )
 
@@ -32,7 +32,7 @@ func TestStartListsTheSchedulersInformersEarly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cfg, cs, factory := serve(t)
 			p := New()
-			h := snapshot.Handle("caldera", cfg, cs, factory)
+			h := feed.ClientHandle("caldera", cfg, cs, factory)
 			if _, err := registryOf(t, p)[gang.Name](ctx, nil, h); err != nil {
 				t.Fatal(err)
 			}
