@@ -82,6 +82,8 @@ type Unit struct {
 	planBooked bool
 	// waitObserved: the unit's first admission is in admission_wait_seconds.
 	waitObserved bool
+	// counted is the count of its queue's QueueCounts the unit is in.
+	counted unitState
 }
 
 // unitNotice is the last verdict written for a unit. A pointer in unit,
@@ -322,6 +324,7 @@ func (a *State) dropUnitLocked(u *Unit) {
 		q.Inflight.Sub(u.Inflight)
 	}
 	a.bookPlan(u, false)
+	a.uncountLocked(u)
 	delete(a.Units, u.Key)
 	a.dropExtraDemandLocked(u)
 	a.Feas.track(u, true)
@@ -341,7 +344,9 @@ func (a *State) moveUnitLocked(u *Unit, q string) {
 		old.Allocated.Sub(u.Held)
 		old.Inflight.Sub(u.Inflight)
 	}
+	a.uncountLocked(u)
 	u.Queue = q
+	a.countLocked(u)
 	nu := a.usageLocked(q)
 	nu.Allocated.Add(u.Held)
 	nu.Inflight.Add(u.Inflight)
@@ -403,6 +408,7 @@ func (a *State) setInflightLocked(u *Unit) {
 			a.setPendingLocked(u)
 		}
 	}
+	a.countLocked(u)
 }
 
 // setPendingLocked (re)places u among its queue's groups waiting for

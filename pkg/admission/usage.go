@@ -55,6 +55,8 @@ func (a *State) setAskedLocked(p *PodAcct, q string) {
 // queueUsage is one queue's allocated and inflight amounts.
 type queueUsage struct {
 	Allocated, Inflight resources.List
+	// Counts are its units by state (queuecounts.go).
+	Counts QueueCounts
 }
 
 // soloSlot is the Slot of a solo account: a singleton's own, which its

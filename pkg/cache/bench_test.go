@@ -185,3 +185,31 @@ func BenchmarkRestartList(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pod")
 }
+
+// BenchmarkQueueStatusUpdates is the status writer's look at the queues,
+// made every period, on a cache holding 20,000 bound pods (half singletons,
+// half members of gangs of 8) in 4 queues: it must not walk every unit.
+func BenchmarkQueueStatusUpdates(b *testing.B) {
+	const n, gangSize = 20_000, 8
+	queues := []*qapi.Queue{mkQueue("q0"), mkQueue("q1"), mkQueue("q2"), mkQueue("q3")}
+	c := newListingCache(b, singletons, queues...)
+	for g := range n / (2 * gangSize) {
+		addPG(c, mkPG("ns", fmt.Sprint("g", g), gangSize, admittedAt, pgQueue(fmt.Sprint("q", g%4))))
+	}
+	for i := range n {
+		q := fmt.Sprint("q", i%4)
+		opts := []podOpt{ours, inQueue(q), boundTo(fmt.Sprint("n", i%500)), phase(v1.PodRunning)}
+		if i%2 == 0 {
+			c.ApplyPod(logger, nil, mkPod("ns", fmt.Sprint("s", i), "", opts...))
+		} else {
+			g := i / (2 * gangSize)
+			c.ApplyPod(logger, nil, mkPod("ns", fmt.Sprint("m", i), fmt.Sprint("g", g), ours, inQueue(fmt.Sprint("q", g%4)),
+				boundTo(fmt.Sprint("n", i%500)), phase(v1.PodRunning)))
+		}
+	}
+	c.MembersListed(logger)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.QueueStatusUpdates()
+	}
+}

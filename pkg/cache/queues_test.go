@@ -356,7 +356,45 @@ func recount(c *Cache) []string {
 			errs = append(errs, fmt.Sprintf("group %s has PodGroup %v but unit %v", k, g.Obj != nil, ok))
 		}
 	}
+	errs = append(errs, recountQueueCounts(a)...)
 	sort.Strings(errs)
+	return errs
+}
+
+// recountQueueCounts compares the queues' counts of units by state, kept
+// as units change, with a walk over every unit.
+func recountQueueCounts(a *admission.State) []string {
+	want := map[string]*admission.QueueCounts{}
+	for _, u := range a.Units {
+		n := want[u.Queue]
+		if n == nil {
+			n = &admission.QueueCounts{}
+			want[u.Queue] = n
+		}
+		switch {
+		case !u.Admitted:
+			n.Pending++
+		case u.Gang != nil && u.Gang.Counts.Succeeded >= int(u.Min) && u.Gang.Counts.Running == 0:
+			n.Completed++
+		case u.Gang != nil && u.Gang.Counts.Running > 0:
+			n.Running++
+		case u.Gang == nil && u.Pod.Status.Phase == v1.PodRunning:
+			n.Running++
+		default:
+			n.Admitted++
+		}
+	}
+	var errs []string
+	for q := range a.Usage {
+		if _, ok := want[q]; !ok {
+			want[q] = &admission.QueueCounts{}
+		}
+	}
+	for q, n := range want {
+		if got := a.QueueCountsLocked(q); got != *n {
+			errs = append(errs, fmt.Sprintf("queue %q counts %+v, recount %+v", q, got, *n))
+		}
+	}
 	return errs
 }
 

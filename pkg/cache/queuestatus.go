@@ -39,33 +39,12 @@ func (c *Cache) AdmissionWrites() []status.Admission {
 // QueueStatusUpdates implements status.Source: the Queues whose status
 // differs from what the informer last delivered, with the status to write.
 func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
-	type counts struct{ pending, admitted, running, completed int32 }
 	c.mu.RLock()
 	if !c.adm.On() {
 		c.mu.RUnlock()
 		return nil
 	}
 	a := c.adm
-	per := map[string]*counts{}
-	for _, u := range a.Units {
-		n := per[u.Queue]
-		if n == nil {
-			n = &counts{}
-			per[u.Queue] = n
-		}
-		switch {
-		case !u.Admitted:
-			n.pending++
-		case u.Gang != nil && u.Gang.Counts.Succeeded >= int(u.Min) && u.Gang.Counts.Running == 0:
-			n.completed++
-		case u.Gang != nil && u.Gang.Counts.Running > 0:
-			n.running++
-		case u.Gang == nil && u.Pod.Status.Phase == v1.PodRunning:
-			n.running++
-		default:
-			n.admitted++
-		}
-	}
 	figs := a.QueueFiguresLocked()
 	var want []*qapi.Queue
 	names := make([]string, 0, len(a.Queues))
@@ -76,11 +55,8 @@ func (c *Cache) QueueStatusUpdates() []*qapi.Queue {
 	for _, name := range names {
 		q := a.Queues[name]
 		st := q.Status.DeepCopy()
-		n := per[name]
-		if n == nil {
-			n = &counts{}
-		}
-		st.Pending, st.Admitted, st.Running, st.Completed = n.pending, n.admitted, n.running, n.completed
+		n := a.QueueCountsLocked(name)
+		st.Pending, st.Admitted, st.Running, st.Completed = n.Pending, n.Admitted, n.Running, n.Completed
 		st.Head = queuedGroups(a.Pending.Head(name, QueueHeadLength))
 		// A queue's allocated counts its descendants' (see QueueStatus.Allocated).
 		f := figs[name]
