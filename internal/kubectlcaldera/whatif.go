@@ -185,7 +185,7 @@ func predict(ctx context.Context, l *feed.Listed, job jobObjects, s schedulerSet
 	if err != nil {
 		return res, err
 	}
-	if err := addAnnotatedGangs(logger, c, l, job, now); err != nil {
+	if err := addAnnotatedGangs(logger, c, l, now); err != nil {
 		return res, err
 	}
 	// The live scheduler's pass plans the reservations it kept first; a
@@ -229,7 +229,7 @@ func startWhatIfCache(ctx context.Context, l *feed.Listed, s schedulerSettings) 
 // PodGroups the leader would create, as the cache itself hands them out,
 // to l and the cache, so that the pass sees those gangs as it would once
 // the leader created them.
-func addAnnotatedGangs(logger klog.Logger, c *cache.Cache, l *feed.Listed, job jobObjects, now time.Time) error {
+func addAnnotatedGangs(logger klog.Logger, c *cache.Cache, l *feed.Listed, now time.Time) error {
 	create := c.PodGroupsToCreate()
 	if len(create) == 0 {
 		return nil
