@@ -283,7 +283,7 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 		b, _ := liveHeap(ctx, readHeap, 1, 0)
 		heapStart = mib(b)
 	}
-	cpuBefore, procCPUBefore := cpuSeconds(0), cpuSeconds(proc.pid)
+	cpuBefore, procBefore := cpuSeconds(0), readProcStat(proc.pid)
 	start := time.Now()
 	n := c.windows()
 	heap := make([]float64, n)
@@ -328,7 +328,7 @@ func runChurn(t *testing.T, w Workload, p Profile, opts Options) Result {
 	case <-timer.C:
 		res.Error = fmt.Sprintf("timed out %v after the last arrival: %d/%d pods bound", opts.Timeout, watcher.boundCount(), w.Pods())
 	}
-	res.setCPU(proc, opts.External != nil, cpuBefore, procCPUBefore)
+	res.setCPU(proc, opts.External != nil, cpuBefore, procBefore)
 	stopProfile()
 	var heapDrained float64
 	if res.Error == "" && readHeap != nil {

@@ -83,6 +83,7 @@ func TestRatiosAndMarkdown(t *testing.T) {
 		{Workload: "W3-plain", Profile: ProfileDefault, Bound: 10, Seconds: 10},
 		{Workload: "W3-gang", Profile: ProfileCaldera, Bound: 10, Seconds: 13, GroupSize: 10},
 		{Workload: "W2", Profile: ProfileCaldera, Error: "timed out"},
+		{Workload: "W5", Profile: ProfileCaldera, Bound: 1, SchedulerCPUSeconds: 38.3, SchedulerSysSeconds: 12.48, SchedulerFaults: 473161},
 	}}
 	r.ComputeRatios()
 	got := map[string]Ratio{}
@@ -102,9 +103,20 @@ func TestRatiosAndMarkdown(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| W1 | caldera | 0 |", "| 0.98 | >= 0.95 | yes |", "| 1.30 | <= 1.2 | **no** |", "timed out"} {
+	for _, want := range []string{"| W1 | caldera | 0 |", "| 0.98 | >= 0.95 | yes |", "| 1.30 | <= 1.2 | **no** |", "timed out", "| 38.30 | 12.48 | 473 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	// Every row of the results table has the header's cells.
+	lines := strings.Split(md.String(), "\n")
+	header := strings.Count(lines[2], "|")
+	for _, line := range lines[3:] {
+		if line == "" {
+			break
+		}
+		if n := strings.Count(line, "|"); n != header {
+			t.Errorf("row has %d separators, header %d: %s", n, header, line)
 		}
 	}
 }
@@ -199,19 +211,25 @@ func TestParseHeapAlloc(t *testing.T) {
 
 func TestSetCPU(t *testing.T) {
 	// This process stands for the scheduler's; readings "before" of -1 and
-	// -2 make every figure at least 1 or 2 however little CPU was used.
+	// -2 (sys -3) make every figure at least 1, 2 or 3 however little CPU
+	// was used; a process has always faulted some pages in since it began.
 	proc := &schedulerProc{pid: os.Getpid()}
+	before := procStat{cpu: -2, sys: -3}
 	var own, ext, inProcess Result
-	own.setCPU(proc, false, -1, -2)
+	own.setCPU(proc, false, -1, before)
 	if own.SchedulerCPUSeconds < 2 || own.CPUSeconds < own.SchedulerCPUSeconds+1 {
 		t.Errorf("own process: CPU %.2f, scheduler %.2f; want the scheduler's in both, this process's added", own.CPUSeconds, own.SchedulerCPUSeconds)
 	}
-	ext.setCPU(proc, true, -1, -2)
-	if ext.CPUSeconds < 2 || ext.SchedulerCPUSeconds != 0 {
-		t.Errorf("external: CPU %.2f, scheduler %.2f; want the scheduler process's only", ext.CPUSeconds, ext.SchedulerCPUSeconds)
+	if own.SchedulerSysSeconds < 3 || own.SchedulerFaults == 0 {
+		t.Errorf("own process: sys %.2f s, %d faults; want the scheduler process's kernel time and faults", own.SchedulerSysSeconds, own.SchedulerFaults)
 	}
-	inProcess.setCPU(nil, false, -1, -2)
-	if inProcess.CPUSeconds < 1 || inProcess.SchedulerCPUSeconds != 0 {
-		t.Errorf("in-process: CPU %.2f, scheduler %.2f; want this process's, no split", inProcess.CPUSeconds, inProcess.SchedulerCPUSeconds)
+	ext.setCPU(proc, true, -1, before)
+	if ext.CPUSeconds < 2 || ext.SchedulerCPUSeconds != 0 || ext.SchedulerSysSeconds < 3 {
+		t.Errorf("external: CPU %.2f, scheduler %.2f, sys %.2f; want the scheduler process's only", ext.CPUSeconds, ext.SchedulerCPUSeconds, ext.SchedulerSysSeconds)
+	}
+	inProcess.setCPU(nil, false, -1, before)
+	if inProcess.CPUSeconds < 1 || inProcess.SchedulerCPUSeconds != 0 || inProcess.SchedulerSysSeconds != 0 || inProcess.SchedulerFaults != 0 {
+		t.Errorf("in-process: CPU %.2f, scheduler %.2f, sys %.2f, %d faults; want this process's, no split", inProcess.CPUSeconds,
+			inProcess.SchedulerCPUSeconds, inProcess.SchedulerSysSeconds, inProcess.SchedulerFaults)
 	}
 }

@@ -205,7 +205,7 @@ wait:
 		}
 	}
 	// A new process: all its CPU is this run's, start-up included.
-	res.setCPU(proc, opts.External != nil, cpuBefore, 0)
+	res.setCPU(proc, opts.External != nil, cpuBefore, procStat{})
 	stopProfile()
 	if opts.ProfileDir != "" && proc == nil {
 		res.SchedulerCPUSeconds = schedulerCPU(t, filepath.Join(opts.ProfileDir, "cpu-"+w.Name+"-"+p.Name+".pprof"))
@@ -281,21 +281,22 @@ wait:
 
 // setCPU sets res's CPU figures at the end of a run: this process's CPU
 // since selfBefore plus, when the scheduler has a process of its own, that
-// process's since procBefore (0 for a process started within the run),
-// which is also SchedulerCPUSeconds; in external mode only the scheduler
-// process's.
-func (res *Result) setCPU(proc *schedulerProc, external bool, selfBefore, procBefore float64) {
+// process's since procBefore (zero for a process started within the run),
+// which is also SchedulerCPUSeconds, with its kernel part and page faults;
+// in external mode only the scheduler process's.
+func (res *Result) setCPU(proc *schedulerProc, external bool, selfBefore float64, procBefore procStat) {
 	res.CPUSeconds = cpuSeconds(0) - selfBefore
 	if proc == nil {
 		return
 	}
-	procCPU := cpuSeconds(proc.pid) - procBefore
+	st := readProcStat(proc.pid).sub(procBefore)
+	res.SchedulerSysSeconds, res.SchedulerFaults = st.sys, st.faults
 	if external {
-		res.CPUSeconds = procCPU
+		res.CPUSeconds = st.cpu
 		return
 	}
-	res.CPUSeconds += procCPU
-	res.SchedulerCPUSeconds = procCPU
+	res.CPUSeconds += st.cpu
+	res.SchedulerCPUSeconds = st.cpu
 }
 
 // saveLiveHeapProfile writes, when dir is set, the scheduler process's heap
