@@ -489,9 +489,14 @@ type procStat struct {
 	faults uint64
 }
 
-// sub is s less before.
+// sub is s less before. A reading that failed (zero) after one that did
+// not gives no faults rather than a count wrapped past zero.
 func (s procStat) sub(before procStat) procStat {
-	return procStat{cpu: s.cpu - before.cpu, sys: s.sys - before.sys, faults: s.faults - before.faults}
+	d := procStat{cpu: s.cpu - before.cpu, sys: s.sys - before.sys}
+	if s.faults > before.faults {
+		d.faults = s.faults - before.faults
+	}
+	return d
 }
 
 // readProcStat reads pid's procStat (0: this process); zero when it cannot

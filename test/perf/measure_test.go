@@ -223,6 +223,9 @@ func TestSetCPU(t *testing.T) {
 	if own.SchedulerSysSeconds < 3 || own.SchedulerFaults == 0 {
 		t.Errorf("own process: sys %.2f s, %d faults; want the scheduler process's kernel time and faults", own.SchedulerSysSeconds, own.SchedulerFaults)
 	}
+	if got := (procStat{}).sub(procStat{cpu: 1, faults: 5}); got.faults != 0 || got.cpu != -1 {
+		t.Errorf("a failed reading after a good one: %+v, want no faults", got)
+	}
 	ext.setCPU(proc, true, -1, before)
 	if ext.CPUSeconds < 2 || ext.SchedulerCPUSeconds != 0 || ext.SchedulerSysSeconds < 3 {
 		t.Errorf("external: CPU %.2f, scheduler %.2f, sys %.2f; want the scheduler process's only", ext.CPUSeconds, ext.SchedulerCPUSeconds, ext.SchedulerSysSeconds)
