@@ -85,6 +85,10 @@ func (pp *passPlacement) placeInflight(u *Unit, index map[string]int) {
 		return
 	}
 	g := u.Gang
+	if awaitsMembers(g) {
+		pp.placeAwaited(u)
+		return
+	}
 	need := int(g.Spec.MinMember) - g.Counts.Bound
 	var loose []*gangbook.Member
 	for _, m := range g.Members {
@@ -386,10 +390,14 @@ func (pp *passPlacement) Commit(g queue.Group) {
 	if pp.lastKey != g.Key || !pp.lastOK {
 		return
 	}
-	classes, _ := pp.unitClasses(g.Key)
-	classes, steps := pp.admittedSteps(g, classes)
-	placement.Apply(&pp.Free, classes, steps)
-	pp.pin(g.Key, classes, steps)
+	classes, want := pp.unitClasses(g.Key)
+	if want == 0 {
+		pp.commitAwaited(g)
+	} else {
+		classes, steps := pp.admittedSteps(g, classes)
+		placement.Apply(&pp.Free, classes, steps)
+		pp.pin(g.Key, classes, steps)
+	}
 	pp.commitJob(g)
 	pp.markSince(g.Key)
 	pp.commitDraws()

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/caldera-sched/caldera/pkg/gangbook"
@@ -115,4 +117,59 @@ func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed boo
 		return 0, n
 	}
 	return 0, 0
+}
+
+// placeAwaited takes from the working room what an admitted gang none of
+// whose members exist yet will take: its planned members (plannedClasses)
+// where its admission put them (pins), the rest first-fit. Counted only in
+// its queue's sums, that room looked free on every node until the pods
+// came: the next pass reserved it for a younger job, whose reservation
+// then kept the gang's own pods off it. O(members + pins).
+func (pp *passPlacement) placeAwaited(u *Unit) {
+	classes, n := pp.plannedClasses(u.Key)
+	if n == 0 {
+		return
+	}
+	pinned := pp.placePinned(nil, u.Key, classes)
+	_, steps := pp.placer.Place(&pp.Free, classes)
+	pp.noteInflight(u.Key, classes, append(pinned, steps...))
+}
+
+// commitAwaited is Commit for a gang admitted before any member exists:
+// its planned members take room in the working copy, where the backfill
+// check put them, else on the reservation it started on, else first-fit;
+// and are pinned there for the passes until its pods arrive.
+func (pp *passPlacement) commitAwaited(g queue.Group) {
+	classes, n := pp.plannedClasses(g.Key)
+	if n == 0 {
+		pp.pin(g.Key, nil, nil) // nothing to place: no pins of an earlier admission
+		return
+	}
+	var steps []placement.Step
+	switch {
+	case pp.Tp.jobKey == g.Key:
+		classes, steps = pp.Tp.job.Classes, pp.Tp.jobSteps
+	default:
+		steps = pp.startingSteps(g.Key)
+	}
+	if steps == nil {
+		_, steps = pp.placer.Place(&pp.Free, classes)
+	} else {
+		placement.Apply(&pp.Free, classes, steps)
+	}
+	pp.pin(g.Key, classes, steps)
+}
+
+// startingSteps is the placement of key's reservation of this pass when it
+// starts now, by this pass's node indexes; nil without one.
+func (pp *passPlacement) startingSteps(key queue.Key) []placement.Step {
+	if !pp.startsOnReservation(key) {
+		return nil
+	}
+	i := slices.IndexFunc(pp.Tp.held, func(t Timed) bool { return t.Key == key })
+	steps := pp.keptPlacement(pp.Tp.held[i])
+	if len(steps) == 0 {
+		return nil
+	}
+	return steps
 }

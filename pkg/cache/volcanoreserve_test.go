@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -108,6 +109,45 @@ func TestVolcanoPodlessJobBackfills(t *testing.T) {
 		}
 		if !tc.ok && (d.Check != queue.CheckReservation || d.Behind != queue.GroupUnit("ns", "train")) {
 			t.Errorf("podless job without a limit: decision %+v, want refused for delaying train's reservation", d)
+		}
+	}
+}
+
+// At a reservation's start the job it waited for may still run (it ends
+// at its limit, and its kubelet is late by a moment), and then ends: from
+// then on the reserved gang starts, and a younger job without a limit
+// neither starts before it nor is reserved into the room it starts on.
+// Found with Volcano's controller in the loop: the younger job was
+// admitted in the pass after the gang's, the gang's pods found its room
+// reserved, and the gang went back behind it.
+func TestVolcanoReservedGangStartsAtItsStart(t *testing.T) {
+	c := volcanoTrainFixture(t, nil, time.Second)
+	endless := limitedVolcanoPG("endless", 1, "4", "")
+	endless.CreationTimestamp.Time = t0.Add(time.Second)
+	withVolcano(t, c, endless)
+	c.SetGroup(logger, volcano.Spec(endless))
+	trainKey, endlessKey := queue.GroupUnit("ns", "train"), queue.GroupUnit("ns", "endless")
+	check := func(when string, trainIn bool) {
+		t.Helper()
+		if u := unitOf(c, endlessKey); u == nil || u.Admitted {
+			t.Errorf("%s: endless %+v, want pending", when, u)
+		}
+		if u := unitOf(c, trainKey); u == nil || u.Admitted != trainIn {
+			t.Errorf("%s: train %+v, want admitted %v", when, u, trainIn)
+		}
+	}
+	pass(c, t0.Add(2*time.Second))
+	check("before r0's end", false)
+	pass(c, t0.Add(20*time.Second))
+	check("at r0's end, r0 still running", false)
+
+	r0 := volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0))
+	podDelete(c, r0)
+	for _, at := range []time.Duration{20 * time.Second, 20*time.Second + 500*time.Millisecond, 21 * time.Second} {
+		pass(c, t0.Add(at))
+		check(fmt.Sprintf("at t0+%v, r0 ended", at), true)
+		if res, ok := c.feasible.ReservationOf(endlessKey); ok && res.Start < t0.Unix()+60 {
+			t.Errorf("at t0+%v: endless reserved %+v, inside train's room before train can end", at, res)
 		}
 	}
 }

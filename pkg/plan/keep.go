@@ -18,24 +18,28 @@ import (
 // which is not in the past, beside the reservations already made. On true
 // p.steps is that placement and p.room the room left at KeepAt by it and
 // the reservations holding room over [KeepAt, KeepAt+lim), as record
-// takes them. O(releases since the checkpoint before KeepAt + reservations
-// + members).
+// takes them. On false both are as the search left them: the fit is tried
+// on scratch of its own, since a kept placement that fails on one node
+// leaves the room half taken, and record would turn that into the slack
+// backfill jobs are held to. O(releases since the checkpoint before
+// KeepAt + reservations + members).
 func (p *Plan) keeps(g Gang, lim int64) bool {
 	if len(g.Keep) == 0 || g.KeepAt < p.now || !p.keepValid(g) {
 		return false
 	}
 	at := g.KeepAt
-	p.roomAt(at)
+	p.kept = fill(p.kept, p.nr, 0)
+	p.roomAt(p.kept, at)
 	for _, r := range p.rs {
 		if enterAt(r.start, lim) <= at && r.end > at {
 			for m := r.lo; m < r.hi; m++ {
 				n := int(p.needNode[m])
-				addRow(p.room[n*p.r:(n+1)*p.r], p.needAmt[m*p.r:(m+1)*p.r], -1)
+				addRow(p.kept[n*p.r:(n+1)*p.r], p.needAmt[m*p.r:(m+1)*p.r], -1)
 			}
 		}
 	}
 	for _, s := range g.Keep {
-		row := p.room[int(s.Node)*p.r : (int(s.Node)+1)*p.r]
+		row := p.kept[int(s.Node)*p.r : (int(s.Node)+1)*p.r]
 		addRow(row, g.Classes[s.Class].Request, -1)
 		for _, v := range row {
 			if v < 0 {
@@ -43,6 +47,7 @@ func (p *Plan) keeps(g Gang, lim int64) bool {
 			}
 		}
 	}
+	copy(p.room, p.kept)
 	p.steps = append(p.steps[:0], g.Keep...)
 	return true
 }
@@ -68,20 +73,20 @@ func (p *Plan) keepValid(g Gang) bool {
 	return true
 }
 
-// roomAt sets p.room to the free room at time at (>= now): the last
+// roomAt sets room to the free room at time at (>= now): the last
 // checkpoint's snapshot at or before it, plus the releases and commits'
 // releases after that checkpoint up to at.
-func (p *Plan) roomAt(at int64) {
+func (p *Plan) roomAt(room []int64, at int64) {
 	k := sort.Search(len(p.cpAt), func(i int) bool { return p.cpAt[i] > at }) - 1
-	copy(p.room, p.snap[k*p.nr:(k+1)*p.nr])
+	copy(room, p.snap[k*p.nr:(k+1)*p.nr])
 	tl := p.tl
 	for i := p.cpIdx[k]; i < len(tl.at) && p.when(i) <= at; i++ {
 		n := int(tl.node[i])
-		addRow(p.room[n*p.r:(n+1)*p.r], tl.amt[i*p.r:(i+1)*p.r], 1)
+		addRow(room[n*p.r:(n+1)*p.r], tl.amt[i*p.r:(i+1)*p.r], 1)
 	}
 	oi := sort.Search(len(p.ov), func(i int) bool { return p.ov[i].at > p.cpAt[k] })
 	for ; oi < len(p.ov) && p.ov[oi].at <= at; oi++ {
 		o := p.ov[oi]
-		addRow(p.room[int(o.node)*p.r:(int(o.node)+1)*p.r], p.ovAmt[o.off:int(o.off)+p.r], 1)
+		addRow(room[int(o.node)*p.r:(int(o.node)+1)*p.r], p.ovAmt[o.off:int(o.off)+p.r], 1)
 	}
 }

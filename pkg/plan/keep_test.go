@@ -63,3 +63,28 @@ func TestReserveKeeps(t *testing.T) {
 		})
 	}
 }
+
+// A kept placement that no longer fits at its start leaves the search's
+// placement whole: the room a backfill job may use around the reservation
+// is the search's, not what the failed fit left. Here the kept start is
+// now and the pod it waited for outlasts its limit (so its room is
+// expected just after now): the kept fit failed on n0, and before the fix
+// the reservation's slack said n0 lent -4 and n2 lent 4, so a job without
+// a limit started on n2, the room the reservation needs (found with
+// Volcano's controller in the loop).
+func TestFailedKeepLeavesTheSearchPlacement(t *testing.T) {
+	free := []int64{0, 0, 4}
+	running := []Alloc{run(0, 4, 100), run(1, 4, 700)}
+	keep := []placement.Step{{Class: 0, Node: 0}, {Class: 0, Node: 2}}
+	p := New(NewTimeline(1, free, running), 100, 4)
+	res, err := p.Reserve(Gang{Classes: []placement.Class{cls(4, 2)}, Limit: 60, Keep: keep, KeepAt: 100})
+	if err != nil || res.Start != 101 || !slices.Equal(res.Steps, keep) {
+		t.Fatalf("premise: reserved %+v (%v), want at 101 on n0 and n2", res, err)
+	}
+	if steps, ok := p.CanBackfill(Job{Classes: []placement.Class{cls(4, 1)}}); ok {
+		t.Errorf("a job without a limit starts on %v, in the room the reservation at 101 needs", steps)
+	}
+	if steps, ok := p.CanBackfill(Job{Classes: []placement.Class{cls(4, 1)}, Limit: 1}); !ok || !slices.Equal(steps, []placement.Step{{Class: 0, Node: 2}}) {
+		t.Errorf("a job ending by 101 starts on %v (%v), want n2", steps, ok)
+	}
+}

@@ -118,6 +118,7 @@ type Plan struct {
 
 	// Scratch.
 	room   []int64
+	kept   []int64 // keeps' room, apart from the search's
 	placer placement.Placer
 	one    [1]placement.Class
 	rm     placement.Room
