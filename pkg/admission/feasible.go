@@ -85,10 +85,6 @@ func (pp *passPlacement) placeInflight(u *Unit, index map[string]int) {
 		return
 	}
 	g := u.Gang
-	if awaitsMembers(g) {
-		pp.placeAwaited(u)
-		return
-	}
 	need := int(g.Spec.MinMember) - g.Counts.Bound
 	var loose []*gangbook.Member
 	for _, m := range g.Members {
@@ -111,11 +107,17 @@ func (pp *passPlacement) placeInflight(u *Unit, index map[string]int) {
 		}
 		loose = append(loose, m)
 	}
-	if need <= 0 || len(loose) == 0 {
+	if need <= 0 {
 		return
 	}
 	pp.classes = pp.membersClasses(pp.classes[:0], loose, need)
 	pp.classKey = queue.Key{}
+	if n := countOf(pp.classes); n < need && awaitsCreation(g) {
+		pp.classes = append(pp.classes, pp.missingClass(g, need-n))
+	}
+	if len(pp.classes) == 0 {
+		return
+	}
 	pinned := pp.placePinned(nil, u.Key, pp.classes)
 	_, steps := pp.placer.Place(&pp.Free, pp.classes)
 	pp.noteInflight(u.Key, pp.classes, append(pinned, steps...))

@@ -119,20 +119,15 @@ func (pp *passPlacement) checkPodless(g queue.Group, plan queue.Plan, vetoed boo
 	return 0, 0
 }
 
-// placeAwaited takes from the working room what an admitted gang none of
-// whose members exist yet will take: its planned members (plannedClasses)
-// where its admission put them (pins), the rest first-fit. Counted only in
-// its queue's sums, that room looked free on every node until the pods
-// came: the next pass reserved it for a younger job, whose reservation
-// then kept the gang's own pods off it. O(members + pins).
-func (pp *passPlacement) placeAwaited(u *Unit) {
-	classes, n := pp.plannedClasses(u.Key)
-	if n == 0 {
-		return
-	}
-	pinned := pp.placePinned(nil, u.Key, classes)
-	_, steps := pp.placer.Place(&pp.Free, classes)
-	pp.noteInflight(u.Key, classes, append(pinned, steps...))
+// awaitsCreation reports whether g's controller creates its members only
+// once it is admitted and may not have created them all: while it has not
+// started, the members it lacks hold room as planned members (missingClass)
+// in the working copy. Counted only in its queue's sums, that room looked
+// free on every node until the last pod came (Volcano's controller creates
+// them one by one): a pass in between reserved it for a younger job, whose
+// reservation then kept the gang's own pods off it.
+func awaitsCreation(g *gangbook.Group) bool {
+	return g.MembersAfterAdmission() && !g.Obj.Started
 }
 
 // commitAwaited is Commit for a gang admitted before any member exists:
@@ -140,17 +135,20 @@ func (pp *passPlacement) placeAwaited(u *Unit) {
 // check put them, else on the reservation it started on, else first-fit;
 // and are pinned there for the passes until its pods arrive.
 func (pp *passPlacement) commitAwaited(g queue.Group) {
-	classes, n := pp.plannedClasses(g.Key)
-	if n == 0 {
+	u := pp.adm.Units[g.Key]
+	if u == nil || u.Gang == nil || !awaitsMembers(u.Gang) {
 		pp.pin(g.Key, nil, nil) // nothing to place: no pins of an earlier admission
 		return
 	}
+	var classes []placement.Class
 	var steps []placement.Step
 	switch {
 	case pp.Tp.jobKey == g.Key:
 		classes, steps = pp.Tp.job.Classes, pp.Tp.jobSteps
 	default:
-		steps = pp.startingSteps(g.Key)
+		pp.classKey = queue.Key{}
+		pp.classes = append(pp.classes[:0], pp.missingClass(u.Gang, int(u.Gang.Spec.MinMember)))
+		classes, steps = pp.classes, pp.startingSteps(g.Key)
 	}
 	if steps == nil {
 		_, steps = pp.placer.Place(&pp.Free, classes)

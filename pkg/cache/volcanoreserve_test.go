@@ -116,38 +116,52 @@ func TestVolcanoPodlessJobBackfills(t *testing.T) {
 // At a reservation's start the job it waited for may still run (it ends
 // at its limit, and its kubelet is late by a moment), and then ends: from
 // then on the reserved gang starts, and a younger job without a limit
-// neither starts before it nor is reserved into the room it starts on.
-// Found with Volcano's controller in the loop: the younger job was
-// admitted in the pass after the gang's, the gang's pods found its room
-// reserved, and the gang went back behind it.
+// neither starts before it nor is reserved into its room while its
+// controller creates its pods one by one. Found with Volcano's controller
+// in the loop: the younger job was admitted, or reserved on the gang's
+// nodes, the gang's pods found that room held, and the gang went back
+// behind it.
 func TestVolcanoReservedGangStartsAtItsStart(t *testing.T) {
-	c := volcanoTrainFixture(t, nil, time.Second)
-	endless := limitedVolcanoPG("endless", 1, "4", "")
-	endless.CreationTimestamp.Time = t0.Add(time.Second)
-	withVolcano(t, c, endless)
-	c.SetGroup(logger, volcano.Spec(endless))
 	trainKey, endlessKey := queue.GroupUnit("ns", "train"), queue.GroupUnit("ns", "endless")
-	check := func(when string, trainIn bool) {
-		t.Helper()
-		if u := unitOf(c, endlessKey); u == nil || u.Admitted {
-			t.Errorf("%s: endless %+v, want pending", when, u)
-		}
-		if u := unitOf(c, trainKey); u == nil || u.Admitted != trainIn {
-			t.Errorf("%s: train %+v, want admitted %v", when, u, trainIn)
-		}
-	}
-	pass(c, t0.Add(2*time.Second))
-	check("before r0's end", false)
-	pass(c, t0.Add(20*time.Second))
-	check("at r0's end, r0 still running", false)
-
-	r0 := volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0))
-	podDelete(c, r0)
-	for _, at := range []time.Duration{20 * time.Second, 20*time.Second + 500*time.Millisecond, 21 * time.Second} {
-		pass(c, t0.Add(at))
-		check(fmt.Sprintf("at t0+%v, r0 ended", at), true)
-		if res, ok := c.feasible.ReservationOf(endlessKey); ok && res.Start < t0.Unix()+60 {
-			t.Errorf("at t0+%v: endless reserved %+v, inside train's room before train can end", at, res)
-		}
+	for _, tc := range []struct {
+		name string
+		due  bool // a pass at r0's end finds r0 still running
+	}{{"r0 ends before the pass at its end", false}, {"r0 outlasts its end by a moment", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := volcanoTrainFixture(t, nil, time.Second)
+			endless := limitedVolcanoPG("endless", 1, "4", "")
+			endless.CreationTimestamp.Time = t0.Add(time.Second)
+			withVolcano(t, c, endless)
+			c.SetGroup(logger, volcano.Spec(endless))
+			check := func(when string, trainIn bool) {
+				t.Helper()
+				if u := unitOf(c, endlessKey); u == nil || u.Admitted {
+					t.Errorf("%s: endless %+v, want pending", when, u)
+				}
+				if u := unitOf(c, trainKey); u == nil || u.Admitted != trainIn {
+					t.Errorf("%s: train %+v, want admitted %v", when, u, trainIn)
+				}
+				if res, ok := c.feasible.ReservationOf(endlessKey); trainIn && ok && res.Start < t0.Unix()+60 {
+					t.Errorf("%s: endless %s, in train's room before train can end", when, res)
+				}
+			}
+			pass(c, t0.Add(2*time.Second))
+			check("before r0's end", false)
+			if tc.due {
+				pass(c, t0.Add(20*time.Second))
+				check("at r0's end, r0 still running", false)
+			}
+			podDelete(c, volcanoMember("ns", "r0-0", "r0", cpu("4"), boundTo("n0"), phase(v1.PodRunning), runningSince(t0)))
+			at := t0.Add(20 * time.Second)
+			pass(c, at)
+			check("r0 ended", true)
+			pass(c, at.Add(300*time.Millisecond))
+			check("train admitted, no pod yet", true)
+			for i := range 2 {
+				podEvent(c, volcanoMember("ns", fmt.Sprint("train-w-", i), "train", cpu("4")))
+				pass(c, at.Add(time.Duration(i+5)*100*time.Millisecond))
+				check(fmt.Sprintf("%d of train's pods created", i+1), true)
+			}
+		})
 	}
 }
