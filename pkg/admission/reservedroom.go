@@ -84,6 +84,16 @@ func (a *State) ReservedRoomLocked(pod *v1.Pod, group map[string]string, now tim
 	end := runlimit.Unbounded
 	if l, _ := a.LimitOfPod(pod, group); l.Bounded() {
 		end = runlimit.EndOf(now, l) // it starts after now: rounded up, as the kubelet counts
+		if s, ok := f.Pass.Tp.since[own]; ok {
+			// Its unit is admitted: the reservations planned since were
+			// placed around its end counted from its admission (limitOf).
+			// Its pods bind a moment later (a Volcano job's are created
+			// only then), and counted from now they would overlap those
+			// reservations and be kept out of the room their own
+			// admission took; the reservation behind starts that moment
+			// later instead.
+			end = min(end, s.at+l.Hold()+1)
+		}
 	}
 	var out map[string][]NodeHold
 	for _, t := range f.Timed {

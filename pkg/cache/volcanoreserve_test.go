@@ -117,10 +117,11 @@ func TestVolcanoPodlessJobBackfills(t *testing.T) {
 // at its limit, and its kubelet is late by a moment), and then ends: from
 // then on the reserved gang starts, and a younger job without a limit
 // neither starts before it nor is reserved into its room while its
-// controller creates its pods one by one. Found with Volcano's controller
-// in the loop: the younger job was admitted, or reserved on the gang's
-// nodes, the gang's pods found that room held, and the gang went back
-// behind it.
+// controller creates its pods one by one, nor holds the room the gang's
+// pods bind to a moment after its admission. Found with Volcano's
+// controller in the loop: the younger job was admitted, or reserved on
+// the gang's nodes, the gang's pods found that room held, and the gang
+// went back behind it.
 func TestVolcanoReservedGangStartsAtItsStart(t *testing.T) {
 	trainKey, endlessKey := queue.GroupUnit("ns", "train"), queue.GroupUnit("ns", "endless")
 	for _, tc := range []struct {
@@ -158,9 +159,16 @@ func TestVolcanoReservedGangStartsAtItsStart(t *testing.T) {
 			pass(c, at.Add(300*time.Millisecond))
 			check("train admitted, no pod yet", true)
 			for i := range 2 {
-				podEvent(c, volcanoMember("ns", fmt.Sprint("train-w-", i), "train", cpu("4")))
+				pod := volcanoMember("ns", fmt.Sprint("train-w-", i), "train", cpu("4"))
+				podEvent(c, pod)
 				pass(c, at.Add(time.Duration(i+5)*100*time.Millisecond))
 				check(fmt.Sprintf("%d of train's pods created", i+1), true)
+				// Its pods bind a moment after its admission: the
+				// reservations planned around its end (from its
+				// admission) do not keep them out.
+				if hs := c.ReservedRoom(pod, at.Add(1300*time.Millisecond)); len(hs) > 0 {
+					t.Errorf("%s, placed 1.3 s after train's admission: held out of %+v", pod.Name, hs)
+				}
 			}
 		})
 	}
