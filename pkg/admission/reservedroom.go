@@ -12,6 +12,16 @@ import (
 	"github.com/caldera-sched/caldera/pkg/runlimit"
 )
 
+// PlacementLag is how much of the time between a unit's admission and its
+// pods' placement the CalderaReservation Filter credits them: their limit
+// is counted from the admission, as the plan counts it, while they are
+// placed within PlacementLag of it. Volcano's controller creates a job's
+// pods within a second of Inqueue and the scheduler binds them in the
+// next; pods placed later than that (a unit the scheduler could not place
+// for long) are counted from their own start, or a reservation planned
+// at the unit's end would wait for their whole limit.
+const PlacementLag = 5 * time.Second
+
 // NodeHold is room a reservation holds on one node from Start: the pod
 // being placed may take the node's free room now only while, at Start,
 // what is free now plus what running pods have released by then still
@@ -91,8 +101,9 @@ func (a *State) ReservedRoomLocked(pod *v1.Pod, group map[string]string, now tim
 			// only then), and counted from now they would overlap those
 			// reservations and be kept out of the room their own
 			// admission took; the reservation behind starts that moment
-			// later instead.
-			end = min(end, s.at+l.Hold()+1)
+			// later instead, by PlacementLag at most.
+			planned := s.at + l.Hold() + 1
+			end = min(end, max(planned, end-int64(PlacementLag/time.Second)))
 		}
 	}
 	var out map[string][]NodeHold

@@ -169,6 +169,11 @@ func TestVolcanoReservedGangStartsAtItsStart(t *testing.T) {
 				if hs := c.ReservedRoom(pod, at.Add(1300*time.Millisecond)); len(hs) > 0 {
 					t.Errorf("%s, placed 1.3 s after train's admission: held out of %+v", pod.Name, hs)
 				}
+				// Placed long after it (PlacementLag), they would hold
+				// endless's room for most of their limit.
+				if hs := c.ReservedRoom(pod, at.Add(30*time.Second)); len(hs) == 0 {
+					t.Errorf("%s, placed 30 s after train's admission: no holds, want endless's", pod.Name)
+				}
 			}
 		})
 	}

@@ -28,7 +28,6 @@ func (p *Plan) keeps(g Gang, lim int64) bool {
 		return false
 	}
 	at := g.KeepAt
-	p.kept = fill(p.kept, p.nr, 0)
 	p.roomAt(p.kept, at)
 	for _, r := range p.rs {
 		if enterAt(r.start, lim) <= at && r.end > at {

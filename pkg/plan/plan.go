@@ -155,6 +155,7 @@ func (p *Plan) Reset(tl *Timeline, now int64, maxReservations int) {
 	p.estMin = fill(p.estMin, p.n, Unbounded)
 	p.taken = fill(p.taken, p.nr, 0)
 	p.room = fill(p.room, p.nr, 0)
+	p.kept = fill(p.kept, p.nr, 0)
 	p.u = fill(p.u, p.r, 0)
 	p.scale = fill(p.scale, p.r, 1)
 	for i := range p.n {
