@@ -459,7 +459,10 @@ func createPrebound(ctx context.Context, env *harness.Env, w Workload, p Profile
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if p.Gang == GangCaldera {
+	// Every profile's cluster holds the bound gangs' PodGroups, as its pods
+	// carry their label: a scheduler that ignores them still shares the
+	// machine with an apiserver that keeps and serves them.
+	if w.preboundGangs() > 0 {
 		err := parallel(ctx, w.preboundGangs(), func(ctx context.Context, g int) error {
 			pg := w.boundGroup(ns, g)
 			pgs := env.PGClient.SchedulingV1alpha1().PodGroups(ns)

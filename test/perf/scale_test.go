@@ -4,6 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
 // TestTimingsBetween: a run's timing is the difference of two snapshots,
@@ -70,5 +73,33 @@ func TestScaleRatios(t *testing.T) {
 	writeTimings(&md, r.Results)
 	if !strings.Contains(md.String(), "| W7-5000 | caldera | 0 | 200 |") || !strings.Contains(md.String(), "10 / 40.00 /") {
 		t.Errorf("timings table lacks W7's row:\n%s", md.String())
+	}
+}
+
+// TestBoundPodsAreTheSameInEveryProfile: W5 compares two schedulers
+// restarting over one cluster, so a bound pod differs between the profiles
+// only in the scheduler it names; gang members carry their group's label
+// and the scale-down annotations in both.
+func TestBoundPodsAreTheSameInEveryProfile(t *testing.T) {
+	w := Workload{Name: "W5", Nodes: 4, Prebound: 32, PreboundGangSize: 8}
+	var def, cal Profile
+	for _, p := range Profiles() {
+		switch p.Name {
+		case ProfileDefault:
+			def = p
+		case ProfileCaldera:
+			cal = p
+		}
+	}
+	for _, i := range []int{0, 15, 16, 31} {
+		a, b := w.boundPod("ns", def, i), w.boundPod("ns", cal, i)
+		b.Spec.SchedulerName = a.Spec.SchedulerName
+		if !equality.Semantic.DeepEqual(a, b) {
+			t.Errorf("bound pod %d differs between the profiles beyond its scheduler:\n default %+v\n caldera %+v", i, a.ObjectMeta, b.ObjectMeta)
+		}
+		member := i < 16 // two gangs of 8 of the 32 pods
+		if _, labelled := a.Labels[v1alpha1.PodGroupLabel]; labelled != member {
+			t.Errorf("bound pod %d: group label %v, want %v", i, labelled, member)
+		}
 	}
 }

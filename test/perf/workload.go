@@ -169,16 +169,18 @@ func (w Workload) preboundGangs() int {
 // the first preboundGangs()*PreboundGangSize are gang members.
 func (w Workload) boundPod(ns string, p Profile, i int) *v1.Pod {
 	b := harness.Pod(ns, fmt.Sprintf("b-%d", i)).CPU(podCPU).Mem(podMem).Scheduler(p.SchedulerName)
-	if g := i / max(w.PreboundGangSize, 1); g < w.preboundGangs() && p.Gang == GangCaldera {
-		b.Group(boundGroupName(g))
+	// A gang member as Caldera left it: in its group, protected from
+	// scale-down. Every profile's copy carries the label and the
+	// annotations (the default scheduler reads neither): both profiles
+	// list the same pods from the same cluster, so W5 and M1 compare what
+	// each scheduler does and keeps, not the objects.
+	member := i/max(w.PreboundGangSize, 1) < w.preboundGangs()
+	if member {
+		b.Group(boundGroupName(i / w.PreboundGangSize))
 	}
 	pod := b.Obj()
 	pod.Spec.NodeName = node(i % w.Nodes).Name
-	if i/max(w.PreboundGangSize, 1) < w.preboundGangs() {
-		// A gang member as Caldera left it, protected from scale-down. The
-		// default profile's copy (no gang) carries the annotations too:
-		// both profiles list the same pods, so M1 compares what each
-		// scheduler keeps, not the size of the objects.
+	if member {
 		pod.Annotations = disruption.Missing(pod.Annotations)
 	}
 	return pod
