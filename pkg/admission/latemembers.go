@@ -36,7 +36,7 @@ func promisedMembers(g *gangbook.Group) int32 {
 // says so, as after a restart) and has no member left is done and reserves
 // nothing.
 func awaitsMembers(g *gangbook.Group) bool {
-	return g.Counts.Members == 0 && g.MembersAfterAdmission() && !g.Obj.Started
+	return g.Counts.Members == 0 && awaitsCreation(g)
 }
 
 // Leftover reports whether pod, terminating, is left over from an earlier
